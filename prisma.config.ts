@@ -1,0 +1,12 @@
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { defineConfig } from 'prisma/config';
+
+// The CLI runs offline: the JS schema engine over an in-memory PGlite adapter needs no native
+// engine download for `prisma generate` or `prisma migrate diff` (DESIGN 3.1).
+export default defineConfig({
+  schema: 'prisma/schema.prisma',
+  engine: 'js',
+  experimental: { adapter: true },
+  adapter: async () => new PrismaPGlite(new PGlite()),
+});

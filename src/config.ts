@@ -1,0 +1,128 @@
+import { readFileSync } from 'node:fs';
+
+/** One external identity provider whose JWTs `/oauth2/userinfo` accepts (SPEC 2.6). */
+export interface ExternalAuthProvider {
+  readonly issuer: string;
+  readonly userInfoUrl: string;
+}
+
+/** Server configuration: parsed once at start, frozen, passed down (never read from globals). */
+export interface Config {
+  readonly port: number;
+  readonly baseUrl: string;
+  readonly fhirBaseUrl: string;
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  readonly databasePoolSize: number;
+  readonly maxBodyBytes: number;
+  readonly superAdminEmail: string;
+  readonly superAdminPassword: string | undefined;
+  readonly superAdminClientId: string | undefined;
+  readonly superAdminClientSecret: string | undefined;
+  readonly externalAuthProviders: readonly ExternalAuthProvider[];
+  readonly accurateCountThreshold: number;
+  readonly redisUrl: string | undefined;
+  readonly logLevel: string;
+  readonly shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n- ${problems.join('\n- ')}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * Reads configuration from the environment, with an optional JSON file (`FLINT_CONFIG`) whose keys
+ * are the same variable names. The environment wins over the file. Every problem is reported at once.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const merged: Env = { ...readConfigFile(env.FLINT_CONFIG), ...definedOnly(env) };
+  const problems: string[] = [];
+  const int = (name: string, fallback: number, min = 0): number => {
+    const raw = merged[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min) {
+      problems.push(`${name} must be an integer >= ${min}, got "${raw}"`);
+      return fallback;
+    }
+    return value;
+  };
+
+  const port = int('PORT', 8080);
+  const rawBase = merged.BASE_URL || `http://localhost:${port}/`;
+  let baseUrl = rawBase.endsWith('/') ? rawBase : `${rawBase}/`;
+  try {
+    new URL(baseUrl);
+  } catch {
+    problems.push(`BASE_URL must be an absolute URL, got "${rawBase}"`);
+    baseUrl = `http://localhost:${port}/`;
+  }
+
+  const databaseUrl = merged.DATABASE_URL || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push('DATABASE_URL must start with postgres:// or postgresql://');
+  }
+
+  const config: Config = {
+    port,
+    baseUrl,
+    fhirBaseUrl: `${baseUrl}fhir/R4`,
+    databaseUrl,
+    dataDir: merged.DATA_DIR || './data',
+    databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1),
+    maxBodyBytes: int('MAX_BODY_BYTES', 16 * 1024 * 1024, 1024),
+    superAdminEmail: merged.SUPER_ADMIN_EMAIL || 'admin@example.com',
+    superAdminPassword: merged.SUPER_ADMIN_PASSWORD || undefined,
+    superAdminClientId: merged.SUPER_ADMIN_CLIENT_ID || undefined,
+    superAdminClientSecret: merged.SUPER_ADMIN_CLIENT_SECRET || undefined,
+    externalAuthProviders: parseProviders(merged.EXTERNAL_AUTH_PROVIDERS, problems),
+    accurateCountThreshold: int('ACCURATE_COUNT_THRESHOLD', 1_000_000),
+    redisUrl: merged.REDIS_URL || undefined,
+    logLevel: merged.LOG_LEVEL || 'info',
+    shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}
+
+function definedOnly(env: Env): Env {
+  return Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined));
+}
+
+function readConfigFile(path: string | undefined): Env {
+  if (!path) return {};
+  const parsed: unknown = JSON.parse(readFileSync(path, 'utf8'));
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError([`${path} must hold a JSON object of variable names to values`]);
+  }
+  return Object.fromEntries(
+    Object.entries(parsed).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]),
+  );
+}
+
+function parseProviders(raw: string | undefined, problems: string[]): ExternalAuthProvider[] {
+  if (!raw) return [];
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    problems.push('EXTERNAL_AUTH_PROVIDERS must be a JSON array');
+    return [];
+  }
+  if (!Array.isArray(value)) {
+    problems.push('EXTERNAL_AUTH_PROVIDERS must be a JSON array');
+    return [];
+  }
+  return value.flatMap((p: unknown, i) => {
+    const entry = p as Partial<ExternalAuthProvider> | null;
+    if (!entry || typeof entry.issuer !== 'string' || typeof entry.userInfoUrl !== 'string') {
+      problems.push(`EXTERNAL_AUTH_PROVIDERS[${i}] needs string "issuer" and "userInfoUrl"`);
+      return [];
+    }
+    return [{ issuer: entry.issuer, userInfoUrl: entry.userInfoUrl }];
+  });
+}

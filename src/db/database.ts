@@ -1,0 +1,166 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPg } from '@prisma/adapter-pg';
+import type {
+  ArgType,
+  SqlDriverAdapter,
+  SqlDriverAdapterFactory,
+  SqlQueryable,
+  Transaction,
+} from '@prisma/driver-adapter-utils';
+import pg from 'pg';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import type { Config } from '../config.js';
+import { PrismaClient } from '../generated/prisma/client.js';
+
+export type Row = Record<string, unknown>;
+
+/** Anything that runs SQL: the database itself or an open transaction. */
+export interface SqlExecutor {
+  query<R extends Row = Row>(sql: string, args?: readonly unknown[]): Promise<R[]>;
+  execute(sql: string, args?: readonly unknown[]): Promise<number>;
+}
+
+export type DatabaseKind = 'pglite' | 'postgres';
+
+/**
+ * One pool, two speeds (DESIGN 3.2): Prisma for everyday queries, and the same driver adapter
+ * Prisma uses for the resource store's hot statements. Works the same over PGlite and PostgreSQL.
+ */
+export class Database implements SqlExecutor {
+  /** Counts statements sent; tests use it to assert query budgets, never timings. */
+  statementCount = 0;
+
+  private constructor(
+    readonly kind: DatabaseKind,
+    readonly prisma: PrismaClient,
+    private readonly adapter: SqlDriverAdapter,
+    private readonly closeDriver: () => Promise<void>,
+  ) {}
+
+  static async open(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePoolSize'>): Promise<Database> {
+    if (config.databaseUrl) {
+      const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.databasePoolSize });
+      const factory = new PrismaPg(pool);
+      return Database.fromFactory('postgres', factory, () => pool.end());
+    }
+    const pglite = await openPGlite(config.dataDir);
+    return Database.fromFactory('pglite', new PrismaPGlite(pglite), () => pglite.close());
+  }
+
+  private static async fromFactory(
+    kind: DatabaseKind,
+    factory: SqlDriverAdapterFactory,
+    closeDriver: () => Promise<void>,
+  ): Promise<Database> {
+    const adapter = await factory.connect();
+    const prisma = new PrismaClient({ adapter: factory });
+    return new Database(kind, prisma, adapter, closeDriver);
+  }
+
+  query<R extends Row = Row>(sql: string, args: readonly unknown[] = []): Promise<R[]> {
+    this.statementCount++;
+    return runQuery<R>(this.adapter, sql, args);
+  }
+
+  execute(sql: string, args: readonly unknown[] = []): Promise<number> {
+    this.statementCount++;
+    return this.adapter.executeRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
+  }
+
+  /**
+   * Runs `work` in one transaction: committed when it resolves, rolled back when it throws.
+   * Inside, use only the executor passed in (PGlite has one connection: a query on the outer
+   * database would wait for this transaction forever).
+   */
+  async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const tx = await this.adapter.startTransaction();
+    const executor = new TransactionExecutor(tx, this);
+    let result: T;
+    try {
+      result = await work(executor);
+    } catch (error) {
+      await finishTransaction(tx, 'ROLLBACK').catch(() => undefined);
+      throw error;
+    }
+    await finishTransaction(tx, 'COMMIT');
+    return result;
+  }
+
+  async close(): Promise<void> {
+    await this.prisma.$disconnect().catch(() => undefined);
+    await this.closeDriver();
+  }
+}
+
+class TransactionExecutor implements SqlExecutor {
+  constructor(
+    private readonly tx: Transaction,
+    private readonly counter: { statementCount: number },
+  ) {}
+
+  query<R extends Row = Row>(sql: string, args: readonly unknown[] = []): Promise<R[]> {
+    this.counter.statementCount++;
+    return runQuery<R>(this.tx, sql, args);
+  }
+
+  execute(sql: string, args: readonly unknown[] = []): Promise<number> {
+    this.counter.statementCount++;
+    return this.tx.executeRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
+  }
+}
+
+/** Some adapters expect the caller to send COMMIT/ROLLBACK itself ("phantom" queries are theirs). */
+async function finishTransaction(tx: Transaction, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> {
+  if (!tx.options.usePhantomQuery) {
+    try {
+      await tx.executeRaw({ sql: statement, args: [], argTypes: [] });
+    } catch (error) {
+      await tx.rollback().catch(() => undefined);
+      throw error;
+    }
+  }
+  if (statement === 'COMMIT') await tx.commit();
+  else await tx.rollback();
+}
+
+async function runQuery<R extends Row>(queryable: SqlQueryable, sql: string, args: readonly unknown[]): Promise<R[]> {
+  const result = await queryable.queryRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
+  const names = result.columnNames;
+  return result.rows.map((values) => {
+    const row: Row = {};
+    for (let i = 0; i < names.length; i++) row[names[i]] = values[i];
+    return row as R;
+  });
+}
+
+function argTypeOf(value: unknown): ArgType {
+  switch (typeof value) {
+    case 'string':
+      return { scalarType: 'string', arity: 'scalar' };
+    case 'number':
+      return { scalarType: Number.isInteger(value) ? 'int' : 'float', arity: 'scalar' };
+    case 'bigint':
+      return { scalarType: 'bigint', arity: 'scalar' };
+    case 'boolean':
+      return { scalarType: 'boolean', arity: 'scalar' };
+    default:
+      if (value instanceof Uint8Array) return { scalarType: 'bytes', arity: 'scalar' };
+      if (Array.isArray(value)) return { scalarType: 'unknown', arity: 'list' };
+      return { scalarType: 'unknown', arity: 'scalar' };
+  }
+}
+
+async function openPGlite(dataDir: string): Promise<PGlite> {
+  if (dataDir.startsWith('memory://')) return PGlite.create(dataDir);
+  mkdirSync(dataDir, { recursive: true });
+  return PGlite.create(`${dataDir.replace(/\/$/, '')}/pglite`);
+}
+
+/** Reads a timestamptz column value as an ISO instant, whatever form the adapter returned. */
+export function toInstant(value: unknown): string {
+  if (value instanceof Date) return value.toISOString();
+  const text = String(value);
+  const date = new Date(/[zZ]|[+-]\d\d(:?\d\d)?$/.test(text) ? text.replace(' ', 'T') : `${text.replace(' ', 'T')}Z`);
+  return date.toISOString();
+}
