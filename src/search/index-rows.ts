@@ -1,0 +1,67 @@
+/**
+ * Search index rows produced for one resource on every write, one array per index table
+ * (prisma/schema.prisma). `code` is the SearchParameter code. Written in the same transaction as
+ * the resource. Dates are ISO instants (UTC); decimals are strings to keep their precision.
+ */
+export interface IndexRows {
+  token: TokenRow[];
+  string: StringRow[];
+  date: DateRow[];
+  number: NumberRow[];
+  quantity: QuantityRow[];
+  reference: ReferenceRow[];
+  uri: UriRow[];
+}
+
+export interface TokenRow {
+  code: string;
+  system: string | null;
+  value: string | null;
+  /** Display text, lower-cased with accents removed, for `:text`. */
+  text: string | null;
+}
+
+export interface StringRow {
+  code: string;
+  /** Lower-cased, accents removed: the default (starts-with) and `:contains` matches use it. */
+  value: string;
+  /** As written, for `:exact`. */
+  exact: string;
+}
+
+export interface DateRow {
+  code: string;
+  /** First instant covered (inclusive), or null when open at the start. */
+  start: string | null;
+  /** Last instant covered (inclusive), or null when open at the end. */
+  end: string | null;
+}
+
+export interface NumberRow {
+  code: string;
+  value: string;
+}
+
+export interface QuantityRow {
+  code: string;
+  value: string;
+  system: string | null;
+  unit: string | null;
+}
+
+export interface ReferenceRow {
+  code: string;
+  targetType: string | null;
+  targetId: string | null;
+  /** Absolute or canonical URL when the target is not a local `Type/id`. */
+  url: string | null;
+}
+
+export interface UriRow {
+  code: string;
+  value: string;
+}
+
+export function emptyIndexRows(): IndexRows {
+  return { token: [], string: [], date: [], number: [], quantity: [], reference: [], uri: [] };
+}
