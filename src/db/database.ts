@@ -17,7 +17,7 @@ export type Row = Record<string, unknown>;
 
 /** Anything that runs SQL: the database itself or an open transaction. */
 export interface SqlExecutor {
-  query<R extends Row = Row>(sql: string, args?: readonly unknown[]): Promise<R[]>;
+  query<R = Row>(sql: string, args?: readonly unknown[]): Promise<R[]>;
   execute(sql: string, args?: readonly unknown[]): Promise<number>;
 }
 
@@ -45,7 +45,7 @@ export class Database implements SqlExecutor {
       return Database.fromFactory('postgres', factory, () => pool.end());
     }
     const pglite = await openPGlite(config.dataDir);
-    return Database.fromFactory('pglite', new PrismaPGlite(pglite), () => pglite.close());
+    return Database.fromFactory('pglite', pgliteFactory(pglite), () => pglite.close());
   }
 
   private static async fromFactory(
@@ -58,7 +58,7 @@ export class Database implements SqlExecutor {
     return new Database(kind, prisma, adapter, closeDriver);
   }
 
-  query<R extends Row = Row>(sql: string, args: readonly unknown[] = []): Promise<R[]> {
+  query<R = Row>(sql: string, args: readonly unknown[] = []): Promise<R[]> {
     this.statementCount++;
     return runQuery<R>(this.adapter, sql, args);
   }
@@ -99,7 +99,7 @@ class TransactionExecutor implements SqlExecutor {
     private readonly counter: { statementCount: number },
   ) {}
 
-  query<R extends Row = Row>(sql: string, args: readonly unknown[] = []): Promise<R[]> {
+  query<R = Row>(sql: string, args: readonly unknown[] = []): Promise<R[]> {
     this.counter.statementCount++;
     return runQuery<R>(this.tx, sql, args);
   }
@@ -124,7 +124,7 @@ async function finishTransaction(tx: Transaction, statement: 'COMMIT' | 'ROLLBAC
   else await tx.rollback();
 }
 
-async function runQuery<R extends Row>(queryable: SqlQueryable, sql: string, args: readonly unknown[]): Promise<R[]> {
+async function runQuery<R>(queryable: SqlQueryable, sql: string, args: readonly unknown[]): Promise<R[]> {
   const result = await queryable.queryRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
   const names = result.columnNames;
   return result.rows.map((values) => {
@@ -149,6 +149,14 @@ function argTypeOf(value: unknown): ArgType {
       if (Array.isArray(value)) return { scalarType: 'unknown', arity: 'list' };
       return { scalarType: 'unknown', arity: 'scalar' };
   }
+}
+
+/**
+ * pglite-prisma-adapter is typed against an older @prisma/driver-adapter-utils whose ArgType
+ * differs; it ignores argTypes at run time, so the factory is the same interface in practice.
+ */
+function pgliteFactory(pglite: PGlite): SqlDriverAdapterFactory {
+  return new PrismaPGlite(pglite) as unknown as SqlDriverAdapterFactory;
 }
 
 async function openPGlite(dataDir: string): Promise<PGlite> {

@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import { Hono, type MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { createRequestContext, type Identity, type Services } from '../context.js';
+import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
+import type { AppEnv } from './fhir-handlers.js';
+import { outcomeResponse } from './responses.js';
+import { ROUTES } from './routes.js';
+
+/** Decides who is calling; throws an OperationOutcomeError (401) when it cannot. */
+export type Authenticator = (request: Request, services: Services) => Promise<Identity>;
+
+export interface AppOptions {
+  authenticate: Authenticator;
+  /** Mounted at `/graphql` and `/fhir/R4/$graphql` (same handler, same context). */
+  graphql?: (request: Request, identity: Identity, requestId: string) => Promise<Response>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._\-]{1,100}$/;
+
+/** Builds the HTTP application: one route table, one error shape (OperationOutcome). */
+export function createApp(services: Services, options: AppOptions): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.use(requestLogging(services));
+  app.use(
+    bodyLimit({
+      maxSize: services.config.maxBodyBytes,
+      onError: () => {
+        throw errors.tooLarge(`The request body exceeds the limit of ${services.config.maxBodyBytes} bytes`);
+      },
+    }),
+  );
+  const authenticated = authentication(services, options.authenticate);
+  for (const route of ROUTES) {
+    if (route.public) app.on(route.method, route.path, (c) => route.handler(c));
+    else app.on(route.method, route.path, authenticated, (c) => route.handler(c));
+  }
+  if (options.graphql) {
+    const graphql = options.graphql;
+    const handler: MiddlewareHandler<AppEnv> = async (c) =>
+      graphql(c.req.raw, await options.authenticate(c.req.raw, services), c.get('requestId'));
+    for (const path of ['/graphql', '/fhir/R4/$graphql']) app.on(['GET', 'POST'], path, handler);
+  }
+  app.notFound((c) => {
+    const path = new URL(c.req.url).pathname;
+    const typeMatch = /^\/fhir\/R4\/([A-Za-z]+)(\/|$)/.exec(path);
+    const error = typeMatch && /^[A-Z]/.test(typeMatch[1])
+      ? errors.notSupported(`${c.req.method} ${path} is not supported: check the resource type and interaction`)
+      : errors.notFound(`No endpoint at ${c.req.method} ${path}`);
+    return outcomeResponse(error.outcome, error.status);
+  });
+  app.onError((error, c) => {
+    const outcomeError = toOperationOutcomeError(error);
+    if (outcomeError.status >= 500) {
+      (c.get('ctx')?.log ?? services.log).error({ err: error }, 'request failed');
+    }
+    return outcomeResponse(outcomeError.outcome, outcomeError.status, outcomeError.headers);
+  });
+  return app;
+}
+
+/** One structured log line per request: id, method, path, status, duration. */
+function requestLogging(services: Services): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const started = performance.now();
+    const incoming = c.req.header('x-request-id');
+    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    c.set('services', services);
+    c.set('requestId', requestId);
+    await next();
+    c.res.headers.set('X-Request-Id', requestId);
+    services.log.info(
+      {
+        reqId: requestId,
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round((performance.now() - started) * 100) / 100,
+      },
+      'request',
+    );
+  };
+}
+
+function authentication(services: Services, authenticate: Authenticator): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const identity = await authenticate(c.req.raw, services);
+    c.set('ctx', createRequestContext(services, identity, c.get('requestId')));
+    await next();
+  };
+}

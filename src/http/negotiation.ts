@@ -1,0 +1,83 @@
+import { errors } from '../fhir/outcome.js';
+
+export const FHIR_JSON = 'application/fhir+json';
+const JSON_TYPES = new Set(['application/fhir+json', 'application/json', 'application/json+fhir']);
+
+interface MediaRange {
+  type: string;
+  q: number;
+}
+
+/** Parses an Accept header as a list of media ranges with their quality (RFC 9110 12.5.1). */
+export function parseAccept(header: string | null | undefined): MediaRange[] {
+  if (!header) return [];
+  return header
+    .split(',')
+    .map((part) => {
+      const [type, ...params] = part.split(';').map((s) => s.trim().toLowerCase());
+      const q = params.find((p) => p.startsWith('q='));
+      return { type, q: q ? Number(q.slice(2)) : 1 };
+    })
+    .filter((range) => range.type.length > 0 && range.q > 0);
+}
+
+/** True when the client accepts FHIR JSON (explicitly, or through a wildcard). */
+export function acceptsFhirJson(ranges: MediaRange[]): boolean {
+  if (ranges.length === 0) return true;
+  return ranges.some((r) => JSON_TYPES.has(r.type) || r.type === '*/*' || r.type === 'application/*');
+}
+
+/** True when FHIR JSON is named explicitly (not through a wildcard): Binary reads use it. */
+export function explicitlyAcceptsFhirJson(ranges: MediaRange[]): boolean {
+  return ranges.some((r) => JSON_TYPES.has(r.type));
+}
+
+/**
+ * Decides the response format from `_format` and Accept. Flint speaks JSON only: asking for XML or
+ * anything else gets 406 saying so.
+ */
+export function assertJsonAcceptable(format: string | null, accept: string | null): void {
+  if (format !== null) {
+    const value = format.toLowerCase().split(';')[0].trim();
+    if (value === 'json' || JSON_TYPES.has(value)) return;
+    throw errors.notAcceptable(`_format=${format} is not supported: this server returns JSON (application/fhir+json)`);
+  }
+  if (!acceptsFhirJson(parseAccept(accept))) {
+    throw errors.notAcceptable(`Accept: ${accept} cannot be satisfied: this server returns application/fhir+json`);
+  }
+}
+
+/** Request bodies of FHIR writes must be JSON (a missing Content-Type is read as JSON). */
+export function assertJsonContentType(contentType: string | null | undefined, allowed = JSON_TYPES): void {
+  if (!contentType) return;
+  const type = contentType.split(';')[0].trim().toLowerCase();
+  if (!allowed.has(type)) {
+    throw errors.unsupportedMediaType(
+      `Content-Type ${type} is not supported here: send ${[...allowed].join(' or ')}`,
+    );
+  }
+}
+
+export const JSON_PATCH_TYPES = new Set(['application/json-patch+json']);
+
+export type PreferReturn = 'minimal' | 'representation' | 'OperationOutcome';
+
+/** Reads `Prefer: return=...` from a Prefer header that may hold several preferences. */
+export function preferReturn(header: string | null | undefined): PreferReturn {
+  if (!header) return 'representation';
+  for (const part of header.split(/[,;]/)) {
+    const [key, value] = part.split('=').map((s) => s.trim().replace(/^"|"$/g, ''));
+    if (key.toLowerCase() !== 'return' || !value) continue;
+    if (value === 'minimal' || value === 'representation') return value;
+    if (value.toLowerCase() === 'operationoutcome') return 'OperationOutcome';
+  }
+  return 'representation';
+}
+
+/** Parses If-Match: `W/"3"`, `"3"` or `3` all name version 3. */
+export function parseIfMatch(header: string | null | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^\s*(?:W\/)?"?([^"]*)"?\s*$/.exec(header);
+  if (!match || match[1] === '') throw errors.invalid(`Malformed If-Match header "${header}": use W/"<versionId>"`);
+  return match[1];
+}

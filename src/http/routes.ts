@@ -1,0 +1,53 @@
+import {
+  createHandler,
+  deleteHandler,
+  historyHandler,
+  patchHandler,
+  readHandler,
+  updateHandler,
+  vreadHandler,
+  type HonoContext,
+} from './fhir-handlers.js';
+import { healthcheckHandler, metadataHandler } from './server-handlers.js';
+
+/** FHIR RESTful interactions (http://hl7.org/fhir/R4/http.html); the CapabilityStatement lists them. */
+export type TypeInteraction =
+  | 'read'
+  | 'vread'
+  | 'update'
+  | 'patch'
+  | 'delete'
+  | 'history-instance'
+  | 'history-type'
+  | 'create'
+  | 'search-type';
+export type SystemInteraction = 'capabilities' | 'transaction' | 'batch' | 'search-system' | 'history-system';
+
+export interface Route {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  handler: (c: HonoContext) => Promise<Response>;
+  /** The FHIR interaction the route implements, at type or system level. */
+  interaction?: { type: TypeInteraction } | { system: SystemInteraction };
+  /** Served without authentication (metadata, health, well-known documents, token endpoints). */
+  public?: boolean;
+}
+
+const FHIR = '/fhir/R4';
+/** Resource type names start with an upper-case letter; this keeps `metadata` and `$op` apart. */
+const TYPE = ':type{[A-Z][A-Za-z]+}';
+const ID = ':id{[A-Za-z0-9\\-.]{1,64}}';
+
+/** The one route table of the server. More specific paths come first. */
+export const ROUTES: Route[] = [
+  { method: 'GET', path: '/healthcheck', handler: healthcheckHandler, public: true },
+  { method: 'GET', path: `${FHIR}/metadata`, handler: metadataHandler, public: true, interaction: { system: 'capabilities' } },
+  { method: 'GET', path: `${FHIR}/${TYPE}/_history`, handler: historyHandler, interaction: { type: 'history-type' } },
+  { method: 'POST', path: `${FHIR}/${TYPE}`, handler: createHandler, interaction: { type: 'create' } },
+  { method: 'GET', path: `${FHIR}/${TYPE}/${ID}/_history`, handler: historyHandler, interaction: { type: 'history-instance' } },
+  { method: 'GET', path: `${FHIR}/${TYPE}/${ID}/_history/:vid`, handler: vreadHandler, interaction: { type: 'vread' } },
+  { method: 'GET', path: `${FHIR}/${TYPE}/${ID}`, handler: readHandler, interaction: { type: 'read' } },
+  { method: 'PUT', path: `${FHIR}/${TYPE}/${ID}`, handler: updateHandler, interaction: { type: 'update' } },
+  { method: 'PATCH', path: `${FHIR}/${TYPE}/${ID}`, handler: patchHandler, interaction: { type: 'patch' } },
+  { method: 'DELETE', path: `${FHIR}/${TYPE}/${ID}`, handler: deleteHandler, interaction: { type: 'delete' } },
+];

@@ -1,0 +1,26 @@
+import { buildCapabilityStatement, SERVER_VERSION } from '../fhir/capability.js';
+import { isDatabaseHealthy, type Services } from '../context.js';
+import type { HonoContext } from './fhir-handlers.js';
+import { assertJsonAcceptable } from './negotiation.js';
+import { fhirText } from './responses.js';
+import { ROUTES } from './routes.js';
+
+/** The CapabilityStatement is fixed for a process's configuration: built once per server. */
+const capabilityByServices = new WeakMap<Services, string>();
+
+export async function metadataHandler(c: HonoContext): Promise<Response> {
+  assertJsonAcceptable(c.req.query('_format') ?? null, c.req.header('accept') ?? null);
+  const services = c.get('services');
+  let text = capabilityByServices.get(services);
+  if (!text) {
+    text = JSON.stringify(buildCapabilityStatement(services.config, ROUTES));
+    capabilityByServices.set(services, text);
+  }
+  return fhirText(text, 200, {}, c.req.query('_pretty') === 'true');
+}
+
+export async function healthcheckHandler(c: HonoContext): Promise<Response> {
+  const db = c.get('services').db;
+  const ok = await isDatabaseHealthy(db);
+  return Response.json({ ok, version: SERVER_VERSION, database: { kind: db.kind, ok } }, { status: ok ? 200 : 503 });
+}

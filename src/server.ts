@@ -1,0 +1,64 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { serve } from '@hono/node-server';
+import { pino, type Logger } from 'pino';
+import type { Config } from './config.js';
+import type { Identity, Services } from './context.js';
+import { Database } from './db/database.js';
+import { migrate } from './db/migrate.js';
+import { createApp, type Authenticator } from './http/app.js';
+import { DatabaseBinaryStorage } from './storage/binary-storage.js';
+
+export interface RunningServer {
+  readonly url: string;
+  readonly services: Services;
+  /** Stops accepting connections, waits for in-flight requests, then closes the pool. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  authenticate?: Authenticator;
+  log?: Logger;
+}
+
+/** Until accounts and tokens exist, every caller acts in one default project. */
+export const DEFAULT_IDENTITY: Identity = Object.freeze({ projectId: 'default', superAdmin: false });
+
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const log = options.log ?? pino({ level: config.logLevel });
+  const db = await Database.open(config);
+  try {
+    const applied = await migrate(db, log);
+    if (applied.length > 0) log.info({ applied }, 'database migrated');
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  const services: Services = { config, db, log, binaryStorage: new DatabaseBinaryStorage(db) };
+  const app = createApp(services, { authenticate: options.authenticate ?? (async () => DEFAULT_IDENTITY) });
+  const server = await listen(app.fetch, config.port);
+  const port = (server.address() as AddressInfo).port;
+  log.info({ port, database: db.kind }, 'Flint listening');
+  return {
+    url: `http://127.0.0.1:${port}`,
+    services,
+    close: () => shutdown(server, db, config.shutdownTimeoutMs),
+  };
+}
+
+function listen(fetch: (request: Request) => Response | Promise<Response>, port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch, port, hostname: '0.0.0.0' }, () => resolve(server as Server)) as Server;
+    server.once('error', reject);
+  });
+}
+
+/** Drains: no new connections, idle keep-alive sockets closed, busy ones finish (up to a timeout). */
+async function shutdown(server: Server, db: Database, timeoutMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+  await closed;
+  clearTimeout(timer);
+  await db.close();
+}

@@ -1,0 +1,390 @@
+import { randomUUID } from 'node:crypto';
+import type { Identity } from '../context.js';
+import { toInstant, type Database, type SqlExecutor } from '../db/database.js';
+import { isResourceType } from '../fhir/definitions.js';
+import { errors } from '../fhir/outcome.js';
+import type { Resource } from '../fhir/types.js';
+import { buildIndexRows } from '../search/indexer.js';
+import { validateResource } from '../validation/validator.js';
+import { applyJsonPatch } from './patch.js';
+import { isUniqueViolation } from './db-errors.js';
+import { indexDeleteClauses, indexInsertClauses } from './sql.js';
+import { binaryKey, type BinaryStorage } from './binary-storage.js';
+
+/** A stored version: the JSON text exactly as stored, plus the columns clients see in headers. */
+export interface StoredVersion {
+  resourceType: string;
+  projectId: string;
+  id: string;
+  versionId: string;
+  lastUpdated: string;
+  deleted: boolean;
+  /** The resource JSON as stored; null for a delete. */
+  text: string | null;
+}
+
+export interface WriteOptions {
+  /** Version the client expects to replace (If-Match); a different current version gives 412. */
+  ifMatch?: string;
+}
+
+export interface WriteResult {
+  resource: Resource;
+  /** True when the write created the resource (201), false when it updated one (200). */
+  created: boolean;
+  /** False when an update matched the current content and no version was written. */
+  changed: boolean;
+}
+
+export interface HistoryOptions {
+  count: number;
+  offset: number;
+  since?: string;
+}
+
+export interface HistoryPage {
+  versions: (StoredVersion & { first: boolean })[];
+  hasMore: boolean;
+}
+
+const ID_PATTERN = /^[A-Za-z0-9\-.]{1,64}$/;
+
+interface CurrentRow {
+  projectId: string;
+  versionId: string;
+  deleted: boolean;
+  content: string | null;
+}
+
+/**
+ * The resource store of one caller: every statement is scoped to the caller's project (or all
+ * projects for a super admin). Writes of a resource, its history row and its index rows are atomic.
+ */
+export class Repository {
+  constructor(
+    private readonly db: Database,
+    private readonly identity: Identity,
+    private readonly binaries: BinaryStorage,
+  ) {}
+
+  /** Reads the current version as stored text (the read hot path: no parse, no re-serialise). */
+  async readVersion(resourceType: string, id: string): Promise<StoredVersion> {
+    assertType(resourceType);
+    if (!ID_PATTERN.test(id)) throw errors.notFound(`${resourceType}/${id} not found`);
+    const rows = await this.db.query<{ projectId: string; versionId: string; lastUpdated: unknown; deleted: boolean; content: string | null }>(
+      `SELECT "projectId", "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content
+       FROM resource WHERE "resourceType" = $1 AND id = $2`,
+      [resourceType, id],
+    );
+    const row = rows[0];
+    if (!row || !this.canSee(row.projectId)) throw errors.notFound(`${resourceType}/${id} not found`);
+    if (row.deleted) throw errors.gone(`${resourceType}/${id} was deleted`);
+    return { resourceType, projectId: row.projectId, id, versionId: row.versionId, lastUpdated: toInstant(row.lastUpdated), deleted: false, text: row.content };
+  }
+
+  async readResource(resourceType: string, id: string): Promise<Resource> {
+    return parseStored(await this.readVersion(resourceType, id));
+  }
+
+  async readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
+    assertType(resourceType);
+    if (!isUuid(versionId) || !ID_PATTERN.test(id)) {
+      throw errors.notFound(`Version ${versionId} of ${resourceType}/${id} not found`);
+    }
+    const rows = await this.db.query<{ projectId: string; lastUpdated: unknown; deleted: boolean; content: string | null }>(
+      `SELECT "projectId", "lastUpdated", deleted, content::text AS content FROM resource_history
+       WHERE "versionId" = $1::uuid AND "resourceType" = $2 AND id = $3`,
+      [versionId, resourceType, id],
+    );
+    const row = rows[0];
+    if (!row || !this.canSee(row.projectId)) {
+      throw errors.notFound(`Version ${versionId} of ${resourceType}/${id} not found`);
+    }
+    if (row.deleted) throw errors.gone(`Version ${versionId} of ${resourceType}/${id} is a deletion`);
+    return { resourceType, projectId: row.projectId, id, versionId, lastUpdated: toInstant(row.lastUpdated), deleted: false, text: row.content };
+  }
+
+  async createResource(resourceType: string, input: unknown): Promise<Resource> {
+    assertType(resourceType);
+    validateResource(input, { expectedType: resourceType });
+    const resource = this.stamp(input, randomUUID(), randomUUID());
+    await this.insertNew(this.db, resource);
+    return resource;
+  }
+
+  /** Update, or create with the client's id when it does not exist yet (update-as-create). */
+  async updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {
+    assertType(resourceType);
+    validateResource(input, { expectedType: resourceType });
+    if (input.id !== id) {
+      throw errors.invalid(
+        input.id === undefined
+          ? `The body must carry id "${id}" to update ${resourceType}/${id}`
+          : `The body id "${input.id}" does not match the URL id "${id}"`,
+        `${resourceType}.id`,
+      );
+    }
+    if (!ID_PATTERN.test(id)) throw errors.invalid(`Invalid id "${id}": use 1-64 of A-Z a-z 0-9 - .`, `${resourceType}.id`);
+    return this.retryOnCreateRace(() =>
+      this.db.transaction(async (tx) => {
+        const current = await this.lockCurrent(tx, resourceType, id, 'update');
+        if (!current) {
+          if (options.ifMatch !== undefined) {
+            throw errors.preconditionFailed(`${resourceType}/${id} does not exist, so it cannot match version ${options.ifMatch}`);
+          }
+          const resource = this.stamp(input, id, randomUUID());
+          await this.insertNew(tx, resource);
+          return { resource, created: true, changed: true };
+        }
+        checkVersion(current, options, resourceType, id);
+        if (!current.deleted && current.content !== null && sameContent(JSON.parse(current.content) as Resource, input)) {
+          return { resource: JSON.parse(current.content) as Resource, created: false, changed: false };
+        }
+        const resource = this.stamp(input, id, randomUUID(), current.projectId);
+        await this.replace(tx, resource, current.projectId);
+        return { resource, created: current.deleted, changed: true };
+      }),
+    );
+  }
+
+  /** Applies a JSON Patch (RFC 6902) to the current version and stores the result as an update. */
+  async patchResource(resourceType: string, id: string, operations: unknown, options: WriteOptions = {}): Promise<WriteResult> {
+    assertType(resourceType);
+    return this.db.transaction(async (tx) => {
+      const current = await this.lockCurrent(tx, resourceType, id);
+      if (!current) throw errors.notFound(`${resourceType}/${id} not found`);
+      if (current.deleted || current.content === null) throw errors.gone(`${resourceType}/${id} was deleted`);
+      checkVersion(current, options, resourceType, id);
+      const before = JSON.parse(current.content) as Resource;
+      const patched = applyJsonPatch(before, operations);
+      validateResource(patched, { expectedType: resourceType });
+      if (patched.id !== id) throw errors.invalid('A patch must not change the resource id', `${resourceType}.id`);
+      if (sameContent(before, patched)) return { resource: before, created: false, changed: false };
+      const resource = this.stamp(patched, id, randomUUID(), current.projectId);
+      await this.replace(tx, resource, current.projectId);
+      return { resource, created: false, changed: true };
+    });
+  }
+
+  /** Deletes the resource: a new version marked deleted; reads give 410 afterwards. Idempotent. */
+  async deleteResource(resourceType: string, id: string, options: WriteOptions = {}): Promise<void> {
+    assertType(resourceType);
+    await this.db.transaction(async (tx) => {
+      const current = await this.lockCurrent(tx, resourceType, id);
+      if (!current) throw errors.notFound(`${resourceType}/${id} not found`);
+      checkVersion(current, options, resourceType, id);
+      if (current.deleted) return;
+      const args: unknown[] = [resourceType, id, current.projectId, randomUUID(), new Date().toISOString()];
+      const clauses = [
+        ...indexDeleteClauses({ type: '$1', id: '$2' }),
+        `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
+               VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, true, NULL))`,
+      ];
+      await tx.execute(
+        `WITH ${clauses.join(',\n')}
+         UPDATE resource SET "versionId" = $4::uuid, "lastUpdated" = $5::timestamptz, deleted = true, content = NULL
+         WHERE "resourceType" = $1 AND id = $2`,
+        args,
+      );
+    });
+  }
+
+  /** History of one resource (id given) or of a whole type in the caller's project, newest first. */
+  async history(resourceType: string, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
+    assertType(resourceType);
+    const args: unknown[] = [resourceType];
+    const where = ['"resourceType" = $1'];
+    if (id !== undefined) {
+      await this.assertExists(resourceType, id);
+      args.push(id);
+      where.push(`id = $${args.length}`);
+    }
+    if (!this.identity.superAdmin) {
+      args.push(this.identity.projectId);
+      where.push(`"projectId" = $${args.length}`);
+    }
+    if (options.since) {
+      args.push(options.since);
+      where.push(`"lastUpdated" >= $${args.length}::timestamptz`);
+    }
+    args.push(options.count + 1, options.offset);
+    const rows = await this.db.query<{ id: string; projectId: string; versionId: string; lastUpdated: unknown; deleted: boolean; content: string | null; first: boolean }>(
+      `SELECT id, "projectId", "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content,
+         NOT EXISTS (SELECT 1 FROM resource_history p WHERE p."resourceType" = h."resourceType" AND p.id = h.id
+                     AND p."lastUpdated" < h."lastUpdated") AS first
+       FROM resource_history h WHERE ${where.join(' AND ')}
+       ORDER BY "lastUpdated" DESC, "versionId" DESC LIMIT $${args.length - 1} OFFSET $${args.length}`,
+      args,
+    );
+    const versions = rows.slice(0, options.count).map((row) => ({
+      resourceType,
+      projectId: row.projectId,
+      id: row.id,
+      versionId: row.versionId,
+      lastUpdated: toInstant(row.lastUpdated),
+      deleted: row.deleted,
+      text: row.content,
+      first: row.first,
+    }));
+    return { versions, hasMore: rows.length > options.count };
+  }
+
+  /** Stores Binary bytes and a Binary resource describing them; the bytes are not in the JSON. */
+  async createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}): Promise<Resource> {
+    const input: Resource = { ...extra, resourceType: 'Binary', contentType };
+    validateResource(input);
+    const resource = this.stamp(input, randomUUID(), randomUUID());
+    await this.binaries.put(binaryKey(this.identity.projectId, resource.id!, resource.meta!.versionId!), this.identity.projectId, contentType, data);
+    await this.insertNew(this.db, resource);
+    return resource;
+  }
+
+  async readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined> {
+    return (await this.binaries.get(binaryKey(version.projectId, version.id, version.versionId)))?.data;
+  }
+
+  private canSee(projectId: string): boolean {
+    return this.identity.superAdmin || projectId === this.identity.projectId;
+  }
+
+  private async assertExists(resourceType: string, id: string): Promise<void> {
+    const rows = await this.db.query<{ projectId: string }>(
+      'SELECT "projectId" FROM resource WHERE "resourceType" = $1 AND id = $2',
+      [resourceType, id],
+    );
+    if (!rows[0] || !this.canSee(rows[0].projectId)) throw errors.notFound(`${resourceType}/${id} not found`);
+  }
+
+  /** Locks the current row for the rest of the transaction so concurrent writers queue. */
+  private async lockCurrent(
+    tx: SqlExecutor,
+    resourceType: string,
+    id: string,
+    purpose: 'update' | 'change' = 'change',
+  ): Promise<CurrentRow | undefined> {
+    if (!ID_PATTERN.test(id)) return undefined;
+    const rows = await tx.query<CurrentRow>(
+      `SELECT "projectId", "versionId"::text AS "versionId", deleted, content::text AS content
+       FROM resource WHERE "resourceType" = $1 AND id = $2 FOR UPDATE`,
+      [resourceType, id],
+    );
+    const row = rows[0];
+    if (row && !this.canSee(row.projectId)) {
+      // Ids are global: one taken in a project the caller cannot see is never overwritten. Only an
+      // update-as-create must say the id is unusable; everything else sees no resource at all.
+      if (purpose === 'update') throw errors.conflict(`The id ${id} cannot be used for ${resourceType}; choose another id`);
+      return undefined;
+    }
+    return row;
+  }
+
+  /** Server-owned fields: id, meta.versionId, meta.lastUpdated, meta.project. */
+  private stamp(input: Resource, id: string, versionId: string, projectId = this.identity.projectId): Resource {
+    const { resourceType, id: _ignored, meta, ...rest } = input;
+    return {
+      resourceType,
+      id,
+      meta: { ...meta, versionId, lastUpdated: new Date().toISOString(), project: projectId },
+      ...rest,
+    };
+  }
+
+  /** One statement: resource row, history row and index rows (a single statement is atomic). */
+  private async insertNew(executor: SqlExecutor, resource: Resource): Promise<void> {
+    const meta = resource.meta!;
+    const text = JSON.stringify(resource);
+    const args: unknown[] = [resource.resourceType, resource.id, meta.project, meta.versionId, meta.lastUpdated, text];
+    const clauses = [
+      `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
+             VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, false, $6::json))`,
+      ...indexInsertClauses(buildIndexRows(resource), { type: '$1', id: '$2', project: '$3' }, args),
+    ];
+    try {
+      await executor.execute(
+        `WITH ${clauses.join(',\n')}
+         INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+         VALUES ($1, $2, $3, $4::uuid, $5::timestamptz, false, $6::json)`,
+        args,
+      );
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new CreateRace();
+      throw error;
+    }
+  }
+
+  /** One statement: replace the current row, add the history row, swap the index rows. */
+  private async replace(executor: SqlExecutor, resource: Resource, projectId: string): Promise<void> {
+    const meta = resource.meta!;
+    const args: unknown[] = [resource.resourceType, resource.id, projectId, meta.versionId, meta.lastUpdated, JSON.stringify(resource)];
+    const clauses = [
+      ...indexDeleteClauses({ type: '$1', id: '$2' }),
+      `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
+             VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, false, $6::json))`,
+      ...indexInsertClauses(buildIndexRows(resource), { type: '$1', id: '$2', project: '$3' }, args),
+    ];
+    await executor.execute(
+      `WITH ${clauses.join(',\n')}
+       UPDATE resource SET "versionId" = $4::uuid, "lastUpdated" = $5::timestamptz, deleted = false, content = $6::json
+       WHERE "resourceType" = $1 AND id = $2`,
+      args,
+    );
+  }
+
+  /** Two update-as-creates of one new id race on the primary key; the loser retries as an update. */
+  private async retryOnCreateRace<T>(write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (error) {
+      if (error instanceof CreateRace) return write();
+      throw error;
+    }
+  }
+}
+
+class CreateRace extends Error {
+  constructor() {
+    super('A resource with this id was created concurrently');
+  }
+}
+
+function assertType(resourceType: string): void {
+  if (!isResourceType(resourceType)) {
+    throw errors.notSupported(`Unknown resource type "${resourceType}"`);
+  }
+}
+
+function checkVersion(current: CurrentRow, options: WriteOptions, resourceType: string, id: string): void {
+  if (options.ifMatch !== undefined && options.ifMatch !== current.versionId) {
+    throw errors.preconditionFailed(
+      `${resourceType}/${id} is at version ${current.versionId}, not ${options.ifMatch}: read it again and retry`,
+    );
+  }
+}
+
+/** Equal apart from the server-owned meta fields: such an update writes no new version. */
+function sameContent(current: Resource, next: Resource): boolean {
+  return canonical(current) === canonical(next);
+}
+
+function canonical(resource: Resource): string {
+  const { meta, ...rest } = resource;
+  const { versionId: _v, lastUpdated: _l, project: _p, ...otherMeta } = meta ?? {};
+  return stableStringify(Object.keys(otherMeta).length > 0 ? { ...rest, meta: otherMeta } : rest);
+}
+
+function stableStringify(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function isUuid(value: string): boolean {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+}
+
+export function parseStored(version: StoredVersion): Resource {
+  return JSON.parse(version.text ?? 'null') as Resource;
+}

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/server.js';
+
+const api = await useTestServer();
+const bytes = Uint8Array.from([0, 1, 2, 250, 255, 37, 80, 68, 70]);
+
+async function upload(contentType = 'application/pdf') {
+  const client = api.newProject();
+  const res = await client.request('POST', '/Binary', bytes, { 'Content-Type': contentType });
+  return { client, res };
+}
+
+describe('Binary', () => {
+  it('stores raw bytes of any content type and answers 201 with a Binary resource', async () => {
+    const { res } = await upload();
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ resourceType: 'Binary', contentType: 'application/pdf' });
+    expect(res.body.data).toBeUndefined();
+  });
+
+  it('returns the bytes with their content type on read', async () => {
+    const { res } = await upload('image/png');
+    const read = await fetch(`${api.fhir}/Binary/${res.body.id}`, { headers: { 'x-test-project': res.body.meta.project } });
+    expect(read.status).toBe(200);
+    expect(read.headers.get('content-type')).toBe('image/png');
+    expect(new Uint8Array(await read.arrayBuffer())).toEqual(bytes);
+  });
+
+  it('returns the FHIR JSON form with base64 data when asked for application/fhir+json', async () => {
+    const { client, res } = await upload();
+    const read = await client.get(`/Binary/${res.body.id}`, { Accept: 'application/fhir+json' });
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ resourceType: 'Binary', contentType: 'application/pdf', data: Buffer.from(bytes).toString('base64') });
+  });
+
+  it('accepts the FHIR JSON form on create and serves its bytes raw', async () => {
+    const client = api.newProject();
+    const data = Buffer.from('hello, binary').toString('base64');
+    const res = await client.post('/Binary', { resourceType: 'Binary', contentType: 'text/plain', data });
+    expect(res.status).toBe(201);
+    const read = await fetch(`${api.fhir}/Binary/${res.body.id}`, { headers: { 'x-test-project': client.projectId } });
+    expect(await read.text()).toBe('hello, binary');
+  });
+
+  it('rejects FHIR JSON Binary data that is not base64', async () => {
+    const res = await api.newProject().post('/Binary', { resourceType: 'Binary', contentType: 'text/plain', data: '***' });
+    expect(res.status).toBe(400);
+  });
+
+  it('hides bytes from other projects', async () => {
+    const { res } = await upload();
+    const other = api.newProject();
+    expect((await other.get(`/Binary/${res.body.id}`)).status).toBe(404);
+  });
+});

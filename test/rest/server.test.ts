@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { patientBody, useTestServer } from '../helpers/server.js';
+
+const api = await useTestServer({ MAX_BODY_BYTES: '4096' });
+
+describe('server endpoints', () => {
+  it('reports database status on /healthcheck', async () => {
+    const res = await api.raw('/healthcheck');
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body).toMatchObject({ ok: true, database: { ok: true, kind: process.env.DATABASE_URL ? 'postgres' : 'pglite' } });
+  });
+
+  it('serves a CapabilityStatement listing resource types and interactions', async () => {
+    const res = await api.raw('/fhir/R4/metadata');
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body).toMatchObject({ resourceType: 'CapabilityStatement', fhirVersion: '4.0.1', kind: 'instance' });
+    const patient = body.rest[0].resource.find((r: { type: string }) => r.type === 'Patient');
+    const codes = patient.interaction.map((i: { code: string }) => i.code).sort();
+    expect(codes).toEqual(['create', 'delete', 'history-instance', 'history-type', 'patch', 'read', 'update', 'vread']);
+    expect(body.rest[0].resource.map((r: { type: string }) => r.type)).toContain('ProjectMembership');
+  });
+
+  it('echoes a client X-Request-Id and makes one otherwise', async () => {
+    const mine = await api.raw('/healthcheck', { headers: { 'X-Request-Id': 'abc-123' } });
+    expect(mine.headers.get('x-request-id')).toBe('abc-123');
+    const made = await api.raw('/healthcheck');
+    expect(made.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('answers 413 with an OperationOutcome for a body over the limit', async () => {
+    const client = api.newProject();
+    const res = await client.post('/Patient', patientBody({ name: [{ text: 'x'.repeat(10_000) }] }));
+    expect(res.status).toBe(413);
+    expect(res.body.resourceType).toBe('OperationOutcome');
+    expect((res.body.issue as { code: string }[])[0].code).toBe('too-long');
+  });
+
+  it('answers unknown endpoints with a 404 OperationOutcome', async () => {
+    const res = await api.raw('/nowhere');
+    expect(res.status).toBe(404);
+    expect((await res.json()).resourceType).toBe('OperationOutcome');
+  });
+
+  it('answers a method the route table lacks with an OperationOutcome', async () => {
+    const res = await api.raw('/fhir/R4/Patient', { method: 'DELETE' });
+    expect(res.status).toBe(404);
+    expect((await res.json()).issue[0].code).toBe('not-supported');
+  });
+});
