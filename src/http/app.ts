@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { createRequestContext, type Identity, type Services } from '../context.js';
+import { createGraphQLHandler, GRAPHQL_PATHS } from '../graphql/yoga.js';
 import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
 import type { AppEnv } from './fhir-handlers.js';
 import { outcomeResponse } from './responses.js';
@@ -12,8 +13,6 @@ export type Authenticator = (request: Request, services: Services) => Promise<Id
 
 export interface AppOptions {
   authenticate: Authenticator;
-  /** Mounted at `/graphql` and `/fhir/R4/$graphql` (same handler, same context). */
-  graphql?: (request: Request, identity: Identity, requestId: string) => Promise<Response>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._\-]{1,100}$/;
@@ -35,12 +34,7 @@ export function createApp(services: Services, options: AppOptions): Hono<AppEnv>
     if (route.public) app.on(route.method, route.path, (c) => route.handler(c));
     else app.on(route.method, route.path, authenticated, (c) => route.handler(c));
   }
-  if (options.graphql) {
-    const graphql = options.graphql;
-    const handler: MiddlewareHandler<AppEnv> = async (c) =>
-      graphql(c.req.raw, await options.authenticate(c.req.raw, services), c.get('requestId'));
-    for (const path of ['/graphql', '/fhir/R4/$graphql']) app.on(['GET', 'POST'], path, handler);
-  }
+  mountGraphQL(app, services, options.authenticate);
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname;
     const typeMatch = /^\/fhir\/R4\/([A-Za-z]+)(\/|$)/.exec(path);
@@ -57,6 +51,25 @@ export function createApp(services: Services, options: AppOptions): Hono<AppEnv>
     return outcomeResponse(outcomeError.outcome, outcomeError.status, outcomeError.headers);
   });
   return app;
+}
+
+/**
+ * GraphQL at `/graphql` and `/fhir/R4/$graphql`: one yoga instance, built here once, with the same
+ * authentication and request context as REST.
+ */
+function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authenticator): void {
+  const requestIds = new WeakMap<Request, string>();
+  const graphql = createGraphQLHandler({
+    log: services.log,
+    getContext: async (request) =>
+      createRequestContext(services, await authenticate(request, services), requestIds.get(request) ?? randomUUID()),
+  });
+  for (const path of GRAPHQL_PATHS) {
+    app.on(['GET', 'POST'], path, (c) => {
+      requestIds.set(c.req.raw, c.get('requestId'));
+      return graphql(c.req.raw);
+    });
+  }
 }
 
 /** One structured log line per request: id, method, path, status, duration. */

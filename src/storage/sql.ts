@@ -5,10 +5,10 @@ const INDEX_TABLES: Record<keyof IndexRows, { table: string; columns: [string, s
   token: { table: 'token_index', columns: [['code', 'text'], ['system', 'text'], ['value', 'text'], ['text', 'text']] },
   string: { table: 'string_index', columns: [['code', 'text'], ['value', 'text'], ['exact', 'text']] },
   date: { table: 'date_index', columns: [['code', 'text'], ['start', 'timestamptz'], ['end', 'timestamptz']] },
-  number: { table: 'number_index', columns: [['code', 'text'], ['value', 'numeric']] },
+  number: { table: 'number_index', columns: [['code', 'text'], ['value', 'float8']] },
   quantity: {
     table: 'quantity_index',
-    columns: [['code', 'text'], ['value', 'numeric'], ['system', 'text'], ['unit', 'text']],
+    columns: [['code', 'text'], ['value', 'float8'], ['system', 'text'], ['unit', 'text']],
   },
   reference: {
     table: 'reference_index',

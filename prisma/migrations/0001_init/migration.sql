@@ -74,7 +74,7 @@ CREATE TABLE "number_index" (
     "resourceType" TEXT NOT NULL,
     "resourceId" TEXT NOT NULL,
     "code" TEXT NOT NULL,
-    "value" DECIMAL(65,30) NOT NULL,
+    "value" DOUBLE PRECISION NOT NULL,
 
     CONSTRAINT "number_index_pkey" PRIMARY KEY ("rowId")
 );
@@ -86,7 +86,7 @@ CREATE TABLE "quantity_index" (
     "resourceType" TEXT NOT NULL,
     "resourceId" TEXT NOT NULL,
     "code" TEXT NOT NULL,
-    "value" DECIMAL(65,30) NOT NULL,
+    "value" DOUBLE PRECISION NOT NULL,
     "system" TEXT,
     "unit" TEXT,
 

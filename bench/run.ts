@@ -1,0 +1,207 @@
+/**
+ * `npm run bench`: starts Flint as a child process on each database, drives it with autocannon
+ * at 16 connections, and appends the figures to bench/RESULTS.md.
+ *
+ *   npm run bench                         embedded PGlite, plus PostgreSQL when BENCH_DATABASE_URL is set
+ *   BENCH_SCENARIOS=read,create npm run bench
+ *   BENCH_DURATION=10 npm run bench       seconds per scenario (default 10)
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+
+const CONNECTIONS = 16;
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const PORT = Number(process.env.BENCH_PORT ?? 18080);
+const BASE = `http://127.0.0.1:${PORT}`;
+const FHIR = `${BASE}/fhir/R4`;
+const RESULTS = new URL('./RESULTS.md', import.meta.url).pathname;
+
+interface Scenario {
+  name: string;
+  target: string;
+  run(ids: string[]): Promise<autocannon.Result>;
+}
+
+interface Row {
+  database: string;
+  scenario: string;
+  target: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+const JSON_HEADERS = { 'content-type': 'application/fhir+json' };
+
+export function typicalPatient(): Record<string, unknown> {
+  return {
+    resourceType: 'Patient',
+    identifier: [{ system: 'http://example.org/mrn', value: randomUUID() }],
+    name: [{ use: 'official', family: 'Chalmers', given: ['Peter', 'James'] }],
+    gender: 'male',
+    birthDate: '1974-12-25',
+    address: [{ use: 'home', line: ['534 Erewhon St'], city: 'PleasantVille', state: 'Vic', postalCode: '3999' }],
+    telecom: [
+      { system: 'phone', value: '(03) 5555 6473', use: 'work' },
+      { system: 'email', value: 'peter@example.org' },
+    ],
+  };
+}
+
+function observation(patientId: string): Record<string, unknown> {
+  return {
+    resourceType: 'Observation',
+    status: 'final',
+    code: { coding: [{ system: 'http://loinc.org', code: '8867-4', display: 'Heart rate' }] },
+    subject: { reference: `Patient/${patientId}` },
+    effectiveDateTime: '2024-03-05T10:00:00Z',
+    valueQuantity: { value: 72, unit: 'beats/minute', system: 'http://unitsofmeasure.org', code: '/min' },
+  };
+}
+
+function load(options: autocannon.Options): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => {
+    autocannon({ connections: CONNECTIONS, duration: DURATION, ...options }, (error, result) =>
+      error ? reject(error) : resolve(result),
+    );
+  });
+}
+
+const scenarios: Scenario[] = [
+  {
+    name: 'read Patient by id',
+    target: '≥4,000 req/s, p99 < 20 ms',
+    run: (ids) => {
+      let i = 0;
+      return load({
+        url: FHIR,
+        requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/fhir/R4/Patient/${ids[i++ % ids.length]}` }) }],
+      });
+    },
+  },
+  {
+    name: 'create Patient',
+    target: '≥800 req/s',
+    run: () =>
+      load({
+        url: `${FHIR}/Patient`,
+        requests: [{ method: 'POST', headers: JSON_HEADERS, setupRequest: (req) => ({ ...req, body: JSON.stringify(typicalPatient()) }) }],
+      }),
+  },
+  {
+    name: 'create Observation',
+    target: '≥800 req/s',
+    run: (ids) => {
+      let i = 0;
+      return load({
+        url: `${FHIR}/Observation`,
+        requests: [
+          { method: 'POST', headers: JSON_HEADERS, setupRequest: (req) => ({ ...req, body: JSON.stringify(observation(ids[i++ % ids.length])) }) },
+        ],
+      });
+    },
+  },
+];
+
+async function startFlint(env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, PORT: String(PORT), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (let attempt = 0; attempt < 300; attempt++) {
+    try {
+      if ((await fetch(`${BASE}/healthcheck`)).ok) return child;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  child.kill('SIGKILL');
+  throw new Error('Flint did not start');
+}
+
+async function stopFlint(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+async function seedPatients(count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let start = 0; start < count; start += 50) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(50, count - start) }, async () => {
+        const res = await fetch(`${FHIR}/Patient`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(typicalPatient()) });
+        if (res.status !== 201) throw new Error(`seed failed: ${res.status} ${await res.text()}`);
+        return ((await res.json()) as { id: string }).id;
+      }),
+    );
+    ids.push(...batch);
+  }
+  return ids;
+}
+
+async function benchDatabase(label: string, env: Record<string, string>, selected: Set<string> | undefined): Promise<Row[]> {
+  const child = await startFlint(env);
+  const rows: Row[] = [];
+  try {
+    const ids = await seedPatients(1000);
+    for (const scenario of scenarios) {
+      if (selected && !selected.has(scenario.name.split(' ')[0])) continue;
+      await scenario.run(ids.slice(0, 100)).catch(() => undefined); // warm-up pass, short
+      const result = await scenario.run(ids);
+      const row: Row = {
+        database: label,
+        scenario: scenario.name,
+        target: scenario.target,
+        rps: Math.round(result.requests.average),
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        errors: result.errors + result.non2xx,
+      };
+      console.log(`${label.padEnd(10)} ${row.scenario.padEnd(22)} ${String(row.rps).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${row.errors}`);
+      rows.push(row);
+    }
+  } finally {
+    await stopFlint(child);
+  }
+  return rows;
+}
+
+async function main(): Promise<void> {
+  const selected = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.split(',')) : undefined;
+  const dataDir = mkdtempSync(join(tmpdir(), 'flint-bench-'));
+  const rows: Row[] = [];
+  try {
+    rows.push(...(await benchDatabase('PGlite', { DATA_DIR: dataDir, DATABASE_URL: '' }, selected)));
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  const pgUrl = process.env.BENCH_DATABASE_URL;
+  if (pgUrl) rows.push(...(await benchDatabase('PostgreSQL', { DATABASE_URL: pgUrl }, selected)));
+  record(rows);
+}
+
+function record(rows: Row[]): void {
+  if (!existsSync(RESULTS)) writeFileSync(RESULTS, '# Benchmark results\n\nAppended by `npm run bench`. Newest last.\n');
+  const machine = `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  const lines = [
+    '',
+    `## ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+    '',
+    `${machine}; autocannon, ${CONNECTIONS} connections, ${DURATION} s per scenario, client, server and database on one machine.`,
+    '',
+    '| database | scenario | req/s | p50 ms | p99 ms | errors | target |',
+    '|---|---|---:|---:|---:|---:|---|',
+    ...rows.map((r) => `| ${r.database} | ${r.scenario} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.target} |`),
+    '',
+  ];
+  appendFileSync(RESULTS, lines.join('\n'));
+}
+
+await main();

@@ -1,0 +1,11 @@
+import type { YogaInitialContext } from 'graphql-yoga';
+import type { RequestContext } from '../context.js';
+
+/**
+ * What every resolver receives. Yoga's own fields (`request` is the fetch Request, `params` the
+ * GraphQL parameters) stay as they are; our per-request context sits beside them, so resolvers call
+ * the same services as the REST handlers: `context.requestContext.repo.readResource(...)`.
+ */
+export interface GraphQLContext extends YogaInitialContext {
+  readonly requestContext: RequestContext;
+}

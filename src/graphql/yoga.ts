@@ -1,0 +1,53 @@
+import { createYoga } from 'graphql-yoga';
+import type { Logger } from 'pino';
+import type { RequestContext } from '../context.js';
+import { OperationOutcomeError } from '../fhir/outcome.js';
+import { maskError, outcomeToGraphQLError, UNEXPECTED_ERROR_MESSAGE, useExecutionErrors } from './errors.js';
+import { yogaLogger } from './logging.js';
+import { buildSchema } from './schema.js';
+
+/** The paths the handler answers; the HTTP layer routes both (GET and POST) to it. */
+export const GRAPHQL_PATHS = ['/graphql', '/fhir/R4/$graphql'] as const;
+
+/** A URLPattern pathname matching GRAPHQL_PATHS (`$` may arrive percent-encoded). */
+const GRAPHQL_ENDPOINT_PATTERN = '/(graphql|fhir/R4/(?:\\$|%24)graphql)';
+
+export interface GraphQLHandlerOptions {
+  /** Builds the request context (authentication, project-scoped repository, logger). */
+  getContext(request: Request): Promise<RequestContext>;
+  /** The server's logger, for what happens outside a request context. */
+  log: Logger;
+}
+
+/**
+ * One yoga instance, built at start: GraphQL over HTTP (GET and POST) at both GRAPHQL_PATHS, GraphiQL
+ * for browsers (GET with `Accept: text/html`), unexpected errors masked as "Unexpected error." and
+ * logged, OperationOutcomeErrors shown with the OperationOutcome in `extensions.resource`.
+ */
+export function createGraphQLHandler(options: GraphQLHandlerOptions): (request: Request) => Promise<Response> {
+  const yoga = createYoga({
+    schema: buildSchema(),
+    graphqlEndpoint: GRAPHQL_ENDPOINT_PATTERN,
+    // Native Request/Response, so the HTTP layer gets a Response it knows (yoga's default is a ponyfill).
+    fetchAPI: { Request, Response, Headers },
+    context: async ({ request }) => ({ requestContext: await buildRequestContext(options, request) }),
+    plugins: [useExecutionErrors()],
+    maskedErrors: { maskError, errorMessage: UNEXPECTED_ERROR_MESSAGE },
+    graphiql: (request) => ({ title: 'Flint GraphiQL', endpoint: new URL(request.url).pathname }),
+    landingPage: false,
+    // CORS is the HTTP layer's job, the same for REST and GraphQL.
+    cors: false,
+    logging: yogaLogger(options.log),
+  });
+  return async (request) => yoga.fetch(request);
+}
+
+/** A failure to build the context (e.g. authentication) answers with the OperationOutcome's status. */
+async function buildRequestContext(options: GraphQLHandlerOptions, request: Request): Promise<RequestContext> {
+  try {
+    return await options.getContext(request);
+  } catch (error) {
+    if (error instanceof OperationOutcomeError) throw outcomeToGraphQLError(error, undefined, true);
+    throw error;
+  }
+}

@@ -1,0 +1,104 @@
+import { getSearchParametersFor, isResourceType, type SearchParameter } from '../../fhir/definitions.js';
+import { compileFastPath, type Evaluator } from './fast-path.js';
+import { compileFhirPath } from './fhirpath-eval.js';
+import { isIndexedType } from './rows.js';
+
+/**
+ * Per resource type, the search parameters to index and how to evaluate each, compiled once.
+ *
+ * R4 shares one expression between many resource types (`AllergyIntolerance.patient |
+ * CarePlan.subject.where(resolve() is Patient) | ...`), so each expression is split at its
+ * top-level `|` and only the terms that start at this resource type (or at Resource /
+ * DomainResource, or at no type at all) are kept. Each term then gets the fast path when it can
+ * and fhirpath.js otherwise.
+ */
+
+export interface ParamPlan {
+  code: string;
+  type: SearchParameter['type'];
+  terms: CompiledTerm[];
+}
+
+export interface CompiledTerm {
+  expression: string;
+  engine: 'fast' | 'fhirpath';
+  evaluate: Evaluator;
+}
+
+/** Parameters the resource table answers itself. */
+const NOT_INDEXED = new Set(['_id', '_lastUpdated']);
+
+const plans = new Map<string, ParamPlan[]>();
+
+/** Splits at `|` outside parentheses and string literals. */
+export function splitUnion(expression: string): string[] {
+  const terms: string[] = [];
+  let depth = 0;
+  let quote: string | undefined;
+  let start = 0;
+  for (let i = 0; i < expression.length; i++) {
+    const char = expression[i];
+    if (quote) {
+      if (char === '\\') i++;
+      else if (char === quote) quote = undefined;
+    } else if (char === "'" || char === '`') quote = char;
+    else if (char === '(') depth++;
+    else if (char === ')') depth--;
+    else if (char === '|' && depth === 0) {
+      terms.push(expression.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  terms.push(expression.slice(start).trim());
+  return terms.filter((term) => term !== '');
+}
+
+/** Whether a union term can give values for this resource type, judged by the type it starts at. */
+export function termAppliesTo(term: string, resourceType: string): boolean {
+  const root = /^[\s(]*([A-Za-z_][A-Za-z0-9_]*)/.exec(term)?.[1];
+  if (!root || root === resourceType || root === 'Resource' || root === 'DomainResource') return true;
+  return !isResourceType(root);
+}
+
+/** Engine choice: `auto` is the fast path where it applies; `fhirpath` (benchmarks, tests) never uses it. */
+export type EngineChoice = 'auto' | 'fhirpath';
+
+export function compileTerm(expression: string, resourceType: string, engine: EngineChoice = 'auto'): CompiledTerm | undefined {
+  const fast = engine === 'auto' ? compileFastPath(expression, resourceType) : undefined;
+  if (fast) return { expression, engine: 'fast', evaluate: fast };
+  const slow = compileFhirPath(expression);
+  return slow && { expression, engine: 'fhirpath', evaluate: slow };
+}
+
+/**
+ * Not indexed: `composite` (its rows would be tuples of other parameters' values, which these
+ * tables cannot hold; a composite search can be planned from its components instead), `special`
+ * (`near` and `_text`/`_content` need their own machinery), parameters without an expression, and
+ * `_id`/`_lastUpdated`.
+ */
+function isIndexed(param: SearchParameter): boolean {
+  return !NOT_INDEXED.has(param.code) && param.expression !== undefined && isIndexedType(param.type);
+}
+
+/** The plan for a resource type, uncached: use getIndexPlan. */
+export function buildPlan(resourceType: string, engine: EngineChoice = 'auto'): ParamPlan[] {
+  const result: ParamPlan[] = [];
+  for (const param of getSearchParametersFor(resourceType)) {
+    if (!isIndexed(param)) continue;
+    const terms = splitUnion(param.expression ?? '')
+      .filter((term) => termAppliesTo(term, resourceType))
+      .flatMap((term) => compileTerm(term, resourceType, engine) ?? []);
+    if (terms.length > 0) result.push({ code: param.code, type: param.type, terms });
+  }
+  return result;
+}
+
+/** The compiled parameters for a resource type (built on first use, then cached). */
+export function getIndexPlan(resourceType: string): readonly ParamPlan[] {
+  let plan = plans.get(resourceType);
+  if (!plan) {
+    plan = buildPlan(resourceType);
+    plans.set(resourceType, plan);
+  }
+  return plan;
+}

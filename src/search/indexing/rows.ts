@@ -1,0 +1,199 @@
+import type { SearchParameter } from '../../fhir/definitions.js';
+import type { IndexRows } from '../index-rows.js';
+import { dateRange } from './dates.js';
+import { parseCanonical, parseReference } from './references.js';
+import { clean, normalise, normaliseForIndex } from './text.js';
+import type { TypedValue } from './typed-value.js';
+
+/**
+ * Values to index rows, by search parameter type and the value's FHIR type, following
+ * http://hl7.org/fhir/R4/search.html. A value of a type or shape a parameter type has no rule for
+ * gives no row: data is never rejected here, validation is not the indexer's job.
+ */
+
+type Json = Record<string, unknown>;
+type RowAdder = (rows: IndexRows, code: string, type: string | undefined, value: unknown) => void;
+
+const QUANTITY_TYPES = new Set(['Quantity', 'Age', 'Duration', 'Distance', 'Count', 'SimpleQuantity', 'MoneyQuantity']);
+const CONTACT_POINT_SYSTEMS = new Set(['phone', 'fax', 'email', 'pager', 'url', 'sms', 'other']);
+const DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+const ISO_4217 = 'urn:iso:std:iso:4217';
+
+function isJson(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function list(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : value === undefined ? [] : [value];
+}
+
+/** The FHIR type a JSON object most likely has, when evaluation could not tell. */
+function shapeOf(value: Json): string | undefined {
+  if ('resourceType' in value) return 'Resource';
+  if ('reference' in value) return 'Reference';
+  if ('coding' in value) return 'CodeableConcept';
+  if ('family' in value || 'given' in value || 'prefix' in value || 'suffix' in value) return 'HumanName';
+  if (['line', 'city', 'district', 'state', 'postalCode', 'country'].some((key) => key in value)) return 'Address';
+  if ('currency' in value) return 'Money';
+  if ('start' in value || 'end' in value) return 'Period';
+  if ('event' in value || 'repeat' in value) return 'Timing';
+  if ('low' in value || 'high' in value) return 'Range';
+  if (typeof value.value === 'number') return 'Quantity';
+  if ('code' in value) return 'Coding';
+  if (typeof value.value === 'string') {
+    return CONTACT_POINT_SYSTEMS.has(value.system as string) ? 'ContactPoint' : 'Identifier';
+  }
+  if ('system' in value) return 'Coding';
+  if ('text' in value) return 'CodeableConcept';
+  return undefined;
+}
+
+function typeOf(item: TypedValue): string | undefined {
+  const { type, value } = item;
+  if (type && type !== 'Element' && type !== 'BackboneElement') return type;
+  return isJson(value) ? shapeOf(value) : undefined;
+}
+
+// string ------------------------------------------------------------------------------------------
+
+const NAME_PARTS = ['text', 'family', 'given', 'prefix', 'suffix'];
+const ADDRESS_PARTS = ['text', 'line', 'city', 'district', 'state', 'postalCode', 'country'];
+
+function pushString(rows: IndexRows, code: string, raw: unknown): void {
+  const exact = clean(raw);
+  if (exact) rows.string.push({ code, value: normaliseForIndex(exact), exact });
+}
+
+const addString: RowAdder = (rows, code, type, value) => {
+  if (typeof value === 'string') return pushString(rows, code, value);
+  if (!isJson(value)) return;
+  const parts = type === 'HumanName' ? NAME_PARTS : type === 'Address' ? ADDRESS_PARTS : [];
+  for (const part of parts) for (const text of list(value[part])) pushString(rows, code, text);
+};
+
+// token -------------------------------------------------------------------------------------------
+
+function pushToken(rows: IndexRows, code: string, system: unknown, value: unknown, text: unknown): void {
+  const row = { code, system: clean(system) ?? null, value: clean(value) ?? null, text: null as string | null };
+  const display = clean(text);
+  if (display) row.text = normalise(display);
+  if (row.system !== null || row.value !== null || row.text !== null) rows.token.push(row);
+}
+
+function pushCodeableConcept(rows: IndexRows, code: string, concept: Json): void {
+  // The concept's text stands in for the display of codings that have none, so `:text` finds them.
+  for (const coding of list(concept.coding)) {
+    if (isJson(coding)) pushToken(rows, code, coding.system, coding.code, coding.display ?? concept.text);
+  }
+  if (clean(concept.text)) pushToken(rows, code, null, null, concept.text);
+}
+
+const addToken: RowAdder = (rows, code, type, value) => {
+  if (typeof value === 'string') return pushToken(rows, code, null, value, null);
+  if (typeof value === 'boolean') return pushToken(rows, code, null, String(value), null);
+  if (typeof value === 'number') return pushToken(rows, code, null, String(value), null);
+  if (!isJson(value)) return;
+  switch (type) {
+    case 'Coding':
+      return pushToken(rows, code, value.system, value.code, value.display);
+    case 'CodeableConcept':
+      return pushCodeableConcept(rows, code, value);
+    case 'Identifier':
+      return pushToken(rows, code, value.system, value.value, (value.type as Json | undefined)?.text);
+    case 'ContactPoint':
+      // search.html maps ContactPoint to ContactPoint.value only: the system (phone, email) is no
+      // namespace for the value, and the parameters split by system with `where(system=...)`.
+      if (clean(value.value)) pushToken(rows, code, null, value.value, null);
+      return;
+  }
+};
+
+// date --------------------------------------------------------------------------------------------
+
+function pushDate(rows: IndexRows, code: string, start: unknown, end: unknown): void {
+  const from = typeof start === 'string' ? dateRange(start.trim()) : undefined;
+  const to = typeof end === 'string' ? dateRange(end.trim()) : undefined;
+  if (from || to) rows.date.push({ code, start: from?.start ?? null, end: to?.end ?? null });
+}
+
+const addDate: RowAdder = (rows, code, type, value) => {
+  if (typeof value === 'string') return pushDate(rows, code, value, value);
+  if (!isJson(value)) return;
+  if (type === 'Period') return pushDate(rows, code, value.start, value.end);
+  if (type === 'Timing') for (const event of list(value.event)) pushDate(rows, code, event, event);
+};
+
+// number and quantity -----------------------------------------------------------------------------
+
+/** A decimal as text: JSON numbers as JavaScript prints them, numeric text as written. */
+function decimalText(value: unknown): string | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
+  if (typeof value === 'string' && DECIMAL.test(value.trim())) return value.trim();
+  return undefined;
+}
+
+const addNumber: RowAdder = (rows, code, _type, value) => {
+  const text = decimalText(value);
+  if (text !== undefined) rows.number.push({ code, value: text });
+};
+
+const addQuantity: RowAdder = (rows, code, type, value) => {
+  if (!isJson(value) || typeof value.value !== 'number') return;
+  const text = decimalText(value.value);
+  if (text === undefined) return;
+  if (type === 'Money') {
+    rows.quantity.push({ code, value: text, system: ISO_4217, unit: clean(value.currency) ?? null });
+  } else if (type && QUANTITY_TYPES.has(type)) {
+    const unit = clean(value.code) ?? clean(value.unit) ?? null;
+    rows.quantity.push({ code, value: text, system: clean(value.system) ?? null, unit });
+  }
+};
+
+// reference and uri -------------------------------------------------------------------------------
+
+const addReference: RowAdder = (rows, code, type, value) => {
+  if (typeof value === 'string') {
+    const url = clean(value);
+    if (url && !url.startsWith('#')) rows.reference.push({ code, ...parseCanonical(url) });
+    return;
+  }
+  // A Reference with only an identifier names no resource this server could hold: no row.
+  if (!isJson(value) || type !== 'Reference') return;
+  const reference = clean(value.reference);
+  const target = reference ? parseReference(reference) : undefined;
+  if (target) rows.reference.push({ code, ...target });
+};
+
+const addUri: RowAdder = (rows, code, _type, value) => {
+  const uri = clean(value);
+  if (uri) rows.uri.push({ code, value: uri });
+};
+
+const ADDERS: Partial<Record<SearchParameter['type'], RowAdder>> = {
+  string: addString,
+  token: addToken,
+  date: addDate,
+  number: addNumber,
+  quantity: addQuantity,
+  reference: addReference,
+  uri: addUri,
+};
+
+/** The parameter types the indexer stores rows for. */
+export function isIndexedType(type: SearchParameter['type']): boolean {
+  return type in ADDERS;
+}
+
+/** Adds the rows for one value of search parameter `code` of type `paramType`. */
+export function addRows(rows: IndexRows, code: string, paramType: SearchParameter['type'], item: TypedValue): void {
+  const type = typeOf(item);
+  // Data types are capitalised, primitives are not: a string where a HumanName belongs (or an
+  // object where a code belongs) is malformed, and indexing it by shape would invent meaning.
+  if (type !== undefined && isCapitalised(type) !== isJson(item.value)) return;
+  ADDERS[paramType]?.(rows, code, type, item.value);
+}
+
+function isCapitalised(type: string): boolean {
+  const first = type.charCodeAt(0);
+  return first >= 65 && first <= 90;
+}

@@ -1,0 +1,1 @@
+export { validateResource, type ValidateOptions } from './validator.js';

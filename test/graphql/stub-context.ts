@@ -1,0 +1,35 @@
+import { pino } from 'pino';
+import { loadConfig } from '../../src/config.js';
+import type { RequestContext } from '../../src/context.js';
+import type { Resource } from '../../src/fhir/types.js';
+import type { Repository } from '../../src/storage/repository.js';
+
+/** Log lines written through a stub context's logger, parsed. */
+export type LogLine = Record<string, unknown> & { msg?: string; err?: { message?: string } };
+
+export interface StubOptions {
+  readResource?: (resourceType: string, id: string) => Promise<Resource>;
+  healthy?: boolean;
+}
+
+/**
+ * A RequestContext for in-process tests of the GraphQL layer alone: only the services the
+ * resolvers call are real functions. (The HTTP end-to-end tests use the server's real context.)
+ */
+export function stubContext(options: StubOptions = {}): { context: RequestContext; logs: LogLine[] } {
+  const logs: LogLine[] = [];
+  const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
+  const repo: Pick<Repository, 'readResource'> = {
+    readResource: options.readResource ?? (async () => Promise.reject(new Error('readResource not stubbed'))),
+  };
+  const context: RequestContext = {
+    requestId: 'test-request',
+    identity: { projectId: 'test-project', superAdmin: false },
+    // The GraphQL layer calls readResource only; the rest of Repository is not needed here.
+    repo: repo as Repository,
+    db: { kind: 'pglite', healthy: async () => options.healthy ?? true },
+    log,
+    config: loadConfig({}),
+  };
+  return { context, logs };
+}
