@@ -40,6 +40,8 @@ export interface TestServer {
 export function testEnv(overrides: Record<string, string> = {}): Record<string, string | undefined> {
   return {
     PORT: '0',
+    // Vite sets BASE_URL=/ in the test process; Flint needs an absolute URL.
+    BASE_URL: 'http://localhost/',
     DATABASE_URL: process.env.DATABASE_URL,
     DATA_DIR: 'memory://',
     LOG_LEVEL: 'silent',
@@ -51,16 +53,13 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
 /** Starts one server for the calling test file and stops it after the file's tests. */
 export async function useTestServer(overrides: Record<string, string> = {}): Promise<TestServer> {
   const config = loadConfig(testEnv(overrides));
-  const server = await startServer(
-    { ...config, baseUrl: 'http://localhost/', fhirBaseUrl: 'http://localhost/fhir/R4' },
-    {
-      log: pino({ level: 'silent' }),
-      authenticate: async (request) => ({
-        projectId: request.headers.get(TEST_PROJECT_HEADER) ?? 'default',
-        superAdmin: false,
-      }),
-    },
-  );
+  const server = await startServer(config, {
+    log: pino({ level: 'silent' }),
+    authenticate: async (request) => ({
+      projectId: request.headers.get(TEST_PROJECT_HEADER) ?? 'default',
+      superAdmin: false,
+    }),
+  });
   afterAll(() => server.close());
   const fhir = `${server.url}/fhir/R4`;
   return {

@@ -433,3 +433,16 @@ describe('project isolation', () => {
     expect((await api.newProject().get(`/Patient/${created.body.id}/_history`)).status).toBe(404);
   });
 });
+
+describe('index limits', () => {
+  it('stores resources whose token, uri and reference values are very long', async () => {
+    const client = api.newProject();
+    const long = 'é'.repeat(3000);
+    const res = await client.post('/Patient', patientBody({
+      identifier: [{ system: `http://example.org/${long}`, value: long }],
+      managingOrganization: { reference: `http://example.org/fhir/Organization/${long}` },
+      name: [{ family: long }],
+    }));
+    expect(res.status).toBe(201);
+  });
+});

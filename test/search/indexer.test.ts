@@ -1,23 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Resource } from '../../src/fhir/types.js';
-import type { IndexRows } from '../../src/search/index-rows.js';
 import { buildIndexRows } from '../../src/search/indexer.js';
-
-type Table = keyof IndexRows;
-
-/** The rows of one table for one parameter code. */
-function rowsOf<T extends Table>(resource: Resource, table: T, code: string): IndexRows[T] {
-  return buildIndexRows(resource)[table].filter((row) => row.code === code) as IndexRows[T];
-}
-
-const patient = (fields: Record<string, unknown>): Resource => ({ resourceType: 'Patient', id: 'p1', ...fields });
-const observation = (fields: Record<string, unknown>): Resource => ({
-  resourceType: 'Observation',
-  id: 'o1',
-  status: 'final',
-  code: { text: 'x' },
-  ...fields,
-});
+import { observation, patient, rowsOf } from './helpers.js';
 
 describe('string parameters', () => {
   const resource = patient({
@@ -204,6 +187,14 @@ describe('date parameters', () => {
     ]);
   });
 
+  it('does not read a string choice as a date', () => {
+    const carePlan = {
+      resourceType: 'CarePlan',
+      activity: [{ detail: { status: 'scheduled', scheduledString: '2024' } }],
+    };
+    expect(rowsOf(carePlan, 'date', 'activity-date')).toEqual([]);
+  });
+
   it('indexes each Timing event', () => {
     const carePlan = {
       resourceType: 'CarePlan',
@@ -292,6 +283,13 @@ describe('reference parameters', () => {
     ]);
   });
 
+  it('uses Reference.type for resolve() when the reference text names no type', () => {
+    const reference = 'urn:uuid:5c1e3c4e-3a7e-4a8a-8a5a-9f1e3c4e3a7e';
+    expect(rowsOf(observation({ subject: { reference, type: 'Patient' } }), 'reference', 'patient')).toEqual([
+      { code: 'patient', targetType: null, targetId: null, url: reference },
+    ]);
+  });
+
   it('skips contained and identifier-only references', () => {
     const resource = observation({
       subject: { reference: '#p1' },
@@ -322,94 +320,5 @@ describe('uri parameters', () => {
       { code: '_profile', value: 'http://hl7.org/fhir/us/core/StructureDefinition/us-core-patient' },
     ]);
     expect(rowsOf(patient({ meta }), 'uri', '_source')).toEqual([{ code: '_source', value: 'http://lab.example.org' }]);
-  });
-});
-
-describe('admin types', () => {
-  const membership = {
-    resourceType: 'ProjectMembership',
-    id: 'm1',
-    project: { reference: 'Project/pr1' },
-    user: { reference: 'User/u1' },
-    profile: { reference: 'Practitioner/doc1' },
-    userName: 'Dr Who',
-    access: [{ policy: { reference: 'AccessPolicy/ap1' } }],
-  };
-
-  it('indexes ProjectMembership references', () => {
-    const rows = buildIndexRows(membership);
-    expect(rows.reference).toEqual([
-      { code: 'project', targetType: 'Project', targetId: 'pr1', url: null },
-      { code: 'user', targetType: 'User', targetId: 'u1', url: null },
-      { code: 'profile', targetType: 'Practitioner', targetId: 'doc1', url: null },
-      { code: 'access-policy', targetType: 'AccessPolicy', targetId: 'ap1', url: null },
-    ]);
-  });
-
-  it('indexes profile-type from the reference text (resolve().resourceType without loading)', () => {
-    expect(rowsOf(membership, 'token', 'profile-type')).toEqual([
-      { code: 'profile-type', system: null, value: 'Practitioner', text: null },
-    ]);
-  });
-
-  it('indexes Project name and ProjectMembership user-name as strings', () => {
-    expect(rowsOf(membership, 'string', 'user-name')).toEqual([{ code: 'user-name', value: 'dr who', exact: 'Dr Who' }]);
-    expect(rowsOf({ resourceType: 'Project', name: 'Flint' }, 'string', 'name')).toEqual([
-      { code: 'name', value: 'flint', exact: 'Flint' },
-    ]);
-  });
-});
-
-describe('rows left out', () => {
-  it('removes duplicate rows', () => {
-    const name = { family: 'Smith', given: ['Ann', 'Ann'] };
-    const resource = patient({ name: [name, { ...name }], identifier: [{ value: 'a' }, { value: 'a' }] });
-    expect(rowsOf(resource, 'string', 'given')).toEqual([{ code: 'given', value: 'ann', exact: 'Ann' }]);
-    expect(rowsOf(resource, 'token', 'identifier')).toEqual([{ code: 'identifier', system: null, value: 'a', text: null }]);
-  });
-
-  it('does not index _id, _lastUpdated or composite parameters', () => {
-    const resource = observation({
-      meta: { lastUpdated: '2024-01-01T00:00:00Z' },
-      code: { coding: [{ system: 'http://loinc.org', code: '1-8' }] },
-      valueQuantity: { value: 1 },
-    });
-    const rows = buildIndexRows(resource);
-    const codes = new Set(Object.values(rows).flatMap((list: { code: string }[]) => list.map((row) => row.code)));
-    expect(codes.has('_id')).toBe(false);
-    expect(codes.has('_lastUpdated')).toBe(false);
-    expect(codes.has('code-value-quantity')).toBe(false);
-  });
-
-  it('ignores values of unexpected shape without throwing', () => {
-    const resource = patient({
-      name: 'Smith',
-      identifier: { system: 'http://x', value: 'not-in-an-array' },
-      birthDate: 19740101,
-      gender: { code: 'male' },
-      telecom: [null, 42, { system: 'phone', value: ['+1'] }],
-      address: [{ city: 7, line: [null, '  '] }],
-      generalPractitioner: ['Practitioner/1', { reference: 5 }],
-      deceasedDateTime: '2024-02-30',
-      meta: { tag: 'vip', profile: 'not-a-list' },
-    });
-    const rows = buildIndexRows(resource);
-    expect(rowsOf(resource, 'string', 'name')).toEqual([]);
-    expect(rowsOf(resource, 'date', 'birthdate')).toEqual([]);
-    expect(rowsOf(resource, 'date', 'death-date')).toEqual([]);
-    expect(rowsOf(resource, 'token', 'gender')).toEqual([]);
-    expect(rowsOf(resource, 'token', 'telecom')).toEqual([]);
-    expect(rowsOf(resource, 'string', 'address')).toEqual([]);
-    expect(rows.reference.filter((row) => row.code === 'general-practitioner')).toEqual([]);
-    expect(rows.token.filter((row) => row.code === '_tag')).toEqual([]);
-    // A single Identifier where a list belongs is still an Identifier.
-    expect(rowsOf(resource, 'token', 'identifier')).toEqual([
-      { code: 'identifier', system: 'http://x', value: 'not-in-an-array', text: null },
-    ]);
-  });
-
-  it('returns empty rows for input that is not a resource', () => {
-    expect(buildIndexRows({} as Resource)).toEqual(buildIndexRows({ resourceType: 'NoSuchType' }));
-    expect(() => buildIndexRows(null as unknown as Resource)).not.toThrow();
   });
 });

@@ -55,7 +55,9 @@ describe('references', () => {
   it('gives the referenced type for resolve()', () => {
     expect(referencedType({ reference: 'Group/1' })).toBe('Group');
     expect(referencedType({ reference: '#c' })).toBeUndefined();
-    expect(referencedType({ identifier: { value: '1' }, type: 'Patient' })).toBeUndefined();
+    expect(referencedType({ reference: 'urn:uuid:1', type: 'Patient' })).toBe('Patient');
+    expect(referencedType({ reference: 'Group/1', type: 'Patient' })).toBe('Group');
+    expect(referencedType({ identifier: { value: '1' } })).toBeUndefined();
     expect(referencedType(42)).toBeUndefined();
   });
 });

@@ -63,7 +63,11 @@ export function termAppliesTo(term: string, resourceType: string): boolean {
 /** Engine choice: `auto` is the fast path where it applies; `fhirpath` (benchmarks, tests) never uses it. */
 export type EngineChoice = 'auto' | 'fhirpath';
 
-export function compileTerm(expression: string, resourceType: string, engine: EngineChoice = 'auto'): CompiledTerm | undefined {
+export function compileTerm(
+  expression: string,
+  resourceType: string,
+  engine: EngineChoice = 'auto',
+): CompiledTerm | undefined {
   const fast = engine === 'auto' ? compileFastPath(expression, resourceType) : undefined;
   if (fast) return { expression, engine: 'fast', evaluate: fast };
   const slow = compileFhirPath(expression);
@@ -71,8 +75,8 @@ export function compileTerm(expression: string, resourceType: string, engine: En
 }
 
 /**
- * Not indexed: `composite` (its rows would be tuples of other parameters' values, which these
- * tables cannot hold; a composite search can be planned from its components instead), `special`
+ * Not indexed: `composite` (a match needs its components' values from the same element, e.g. one
+ * Observation.component, as a tuple, which these per-kind tables cannot hold), `special`
  * (`near` and `_text`/`_content` need their own machinery), parameters without an expression, and
  * `_id`/`_lastUpdated`.
  */

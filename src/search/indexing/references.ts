@@ -41,12 +41,20 @@ export function parseCanonical(canonical: string): ReferenceTarget {
   return { targetType: target?.type ?? null, targetId: target?.id ?? null, url: canonical };
 }
 
-/** Type and id for `resolve()`: a stand-in resource that only knows what the reference says. */
-export function referencedStub(value: unknown): { resourceType: string; id: string } | undefined {
-  const text = typeof value === 'string' ? value : (value as { reference?: unknown } | null)?.reference;
-  if (typeof text !== 'string' || text.startsWith('#')) return undefined;
-  const target = localTarget(text, LOCAL) ?? localTarget(text.replace(/[|#].*$/, ''), TAIL);
-  return target && { resourceType: target.type, id: target.id };
+/**
+ * Type and id for `resolve()`: a stand-in resource that only knows what the reference says. The
+ * reference text decides; without a usable one (`urn:uuid:...`, identifier only), Reference.type,
+ * the declared type of the target, still answers `resolve() is Patient`.
+ */
+export function referencedStub(value: unknown): { resourceType: string; id?: string } | undefined {
+  const reference = value as { reference?: unknown; type?: unknown } | null;
+  const text = typeof value === 'string' ? value : reference?.reference;
+  if (typeof text === 'string' && !text.startsWith('#')) {
+    const target = localTarget(text, LOCAL) ?? localTarget(text.replace(/[|#].*$/, ''), TAIL);
+    if (target) return { resourceType: target.type, id: target.id };
+  }
+  const hint = typeof value === 'object' ? reference?.type : undefined;
+  return typeof hint === 'string' && isResourceType(hint) ? { resourceType: hint } : undefined;
 }
 
 /** The resource type a Reference (or reference string) points at, or undefined when unknown. */

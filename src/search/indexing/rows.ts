@@ -1,8 +1,8 @@
 import type { SearchParameter } from '../../fhir/definitions.js';
-import type { IndexRows } from '../index-rows.js';
+import type { IndexRows, ReferenceRow } from '../index-rows.js';
 import { dateRange } from './dates.js';
 import { parseCanonical, parseReference } from './references.js';
-import { clean, normalise, normaliseForIndex } from './text.js';
+import { capUtf8, clean, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from './text.js';
 import type { TypedValue } from './typed-value.js';
 
 /**
@@ -74,7 +74,12 @@ const addString: RowAdder = (rows, code, type, value) => {
 // token -------------------------------------------------------------------------------------------
 
 function pushToken(rows: IndexRows, code: string, system: unknown, value: unknown, text: unknown): void {
-  const row = { code, system: clean(system) ?? null, value: clean(value) ?? null, text: null as string | null };
+  const row = {
+    code,
+    system: capped(clean(system), MAX_INDEXED_SYSTEM_BYTES),
+    value: capped(clean(value), MAX_INDEXED_VALUE_BYTES),
+    text: null as string | null,
+  };
   const display = clean(text);
   if (display) row.text = normalise(display);
   if (row.system !== null || row.value !== null || row.text !== null) rows.token.push(row);
@@ -83,7 +88,7 @@ function pushToken(rows: IndexRows, code: string, system: unknown, value: unknow
 function pushCodeableConcept(rows: IndexRows, code: string, concept: Json): void {
   // The concept's text stands in for the display of codings that have none, so `:text` finds them.
   for (const coding of list(concept.coding)) {
-    if (isJson(coding)) pushToken(rows, code, coding.system, coding.code, coding.display ?? concept.text);
+    if (isJson(coding)) pushToken(rows, code, coding.system, coding.code, clean(coding.display) ?? concept.text);
   }
   if (clean(concept.text)) pushToken(rows, code, null, null, concept.text);
 }
@@ -116,8 +121,14 @@ function pushDate(rows: IndexRows, code: string, start: unknown, end: unknown): 
   if (from || to) rows.date.push({ code, start: from?.start ?? null, end: to?.end ?? null });
 }
 
+const DATE_TYPES = new Set(['date', 'dateTime', 'instant']);
+
 const addDate: RowAdder = (rows, code, type, value) => {
-  if (typeof value === 'string') return pushDate(rows, code, value, value);
+  // A string choice (CarePlan scheduledString "2024") is free text even when it looks like a date.
+  if (typeof value === 'string') {
+    if (type === undefined || DATE_TYPES.has(type)) pushDate(rows, code, value, value);
+    return;
+  }
   if (!isJson(value)) return;
   if (type === 'Period') return pushDate(rows, code, value.start, value.end);
   if (type === 'Timing') for (const event of list(value.event)) pushDate(rows, code, event, event);
@@ -154,20 +165,33 @@ const addQuantity: RowAdder = (rows, code, type, value) => {
 const addReference: RowAdder = (rows, code, type, value) => {
   if (typeof value === 'string') {
     const url = clean(value);
-    if (url && !url.startsWith('#')) rows.reference.push({ code, ...parseCanonical(url) });
+    if (url && !url.startsWith('#')) rows.reference.push(cappedReference({ code, ...parseCanonical(url) }));
     return;
   }
   // A Reference with only an identifier names no resource this server could hold: no row.
   if (!isJson(value) || type !== 'Reference') return;
   const reference = clean(value.reference);
   const target = reference ? parseReference(reference) : undefined;
-  if (target) rows.reference.push({ code, ...target });
+  if (target) rows.reference.push(cappedReference({ code, ...target }));
 };
 
 const addUri: RowAdder = (rows, code, _type, value) => {
   const uri = clean(value);
-  if (uri) rows.uri.push({ code, value: uri });
+  if (uri) rows.uri.push({ code, value: capUtf8(uri, MAX_INDEXED_VALUE_BYTES) });
 };
+
+function capped(text: string | undefined, maxBytes: number): string | null {
+  return text === undefined ? null : capUtf8(text, maxBytes);
+}
+
+function cappedReference(row: ReferenceRow): ReferenceRow {
+  return {
+    code: row.code,
+    targetType: row.targetType,
+    targetId: capped(row.targetId ?? undefined, MAX_INDEXED_VALUE_BYTES),
+    url: capped(row.url ?? undefined, MAX_INDEXED_VALUE_BYTES),
+  };
+}
 
 const ADDERS: Partial<Record<SearchParameter['type'], RowAdder>> = {
   string: addString,

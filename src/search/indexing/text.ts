@@ -38,3 +38,22 @@ export function normaliseForIndex(text: string): string {
   if (last >= 0xd800 && last <= 0xdbff) cut = cut.slice(0, -1);
   return cut;
 }
+
+/**
+ * Longest UTF-8 byte length of a B-tree-indexed token, uri or reference value. PostgreSQL refuses
+ * index entries over ~2.7 kB, and a token entry also holds the system; 1000 + 500 bytes leaves
+ * room for the other key columns. Search must cap query values with the same function.
+ */
+export const MAX_INDEXED_VALUE_BYTES = 1000;
+export const MAX_INDEXED_SYSTEM_BYTES = 500;
+
+/** Cuts text to at most `maxBytes` of UTF-8 without splitting a character. */
+export function capUtf8(text: string, maxBytes: number): string {
+  if (text.length * 3 <= maxBytes) return text;
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= maxBytes) return text;
+  let end = maxBytes;
+  // Step back over UTF-8 continuation bytes (10xxxxxx) to a character boundary.
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString('utf8');
+}

@@ -1,0 +1,75 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { startServer } from '../../src/server.js';
+import { patientBody, projectClient, testEnv } from '../helpers/server.js';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'flint-lifecycle-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+async function start(env: Record<string, string> = {}) {
+  const config = loadConfig(testEnv({ DATA_DIR: dataDir, ...env }));
+  return startServer(config, { log: pino({ level: 'silent' }) });
+}
+
+function definedOnly(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined));
+}
+
+describe('server lifecycle', () => {
+  it.skipIf(process.env.DATABASE_URL)('keeps embedded data across a restart', async () => {
+    const first = await start();
+    const created = await projectClient(`${first.url}/fhir/R4`, 'default').post('/Patient', patientBody());
+    await first.close();
+    const second = await start();
+    try {
+      const read = await projectClient(`${second.url}/fhir/R4`, 'default').get(`/Patient/${created.body.id}`);
+      expect(read.status).toBe(200);
+      expect(read.body).toEqual(created.body);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('answers an unexpected failure with 500 exception and no internals', async () => {
+    const server = await start({ DATA_DIR: 'memory://' });
+    await server.services.db.close();
+    try {
+      const res = await projectClient(`${server.url}/fhir/R4`, 'default').post('/Patient', patientBody());
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({
+        resourceType: 'OperationOutcome',
+        issue: [{ severity: 'error', code: 'exception', details: { text: 'Internal server error' } }],
+      });
+    } finally {
+      await server.close().catch(() => undefined);
+    }
+  });
+
+  it('finishes in-flight requests on SIGTERM, then exits 0', async () => {
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: definedOnly({ ...process.env, ...testEnv({ PORT: String(port), DATA_DIR: 'memory://' }) }),
+      stdio: 'ignore',
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const fhir = `http://127.0.0.1:${port}/fhir/R4`;
+    for (let i = 0; i < 150; i++) {
+      if (await fetch(`http://127.0.0.1:${port}/healthcheck`).then((r) => r.ok, () => false)) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const client = projectClient(fhir, 'default');
+    const inFlight = Array.from({ length: 20 }, () => client.post('/Patient', patientBody()));
+    await new Promise((r) => setTimeout(r, 5));
+    child.kill('SIGTERM');
+    const statuses = (await Promise.allSettled(inFlight)).map((r) => (r.status === 'fulfilled' ? r.value.status : 'refused'));
+    expect(await exited).toBe(0);
+    // Requests the server had accepted complete normally; none is cut off with an error status.
+    expect(statuses.filter((s) => s !== 201 && s !== 'refused')).toEqual([]);
+    expect(statuses).toContain(201);
+  }, 60_000);
+});
