@@ -24,6 +24,7 @@ export interface Config {
   readonly redisUrl: string | undefined;
   readonly logLevel: string;
   readonly shutdownTimeoutMs: number;
+  readonly resourceCacheSize: number;
 }
 
 export class ConfigError extends Error {
@@ -84,6 +85,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: merged.REDIS_URL || undefined,
     logLevel: merged.LOG_LEVEL || 'info',
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000),
+    resourceCacheSize: int('RESOURCE_CACHE_SIZE', 10_000),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

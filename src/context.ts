@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { BinaryStorage } from './storage/binary-storage.js';
+import type { ResourceCache } from './storage/resource-cache.js';
 import { Repository } from './storage/repository.js';
 
 /** Who is calling, as decided by authentication. */
@@ -18,6 +19,7 @@ export interface Services {
   readonly db: Database;
   readonly log: Logger;
   readonly binaryStorage: BinaryStorage;
+  readonly resourceCache: ResourceCache;
 }
 
 /** Built once per request and passed down; REST handlers and GraphQL resolvers get the same one. */
@@ -36,7 +38,7 @@ export function createRequestContext(services: Services, identity: Identity, req
   return {
     requestId,
     identity,
-    repo: new Repository(services.db, identity, services.binaryStorage),
+    repo: new Repository(services, identity),
     db: { kind: services.db.kind, healthy: () => isDatabaseHealthy(services.db) },
     log,
     config: services.config,

@@ -8,6 +8,7 @@ import { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { createApp, type Authenticator } from './http/app.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
+import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -34,7 +35,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await db.close();
     throw error;
   }
-  const services: Services = { config, db, log, binaryStorage: new DatabaseBinaryStorage(db) };
+  const services: Services = {
+    config,
+    db,
+    log,
+    binaryStorage: new DatabaseBinaryStorage(db),
+    // Only the embedded database has this process as its sole writer (see ResourceCache).
+    resourceCache: db.kind === 'pglite' && config.resourceCacheSize > 0 ? new LruResourceCache(config.resourceCacheSize) : noResourceCache,
+  };
   const app = createApp(services, { authenticate: options.authenticate ?? (async () => DEFAULT_IDENTITY) });
   const server = await listen(app.fetch, config.port);
   const port = (server.address() as AddressInfo).port;

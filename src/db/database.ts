@@ -1,5 +1,3 @@
-import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type {
   ArgType,
@@ -9,8 +7,8 @@ import type {
   Transaction,
 } from '@prisma/driver-adapter-utils';
 import pg from 'pg';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
 import type { Config } from '../config.js';
+import { WorkerSqlAdapter, workerAdapterFactory } from './worker-adapter.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 
 export type Row = Record<string, unknown>;
@@ -44,8 +42,8 @@ export class Database implements SqlExecutor {
       const factory = new PrismaPg(pool);
       return Database.fromFactory('postgres', factory, () => pool.end());
     }
-    const pglite = await openPGlite(config.dataDir);
-    return Database.fromFactory('pglite', pgliteFactory(pglite), () => pglite.close());
+    const worker = await WorkerSqlAdapter.start(config.dataDir);
+    return Database.fromFactory('pglite', workerAdapterFactory(worker), () => worker.dispose());
   }
 
   private static async fromFactory(
@@ -149,20 +147,6 @@ function argTypeOf(value: unknown): ArgType {
       if (Array.isArray(value)) return { scalarType: 'unknown', arity: 'list' };
       return { scalarType: 'unknown', arity: 'scalar' };
   }
-}
-
-/**
- * pglite-prisma-adapter is typed against an older @prisma/driver-adapter-utils whose ArgType
- * differs; it ignores argTypes at run time, so the factory is the same interface in practice.
- */
-function pgliteFactory(pglite: PGlite): SqlDriverAdapterFactory {
-  return new PrismaPGlite(pglite) as unknown as SqlDriverAdapterFactory;
-}
-
-async function openPGlite(dataDir: string): Promise<PGlite> {
-  if (dataDir.startsWith('memory://')) return PGlite.create(dataDir);
-  mkdirSync(dataDir, { recursive: true });
-  return PGlite.create(`${dataDir.replace(/\/$/, '')}/pglite`);
 }
 
 /** Reads a timestamptz column value as an ISO instant, whatever form the adapter returned. */

@@ -38,17 +38,16 @@ export async function createHandler(c: HonoContext): Promise<Response> {
   const type = c.req.param('type') as string;
   const repo = ctxOf(c).repo;
   if (type === 'Binary' && !isJsonContentType(c.req.header('content-type'))) {
-    const resource = await repo.createBinary(
+    const result = await repo.createBinary(
       c.req.header('content-type') ?? 'application/octet-stream',
       new Uint8Array(await c.req.arrayBuffer()),
       securityContextFrom(c),
     );
-    return writeResponse(c, { resource, created: true, changed: true });
+    return writeResponse(c, result);
   }
   assertJsonContentType(c.req.header('content-type'));
   const body = await readJsonBody(c);
-  const resource = await (type === 'Binary' ? createBinaryFromJson(c, body) : repo.createResource(type, body));
-  return writeResponse(c, { resource, created: true, changed: true });
+  return writeResponse(c, await (type === 'Binary' ? createBinaryFromJson(c, body) : repo.createResource(type, body)));
 }
 
 export async function updateHandler(c: HonoContext): Promise<Response> {
@@ -119,7 +118,7 @@ async function binaryResponse(c: HonoContext, version: StoredVersion, headers: R
   });
 }
 
-async function createBinaryFromJson(c: HonoContext, body: unknown): Promise<Resource> {
+async function createBinaryFromJson(c: HonoContext, body: unknown): Promise<WriteResult> {
   if (!isRecord(body)) return ctxOf(c).repo.createResource('Binary', body);
   const { data, contentType, ...rest } = body;
   if (data !== undefined && (typeof data !== 'string' || !/^[A-Za-z0-9+/\s]*={0,2}$/.test(data))) {
@@ -155,7 +154,7 @@ function writeResponse(c: HonoContext, result: WriteResult): Response {
         headers,
       );
     default:
-      return fhirJson(resource, status, headers, isPretty(c));
+      return fhirText(result.text, status, headers, isPretty(c));
   }
 }
 

@@ -10,6 +10,7 @@ import { applyJsonPatch } from './patch.js';
 import { isUniqueViolation } from './db-errors.js';
 import { indexDeleteClauses, indexInsertClauses } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
+import type { ResourceCache } from './resource-cache.js';
 
 /** A stored version: the JSON text exactly as stored, plus the columns clients see in headers. */
 export interface StoredVersion {
@@ -30,6 +31,8 @@ export interface WriteOptions {
 
 export interface WriteResult {
   resource: Resource;
+  /** The resource as stored (JSON text). */
+  text: string;
   /** True when the write created the resource (201), false when it updated one (200). */
   created: boolean;
   /** False when an update matched the current content and no version was written. */
@@ -60,26 +63,55 @@ interface CurrentRow {
  * The resource store of one caller: every statement is scoped to the caller's project (or all
  * projects for a super admin). Writes of a resource, its history row and its index rows are atomic.
  */
+export interface StorageServices {
+  readonly db: Database;
+  readonly binaryStorage: BinaryStorage;
+  readonly resourceCache: ResourceCache;
+}
+
 export class Repository {
+  private readonly db: Database;
+  private readonly binaries: BinaryStorage;
+  private readonly cache: ResourceCache;
+
   constructor(
-    private readonly db: Database,
+    services: StorageServices,
     private readonly identity: Identity,
-    private readonly binaries: BinaryStorage,
-  ) {}
+  ) {
+    this.db = services.db;
+    this.binaries = services.binaryStorage;
+    this.cache = services.resourceCache;
+  }
 
   /** Reads the current version as stored text (the read hot path: no parse, no re-serialise). */
   async readVersion(resourceType: string, id: string): Promise<StoredVersion> {
     assertType(resourceType);
     if (!ID_PATTERN.test(id)) throw errors.notFound(`${resourceType}/${id} not found`);
+    const version = this.cache.get(resourceType, id) ?? (await this.loadCurrent(resourceType, id));
+    if (!version || !this.canSee(version.projectId)) throw errors.notFound(`${resourceType}/${id} not found`);
+    if (version.deleted) throw errors.gone(`${resourceType}/${id} was deleted`);
+    return version;
+  }
+
+  private async loadCurrent(resourceType: string, id: string): Promise<StoredVersion | undefined> {
     const rows = await this.db.query<{ projectId: string; versionId: string; lastUpdated: unknown; deleted: boolean; content: string | null }>(
       `SELECT "projectId", "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content
        FROM resource WHERE "resourceType" = $1 AND id = $2`,
       [resourceType, id],
     );
     const row = rows[0];
-    if (!row || !this.canSee(row.projectId)) throw errors.notFound(`${resourceType}/${id} not found`);
-    if (row.deleted) throw errors.gone(`${resourceType}/${id} was deleted`);
-    return { resourceType, projectId: row.projectId, id, versionId: row.versionId, lastUpdated: toInstant(row.lastUpdated), deleted: false, text: row.content };
+    if (!row) return undefined;
+    const version: StoredVersion = {
+      resourceType,
+      projectId: row.projectId,
+      id,
+      versionId: row.versionId,
+      lastUpdated: toInstant(row.lastUpdated),
+      deleted: row.deleted,
+      text: row.content,
+    };
+    this.cache.set(version);
+    return version;
   }
 
   async readResource(resourceType: string, id: string): Promise<Resource> {
@@ -104,12 +136,13 @@ export class Repository {
     return { resourceType, projectId: row.projectId, id, versionId, lastUpdated: toInstant(row.lastUpdated), deleted: false, text: row.content };
   }
 
-  async createResource(resourceType: string, input: unknown): Promise<Resource> {
+  async createResource(resourceType: string, input: unknown): Promise<WriteResult> {
     assertType(resourceType);
     validateResource(input, { expectedType: resourceType });
     const resource = this.stamp(input, randomUUID(), randomUUID());
-    await this.insertNew(this.db, resource);
-    return resource;
+    const text = await this.insertNew(this.db, resource);
+    this.remember(resource, text);
+    return { resource, text, created: true, changed: true };
   }
 
   /** Update, or create with the client's id when it does not exist yet (update-as-create). */
@@ -125,32 +158,32 @@ export class Repository {
       );
     }
     if (!ID_PATTERN.test(id)) throw errors.invalid(`Invalid id "${id}": use 1-64 of A-Z a-z 0-9 - .`, `${resourceType}.id`);
-    return this.retryOnCreateRace(() =>
-      this.db.transaction(async (tx) => {
+    const result = await this.retryOnCreateRace(() =>
+      this.db.transaction(async (tx): Promise<WriteResult> => {
         const current = await this.lockCurrent(tx, resourceType, id, 'update');
         if (!current) {
           if (options.ifMatch !== undefined) {
             throw errors.preconditionFailed(`${resourceType}/${id} does not exist, so it cannot match version ${options.ifMatch}`);
           }
           const resource = this.stamp(input, id, randomUUID());
-          await this.insertNew(tx, resource);
-          return { resource, created: true, changed: true };
+          return { resource, text: await this.insertNew(tx, resource), created: true, changed: true };
         }
         checkVersion(current, options, resourceType, id);
         if (!current.deleted && current.content !== null && sameContent(JSON.parse(current.content) as Resource, input)) {
-          return { resource: JSON.parse(current.content) as Resource, created: false, changed: false };
+          return { resource: JSON.parse(current.content) as Resource, text: current.content, created: false, changed: false };
         }
         const resource = this.stamp(input, id, randomUUID(), current.projectId);
-        await this.replace(tx, resource, current.projectId);
-        return { resource, created: current.deleted, changed: true };
+        return { resource, text: await this.replace(tx, resource, current.projectId), created: current.deleted, changed: true };
       }),
     );
+    if (result.changed) this.remember(result.resource, result.text);
+    return result;
   }
 
   /** Applies a JSON Patch (RFC 6902) to the current version and stores the result as an update. */
   async patchResource(resourceType: string, id: string, operations: unknown, options: WriteOptions = {}): Promise<WriteResult> {
     assertType(resourceType);
-    return this.db.transaction(async (tx) => {
+    const result = await this.db.transaction(async (tx): Promise<WriteResult> => {
       const current = await this.lockCurrent(tx, resourceType, id);
       if (!current) throw errors.notFound(`${resourceType}/${id} not found`);
       if (current.deleted || current.content === null) throw errors.gone(`${resourceType}/${id} was deleted`);
@@ -159,22 +192,32 @@ export class Repository {
       const patched = applyJsonPatch(before, operations);
       validateResource(patched, { expectedType: resourceType });
       if (patched.id !== id) throw errors.invalid('A patch must not change the resource id', `${resourceType}.id`);
-      if (sameContent(before, patched)) return { resource: before, created: false, changed: false };
+      if (sameContent(before, patched)) return { resource: before, text: current.content, created: false, changed: false };
       const resource = this.stamp(patched, id, randomUUID(), current.projectId);
-      await this.replace(tx, resource, current.projectId);
-      return { resource, created: false, changed: true };
+      return { resource, text: await this.replace(tx, resource, current.projectId), created: false, changed: true };
     });
+    if (result.changed) this.remember(result.resource, result.text);
+    return result;
   }
 
   /** Deletes the resource: a new version marked deleted; reads give 410 afterwards. Idempotent. */
   async deleteResource(resourceType: string, id: string, options: WriteOptions = {}): Promise<void> {
     assertType(resourceType);
-    await this.db.transaction(async (tx) => {
+    const deletion = await this.db.transaction(async (tx): Promise<StoredVersion | undefined> => {
       const current = await this.lockCurrent(tx, resourceType, id);
       if (!current) throw errors.notFound(`${resourceType}/${id} not found`);
       checkVersion(current, options, resourceType, id);
-      if (current.deleted) return;
-      const args: unknown[] = [resourceType, id, current.projectId, randomUUID(), new Date().toISOString()];
+      if (current.deleted) return undefined;
+      const version: StoredVersion = {
+        resourceType,
+        id,
+        projectId: current.projectId,
+        versionId: randomUUID(),
+        lastUpdated: new Date().toISOString(),
+        deleted: true,
+        text: null,
+      };
+      const args: unknown[] = [resourceType, id, current.projectId, version.versionId, version.lastUpdated];
       const clauses = [
         ...indexDeleteClauses({ type: '$1', id: '$2' }),
         `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
@@ -186,7 +229,9 @@ export class Repository {
          WHERE "resourceType" = $1 AND id = $2`,
         args,
       );
+      return version;
     });
+    if (deletion) this.cache.set(deletion);
   }
 
   /** History of one resource (id given) or of a whole type in the caller's project, newest first. */
@@ -230,13 +275,14 @@ export class Repository {
   }
 
   /** Stores Binary bytes and a Binary resource describing them; the bytes are not in the JSON. */
-  async createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}): Promise<Resource> {
+  async createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}): Promise<WriteResult> {
     const input: Resource = { ...extra, resourceType: 'Binary', contentType };
     validateResource(input);
     const resource = this.stamp(input, randomUUID(), randomUUID());
     await this.binaries.put(binaryKey(this.identity.projectId, resource.id!, resource.meta!.versionId!), this.identity.projectId, contentType, data);
-    await this.insertNew(this.db, resource);
-    return resource;
+    const text = await this.insertNew(this.db, resource);
+    this.remember(resource, text);
+    return { resource, text, created: true, changed: true };
   }
 
   async readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined> {
@@ -290,7 +336,7 @@ export class Repository {
   }
 
   /** One statement: resource row, history row and index rows (a single statement is atomic). */
-  private async insertNew(executor: SqlExecutor, resource: Resource): Promise<void> {
+  private async insertNew(executor: SqlExecutor, resource: Resource): Promise<string> {
     const meta = resource.meta!;
     const text = JSON.stringify(resource);
     const args: unknown[] = [resource.resourceType, resource.id, meta.project, meta.versionId, meta.lastUpdated, text];
@@ -310,14 +356,19 @@ export class Repository {
       if (isUniqueViolation(error)) throw new CreateRace();
       throw error;
     }
+    return text;
   }
 
-  /** One statement: replace the current row, add the history row, swap the index rows. */
-  private async replace(executor: SqlExecutor, resource: Resource, projectId: string): Promise<void> {
+  /** Two statements (inside the caller's transaction): drop the old index rows, then write the version. */
+  private async replace(executor: SqlExecutor, resource: Resource, projectId: string): Promise<string> {
     const meta = resource.meta!;
-    const args: unknown[] = [resource.resourceType, resource.id, projectId, meta.versionId, meta.lastUpdated, JSON.stringify(resource)];
+    await executor.execute(`WITH ${indexDeleteClauses({ type: '$1', id: '$2' }).join(',\n')} SELECT 1`, [
+      resource.resourceType,
+      resource.id,
+    ]);
+    const text = JSON.stringify(resource);
+    const args: unknown[] = [resource.resourceType, resource.id, projectId, meta.versionId, meta.lastUpdated, text];
     const clauses = [
-      ...indexDeleteClauses({ type: '$1', id: '$2' }),
       `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
              VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, false, $6::json))`,
       ...indexInsertClauses(buildIndexRows(resource), { type: '$1', id: '$2', project: '$3' }, args),
@@ -328,6 +379,21 @@ export class Repository {
        WHERE "resourceType" = $1 AND id = $2`,
       args,
     );
+    return text;
+  }
+
+  /** Called after a write has committed: the cache never holds uncommitted versions. */
+  private remember(resource: Resource, text: string): void {
+    const meta = resource.meta!;
+    this.cache.set({
+      resourceType: resource.resourceType,
+      id: resource.id!,
+      projectId: meta.project!,
+      versionId: meta.versionId!,
+      lastUpdated: meta.lastUpdated!,
+      deleted: false,
+      text,
+    });
   }
 
   /** Two update-as-creates of one new id race on the primary key; the loser retries as an update. */

@@ -36,15 +36,18 @@ export function indexInsertClauses(
     const names = spec.columns.map(([name]) => `"${name}"`).join(', ');
     const recordType = spec.columns.map(([name, type]) => `"${name}" ${type}`).join(', ');
     clauses.push(
-      `i_${kind} AS (INSERT INTO ${spec.table} ("projectId", "resourceType", "resourceId", ${names}) ` +
-        `SELECT ${placeholders.project}, ${placeholders.type}, ${placeholders.id}, ${names} ` +
+      `i_${kind} AS (INSERT INTO ${spec.table} ("projectId", "resourceType", "resourceId", seq, ${names}) ` +
+        `SELECT ${placeholders.project}, ${placeholders.type}, ${placeholders.id}, (row_number() OVER ())::int, ${names} ` +
         `FROM json_to_recordset($${args.length}::json) AS x(${recordType}))`,
     );
   }
   return clauses;
 }
 
-/** CTE clauses deleting every index row of one resource. */
+/**
+ * CTE clauses deleting every index row of one resource. Run them in a statement of their own
+ * before inserting new rows: the new rows reuse the (resourceType, resourceId, seq) keys.
+ */
 export function indexDeleteClauses(placeholders: { type: string; id: string }): string[] {
   return INDEX_TABLE_NAMES.map(
     (table) =>

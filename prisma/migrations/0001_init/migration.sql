@@ -29,94 +29,94 @@ CREATE TABLE "resource_history" (
 
 -- CreateTable
 CREATE TABLE "token_index" (
-    "rowId" BIGSERIAL NOT NULL,
     "projectId" TEXT NOT NULL,
     "resourceType" TEXT NOT NULL,
     "resourceId" TEXT NOT NULL,
+    "seq" INTEGER NOT NULL,
     "code" TEXT NOT NULL,
     "system" TEXT,
     "value" TEXT,
     "text" TEXT,
 
-    CONSTRAINT "token_index_pkey" PRIMARY KEY ("rowId")
+    CONSTRAINT "token_index_pkey" PRIMARY KEY ("resourceType","resourceId","seq")
 );
 
 -- CreateTable
 CREATE TABLE "string_index" (
-    "rowId" BIGSERIAL NOT NULL,
     "projectId" TEXT NOT NULL,
     "resourceType" TEXT NOT NULL,
     "resourceId" TEXT NOT NULL,
+    "seq" INTEGER NOT NULL,
     "code" TEXT NOT NULL,
     "value" TEXT NOT NULL,
     "exact" TEXT NOT NULL,
 
-    CONSTRAINT "string_index_pkey" PRIMARY KEY ("rowId")
+    CONSTRAINT "string_index_pkey" PRIMARY KEY ("resourceType","resourceId","seq")
 );
 
 -- CreateTable
 CREATE TABLE "date_index" (
-    "rowId" BIGSERIAL NOT NULL,
     "projectId" TEXT NOT NULL,
     "resourceType" TEXT NOT NULL,
     "resourceId" TEXT NOT NULL,
+    "seq" INTEGER NOT NULL,
     "code" TEXT NOT NULL,
     "start" TIMESTAMPTZ(3),
     "end" TIMESTAMPTZ(3),
 
-    CONSTRAINT "date_index_pkey" PRIMARY KEY ("rowId")
+    CONSTRAINT "date_index_pkey" PRIMARY KEY ("resourceType","resourceId","seq")
 );
 
 -- CreateTable
 CREATE TABLE "number_index" (
-    "rowId" BIGSERIAL NOT NULL,
     "projectId" TEXT NOT NULL,
     "resourceType" TEXT NOT NULL,
     "resourceId" TEXT NOT NULL,
+    "seq" INTEGER NOT NULL,
     "code" TEXT NOT NULL,
     "value" DOUBLE PRECISION NOT NULL,
 
-    CONSTRAINT "number_index_pkey" PRIMARY KEY ("rowId")
+    CONSTRAINT "number_index_pkey" PRIMARY KEY ("resourceType","resourceId","seq")
 );
 
 -- CreateTable
 CREATE TABLE "quantity_index" (
-    "rowId" BIGSERIAL NOT NULL,
     "projectId" TEXT NOT NULL,
     "resourceType" TEXT NOT NULL,
     "resourceId" TEXT NOT NULL,
+    "seq" INTEGER NOT NULL,
     "code" TEXT NOT NULL,
     "value" DOUBLE PRECISION NOT NULL,
     "system" TEXT,
     "unit" TEXT,
 
-    CONSTRAINT "quantity_index_pkey" PRIMARY KEY ("rowId")
+    CONSTRAINT "quantity_index_pkey" PRIMARY KEY ("resourceType","resourceId","seq")
 );
 
 -- CreateTable
 CREATE TABLE "reference_index" (
-    "rowId" BIGSERIAL NOT NULL,
     "projectId" TEXT NOT NULL,
     "resourceType" TEXT NOT NULL,
     "resourceId" TEXT NOT NULL,
+    "seq" INTEGER NOT NULL,
     "code" TEXT NOT NULL,
     "targetType" TEXT,
     "targetId" TEXT,
     "url" TEXT,
 
-    CONSTRAINT "reference_index_pkey" PRIMARY KEY ("rowId")
+    CONSTRAINT "reference_index_pkey" PRIMARY KEY ("resourceType","resourceId","seq")
 );
 
 -- CreateTable
 CREATE TABLE "uri_index" (
-    "rowId" BIGSERIAL NOT NULL,
     "projectId" TEXT NOT NULL,
     "resourceType" TEXT NOT NULL,
     "resourceId" TEXT NOT NULL,
+    "seq" INTEGER NOT NULL,
     "code" TEXT NOT NULL,
     "value" TEXT NOT NULL,
 
-    CONSTRAINT "uri_index_pkey" PRIMARY KEY ("rowId")
+    CONSTRAINT "uri_index_pkey" PRIMARY KEY ("resourceType","resourceId","seq")
 );
 
 -- CreateTable
@@ -144,13 +144,7 @@ CREATE INDEX "resource_history_projectId_resourceType_lastUpdated_idx" ON "resou
 CREATE INDEX "token_index_projectId_resourceType_code_value_system_idx" ON "token_index"("projectId", "resourceType", "code", "value", "system");
 
 -- CreateIndex
-CREATE INDEX "token_index_resourceType_resourceId_idx" ON "token_index"("resourceType", "resourceId");
-
--- CreateIndex
 CREATE INDEX "string_index_projectId_resourceType_code_value_idx" ON "string_index"("projectId", "resourceType", "code", "value");
-
--- CreateIndex
-CREATE INDEX "string_index_resourceType_resourceId_idx" ON "string_index"("resourceType", "resourceId");
 
 -- CreateIndex
 CREATE INDEX "date_index_projectId_resourceType_code_start_idx" ON "date_index"("projectId", "resourceType", "code", "start");
@@ -159,19 +153,10 @@ CREATE INDEX "date_index_projectId_resourceType_code_start_idx" ON "date_index"(
 CREATE INDEX "date_index_projectId_resourceType_code_end_idx" ON "date_index"("projectId", "resourceType", "code", "end");
 
 -- CreateIndex
-CREATE INDEX "date_index_resourceType_resourceId_idx" ON "date_index"("resourceType", "resourceId");
-
--- CreateIndex
 CREATE INDEX "number_index_projectId_resourceType_code_value_idx" ON "number_index"("projectId", "resourceType", "code", "value");
 
 -- CreateIndex
-CREATE INDEX "number_index_resourceType_resourceId_idx" ON "number_index"("resourceType", "resourceId");
-
--- CreateIndex
 CREATE INDEX "quantity_index_projectId_resourceType_code_value_idx" ON "quantity_index"("projectId", "resourceType", "code", "value");
-
--- CreateIndex
-CREATE INDEX "quantity_index_resourceType_resourceId_idx" ON "quantity_index"("resourceType", "resourceId");
 
 -- CreateIndex
 CREATE INDEX "reference_index_projectId_resourceType_code_targetId_idx" ON "reference_index"("projectId", "resourceType", "code", "targetId");
@@ -180,11 +165,5 @@ CREATE INDEX "reference_index_projectId_resourceType_code_targetId_idx" ON "refe
 CREATE INDEX "reference_index_projectId_targetType_targetId_idx" ON "reference_index"("projectId", "targetType", "targetId");
 
 -- CreateIndex
-CREATE INDEX "reference_index_resourceType_resourceId_idx" ON "reference_index"("resourceType", "resourceId");
-
--- CreateIndex
 CREATE INDEX "uri_index_projectId_resourceType_code_value_idx" ON "uri_index"("projectId", "resourceType", "code", "value");
-
--- CreateIndex
-CREATE INDEX "uri_index_resourceType_resourceId_idx" ON "uri_index"("resourceType", "resourceId");
 

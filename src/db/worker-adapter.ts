@@ -1,0 +1,164 @@
+import { Worker } from 'node:worker_threads';
+import {
+  DriverAdapterError,
+  type IsolationLevel,
+  type SqlDriverAdapter,
+  type SqlDriverAdapterFactory,
+  type SqlQuery,
+  type SqlResultSet,
+  type Transaction,
+  type TransactionOptions,
+} from '@prisma/driver-adapter-utils';
+import type { WorkerCall, WorkerResponse } from './worker-protocol.js';
+
+const ADAPTER_NAME = 'flint-pglite-worker';
+
+/**
+ * The embedded database on a worker thread, seen through the driver adapter interface Prisma and
+ * the resource store use. Every call is a message to the worker; results come back by id.
+ */
+export class WorkerSqlAdapter implements SqlDriverAdapter {
+  readonly provider = 'postgres' as const;
+  readonly adapterName = ADAPTER_NAME;
+  private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
+  private nextId = 1;
+  /** Set once the worker has stopped: every later call fails at once instead of waiting forever. */
+  private stopped: Error | undefined;
+
+  private constructor(private readonly worker: Worker) {
+    worker.on('message', (response: WorkerResponse) => this.settle(response));
+    worker.on('error', (error) => this.stop(error));
+    worker.on('exit', (code) => this.stop(new Error(`The database worker has stopped (exit code ${code})`)));
+  }
+
+  static async start(dataDir: string): Promise<WorkerSqlAdapter> {
+    const worker = spawnWorker(new URL(`./pglite-worker${extensionOf(import.meta.url)}`, import.meta.url), { dataDir });
+    await new Promise<void>((resolve, reject) => {
+      const onExit = (code: number): void => fail(new Error(`The database worker exited during start-up (code ${code})`));
+      const cleanUp = (): void => {
+        worker.off('message', onMessage);
+        worker.off('error', fail);
+        worker.off('exit', onExit);
+      };
+      const fail = (error: Error): void => {
+        cleanUp();
+        reject(error);
+      };
+      const onMessage = (response: WorkerResponse): void => {
+        if (response.id !== 0) return;
+        cleanUp();
+        if (response.ok) resolve();
+        else reject(new Error(response.error.message));
+      };
+      worker.on('message', onMessage);
+      worker.on('error', fail);
+      worker.on('exit', onExit);
+    });
+    return new WorkerSqlAdapter(worker);
+  }
+
+  call(request: WorkerCall): Promise<unknown> {
+    if (this.stopped) return Promise.reject(this.stopped);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ ...request, id });
+    });
+  }
+
+  queryRaw(query: SqlQuery): Promise<SqlResultSet> {
+    return this.call({ op: 'query', query }) as Promise<SqlResultSet>;
+  }
+
+  executeRaw(query: SqlQuery): Promise<number> {
+    return this.call({ op: 'execute', query }) as Promise<number>;
+  }
+
+  async executeScript(script: string): Promise<void> {
+    await this.call({ op: 'script', script });
+  }
+
+  async startTransaction(isolationLevel?: IsolationLevel): Promise<Transaction> {
+    const { tx, options } = (await this.call({ op: 'begin', isolationLevel })) as { tx: number; options: TransactionOptions };
+    return new WorkerTransaction(this, tx, options);
+  }
+
+  getConnectionInfo() {
+    return { supportsRelationJoins: true };
+  }
+
+  /** Closes the database in the worker, then stops the thread. */
+  async dispose(): Promise<void> {
+    await this.call({ op: 'close' }).catch(() => undefined);
+    this.stop(new Error('The database is closed'));
+    await this.worker.terminate();
+  }
+
+  private settle(response: WorkerResponse): void {
+    const waiter = this.pending.get(response.id);
+    if (!waiter) return;
+    this.pending.delete(response.id);
+    if (response.ok) waiter.resolve(response.value);
+    else waiter.reject(rebuildError(response.error));
+  }
+
+  private stop(error: Error): void {
+    this.stopped ??= error;
+    for (const waiter of this.pending.values()) waiter.reject(error);
+    this.pending.clear();
+  }
+}
+
+class WorkerTransaction implements Transaction {
+  readonly provider = 'postgres' as const;
+  readonly adapterName = ADAPTER_NAME;
+
+  constructor(
+    private readonly adapter: WorkerSqlAdapter,
+    private readonly tx: number,
+    readonly options: TransactionOptions,
+  ) {}
+
+  queryRaw(query: SqlQuery): Promise<SqlResultSet> {
+    return this.adapter.call({ op: 'query', query, tx: this.tx }) as Promise<SqlResultSet>;
+  }
+
+  executeRaw(query: SqlQuery): Promise<number> {
+    return this.adapter.call({ op: 'execute', query, tx: this.tx }) as Promise<number>;
+  }
+
+  async commit(): Promise<void> {
+    await this.adapter.call({ op: 'commit', tx: this.tx });
+  }
+
+  async rollback(): Promise<void> {
+    await this.adapter.call({ op: 'rollback', tx: this.tx });
+  }
+}
+
+/** Prisma connects through a factory; it shares the one worker. */
+export function workerAdapterFactory(adapter: WorkerSqlAdapter): SqlDriverAdapterFactory {
+  return { provider: 'postgres', adapterName: ADAPTER_NAME, connect: async () => adapter };
+}
+
+/** Database errors keep their driver shape (Prisma and our SQLSTATE checks read `cause`). */
+function rebuildError(error: { name: string; message: string; cause?: unknown }): Error {
+  if (error.name === 'DriverAdapterError' && error.cause) {
+    return new DriverAdapterError(error.cause as ConstructorParameters<typeof DriverAdapterError>[0]);
+  }
+  return Object.assign(new Error(error.message), { name: error.name });
+}
+
+/**
+ * Under tsx the worker module is TypeScript too, and Node 20 does not apply `--import tsx` to a
+ * worker's entry point: a small script registers tsx's loader in the thread, then imports it.
+ */
+function spawnWorker(entry: URL, workerData: unknown): Worker {
+  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { workerData });
+  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); });`;
+  return new Worker(bootstrap, { eval: true, workerData });
+}
+
+function extensionOf(url: string): string {
+  return url.slice(url.lastIndexOf('.'));
+}

@@ -1,0 +1,47 @@
+import type { StoredVersion } from './repository.js';
+
+/**
+ * Current versions of recently used resources, by `Type/id`. Coherent only when this process is
+ * the database's sole writer, which is true of the embedded database (PGlite is opened by one
+ * process). With PostgreSQL several servers may write, so the server uses `noResourceCache`.
+ * The repository updates an entry only after its write has committed.
+ */
+export interface ResourceCache {
+  get(resourceType: string, id: string): StoredVersion | undefined;
+  set(version: StoredVersion): void;
+}
+
+export const noResourceCache: ResourceCache = {
+  get: () => undefined,
+  set: () => undefined,
+};
+
+/** Large resources are read from the database: caching them would crowd out many small ones. */
+const MAX_CACHED_TEXT_LENGTH = 64 * 1024;
+
+/** A least-recently-used cache bounded by entry count (a Map keeps insertion order). */
+export class LruResourceCache implements ResourceCache {
+  private readonly entries = new Map<string, StoredVersion>();
+
+  constructor(private readonly maxEntries: number) {}
+
+  get(resourceType: string, id: string): StoredVersion | undefined {
+    const key = `${resourceType}/${id}`;
+    const version = this.entries.get(key);
+    if (version) {
+      this.entries.delete(key);
+      this.entries.set(key, version);
+    }
+    return version;
+  }
+
+  set(version: StoredVersion): void {
+    const key = `${version.resourceType}/${version.id}`;
+    this.entries.delete(key);
+    if ((version.text?.length ?? 0) > MAX_CACHED_TEXT_LENGTH) return;
+    this.entries.set(key, version);
+    if (this.entries.size > this.maxEntries) {
+      this.entries.delete(this.entries.keys().next().value as string);
+    }
+  }
+}
