@@ -25,6 +25,8 @@ export interface Config {
   readonly logLevel: string;
   readonly shutdownTimeoutMs: number;
   readonly resourceCacheSize: number;
+  /** Origins browsers may call from (CORS); `*` allows any. */
+  readonly corsOrigins: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -86,6 +88,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: merged.LOG_LEVEL || 'info',
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000),
     resourceCacheSize: int('RESOURCE_CACHE_SIZE', 10_000),
+    corsOrigins: (merged.CORS_ORIGINS || '*').split(',').map((origin) => origin.trim()).filter(Boolean),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { cors } from 'hono/cors';
 import { createRequestContext, type Identity, type Services } from '../context.js';
 import { createGraphQLHandler, GRAPHQL_PATHS } from '../graphql/yoga.js';
 import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
@@ -21,6 +22,15 @@ const REQUEST_ID = /^[A-Za-z0-9._\-]{1,100}$/;
 export function createApp(services: Services, options: AppOptions): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestLogging(services));
+  app.use(
+    cors({
+      origin: services.config.corsOrigins.includes('*') ? '*' : [...services.config.corsOrigins],
+      allowHeaders: ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'Prefer', 'X-Request-Id'],
+      allowMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+      exposeHeaders: ['Location', 'Content-Location', 'ETag', 'Last-Modified', 'X-Request-Id'],
+      maxAge: 86_400,
+    }),
+  );
   app.use(
     bodyLimit({
       maxSize: services.config.maxBodyBytes,

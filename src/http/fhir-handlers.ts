@@ -52,6 +52,15 @@ export async function createHandler(c: HonoContext): Promise<Response> {
 
 export async function updateHandler(c: HonoContext): Promise<Response> {
   const { type, id } = c.req.param() as { type: string; id: string };
+  if (type === 'Binary' && !isJsonContentType(c.req.header('content-type'))) {
+    const result = await ctxOf(c).repo.updateBinary(
+      id,
+      c.req.header('content-type') ?? 'application/octet-stream',
+      new Uint8Array(await c.req.arrayBuffer()),
+      { ifMatch: parseIfMatch(c.req.header('if-match')) },
+    );
+    return writeResponse(c, result);
+  }
   assertJsonContentType(c.req.header('content-type'));
   const body = await readJsonBody(c);
   const result = await ctxOf(c).repo.updateResource(type, id, body, { ifMatch: parseIfMatch(c.req.header('if-match')) });
@@ -92,6 +101,7 @@ export async function historyHandler(c: HonoContext): Promise<Response> {
 /** Sends a stored version: the stored text as is unless subsetting or Binary bytes are asked for. */
 async function respondWithVersion(c: HonoContext, version: StoredVersion): Promise<Response> {
   const headers = versionHeaders(version);
+  if (matchesIfNoneMatch(c.req.header('if-none-match'), headers.ETag)) return emptyResponse(304, headers);
   const accept = c.req.header('accept') ?? null;
   if (version.resourceType === 'Binary') return binaryResponse(c, version, headers);
   assertJsonAcceptable(c.req.query('_format') ?? null, accept);
@@ -167,6 +177,16 @@ async function readJsonBody(c: HonoContext): Promise<unknown> {
   } catch (error) {
     throw errors.invalid(`The request body is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+/** `If-None-Match` naming the current version (weak comparison, RFC 9110 13.1.2) or `*`. */
+function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  const bare = etag.replace(/^W\//, '');
+  return header.split(',').some((tag) => {
+    const value = tag.trim();
+    return value === '*' || value.replace(/^W\//, '') === bare;
+  });
 }
 
 function ctxOf(c: HonoContext): RequestContext {

@@ -146,7 +146,30 @@ export class Repository {
   }
 
   /** Update, or create with the client's id when it does not exist yet (update-as-create). */
-  async updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {
+  updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {
+    return this.update(resourceType, id, input, options, randomUUID(), false);
+  }
+
+  /** Replaces a Binary's bytes (a raw PUT): always a new version, since the bytes are not in the JSON. */
+  async updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
+    const versionId = randomUUID();
+    const input: Resource = { resourceType: 'Binary', id, contentType };
+    validateResource(input);
+    // Bytes first, under the new version's key: a failed write leaves unreferenced bytes, never a
+    // version without its bytes.
+    const projectId = await this.projectOfExisting('Binary', id);
+    await this.binaries.put(binaryKey(projectId, id, versionId), projectId, contentType, data);
+    return this.update('Binary', id, input, options, versionId, true);
+  }
+
+  private async update(
+    resourceType: string,
+    id: string,
+    input: unknown,
+    options: WriteOptions,
+    versionId: string,
+    alwaysNewVersion: boolean,
+  ): Promise<WriteResult> {
     assertType(resourceType);
     validateResource(input, { expectedType: resourceType });
     if (input.id !== id) {
@@ -165,14 +188,16 @@ export class Repository {
           if (options.ifMatch !== undefined) {
             throw errors.preconditionFailed(`${resourceType}/${id} does not exist, so it cannot match version ${options.ifMatch}`);
           }
-          const resource = this.stamp(input, id, randomUUID());
+          const resource = this.stamp(input, id, versionId);
           return { resource, text: await this.insertNew(tx, resource), created: true, changed: true };
         }
         checkVersion(current, options, resourceType, id);
-        if (!current.deleted && current.content !== null && sameContent(JSON.parse(current.content) as Resource, input)) {
-          return { resource: JSON.parse(current.content) as Resource, text: current.content, created: false, changed: false };
+        const unchanged =
+          !alwaysNewVersion && !current.deleted && current.content !== null && sameContent(JSON.parse(current.content) as Resource, input);
+        if (unchanged) {
+          return { resource: JSON.parse(current.content!) as Resource, text: current.content!, created: false, changed: false };
         }
-        const resource = this.stamp(input, id, randomUUID(), current.projectId);
+        const resource = this.stamp(input, id, versionId, current.projectId);
         return { resource, text: await this.replace(tx, resource, current.projectId), created: current.deleted, changed: true };
       }),
     );
@@ -291,6 +316,15 @@ export class Repository {
 
   private canSee(projectId: string): boolean {
     return this.identity.superAdmin || projectId === this.identity.projectId;
+  }
+
+  /** The project an existing resource belongs to, or the caller's project for a new id. */
+  private async projectOfExisting(resourceType: string, id: string): Promise<string> {
+    const rows = await this.db.query<{ projectId: string }>(
+      'SELECT "projectId" FROM resource WHERE "resourceType" = $1 AND id = $2',
+      [resourceType, id],
+    );
+    return rows[0] && this.canSee(rows[0].projectId) ? rows[0].projectId : this.identity.projectId;
   }
 
   private async assertExists(resourceType: string, id: string): Promise<void> {

@@ -53,3 +53,19 @@ describe('Binary', () => {
     expect((await other.get(`/Binary/${res.body.id}`)).status).toBe(404);
   });
 });
+
+describe('Binary update', () => {
+  it('replaces the bytes on a raw PUT and keeps old bytes for vread', async () => {
+    const { client, res } = await upload('text/plain');
+    const newBytes = Uint8Array.from(Buffer.from('second version'));
+    const put = await client.request('PUT', `/Binary/${res.body.id}`, newBytes, { 'Content-Type': 'text/markdown' });
+    expect(put.status).toBe(200);
+    expect(put.body.contentType).toBe('text/markdown');
+    const headers = { 'x-test-project': client.projectId };
+    const current = await fetch(`${api.fhir}/Binary/${res.body.id}`, { headers });
+    expect(current.headers.get('content-type')).toBe('text/markdown');
+    expect(await current.text()).toBe('second version');
+    const old = await fetch(`${api.fhir}/Binary/${res.body.id}/_history/${res.body.meta.versionId}`, { headers });
+    expect(new Uint8Array(await old.arrayBuffer())).toEqual(bytes);
+  });
+});

@@ -446,3 +446,23 @@ describe('index limits', () => {
     expect(res.status).toBe(201);
   });
 });
+
+describe('conditional read', () => {
+  it('answers 304 without a body when If-None-Match names the current version', async () => {
+    const client = api.newProject();
+    const created = await client.post('/Patient', patientBody());
+    const res = await client.get(`/Patient/${created.body.id}`, { 'If-None-Match': created.headers.get('etag')! });
+    expect(res.status).toBe(304);
+    expect(res.text).toBe('');
+    expect(res.headers.get('etag')).toBe(created.headers.get('etag'));
+  });
+
+  it('answers 200 when If-None-Match names an older version', async () => {
+    const client = api.newProject();
+    const created = await client.post('/Patient', patientBody());
+    await client.put(`/Patient/${created.body.id}`, { ...created.body, gender: 'female' });
+    const res = await client.get(`/Patient/${created.body.id}`, { 'If-None-Match': created.headers.get('etag')! });
+    expect(res.status).toBe(200);
+    expect(res.body.gender).toBe('female');
+  });
+});

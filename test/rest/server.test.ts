@@ -49,3 +49,20 @@ describe('server endpoints', () => {
     expect((await res.json()).issue[0].code).toBe('not-supported');
   });
 });
+
+describe('CORS', () => {
+  it('answers a browser preflight and exposes the FHIR headers', async () => {
+    const res = await api.raw('/fhir/R4/Patient', {
+      method: 'OPTIONS',
+      headers: { Origin: 'http://app.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type,authorization' },
+    });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    expect(res.headers.get('access-control-allow-methods')).toContain('PATCH');
+  });
+
+  it('exposes ETag and Location to browser scripts', async () => {
+    const res = await api.raw('/healthcheck', { headers: { Origin: 'http://app.example' } });
+    expect(res.headers.get('access-control-expose-headers')).toContain('ETag');
+  });
+});
