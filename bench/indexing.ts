@@ -5,39 +5,12 @@
  */
 import type { Resource } from '../src/fhir/types.js';
 import { buildIndexRows } from '../src/search/indexer.js';
+import { typicalObservation, typicalPatient } from './fixtures.js';
 import { collectRows } from '../src/search/indexing/collect.js';
 import { buildPlan, type ParamPlan } from '../src/search/indexing/plan.js';
 
-const patient: Resource = {
-  resourceType: 'Patient',
-  id: 'bench-patient',
-  meta: { project: 'p1', tag: [{ system: 'http://example.org/tags', code: 'bench' }] },
-  identifier: [{ system: 'http://hospital.example.org/mrn', value: '12345678', type: { text: 'MRN' } }],
-  active: true,
-  name: [{ use: 'official', family: 'Müller', given: ['Anna', 'Maria'], prefix: ['Dr.'] }],
-  gender: 'female',
-  birthDate: '1984-06-12',
-  address: [{ use: 'home', line: ['Bahnhofstrasse 1'], city: 'Zürich', postalCode: '8001', country: 'CH' }],
-  telecom: [
-    { system: 'phone', value: '+41 44 123 45 67', use: 'home' },
-    { system: 'email', value: 'anna.mueller@example.org' },
-  ],
-  generalPractitioner: [{ reference: 'Practitioner/pr-1' }],
-};
-
-const observation: Resource = {
-  resourceType: 'Observation',
-  id: 'bench-observation',
-  meta: { project: 'p1' },
-  status: 'final',
-  category: [
-    { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'vital-signs' }] },
-  ],
-  code: { coding: [{ system: 'http://loinc.org', code: '29463-7', display: 'Body weight' }], text: 'Weight' },
-  subject: { reference: 'Patient/bench-patient' },
-  effectiveDateTime: '2024-03-05T10:00:00+02:00',
-  valueQuantity: { value: 72.5, unit: 'kg', system: 'http://unitsofmeasure.org', code: 'kg' },
-};
+const patient: Resource = { ...typicalPatient(), id: 'bench-patient', meta: { project: 'p1' } };
+const observation: Resource = { ...typicalObservation('bench-patient'), id: 'bench-observation', meta: { project: 'p1' } };
 
 function measure(label: string, index: (resource: Resource) => unknown, resource: Resource): number {
   const warmup = 2_000;

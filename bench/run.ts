@@ -7,11 +7,11 @@
  *   BENCH_DURATION=10 npm run bench       seconds per scenario (default 10)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { typicalObservation, typicalPatient } from './fixtures.js';
 
 const CONNECTIONS = 16;
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -37,32 +37,6 @@ interface Row {
 }
 
 const JSON_HEADERS = { 'content-type': 'application/fhir+json' };
-
-export function typicalPatient(): Record<string, unknown> {
-  return {
-    resourceType: 'Patient',
-    identifier: [{ system: 'http://example.org/mrn', value: randomUUID() }],
-    name: [{ use: 'official', family: 'Chalmers', given: ['Peter', 'James'] }],
-    gender: 'male',
-    birthDate: '1974-12-25',
-    address: [{ use: 'home', line: ['534 Erewhon St'], city: 'PleasantVille', state: 'Vic', postalCode: '3999' }],
-    telecom: [
-      { system: 'phone', value: '(03) 5555 6473', use: 'work' },
-      { system: 'email', value: 'peter@example.org' },
-    ],
-  };
-}
-
-function observation(patientId: string): Record<string, unknown> {
-  return {
-    resourceType: 'Observation',
-    status: 'final',
-    code: { coding: [{ system: 'http://loinc.org', code: '8867-4', display: 'Heart rate' }] },
-    subject: { reference: `Patient/${patientId}` },
-    effectiveDateTime: '2024-03-05T10:00:00Z',
-    valueQuantity: { value: 72, unit: 'beats/minute', system: 'http://unitsofmeasure.org', code: '/min' },
-  };
-}
 
 function load(options: autocannon.Options): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
@@ -101,7 +75,7 @@ const scenarios: Scenario[] = [
       return load({
         url: `${FHIR}/Observation`,
         requests: [
-          { method: 'POST', headers: JSON_HEADERS, setupRequest: (req) => ({ ...req, body: JSON.stringify(observation(ids[i++ % ids.length])) }) },
+          { method: 'POST', headers: JSON_HEADERS, setupRequest: (req) => ({ ...req, body: JSON.stringify(typicalObservation(ids[i++ % ids.length])) }) },
         ],
       });
     },

@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../helpers/prng.js';
 import { patientBody, useTestServer } from '../helpers/server.js';
 
 const api = await useTestServer();
-
-/** Small seeded PRNG (mulberry32) so a failing body can be reproduced from its seed. */
-function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ODD_VALUES: unknown[] = [null, true, 0, -1.5, 1e308, '', ' ', 'x'.repeat(5000), [], {}, [[[]]], { __proto__: { a: 1 } }, '\u0000', '2020-13-45', 'Patient/', { resourceType: 'Patient' }];
 
@@ -51,7 +41,7 @@ describe('malformed bodies', () => {
     const client = api.newProject();
     let created = 0;
     for (let seed = 1; seed <= 150; seed++) {
-      const random = prng(seed);
+      const random = mulberry32(seed);
       const body = seed % 3 === 0 ? malformedText(random) : JSON.stringify(mutate(patientBody(), random));
       const res = await client.request('POST', '/Patient', body, { 'Content-Type': 'application/fhir+json' });
       expect(res.status, `seed ${seed}: ${body.slice(0, 200)}`).toBeLessThan(500);
@@ -66,7 +56,7 @@ describe('malformed bodies', () => {
     const client = api.newProject();
     const original = await client.post('/Patient', patientBody());
     for (let seed = 1000; seed < 1060; seed++) {
-      const random = prng(seed);
+      const random = mulberry32(seed);
       const mutated = { ...(mutate(original.body, random) as Record<string, unknown>), resourceType: 'Patient', id: original.body.id };
       const res = await client.put(`/Patient/${original.body.id}`, mutated);
       expect(res.status, `seed ${seed}`).toBeLessThan(500);

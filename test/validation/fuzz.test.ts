@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { OperationOutcomeError } from '../../src/fhir/outcome.js';
 import { validateResource } from '../../src/validation/index.js';
 import { typicalPatient } from './helpers.js';
+import { mulberry32 } from '../helpers/prng.js';
 
 /**
  * Malformed bodies must either pass or be rejected with a 400 OperationOutcome: never a crash,
@@ -18,16 +19,6 @@ const ODD_STRINGS = ['', ' ', '2020-13-45', '1974-12-25', 'male', 'Patient', '\u
 
 type Random = () => number;
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
-function mulberry32(seed: number): Random {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function pick<T>(random: Random, items: readonly T[]): T {
   return items[Math.floor(random() * items.length)] as T;
