@@ -110,7 +110,7 @@ export class Repository {
       deleted: row.deleted,
       text: row.content,
     };
-    this.cache.set(version);
+    this.cache.fill(version);
     return version;
   }
 

@@ -8,12 +8,19 @@ import type { StoredVersion } from './repository.js';
  */
 export interface ResourceCache {
   get(resourceType: string, id: string): StoredVersion | undefined;
+  /** After a committed write: replaces the entry unless the cache already holds a newer version. */
   set(version: StoredVersion): void;
+  /**
+   * After a read from the database: adds the version only when nothing is cached, so a read that
+   * raced with a write can never put back the version the write replaced.
+   */
+  fill(version: StoredVersion): void;
 }
 
 export const noResourceCache: ResourceCache = {
   get: () => undefined,
   set: () => undefined,
+  fill: () => undefined,
 };
 
 /** Large resources are read from the database: caching them would crowd out many small ones. */
@@ -37,11 +44,17 @@ export class LruResourceCache implements ResourceCache {
 
   set(version: StoredVersion): void {
     const key = `${version.resourceType}/${version.id}`;
+    const current = this.entries.get(key);
+    if (current && current.lastUpdated > version.lastUpdated) return;
     this.entries.delete(key);
     if ((version.text?.length ?? 0) > MAX_CACHED_TEXT_LENGTH) return;
     this.entries.set(key, version);
     if (this.entries.size > this.maxEntries) {
       this.entries.delete(this.entries.keys().next().value as string);
     }
+  }
+
+  fill(version: StoredVersion): void {
+    if (!this.entries.has(`${version.resourceType}/${version.id}`)) this.set(version);
   }
 }

@@ -38,3 +38,19 @@ describe('LruResourceCache', () => {
     expect(cache.get('Patient', 'a')).toBeUndefined();
   });
 });
+
+describe('LruResourceCache races', () => {
+  it('never lets a read put back a version a write replaced', () => {
+    const cache = new LruResourceCache(10);
+    cache.set({ ...version('a', '{"v":2}'), lastUpdated: '2024-01-02T00:00:00.000Z' });
+    cache.fill({ ...version('a', '{"v":1}'), lastUpdated: '2024-01-01T00:00:00.000Z' });
+    expect(cache.get('Patient', 'a')?.text).toBe('{"v":2}');
+  });
+
+  it('keeps the newer version when an older write lands late', () => {
+    const cache = new LruResourceCache(10);
+    cache.set({ ...version('a', '{"v":2}'), lastUpdated: '2024-01-02T00:00:00.000Z' });
+    cache.set({ ...version('a', '{"v":1}'), lastUpdated: '2024-01-01T00:00:00.000Z' });
+    expect(cache.get('Patient', 'a')?.text).toBe('{"v":2}');
+  });
+});
