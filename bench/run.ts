@@ -36,7 +36,10 @@ interface Row {
   errors: number;
 }
 
-const JSON_HEADERS = { 'content-type': 'application/fhir+json' };
+/** Filled with the bearer token of the super-admin client once Flint is up (issue 3: every route needs one). */
+const AUTH_HEADERS: Record<string, string> = {};
+const JSON_HEADERS: Record<string, string> = { 'content-type': 'application/fhir+json' };
+const BENCH_CLIENT = { id: 'bench-client', secret: 'bench-client-secret' };
 
 function load(options: autocannon.Options): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
@@ -54,7 +57,7 @@ const scenarios: Scenario[] = [
       let i = 0;
       return load({
         url: FHIR,
-        requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/fhir/R4/Patient/${ids[i++ % ids.length]}` }) }],
+        requests: [{ method: 'GET', headers: AUTH_HEADERS, setupRequest: (req) => ({ ...req, path: `/fhir/R4/Patient/${ids[i++ % ids.length]}` }) }],
       });
     },
   },
@@ -84,12 +87,22 @@ const scenarios: Scenario[] = [
 
 async function startFlint(env: Record<string, string>): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, PORT: String(PORT), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', ...env },
+    env: {
+      ...process.env,
+      PORT: String(PORT),
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+      SUPER_ADMIN_CLIENT_ID: BENCH_CLIENT.id,
+      SUPER_ADMIN_CLIENT_SECRET: BENCH_CLIENT.secret,
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (let attempt = 0; attempt < 300; attempt++) {
     try {
-      if ((await fetch(`${BASE}/healthcheck`)).ok) return child;
+      if ((await fetch(`${BASE}/healthcheck`)).ok) {
+        await authenticate();
+        return child;
+      }
     } catch {
       // not listening yet
     }
@@ -97,6 +110,19 @@ async function startFlint(env: Record<string, string>): Promise<ChildProcess> {
   }
   child.kill('SIGKILL');
   throw new Error('Flint did not start');
+}
+
+/** A super-admin token by client credentials, sent on every benchmark request. */
+async function authenticate(): Promise<void> {
+  const res = await fetch(`${BASE}/oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: BENCH_CLIENT.id, client_secret: BENCH_CLIENT.secret }),
+  });
+  if (!res.ok) throw new Error(`token request failed: ${res.status} ${await res.text()}`);
+  const token = ((await res.json()) as { access_token: string }).access_token;
+  AUTH_HEADERS.authorization = `Bearer ${token}`;
+  JSON_HEADERS.authorization = `Bearer ${token}`;
 }
 
 async function stopFlint(child: ChildProcess): Promise<void> {

@@ -21,6 +21,8 @@ export interface Config {
   readonly superAdminClientSecret: string | undefined;
   readonly externalAuthProviders: readonly ExternalAuthProvider[];
   readonly accurateCountThreshold: number;
+  /** `_total=accurate` when the estimate reaches the threshold: return the estimate, or refuse (400). */
+  readonly accurateCountOverThreshold: 'estimate' | 'refuse';
   readonly redisUrl: string | undefined;
   readonly logLevel: string;
   readonly shutdownTimeoutMs: number;
@@ -55,6 +57,14 @@ export function loadConfig(env: Env = process.env): Config {
     return value;
   };
 
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
+    const raw = merged[name];
+    if (raw === undefined || raw === '') return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    problems.push(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+    return fallback;
+  };
+
   const port = int('PORT', 8080);
   const rawBase = merged.BASE_URL || `http://localhost:${port}/`;
   let baseUrl = rawBase.endsWith('/') ? rawBase : `${rawBase}/`;
@@ -84,12 +94,19 @@ export function loadConfig(env: Env = process.env): Config {
     superAdminClientSecret: merged.SUPER_ADMIN_CLIENT_SECRET || undefined,
     externalAuthProviders: parseProviders(merged.EXTERNAL_AUTH_PROVIDERS, problems),
     accurateCountThreshold: int('ACCURATE_COUNT_THRESHOLD', 1_000_000),
+    accurateCountOverThreshold: oneOf('ACCURATE_COUNT_OVER_THRESHOLD', ['estimate', 'refuse'] as const, 'estimate'),
     redisUrl: merged.REDIS_URL || undefined,
     logLevel: merged.LOG_LEVEL || 'info',
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000),
     resourceCacheSize: int('RESOURCE_CACHE_SIZE', 10_000),
     corsOrigins: (merged.CORS_ORIGINS || '*').split(',').map((origin) => origin.trim()).filter(Boolean),
   };
+  if (config.superAdminClientId !== undefined && !/^[A-Za-z0-9\-.]{1,64}$/.test(config.superAdminClientId)) {
+    problems.push('SUPER_ADMIN_CLIENT_ID must be 1-64 of A-Z a-z 0-9 - . (it is the ClientApplication id)');
+  }
+  if ((config.superAdminClientId === undefined) !== (config.superAdminClientSecret === undefined)) {
+    problems.push('SUPER_ADMIN_CLIENT_ID and SUPER_ADMIN_CLIENT_SECRET must be set together');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
 }

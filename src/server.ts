@@ -3,10 +3,12 @@ import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
-import type { Identity, Services } from './context.js';
+import type { Services } from './context.js';
+import { bootstrapSuperAdmin } from './auth/bootstrap.js';
+import { AuthService } from './auth/service.js';
 import { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
-import { createApp, type Authenticator } from './http/app.js';
+import { createApp } from './http/app.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
 import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
 
@@ -18,12 +20,8 @@ export interface RunningServer {
 }
 
 export interface StartOptions {
-  authenticate?: Authenticator;
   log?: Logger;
 }
-
-/** Until accounts and tokens exist, every caller acts in one default project. */
-export const DEFAULT_IDENTITY: Identity = Object.freeze({ projectId: 'default', superAdmin: false });
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? pino({ level: config.logLevel });
@@ -35,15 +33,23 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await db.close();
     throw error;
   }
-  const services: Services = {
-    config,
+  const storage = {
     db,
-    log,
     binaryStorage: new DatabaseBinaryStorage(db),
     // Only the embedded database has this process as its sole writer (see ResourceCache).
     resourceCache: db.kind === 'pglite' && config.resourceCacheSize > 0 ? new LruResourceCache(config.resourceCacheSize) : noResourceCache,
   };
-  const app = createApp(services, { authenticate: options.authenticate ?? (async () => DEFAULT_IDENTITY) });
+  let auth: AuthService;
+  try {
+    // Keys generated once and stored in the database; super admin ensured (idempotent, race-safe).
+    auth = await AuthService.start(storage, config);
+    await bootstrapSuperAdmin(auth, log);
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  const services: Services = { config, log, ...storage, auth };
+  const app = createApp(services);
   const server = await listen(app.fetch, config.port);
   const port = (server.address() as AddressInfo).port;
   log.info({ port, database: db.kind }, 'Flint listening');

@@ -1,7 +1,9 @@
 import type { Config } from '../config.js';
 import type { Route, SystemInteraction, TypeInteraction } from '../http/routes.js';
+import { searchableParameters } from '../search/query/conditions.js';
 import { getResourceTypes } from './definitions.js';
 import type { Resource } from './types.js';
+import { listOperations } from '../operations/registry.js';
 
 export const SERVER_VERSION = '0.1.0';
 
@@ -32,6 +34,7 @@ export function buildCapabilityStatement(config: Config, routes: readonly Route[
     rest: [
       {
         mode: 'server',
+        security: securityOf(config),
         resource: getResourceTypes().map((type) => ({
           type,
           interaction: interactions,
@@ -41,9 +44,52 @@ export function buildCapabilityStatement(config: Config, routes: readonly Route[
           conditionalCreate: false,
           conditionalUpdate: false,
           conditionalDelete: 'not-supported',
+          searchParam: typeInteractions.has('search-type') ? searchParamsOf(type) : undefined,
+          ...operationsOf(type),
         })),
         interaction: [...systemInteractions].filter((code) => code !== 'capabilities').map((code) => ({ code })),
+        operation: listOperations()
+          .filter((op) => op.definition.system)
+          .map((op) => ({ name: op.definition.code, definition: op.definition.url })),
       },
     ],
+  };
+}
+
+/** The operations available on a resource type (type or instance level), from the operation registry. */
+function operationsOf(type: string): { operation?: { name: string; definition: string }[] } {
+  const operations = listOperations()
+    .filter((op) => (op.definition.type || op.definition.instance) && (op.definition.resource ?? []).includes(type))
+    .map((op) => ({ name: op.definition.code, definition: op.definition.url }));
+  return operations.length > 0 ? { operation: operations } : {};
+}
+
+/** The search parameters the search service answers for a type (issue 4). */
+function searchParamsOf(type: string): { name: string; definition: string; type: string }[] {
+  return searchableParameters(type).map((param) => ({ name: param.code, definition: param.url, type: param.type }));
+}
+
+/** How clients authenticate (SMART on FHIR OAuth URIs extension; issue 3). */
+function securityOf(config: Config): Record<string, unknown> {
+  const base = config.baseUrl;
+  return {
+    cors: true,
+    service: [
+      {
+        coding: [{ system: 'http://terminology.hl7.org/CodeSystem/restful-security-service', code: 'SMART-on-FHIR' }],
+        text: 'OAuth2 bearer tokens (ES256 JWTs): client credentials, password, authorization code with PKCE, refresh token, token exchange',
+      },
+    ],
+    extension: [
+      {
+        url: 'http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris',
+        extension: [
+          { url: 'token', valueUri: `${base}oauth2/token` },
+          { url: 'authorize', valueUri: `${base}oauth2/authorize` },
+          { url: 'revoke', valueUri: `${base}oauth2/logout` },
+        ],
+      },
+    ],
+    description: 'Send Authorization: Bearer <access token> on every request except metadata, well-known documents and health',
   };
 }

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
+import { assertRouteAccess } from '../auth/access.js';
+import { authenticateRequest } from '../auth/authenticate.js';
 import { createRequestContext, type Identity, type Services } from '../context.js';
 import { createGraphQLHandler, GRAPHQL_PATHS } from '../graphql/yoga.js';
 import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
@@ -12,14 +14,13 @@ import { ROUTES } from './routes.js';
 /** Decides who is calling; throws an OperationOutcomeError (401) when it cannot. */
 export type Authenticator = (request: Request, services: Services) => Promise<Identity>;
 
-export interface AppOptions {
-  authenticate: Authenticator;
-}
+/** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
+const bearerAuthentication: Authenticator = (request, services) => authenticateRequest(services.auth, request);
 
 const REQUEST_ID = /^[A-Za-z0-9._\-]{1,100}$/;
 
 /** Builds the HTTP application: one route table, one error shape (OperationOutcome). */
-export function createApp(services: Services, options: AppOptions): Hono<AppEnv> {
+export function createApp(services: Services): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestLogging(services));
   app.use(crossOrigin(services));
@@ -31,12 +32,12 @@ export function createApp(services: Services, options: AppOptions): Hono<AppEnv>
       },
     }),
   );
-  const authenticated = authentication(services, options.authenticate);
+  const authenticated = authentication(services, bearerAuthentication);
   for (const route of ROUTES) {
     if (route.public) app.on(route.method, route.path, (c) => route.handler(c));
     else app.on(route.method, route.path, authenticated, (c) => route.handler(c));
   }
-  mountGraphQL(app, services, options.authenticate);
+  mountGraphQL(app, services, bearerAuthentication);
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname;
     const typeMatch = /^\/fhir\/R4\/([A-Za-z]+)(\/|$)/.exec(path);
@@ -116,6 +117,7 @@ function requestLogging(services: Services): MiddlewareHandler<AppEnv> {
 function authentication(services: Services, authenticate: Authenticator): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const identity = await authenticate(c.req.raw, services);
+    assertRouteAccess(identity, new URL(c.req.url));
     c.set('ctx', createRequestContext(services, identity, c.get('requestId')));
     await next();
   };

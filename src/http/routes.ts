@@ -8,7 +8,10 @@ import {
   vreadHandler,
   type HonoContext,
 } from './fhir-handlers.js';
+import { searchPostHandler, searchSystemHandler, searchTypeHandler } from './search-handlers.js';
 import { healthcheckHandler, metadataHandler } from './server-handlers.js';
+import { identityRoutes } from '../auth/routes.js';
+import { operationDefinitionReadHandler, operationHandler } from '../operations/http.js';
 
 /** FHIR RESTful interactions (http://hl7.org/fhir/R4/http.html); the CapabilityStatement lists them. */
 export type TypeInteraction =
@@ -37,12 +40,29 @@ const FHIR = '/fhir/R4';
 /** Resource type names start with an upper-case letter; this keeps `metadata` and `$op` apart. */
 const TYPE = ':type{[A-Z][A-Za-z]+}';
 const ID = ':id{[A-Za-z0-9\\-.]{1,64}}';
+/** `$code` of an operation; `$graphql` at system level is GraphQL's (mounted beside the route table). */
+const OP = ':op{\\$[A-Za-z][A-Za-z0-9-]*}';
+const SYSTEM_OP = ':op{\\$(?!graphql$)[A-Za-z][A-Za-z0-9-]*}';
 
 /** The one route table of the server. More specific paths come first. */
 export const ROUTES: Route[] = [
   { method: 'GET', path: '/healthcheck', handler: healthcheckHandler, public: true },
   { method: 'GET', path: `${FHIR}/metadata`, handler: metadataHandler, public: true, interaction: { system: 'capabilities' } },
+  // Identity (issue 3): /oauth2/*, /auth/*, /.well-known/*, /admin/* (src/auth/routes.ts).
+  ...identityRoutes,
+  // Operations (SPEC 4.1): every level is routed; the OperationDefinition decides what exists and whether GET is allowed.
+  { method: 'POST', path: `${FHIR}/${SYSTEM_OP}`, handler: operationHandler('system') },
+  { method: 'GET', path: `${FHIR}/${SYSTEM_OP}`, handler: operationHandler('system') },
+  { method: 'POST', path: `${FHIR}/${TYPE}/${OP}`, handler: operationHandler('type') },
+  { method: 'GET', path: `${FHIR}/${TYPE}/${OP}`, handler: operationHandler('type') },
+  { method: 'POST', path: `${FHIR}/${TYPE}/${ID}/${OP}`, handler: operationHandler('instance') },
+  { method: 'GET', path: `${FHIR}/${TYPE}/${ID}/${OP}`, handler: operationHandler('instance') },
+  // Built-in OperationDefinitions are served from the registry, stored ones by the normal read.
+  { method: 'GET', path: `${FHIR}/:type{OperationDefinition}/${ID}`, handler: operationDefinitionReadHandler },
   { method: 'GET', path: `${FHIR}/${TYPE}/_history`, handler: historyHandler, interaction: { type: 'history-type' } },
+  { method: 'GET', path: FHIR, handler: searchSystemHandler, interaction: { system: 'search-system' } },
+  { method: 'GET', path: `${FHIR}/${TYPE}`, handler: searchTypeHandler, interaction: { type: 'search-type' } },
+  { method: 'POST', path: `${FHIR}/${TYPE}/_search`, handler: searchPostHandler, interaction: { type: 'search-type' } },
   { method: 'POST', path: `${FHIR}/${TYPE}`, handler: createHandler, interaction: { type: 'create' } },
   { method: 'GET', path: `${FHIR}/${TYPE}/${ID}/_history`, handler: historyHandler, interaction: { type: 'history-instance' } },
   { method: 'GET', path: `${FHIR}/${TYPE}/${ID}/_history/:vid`, handler: vreadHandler, interaction: { type: 'vread' } },

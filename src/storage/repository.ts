@@ -52,6 +52,23 @@ export interface HistoryPage {
 
 const ID_PATTERN = /^[A-Za-z0-9\-.]{1,64}$/;
 
+/**
+ * Work that must commit or roll back together with a write of one resource type: terminology
+ * indexes a CodeSystem's concepts this way (src/terminology/indexing.ts). It runs inside the
+ * write's transaction, after the resource row is written; `resource` is null for a delete.
+ */
+export type WriteHook = (
+  tx: SqlExecutor,
+  change: { resourceType: string; id: string; projectId: string; resource: Resource | null },
+) => Promise<void>;
+
+const writeHooks = new Map<string, WriteHook>();
+
+/** Registers the one write hook of a resource type (a narrow extension point, not an event bus). */
+export function registerWriteHook(resourceType: string, hook: WriteHook): void {
+  writeHooks.set(resourceType, hook);
+}
+
 interface CurrentRow {
   projectId: string;
   versionId: string;
@@ -140,9 +157,22 @@ export class Repository {
     assertType(resourceType);
     validateResource(input, { expectedType: resourceType });
     const resource = this.stamp(input, randomUUID(), randomUUID());
-    const text = await this.insertNew(this.db, resource);
+    const text = writeHooks.has(resourceType)
+      ? await this.db.transaction(async (tx) => {
+          const written = await this.insertNew(tx, resource);
+          await this.afterWrite(tx, resource);
+          return written;
+        })
+      : await this.insertNew(this.db, resource);
     this.remember(resource, text);
     return { resource, text, created: true, changed: true };
+  }
+
+  /** Runs the write hook of the resource's type, if any, inside the write's transaction. */
+  private async afterWrite(tx: SqlExecutor, resource: Resource | null, deleted?: { resourceType: string; id: string; projectId: string }): Promise<void> {
+    const key = deleted ?? { resourceType: resource!.resourceType, id: resource!.id!, projectId: resource!.meta!.project! };
+    const hook = writeHooks.get(key.resourceType);
+    if (hook) await hook(tx, { ...key, resource });
   }
 
   /** Update, or create with the client's id when it does not exist yet (update-as-create). */
@@ -189,7 +219,9 @@ export class Repository {
             throw errors.preconditionFailed(`${resourceType}/${id} does not exist, so it cannot match version ${options.ifMatch}`);
           }
           const resource = this.stamp(input, id, versionId);
-          return { resource, text: await this.insertNew(tx, resource), created: true, changed: true };
+          const text = await this.insertNew(tx, resource);
+          await this.afterWrite(tx, resource);
+          return { resource, text, created: true, changed: true };
         }
         checkVersion(current, options, resourceType, id);
         const unchanged =
@@ -198,7 +230,9 @@ export class Repository {
           return { resource: JSON.parse(current.content!) as Resource, text: current.content!, created: false, changed: false };
         }
         const resource = this.stamp(input, id, versionId, current.projectId);
-        return { resource, text: await this.replace(tx, resource, current.projectId), created: current.deleted, changed: true };
+        const text = await this.replace(tx, resource, current.projectId);
+        await this.afterWrite(tx, resource);
+        return { resource, text, created: current.deleted, changed: true };
       }),
     );
     if (result.changed) this.remember(result.resource, result.text);
@@ -219,7 +253,9 @@ export class Repository {
       if (patched.id !== id) throw errors.invalid('A patch must not change the resource id', `${resourceType}.id`);
       if (sameContent(before, patched)) return { resource: before, text: current.content, created: false, changed: false };
       const resource = this.stamp(patched, id, randomUUID(), current.projectId);
-      return { resource, text: await this.replace(tx, resource, current.projectId), created: false, changed: true };
+      const text = await this.replace(tx, resource, current.projectId);
+      await this.afterWrite(tx, resource);
+      return { resource, text, created: false, changed: true };
     });
     if (result.changed) this.remember(result.resource, result.text);
     return result;
@@ -254,6 +290,7 @@ export class Repository {
          WHERE "resourceType" = $1 AND id = $2`,
         args,
       );
+      await this.afterWrite(tx, null, { resourceType, id, projectId: current.projectId });
       return version;
     });
     if (deletion) this.cache.set(deletion);

@@ -30,6 +30,8 @@ export function stubContext(options: StubOptions = {}): { context: RequestContex
     db: { kind: 'pglite', healthy: async () => options.healthy ?? true },
     log,
     config: loadConfig({}),
+    // The GraphQL layer never creates accounts or tokens.
+    auth: {} as RequestContext['auth'],
   };
   return { context, logs };
 }

@@ -1,15 +1,41 @@
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll } from 'vitest';
+import { createProject } from '../../src/auth/projects.js';
 import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 
 /**
  * Tests talk to a real server over HTTP. It runs on PostgreSQL when DATABASE_URL is set, on an
- * in-memory PGlite otherwise. Until tokens exist, a test header picks the caller's project so
- * that each test works in a project of its own.
+ * in-memory PGlite otherwise. Each `newProject()` client works in a project of its own, with a
+ * real admin ClientApplication and a real bearer token obtained on its first request.
  */
-export const TEST_PROJECT_HEADER = 'x-test-project';
+
+/** The super-admin client every test server is started with (testEnv). */
+export const TEST_SUPER_ADMIN = {
+  email: 'admin@example.com',
+  password: 'test-super-admin-password',
+  clientId: 'test-super-admin',
+  clientSecret: 'test-super-admin-secret',
+} as const;
+
+/** Gets an access token by client credentials (`POST /oauth2/token`). */
+export async function clientCredentialsToken(baseUrl: string, clientId: string, clientSecret: string): Promise<string> {
+  const res = await fetch(`${baseUrl}/oauth2/token`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+  });
+  const body = (await res.json()) as { access_token?: string };
+  if (res.status !== 200 || !body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
+  return body.access_token;
+}
+
+/** A memoised token source: the first call fetches, later calls share the promise. */
+export function lazyToken(fetchToken: () => Promise<string>): () => Promise<string> {
+  let token: Promise<string> | undefined;
+  return () => (token ??= fetchToken());
+}
 
 export interface TestResponse<T = Record<string, unknown>> {
   status: number;
@@ -20,6 +46,10 @@ export interface TestResponse<T = Record<string, unknown>> {
 
 export interface ProjectClient {
   readonly projectId: string;
+  /** The client's bearer token (created with the project on first use). */
+  token(): Promise<string>;
+  /** `{ Authorization: 'Bearer ...' }`, for raw fetch calls. */
+  authHeaders(): Promise<Record<string, string>>;
   request<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<TestResponse<T>>;
   get<T = any>(path: string, headers?: Record<string, string>): Promise<TestResponse<T>>;
   post<T = any>(path: string, body: unknown, headers?: Record<string, string>): Promise<TestResponse<T>>;
@@ -32,8 +62,13 @@ export interface TestServer {
   readonly url: string;
   readonly fhir: string;
   readonly server: RunningServer;
-  /** A client acting in a brand-new project. */
+  /** A client acting in a brand-new project, as its admin ClientApplication. */
   newProject(): ProjectClient;
+  /** A client acting as the super admin ClientApplication (sees every project). */
+  readonly superAdmin: ProjectClient;
+  /** Credentials of a newProject() client: its project's default ClientApplication. */
+  credentialsOf(client: ProjectClient): Promise<{ clientId: string; clientSecret: string }>;
+  /** Unauthenticated fetch of `${url}${path}` (add `await client.authHeaders()` for FHIR routes). */
   raw(path: string, init?: RequestInit): Promise<Response>;
 }
 
@@ -46,6 +81,10 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     DATA_DIR: 'memory://',
     LOG_LEVEL: 'silent',
     DATABASE_POOL_SIZE: '4',
+    SUPER_ADMIN_EMAIL: TEST_SUPER_ADMIN.email,
+    SUPER_ADMIN_PASSWORD: TEST_SUPER_ADMIN.password,
+    SUPER_ADMIN_CLIENT_ID: TEST_SUPER_ADMIN.clientId,
+    SUPER_ADMIN_CLIENT_SECRET: TEST_SUPER_ADMIN.clientSecret,
     ...overrides,
   };
 }
@@ -53,30 +92,61 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
 /** Starts one server for the calling test file and stops it after the file's tests. */
 export async function useTestServer(overrides: Record<string, string> = {}): Promise<TestServer> {
   const config = loadConfig(testEnv(overrides));
-  const server = await startServer(config, {
-    log: pino({ level: 'silent' }),
-    authenticate: async (request) => ({
-      projectId: request.headers.get(TEST_PROJECT_HEADER) ?? 'default',
-      superAdmin: false,
-    }),
-  });
+  const server = await startServer(config, { log: pino({ level: 'silent' }) });
   afterAll(() => server.close());
   const fhir = `${server.url}/fhir/R4`;
+  const credentials = new WeakMap<ProjectClient, () => Promise<{ clientId: string; clientSecret: string }>>();
+  const newProject = (): ProjectClient => {
+    const projectId = randomUUID();
+    let created: Promise<{ clientId: string; clientSecret: string }> | undefined;
+    const setup = () =>
+      (created ??= createProject(server.services.auth, { id: projectId, name: `Test project ${projectId.slice(0, 8)}` }).then((p) => ({
+        clientId: p.client.id,
+        clientSecret: p.client.secret,
+      })));
+    const client = projectClient(
+      fhir,
+      projectId,
+      lazyToken(async () => {
+        const { clientId, clientSecret } = await setup();
+        return clientCredentialsToken(server.url, clientId, clientSecret);
+      }),
+    );
+    credentials.set(client, setup);
+    return client;
+  };
   return {
     url: server.url,
     fhir,
     server,
-    newProject: () => projectClient(fhir, randomUUID()),
+    newProject,
+    superAdmin: superAdminClient(server.url),
+    credentialsOf: (client) => {
+      const setup = credentials.get(client);
+      if (!setup) throw new Error('credentialsOf() takes a client made by newProject()');
+      return setup();
+    },
     raw: (path, init) => fetch(`${server.url}${path}`, init),
   };
 }
 
-export function projectClient(fhir: string, projectId: string): ProjectClient {
+/** A client acting as the super admin ClientApplication of a server started with testEnv(). */
+export function superAdminClient(baseUrl: string): ProjectClient {
+  return projectClient(
+    `${baseUrl}/fhir/R4`,
+    '',
+    lazyToken(() => clientCredentialsToken(baseUrl, TEST_SUPER_ADMIN.clientId, TEST_SUPER_ADMIN.clientSecret)),
+  );
+}
+
+/** A client of `fhir` that sends `Authorization: Bearer <token()>` on every request. */
+export function projectClient(fhir: string, projectId: string, token: () => Promise<string>): ProjectClient {
+  const authHeaders = async () => ({ Authorization: `Bearer ${await token()}` });
   const request = async <T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const init: RequestInit = {
       method,
       headers: {
-        [TEST_PROJECT_HEADER]: projectId,
+        ...(await authHeaders()),
         ...(body !== undefined && !(body instanceof Uint8Array) ? { 'Content-Type': 'application/fhir+json' } : {}),
         ...headers,
       },
@@ -94,6 +164,8 @@ export function projectClient(fhir: string, projectId: string): ProjectClient {
   };
   return {
     projectId,
+    token,
+    authHeaders,
     request,
     get: (path, headers) => request('GET', path, undefined, headers),
     post: (path, body, headers) => request('POST', path, body, headers),

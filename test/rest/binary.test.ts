@@ -19,8 +19,8 @@ describe('Binary', () => {
   });
 
   it('returns the bytes with their content type on read', async () => {
-    const { res } = await upload('image/png');
-    const read = await fetch(`${api.fhir}/Binary/${res.body.id}`, { headers: { 'x-test-project': res.body.meta.project } });
+    const { client, res } = await upload('image/png');
+    const read = await fetch(`${api.fhir}/Binary/${res.body.id}`, { headers: await client.authHeaders() });
     expect(read.status).toBe(200);
     expect(read.headers.get('content-type')).toBe('image/png');
     expect(new Uint8Array(await read.arrayBuffer())).toEqual(bytes);
@@ -38,7 +38,7 @@ describe('Binary', () => {
     const data = Buffer.from('hello, binary').toString('base64');
     const res = await client.post('/Binary', { resourceType: 'Binary', contentType: 'text/plain', data });
     expect(res.status).toBe(201);
-    const read = await fetch(`${api.fhir}/Binary/${res.body.id}`, { headers: { 'x-test-project': client.projectId } });
+    const read = await fetch(`${api.fhir}/Binary/${res.body.id}`, { headers: await client.authHeaders() });
     expect(await read.text()).toBe('hello, binary');
   });
 
@@ -61,7 +61,7 @@ describe('Binary update', () => {
     const put = await client.request('PUT', `/Binary/${res.body.id}`, newBytes, { 'Content-Type': 'text/markdown' });
     expect(put.status).toBe(200);
     expect(put.body.contentType).toBe('text/markdown');
-    const headers = { 'x-test-project': client.projectId };
+    const headers = await client.authHeaders();
     const current = await fetch(`${api.fhir}/Binary/${res.body.id}`, { headers });
     expect(current.headers.get('content-type')).toBe('text/markdown');
     expect(await current.text()).toBe('second version');

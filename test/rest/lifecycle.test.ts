@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
-import { patientBody, projectClient, testEnv } from '../helpers/server.js';
+import { patientBody, superAdminClient, testEnv } from '../helpers/server.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'flint-lifecycle-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -23,11 +23,11 @@ function definedOnly(env: Record<string, string | undefined>): NodeJS.ProcessEnv
 describe('server lifecycle', () => {
   it.skipIf(process.env.DATABASE_URL)('keeps embedded data across a restart', async () => {
     const first = await start();
-    const created = await projectClient(`${first.url}/fhir/R4`, 'default').post('/Patient', patientBody());
+    const created = await superAdminClient(first.url).post('/Patient', patientBody());
     await first.close();
     const second = await start();
     try {
-      const read = await projectClient(`${second.url}/fhir/R4`, 'default').get(`/Patient/${created.body.id}`);
+      const read = await superAdminClient(second.url).get(`/Patient/${created.body.id}`);
       expect(read.status).toBe(200);
       expect(read.body).toEqual(created.body);
     } finally {
@@ -37,9 +37,11 @@ describe('server lifecycle', () => {
 
   it('answers an unexpected failure with 500 exception and no internals', async () => {
     const server = await start({ DATA_DIR: 'memory://' });
+    const client = superAdminClient(server.url);
+    await client.token();
     await server.services.db.close();
     try {
-      const res = await projectClient(`${server.url}/fhir/R4`, 'default').post('/Patient', patientBody());
+      const res = await client.post('/Patient', patientBody());
       expect(res.status).toBe(500);
       expect(res.body).toEqual({
         resourceType: 'OperationOutcome',
@@ -57,12 +59,12 @@ describe('server lifecycle', () => {
       stdio: 'ignore',
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const fhir = `http://127.0.0.1:${port}/fhir/R4`;
     for (let i = 0; i < 150; i++) {
       if (await fetch(`http://127.0.0.1:${port}/healthcheck`).then((r) => r.ok, () => false)) break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    const client = projectClient(fhir, 'default');
+    const client = superAdminClient(`http://127.0.0.1:${port}`);
+    await client.token();
     const inFlight = Array.from({ length: 20 }, () => client.post('/Patient', patientBody()));
     await new Promise((r) => setTimeout(r, 5));
     child.kill('SIGTERM');

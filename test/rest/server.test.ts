@@ -18,7 +18,7 @@ describe('server endpoints', () => {
     expect(body).toMatchObject({ resourceType: 'CapabilityStatement', fhirVersion: '4.0.1', kind: 'instance' });
     const patient = body.rest[0].resource.find((r: { type: string }) => r.type === 'Patient');
     const codes = patient.interaction.map((i: { code: string }) => i.code).sort();
-    expect(codes).toEqual(['create', 'delete', 'history-instance', 'history-type', 'patch', 'read', 'update', 'vread']);
+    expect(codes).toEqual(['create', 'delete', 'history-instance', 'history-type', 'patch', 'read', 'search-type', 'update', 'vread']);
     expect(body.rest[0].resource.map((r: { type: string }) => r.type)).toContain('ProjectMembership');
   });
 

@@ -1,0 +1,151 @@
+/**
+ * `npx tsx bench/auth.ts`: the identity figures of issue 3, on the embedded database (or on
+ * PostgreSQL with BENCH_DATABASE_URL), appended to bench/RESULTS.md.
+ *
+ * - token issue by client credentials (autocannon, 16 connections): target ≥1,000/s
+ * - read Patient by id with a bearer token, and the in-process cost of authenticating a request
+ *   (cached token; first sight of a token): target under 0.2 ms added per request
+ * - GET /oauth2/userinfo with a cached external token (fake IDP on loopback): target ≥3,000/s
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import autocannon from 'autocannon';
+import { pino } from 'pino';
+import { authenticateRequest } from '../src/auth/authenticate.js';
+import { loadConfig } from '../src/config.js';
+import { startServer } from '../src/server.js';
+import { startFakeIdp } from '../test/auth/fake-idp.js';
+import { typicalPatient } from './fixtures.js';
+
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const PORT = Number(process.env.BENCH_PORT ?? 18081);
+const BASE = `http://127.0.0.1:${PORT}`;
+const CLIENT = { id: 'bench-client', secret: 'bench-client-secret' };
+const RESULTS = new URL('./RESULTS.md', import.meta.url).pathname;
+const DB_ENV = process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : { DATABASE_URL: '', DATA_DIR: 'memory://' };
+
+function load(options: autocannon.Options): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) =>
+    autocannon({ connections: 16, duration: DURATION, ...options }, (error, result) => (error ? reject(error) : resolve(result))),
+  );
+}
+
+async function startFlint(env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, PORT: String(PORT), LOG_LEVEL: 'warn', SUPER_ADMIN_CLIENT_ID: CLIENT.id, SUPER_ADMIN_CLIENT_SECRET: CLIENT.secret, ...DB_ENV, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (let i = 0; i < 300; i++) {
+    if (await fetch(`${BASE}/healthcheck`).then((r) => r.ok, () => false)) return child;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  child.kill('SIGKILL');
+  throw new Error('Flint did not start');
+}
+
+const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }).toString();
+
+async function main(): Promise<void> {
+  const idp = await startFakeIdp();
+  const child = await startFlint({ EXTERNAL_AUTH_PROVIDERS: JSON.stringify([{ issuer: idp.issuer, userInfoUrl: idp.userInfoUrl }]) });
+  const rows: string[] = [];
+  const row = (name: string, result: autocannon.Result, target: string) => {
+    const line = `| ${name} | ${Math.round(result.requests.average)} | ${result.latency.p50} | ${result.latency.p99} | ${result.errors + result.non2xx} | ${target} |`;
+    console.log(line);
+    rows.push(line);
+  };
+  try {
+    const tokenRequest = { method: 'POST' as const, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form };
+    await load({ url: `${BASE}/oauth2/token`, duration: 2, requests: [tokenRequest] });
+    row('token by client credentials', await load({ url: `${BASE}/oauth2/token`, requests: [tokenRequest] }), '≥1,000/s');
+
+    const token = ((await (await fetch(`${BASE}/oauth2/token`, { method: 'POST', headers: tokenRequest.headers, body: form })).json()) as { access_token: string }).access_token;
+    const auth = { authorization: `Bearer ${token}` };
+    const patient = (await (await fetch(`${BASE}/fhir/R4/Patient`, { method: 'POST', headers: { ...auth, 'content-type': 'application/fhir+json' }, body: JSON.stringify(typicalPatient()) })).json()) as { id: string };
+    row('read Patient by id (bearer)', await load({ url: `${BASE}/fhir/R4/Patient/${patient.id}`, headers: auth }), 'see in-process cost below');
+
+    // An invited user with an externalId, and an external token for it.
+    const sub = `bench|${Date.now()}`;
+    const project = (await (await fetch(`${BASE}/fhir/R4/Project/$init`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/fhir+json' },
+      body: JSON.stringify({ resourceType: 'Parameters', parameter: [{ name: 'name', valueString: 'bench' }, { name: 'ownerEmail', valueString: `${sub.replace('|', '-')}@example.org` }] }),
+    })).json()) as { id: string };
+    await fetch(`${BASE}/admin/projects/${project.id}/invite`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ resourceType: 'Practitioner', firstName: 'B', lastName: 'U', externalId: sub }),
+    });
+    const external = await idp.issue({ sub });
+    const calls = idp.userinfoCalls;
+    row('userinfo, cached external token', await load({ url: `${BASE}/oauth2/userinfo`, headers: { authorization: `Bearer ${external}` } }), '≥3,000/s');
+    console.log(`provider userinfo calls during that run: ${idp.userinfoCalls - calls}`);
+  } finally {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+    await idp.close();
+  }
+
+  // In-process: what authentication adds to a request.
+  const server = await startServer(
+    loadConfig({ PORT: '0', BASE_URL: 'http://localhost/', LOG_LEVEL: 'silent', SUPER_ADMIN_CLIENT_ID: CLIENT.id, SUPER_ADMIN_CLIENT_SECRET: CLIENT.secret, ...DB_ENV, DATA_DIR: 'memory://' }),
+    { log: pino({ level: 'silent' }) },
+  );
+  try {
+    const res = await fetch(`${server.url}/oauth2/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
+    const token = ((await res.json()) as { access_token: string }).access_token;
+    const request = new Request(`${server.url}/fhir/R4/Patient/x`, { headers: { authorization: `Bearer ${token}` } });
+    const auth = server.services.auth;
+    const time = async (n: number, before?: () => void) => {
+      const start = performance.now();
+      for (let i = 0; i < n; i++) {
+        before?.();
+        await authenticateRequest(auth, request);
+      }
+      return ((performance.now() - start) / n) * 1000;
+    };
+    await time(1000);
+    const cached = await time(100_000);
+    const uncached = await time(500, () => (auth.identities as unknown as { entries: Map<string, unknown> }).entries.clear());
+    const signatureOnly = await (async () => {
+      const start = performance.now();
+      for (let i = 0; i < 2000; i++) await auth.signer.verify(token);
+      return ((performance.now() - start) / 2000) * 1000;
+    })();
+    const lines = [
+      `| authenticate a request, token seen within the minute (in-process) | ${cached.toFixed(2)} µs |`,
+      `| authenticate a request, first sight of the token: ES256 verify + Login, membership, project reads | ${uncached.toFixed(0)} µs |`,
+      `| ES256 signature and claims check alone | ${signatureOnly.toFixed(0)} µs |`,
+    ];
+    lines.forEach((line) => console.log(line));
+    record(rows, lines);
+  } finally {
+    await server.close();
+  }
+}
+
+function record(rows: string[], costs: string[]): void {
+  const machine = `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  appendFileSync(
+    RESULTS,
+    [
+      '',
+      `## ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: identity (bench/auth.ts, ${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`,
+      '',
+      `${machine}; autocannon, 16 connections, ${DURATION} s per scenario, client, server and database on one machine.`,
+      '',
+      '| scenario | req/s | p50 ms | p99 ms | errors | target |',
+      '|---|---:|---:|---:|---:|---|',
+      ...rows,
+      '',
+      '| cost of authentication | per request |',
+      '|---|---:|',
+      ...costs,
+      '',
+    ].join('\n'),
+  );
+}
+
+await main();

@@ -1,0 +1,104 @@
+/**
+ * Measure/$evaluate-measure benchmark (issue 5): on a PostgreSQL database holding the search
+ * benchmark's 100,000 Patients and 1,000,000 Observations (bench/search.ts generates them; run this
+ * on a copy: `CREATE DATABASE flint_measure_bench TEMPLATE flint_search_bench`), evaluates a
+ * Measure with three populations (all Patients, Observations in the period, Observations of one
+ * LOINC code in the period) BENCH_RUNS times, one at a time, and appends the timings to
+ * bench/RESULTS.md.
+ *
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_measure_bench npx tsx bench/measure.ts
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+
+const DATABASE_URL = process.env.BENCH_DATABASE_URL;
+const RUNS = Number(process.env.BENCH_RUNS ?? 10);
+const PORT = Number(process.env.BENCH_PORT ?? 18096);
+const BASE = `http://127.0.0.1:${PORT}`;
+const FHIR = `${BASE}/fhir/R4`;
+const CLIENT_ID = 'search-bench-admin';
+const CLIENT_SECRET = 'search-bench-secret-0123456789';
+const RESULTS = new URL('./RESULTS.md', import.meta.url).pathname;
+
+async function startFlint(): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, PORT: String(PORT), DATABASE_URL, LOG_LEVEL: 'warn', SUPER_ADMIN_CLIENT_ID: CLIENT_ID, SUPER_ADMIN_CLIENT_SECRET: CLIENT_SECRET },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (let attempt = 0; attempt < 300; attempt++) {
+    try {
+      if ((await fetch(`${BASE}/healthcheck`)).ok) return child;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  child.kill('SIGKILL');
+  throw new Error('Flint did not start');
+}
+
+async function call(auth: string, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${FHIR}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/fhir+json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
+  return json;
+}
+
+async function main(): Promise<void> {
+  if (!DATABASE_URL) throw new Error('Set BENCH_DATABASE_URL to a copy of the search benchmark database');
+  const flint = await startFlint();
+  try {
+    const tokenRes = await fetch(`${BASE}/oauth2/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: CLIENT_SECRET }),
+    });
+    const auth = ((await tokenRes.json()) as { access_token: string }).access_token;
+    const query = (expression: string) => ({ language: 'application/x-fhir-query', expression });
+    const code = (c: string) => ({ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/measure-population', code: c }] });
+    const measure = await call(auth, 'POST', '/Measure', {
+      resourceType: 'Measure',
+      status: 'active',
+      url: 'http://flint.bench/Measure/observations',
+      group: [
+        {
+          population: [
+            { code: code('initial-population'), criteria: query('Patient') },
+            { code: code('denominator'), criteria: query('Observation') },
+            { code: code('numerator'), criteria: query('Observation?code=http://loinc.org|8867-4') },
+          ],
+        },
+      ],
+    });
+    const period = { resourceType: 'Parameters', parameter: [{ name: 'periodStart', valueDate: '2015-01-01' }, { name: 'periodEnd', valueDate: '2030-12-31' }] };
+    const times: number[] = [];
+    let counts = '';
+    for (let i = 0; i < RUNS; i++) {
+      const started = performance.now();
+      const report = await call(auth, 'POST', `/Measure/${measure.id}/$evaluate-measure`, period);
+      times.push(performance.now() - started);
+      counts = report.group[0].population.map((p: { count: number }) => p.count).join(' / ');
+    }
+    const sorted = [...times].sort((a, b) => a - b);
+    const line = [
+      '',
+      `## Measure/$evaluate-measure (issue 5), PostgreSQL, ${new Date().toISOString().slice(0, 16)}Z`,
+      '',
+      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, load average ${loadavg()[0].toFixed(1)} (shared). Data: the search benchmark's 100,000 Patients and 1,000,000 Observations.`,
+      `Three populations (Patient; Observation in the period; Observation?code=http://loinc.org|8867-4 in the period), counts ${counts}; ${RUNS} runs one after another, target < 1 s:`,
+      `median ${Math.round(sorted[Math.floor(RUNS / 2)])} ms, fastest ${Math.round(sorted[0])} ms, slowest ${Math.round(sorted[RUNS - 1])} ms.`,
+    ].join('\n');
+    console.log(line);
+    appendFileSync(RESULTS, `${line}\n`);
+  } finally {
+    flint.kill('SIGTERM');
+    await new Promise((r) => flint.once('exit', r));
+  }
+}
+
+await main();

@@ -1,0 +1,262 @@
+/**
+ * Search benchmark (issue 4): generates 100,000 Patients and 1,000,000 Observations into
+ * PostgreSQL (bench/search-data.ts), starts Flint on it as a child process and drives each search
+ * shape with autocannon at 16 connections; then walks every Patient by cursor with _count=1000
+ * and records the query plans of the common shapes. Appends everything to bench/RESULTS.md.
+ *
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench npx tsx bench/search.ts
+ *
+ * BENCH_PATIENTS / BENCH_OBSERVATIONS change the sizes; data already present in the bench project
+ * is reused; BENCH_DURATION is seconds per scenario (default 10); BENCH_SCENARIOS=a,b selects.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import type { SqlExecutor } from '../src/db/database.js';
+import { search } from '../src/search/service.js';
+import { FAMILIES, generate, LOINC } from './search-data.js';
+
+const DATABASE_URL = process.env.BENCH_DATABASE_URL;
+const PATIENTS = Number(process.env.BENCH_PATIENTS ?? 100_000);
+const OBSERVATIONS = Number(process.env.BENCH_OBSERVATIONS ?? 1_000_000);
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const CONNECTIONS = 16;
+const PORT = Number(process.env.BENCH_PORT ?? 18090);
+const BASE = `http://127.0.0.1:${PORT}`;
+const FHIR = `${BASE}/fhir/R4`;
+const PROJECT = 'search-bench';
+const CLIENT_ID = 'search-bench-admin';
+const CLIENT_SECRET = 'search-bench-secret-0123456789';
+const RESULTS = new URL('./RESULTS.md', import.meta.url).pathname;
+
+const rand = (n: number) => Math.floor(Math.random() * n);
+const pick = <T>(list: readonly T[]) => list[rand(list.length)];
+
+interface Scenario {
+  name: string;
+  /** A fresh query string (after `?`, without _project) per request. */
+  type: string;
+  query: () => string;
+}
+
+const scenarios: Scenario[] = [
+  { name: 'Patient by name prefix', type: 'Patient', query: () => `name=${encodeURIComponent(pick(FAMILIES).slice(0, 3).toLowerCase())}` },
+  { name: 'Patient by identifier', type: 'Patient', query: () => `identifier=http://hospital.example.org/mrn|MRN${1 + rand(PATIENTS)}` },
+  {
+    name: 'Observation by subject and code',
+    type: 'Observation',
+    query: () => `subject=Patient/pat-${1 + rand(PATIENTS)}&code=http://loinc.org|${pick(LOINC)}`,
+  },
+  {
+    name: 'Observation by date range (one day)',
+    type: 'Observation',
+    query: () => {
+      const day = new Date(Date.UTC(2020, 0, 1) + rand(1800) * 86_400_000).toISOString().slice(0, 10);
+      return `date=ge${day}&date=le${day}`;
+    },
+  },
+  {
+    name: 'chained: Observation?subject:Patient.identifier',
+    type: 'Observation',
+    query: () => `subject:Patient.identifier=MRN${1 + rand(PATIENTS)}`,
+  },
+  { name: '_sort=-_lastUpdated&_count=20', type: 'Observation', query: () => '_sort=-_lastUpdated&_count=20' },
+  {
+    name: '_include=Observation:subject (by code)',
+    type: 'Observation',
+    query: () => `code=http://loinc.org|${pick(LOINC)}&_include=Observation:subject`,
+  },
+  { name: '_total=estimate (by code)', type: 'Observation', query: () => `code=http://loinc.org|${pick(LOINC)}&_total=estimate` },
+  { name: '_total=accurate (by code)', type: 'Observation', query: () => `code=http://loinc.org|${pick(LOINC)}&_total=accurate` },
+];
+
+async function startFlint(): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: {
+      ...process.env,
+      PORT: String(PORT),
+      DATABASE_URL,
+      LOG_LEVEL: 'warn',
+      DATABASE_POOL_SIZE: '16',
+      SUPER_ADMIN_CLIENT_ID: CLIENT_ID,
+      SUPER_ADMIN_CLIENT_SECRET: CLIENT_SECRET,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (let attempt = 0; attempt < 300; attempt++) {
+    try {
+      if ((await fetch(`${BASE}/healthcheck`)).ok) return child;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  child.kill('SIGKILL');
+  throw new Error('Flint did not start');
+}
+
+async function token(): Promise<string> {
+  const res = await fetch(`${BASE}/oauth2/token`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: CLIENT_SECRET }),
+  });
+  const body = (await res.json()) as { access_token?: string };
+  if (!body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
+  return body.access_token;
+}
+
+interface Row {
+  scenario: string;
+  rps: number;
+  p50: number;
+  p90: number;
+  p975: number;
+  errors: number;
+}
+
+function load(scenario: Scenario, auth: string, duration: number): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => {
+    autocannon(
+      {
+        url: FHIR,
+        connections: CONNECTIONS,
+        duration,
+        headers: { authorization: `Bearer ${auth}` },
+        requests: [
+          {
+            method: 'GET',
+            setupRequest: (req) => ({ ...req, path: `/fhir/R4/${scenario.type}?${scenario.query()}&_project=${PROJECT}` }),
+          },
+        ],
+      },
+      (error, result) => (error ? reject(error) : resolve(result)),
+    );
+  });
+}
+
+/** Walks every Patient by cursor, `_count=1000`, and times each page. */
+async function cursorWalk(auth: string): Promise<{ pages: number; resources: number; first: number; last: number; p50: number; max: number }> {
+  let url: string | undefined = `${FHIR}/Patient?_sort=_lastUpdated&_count=1000&_project=${PROJECT}`;
+  const times: number[] = [];
+  let resources = 0;
+  while (url) {
+    const started = performance.now();
+    const res = await fetch(url, { headers: { authorization: `Bearer ${auth}` } });
+    const body = (await res.json()) as { entry?: unknown[]; link?: { relation: string; url: string }[] };
+    times.push(performance.now() - started);
+    if (res.status !== 200) throw new Error(`cursor walk failed: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+    resources += body.entry?.length ?? 0;
+    url = body.link?.find((l) => l.relation === 'next')?.url;
+  }
+  const sorted = [...times].sort((a, b) => a - b);
+  const round = (ms: number) => Math.round(ms * 10) / 10;
+  return {
+    pages: times.length,
+    resources,
+    first: round(times[0]),
+    last: round(times[times.length - 1]),
+    p50: round(sorted[Math.floor(sorted.length / 2)]),
+    max: round(sorted[sorted.length - 1]),
+  };
+}
+
+/** The SQL the search service runs for a scenario, captured, then EXPLAIN ANALYZEd on PostgreSQL. */
+async function plans(pool: pg.Pool): Promise<string[]> {
+  const out: string[] = [];
+  const shapes: [string, string, string][] = [
+    ['Patient by name prefix', 'Patient', 'name=smi'],
+    ['Patient by identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242'],
+    ['Observation by subject and code', 'Observation', 'subject=Patient/pat-4242&code=http://loinc.org|8867-4'],
+    ['Observation by date range', 'Observation', 'date=ge2023-03-01&date=le2023-03-01'],
+    ['chained', 'Observation', 'subject:Patient.identifier=MRN4242'],
+    ['_sort=-_lastUpdated', 'Observation', '_sort=-_lastUpdated&_count=20'],
+    ['cursor page (deep)', 'Patient', '_sort=_lastUpdated&_count=1000'],
+  ];
+  for (const [name, type, query] of shapes) {
+    const captured: { sql: string; args: readonly unknown[] }[] = [];
+    const executor: SqlExecutor = {
+      query: async <R>(sql: string, args: readonly unknown[] = []) => {
+        captured.push({ sql, args });
+        return (await pool.query(sql, args as unknown[])).rows as R[];
+      },
+      execute: async (sql: string, args: readonly unknown[] = []) => (await pool.query(sql, args as unknown[])).rowCount ?? 0,
+    };
+    await search(
+      { db: executor, identity: { projectId: PROJECT, superAdmin: false }, config: { fhirBaseUrl: FHIR, accurateCountThreshold: 1_000_000 } },
+      type,
+      [...new URLSearchParams(query).entries()],
+    );
+    const page = captured[0];
+    const explained = await pool.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) ${page.sql}`, page.args as unknown[]);
+    out.push(`### ${name}: \`${type}?${query}\``, '', '```', ...explained.rows.map((r) => r['QUERY PLAN'] as string), '```', '');
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  if (!DATABASE_URL) throw new Error('Set BENCH_DATABASE_URL to a PostgreSQL database');
+  const selected = process.env.BENCH_SCENARIOS?.split(',');
+  const child = await startFlint();
+  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 2 });
+  const lines: string[] = [];
+  try {
+    const existing = await pool.query(`SELECT count(*)::int AS n FROM resource WHERE "projectId" = $1 AND "resourceType" = 'Patient'`, [PROJECT]);
+    let generated = 'reused';
+    if (existing.rows[0].n === 0) {
+      console.log(`generating ${PATIENTS} Patients and ${OBSERVATIONS} Observations ...`);
+      const result = await generate(DATABASE_URL, PROJECT, PATIENTS, OBSERVATIONS);
+      generated = `generated in ${result.seconds} s`;
+      console.log(generated);
+    }
+    const auth = await token();
+    const rows: Row[] = [];
+    for (const scenario of scenarios) {
+      if (selected && !selected.some((s) => scenario.name.startsWith(s))) continue;
+      await load(scenario, auth, 2); // warm-up
+      const result = await load(scenario, auth, DURATION);
+      const row: Row = {
+        scenario: scenario.name,
+        rps: Math.round(result.requests.average),
+        p50: result.latency.p50,
+        p90: result.latency.p90,
+        p975: result.latency.p97_5,
+        errors: result.errors + result.non2xx,
+      };
+      console.log(`${row.scenario.padEnd(48)} ${String(row.rps).padStart(6)} req/s  p50 ${row.p50}  p90 ${row.p90}  p97.5 ${row.p975} ms  errors ${row.errors}`);
+      rows.push(row);
+    }
+    const walk = await cursorWalk(auth);
+    console.log('cursor walk', walk);
+    const machine = `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+    lines.push(
+      '',
+      `## Search, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (bench/search.ts, PostgreSQL)`,
+      '',
+      `${machine}; ${PATIENTS} Patients and ${OBSERVATIONS} Observations (${generated}) in one project;`,
+      `autocannon, ${CONNECTIONS} connections, ${DURATION} s per scenario; client, server and PostgreSQL on one machine.`,
+      'autocannon reports p90 and p97.5, not p95: p97.5 bounds p95 from above.',
+      '',
+      '| scenario | req/s | p50 ms | p90 ms | p97.5 ms | errors |',
+      '|---|---:|---:|---:|---:|---:|',
+      ...rows.map((r) => `| ${r.scenario} | ${r.rps} | ${r.p50} | ${r.p90} | ${r.p975} | ${r.errors} |`),
+      '',
+      `Cursor walk of every Patient, \`_sort=_lastUpdated&_count=1000\`, one client: ${walk.pages} pages, ${walk.resources} resources;`,
+      `first page ${walk.first} ms, last page ${walk.last} ms, median ${walk.p50} ms, slowest ${walk.max} ms.`,
+      '',
+      'Query plans (EXPLAIN ANALYZE of the page query the service sends):',
+      '',
+      ...(await plans(pool)),
+    );
+  } finally {
+    await pool.end();
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  }
+  appendFileSync(RESULTS, lines.join('\n'));
+}
+
+await main();

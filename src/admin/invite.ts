@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import { membershipsByExternalId, findUserByEmail, parseReference, readAny, type ProjectMembership } from '../auth/accounts.js';
+import { compact, put, storePassword } from '../auth/projects.js';
+import { errors } from '../fhir/outcome.js';
+import type { Resource } from '../fhir/types.js';
+import type { HonoContext } from '../http/fhir-handlers.js';
+import { fhirJson } from '../http/responses.js';
+
+const PROFILE_TYPES = new Set(['Practitioner', 'Patient', 'RelatedPerson']);
+
+/**
+ * `POST /admin/projects/{projectId}/invite` (SPEC 4.3), for that project's admins and super
+ * admins: creates the profile resource, the User when an email is given (reused when one exists)
+ * and the ProjectMembership carrying `externalId`; 201 with the membership. An `externalId` already
+ * used in the project gives 409.
+ */
+export async function inviteHandler(c: HonoContext): Promise<Response> {
+  const { identity } = c.get('ctx');
+  const auth = c.get('services').auth;
+  const projectId = c.req.param('projectId') as string;
+  if (!identity.superAdmin && !(identity.projectAdmin && identity.projectId === projectId)) {
+    throw errors.forbidden('Only admins of this project (or super admins) can invite users');
+  }
+  const project = await readAny(auth.db, 'Project', projectId);
+  if (!project) throw errors.notFound(`Project/${projectId} not found`);
+  const body = await readBody(c);
+  const str = (name: string, required: boolean): string | undefined => {
+    const value = body[name];
+    if (value === undefined && !required) return undefined;
+    if (typeof value !== 'string' || value.trim() === '') throw errors.invalid(`"${name}" must be a non-empty string`, name);
+    return value;
+  };
+  const resourceType = str('resourceType', true)!;
+  if (!PROFILE_TYPES.has(resourceType)) throw errors.invalid('"resourceType" must be Practitioner, Patient or RelatedPerson', 'resourceType');
+  const firstName = str('firstName', true)!;
+  const lastName = str('lastName', true)!;
+  const externalId = str('externalId', true)!;
+  const email = str('email', false);
+  const password = str('password', false);
+  if (body.admin !== undefined && typeof body.admin !== 'boolean') throw errors.invalid('"admin" must be a boolean', 'admin');
+  const accessPolicy = await policyReference(c, body.accessPolicy, projectId);
+  if ((await membershipsByExternalId(auth.db, externalId, projectId)).length > 0) {
+    throw errors.conflict(`A membership with externalId "${externalId}" already exists in this project`);
+  }
+  const name = `${firstName} ${lastName}`;
+  const profile = await put<Resource & { id: string }>(auth, projectId, {
+    resourceType,
+    id: randomUUID(),
+    name: [{ given: [firstName], family: lastName }],
+    ...(email ? { telecom: [{ system: 'email', value: email }] } : {}),
+  });
+  let userRef: string | undefined;
+  if (email) {
+    const existing = await findUserByEmail(auth.db, email);
+    const userId = existing?.id ?? randomUUID();
+    if (!existing) {
+      await put(auth, projectId, { resourceType: 'User', id: userId, firstName, lastName, email, project: { reference: `Project/${projectId}` } });
+    }
+    if (password && !existing) await storePassword(auth, userId, projectId, password);
+    userRef = `User/${userId}`;
+  }
+  const membership = await put<ProjectMembership & { id: string }>(auth, projectId, compact({
+    resourceType: 'ProjectMembership',
+    id: randomUUID(),
+    project: { reference: `Project/${projectId}`, display: typeof project.name === 'string' ? project.name : undefined },
+    user: { reference: userRef ?? `${resourceType}/${profile.id}`, display: name },
+    profile: { reference: `${resourceType}/${profile.id}`, display: name },
+    userName: name,
+    externalId,
+    admin: body.admin === true,
+    accessPolicy,
+  }) as ProjectMembership & { id: string });
+  return fhirJson(membership, 201);
+}
+
+async function readBody(c: HonoContext): Promise<Record<string, unknown>> {
+  let body: unknown;
+  try {
+    body = await c.req.json();
+  } catch {
+    throw errors.invalid('Send a JSON object: resourceType, firstName, lastName, externalId');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw errors.invalid('Send a JSON object: resourceType, firstName, lastName, externalId');
+  }
+  return body as Record<string, unknown>;
+}
+
+async function policyReference(c: HonoContext, value: unknown, projectId: string): Promise<{ reference: string } | undefined> {
+  if (value === undefined) return undefined;
+  const reference = typeof value === 'string' ? value : (value as { reference?: unknown } | null)?.reference;
+  const ref = typeof reference === 'string' ? parseReference(reference) : undefined;
+  if (!ref || ref[0] !== 'AccessPolicy') throw errors.invalid('"accessPolicy" must reference AccessPolicy/<id>', 'accessPolicy');
+  const policy = await readAny(c.get('services').auth.db, 'AccessPolicy', ref[1]);
+  if (!policy || policy.meta?.project !== projectId) throw errors.invalid(`AccessPolicy/${ref[1]} is not in this project`, 'accessPolicy');
+  return { reference: `AccessPolicy/${ref[1]}` };
+}

@@ -1,0 +1,205 @@
+import { randomUUID } from 'node:crypto';
+import type { AuthService } from '../auth/service.js';
+import { readAny } from '../auth/accounts.js';
+import { hashSecret, randomSecret, seal } from '../auth/secrets.js';
+import type { Identity } from '../context.js';
+import type { SqlExecutor } from '../db/database.js';
+import { errors } from '../fhir/outcome.js';
+import type { Resource } from '../fhir/types.js';
+import { buildIndexRows } from '../search/indexer.js';
+import { binaryKey } from '../storage/binary-storage.js';
+import { indexInsertClauses } from '../storage/sql.js';
+import { validateResource } from '../validation/validator.js';
+import type { Operation } from '../operations/registry.js';
+
+/** SPEC 4.7 rule 1: resources scanned per type. */
+export const CLONE_LIMIT_PER_TYPE = 1000;
+/** SPEC 4.7 rule 6: login history, audit logs and jobs stay behind. */
+const NOT_CLONED = new Set(['Project', 'Login', 'AuditEvent', 'AsyncJob']);
+
+export interface CloneRequest {
+  name?: string;
+  resourceTypes?: string[];
+  includeIds?: string[];
+  excludeIds?: string[];
+}
+
+interface Row {
+  resourceType: string;
+  id: string;
+  versionId: string;
+  content: string;
+}
+
+/**
+ * `Project/{id}/$clone` (SPEC 4.7), for super admins only: every resource type of the project is
+ * scanned (at most 1000 resources per type), filtered by `resourceTypes`, `includeIds` and
+ * `excludeIds` (an id in both is excluded), and copied with new ids; every reference to a cloned
+ * resource (`Type/id`, absolute URLs of this server, Binary urls in attachments) is rewritten.
+ * Binary bytes are copied; ClientApplications get new secrets; Bot secrets are dropped. The whole
+ * clone is one transaction: a failure leaves nothing behind. The caller owns the new Project.
+ */
+export async function cloneProject(auth: AuthService, identity: Identity, sourceId: string, request: CloneRequest): Promise<Resource> {
+  if (!identity.superAdmin) throw errors.forbidden('Only a super admin can clone a project');
+  const source = await readAny(auth.db, 'Project', sourceId);
+  if (!source) throw errors.notFound(`Project/${sourceId} not found`);
+  const name = request.name?.trim() || undefined;
+  const types = new Set(request.resourceTypes ?? []);
+  const include = new Set(request.includeIds ?? []);
+  const exclude = new Set(request.excludeIds ?? []);
+  const rows = await auth.db.query<Row>(
+    `SELECT "resourceType", id, "versionId"::text AS "versionId", content::text AS content FROM (
+       SELECT *, row_number() OVER (PARTITION BY "resourceType" ORDER BY "lastUpdated", id) AS n
+       FROM resource WHERE "projectId" = $1 AND NOT deleted) AS r
+     WHERE n <= ${CLONE_LIMIT_PER_TYPE} ORDER BY "resourceType", id`,
+    [sourceId],
+  );
+  const selected = rows.filter(
+    (row) =>
+      !NOT_CLONED.has(row.resourceType) &&
+      (types.size === 0 || types.has(row.resourceType)) &&
+      (include.size === 0 || include.has(row.id)) &&
+      !exclude.has(row.id),
+  );
+  const newProjectId = randomUUID();
+  const ids = new Map<string, string>([[`Project/${sourceId}`, newProjectId]]);
+  for (const row of selected) ids.set(`${row.resourceType}/${row.id}`, randomUUID());
+  const rewrite = referenceRewriter(ids, auth.config.fhirBaseUrl);
+  const now = new Date().toISOString();
+  const owner = identity.subject?.startsWith('User/') ? { reference: identity.subject } : (source.owner as object | undefined);
+  const project: Resource = {
+    ...(rewrite(source) as Resource),
+    id: newProjectId,
+    ...(name ? { name } : {}),
+    ...(owner ? { owner } : {}),
+    superAdmin: undefined,
+  };
+  delete project.superAdmin;
+  const secrets: { clientId: string; secret: string }[] = [];
+  const resources: { resource: Resource; binaryFrom?: string }[] = [{ resource: project }];
+  for (const row of selected) {
+    const resource = rewrite(JSON.parse(row.content) as Resource) as Resource;
+    resource.id = ids.get(`${row.resourceType}/${row.id}`)!;
+    if (row.resourceType === 'ProjectMembership' && name && isRecord(resource.project)) {
+      resource.project = { ...resource.project, display: name };
+    }
+    if (row.resourceType === 'ClientApplication') {
+      if (name && typeof resource.name === 'string' && / Default Client$/.test(resource.name)) resource.name = `${name} Default Client`;
+      secrets.push({ clientId: resource.id, secret: randomSecret() });
+    }
+    if (row.resourceType === 'Bot') {
+      for (const key of ['secret', 'secrets', 'runAsUser']) delete resource[key];
+    }
+    resources.push({ resource, binaryFrom: row.resourceType === 'Binary' ? binaryKey(sourceId, row.id, row.versionId) : undefined });
+  }
+  const hashed = await Promise.all(secrets.map(async (s) => ({ ...s, hash: await hashSecret(s.secret) })));
+  await auth.db.transaction(async (tx) => {
+    for (const { resource, binaryFrom } of resources) {
+      const versionId = randomUUID();
+      const stamped = { ...resource, meta: { ...(resource.meta ?? {}), versionId, lastUpdated: now, project: newProjectId } };
+      validateResource(stamped, { expectedType: stamped.resourceType });
+      await insert(tx, stamped as Resource & { id: string });
+      if (binaryFrom) {
+        await tx.execute(
+          `INSERT INTO binary_content (key, "projectId", "contentType", size, data)
+           SELECT $1, $2, "contentType", size, data FROM binary_content WHERE key = $3`,
+          [binaryKey(newProjectId, resource.id!, versionId), newProjectId, binaryFrom],
+        );
+      }
+    }
+    for (const { clientId, secret, hash } of hashed) {
+      await tx.execute('INSERT INTO auth_credential (id, "projectId", hash, sealed) VALUES ($1, $2, $3, $4)', [
+        `ClientApplication/${clientId}`,
+        newProjectId,
+        hash,
+        seal(auth.keys.sealingKey, secret),
+      ]);
+    }
+  });
+  return (await readAny(auth.db, 'Project', newProjectId))!;
+}
+
+/** A new resource, its first version and its index rows, in one statement (as the repository writes). */
+async function insert(tx: SqlExecutor, resource: Resource & { id: string }): Promise<void> {
+  const meta = resource.meta!;
+  const text = JSON.stringify(resource);
+  const args: unknown[] = [resource.resourceType, resource.id, meta.project, meta.versionId, meta.lastUpdated, text];
+  const clauses = [
+    `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
+           VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, false, $6::json))`,
+    ...indexInsertClauses(buildIndexRows(resource), { type: '$1', id: '$2', project: '$3' }, args),
+  ];
+  await tx.execute(
+    `WITH ${clauses.join(',\n')}
+     INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+     VALUES ($1, $2, $3, $4::uuid, $5::timestamptz, false, $6::json)`,
+    args,
+  );
+}
+
+/**
+ * Rewrites every string that names a cloned resource: `reference` values (`Type/id`, with a
+ * `_history` suffix or as an absolute URL of this server) and attachment `url`s of Binaries.
+ */
+function referenceRewriter(ids: Map<string, string>, fhirBase: string): (value: unknown) => unknown {
+  const pattern = /^((?:.*\/)?)([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})((?:\/_history\/.*)?)$/;
+  const mapString = (text: string): string => {
+    const match = pattern.exec(text);
+    if (!match) return text;
+    const [, prefix, type, id] = match;
+    if (prefix !== '' && prefix !== `${fhirBase}/`) return text;
+    const next = ids.get(`${type}/${id}`);
+    // A version-specific reference points at the clone's current version (its only one).
+    return next ? `${prefix}${type}/${next}` : text;
+  };
+  const walk = (value: unknown, key?: string): unknown => {
+    if (Array.isArray(value)) return value.map((item) => walk(item, key));
+    if (isRecord(value)) {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(value)) out[k] = k === 'meta' ? metaWithoutVersion(v) : walk(v, k);
+      return out;
+    }
+    if (typeof value === 'string' && (key === 'reference' || key === 'url')) return mapString(value);
+    return value;
+  };
+  return (value) => walk(value);
+}
+
+function metaWithoutVersion(meta: unknown): unknown {
+  if (!isRecord(meta)) return meta;
+  const { versionId: _v, lastUpdated: _l, project: _p, ...rest } = meta;
+  return rest;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export const projectCloneOperation: Operation<CloneRequest> = {
+  definition: {
+    resourceType: 'OperationDefinition',
+    id: 'Project-clone',
+    url: 'https://flint.dev/fhir/OperationDefinition/Project-clone',
+    name: 'ProjectClone',
+    status: 'active',
+    kind: 'operation',
+    code: 'clone',
+    description: 'Copies a Project and its resources with new ids (super admins only)',
+    resource: ['Project'],
+    system: false,
+    type: false,
+    instance: true,
+    affectsState: true,
+    parameter: [
+      { use: 'in', name: 'name', min: 0, max: '1', type: 'string', documentation: 'Name of the new Project (also renames membership displays and default clients)' },
+      { use: 'in', name: 'resourceTypes', min: 0, max: '*', type: 'string', documentation: 'Resource types to clone; none means all' },
+      { use: 'in', name: 'includeIds', min: 0, max: '*', type: 'string', documentation: 'Only these resource ids; none means all' },
+      { use: 'in', name: 'excludeIds', min: 0, max: '*', type: 'string', documentation: 'Resource ids to leave out (wins over includeIds)' },
+      { use: 'out', name: 'return', min: 1, max: '1', type: 'Project', documentation: 'The new Project' },
+    ],
+  },
+  successStatus: 201,
+  async handler(input, { ctx, id }) {
+    return { return: await cloneProject(ctx.auth, ctx.identity, id!, input) };
+  },
+};

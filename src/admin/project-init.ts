@@ -1,0 +1,92 @@
+import { findUserByEmail, parseReference, readAny } from '../auth/accounts.js';
+import { createProject, put } from '../auth/projects.js';
+import { errors } from '../fhir/outcome.js';
+import type { Resource } from '../fhir/types.js';
+import type { OperationDefinition } from '../operations/definition.js';
+import type { Operation } from '../operations/registry.js';
+import { randomUUID } from 'node:crypto';
+
+export const projectInitDefinition: OperationDefinition = {
+  resourceType: 'OperationDefinition',
+  id: 'Project-init',
+  url: 'https://flint.dev/fhir/OperationDefinition/Project-init',
+  name: 'ProjectInit',
+  status: 'active',
+  kind: 'operation',
+  code: 'init',
+  description: 'Creates a Project, its owner admin membership and its default ClientApplication',
+  resource: ['Project'],
+  system: false,
+  type: true,
+  instance: false,
+  affectsState: true,
+  parameter: [
+    { use: 'in', name: 'name', min: 1, max: '1', type: 'string', documentation: 'Name of the new Project' },
+    { use: 'in', name: 'owner', min: 0, max: '1', type: 'Reference', documentation: 'An existing User/<id> who owns the Project' },
+    { use: 'in', name: 'ownerEmail', min: 0, max: '1', type: 'string', documentation: 'Email of the owner; the User is created when none has it' },
+    { use: 'out', name: 'return', min: 1, max: '1', type: 'Project', documentation: 'The new Project' },
+  ],
+};
+
+interface InitInput {
+  name: string;
+  owner?: { reference?: string };
+  ownerEmail?: string;
+}
+
+/**
+ * `Project/$init` (SPEC 4.6): a new Project (`strictMode: true`) owned by `owner`, `ownerEmail`
+ * or the token's user, with the owner's admin membership (Practitioner profile) and the default
+ * ClientApplication (DESIGN 5). 201 with the Project.
+ */
+export const projectInitOperation: Operation<InitInput> = {
+  definition: projectInitDefinition,
+  successStatus: 201,
+  async handler(input, { ctx }) {
+    const name = input.name.trim();
+    if (name === '') throw errors.invalid('The required input parameter "name" is expected to be a non-empty string', 'Parameters.parameter');
+    const auth = ctx.auth;
+    const projectId = randomUUID();
+    let owner: { userId: string; firstName?: string; lastName?: string };
+    if (input.owner) {
+      const ref = parseReference(input.owner.reference);
+      const user = ref?.[0] === 'User' ? await readAny(auth.db, 'User', ref[1]) : undefined;
+      if (!user) throw errors.invalid('"owner" must reference an existing User/<id>', 'Parameters.parameter');
+      owner = ownerOf(user);
+    } else if (input.ownerEmail) {
+      const email = input.ownerEmail.trim();
+      if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw errors.invalid('"ownerEmail" must be an email address', 'Parameters.parameter');
+      const existing = await findUserByEmail(auth.db, email);
+      owner = existing ? ownerOf(existing) : { userId: randomUUID(), firstName: email.split('@')[0], lastName: 'Owner' };
+      if (!existing) {
+        await put(auth, projectId, {
+          resourceType: 'User',
+          id: owner.userId,
+          firstName: owner.firstName,
+          lastName: owner.lastName,
+          email,
+        });
+      }
+    } else {
+      const subject = parseReference(ctx.identity.subject);
+      const user = subject?.[0] === 'User' ? await readAny(auth.db, 'User', subject[1]) : undefined;
+      if (!user) {
+        throw errors.invalid(
+          'This token has no user to own the project: an owner is needed, give "owner" (User reference) or "ownerEmail"',
+          'Parameters.parameter',
+        );
+      }
+      owner = ownerOf(user);
+    }
+    const created = await createProject(auth, { id: projectId, name, owner });
+    return { return: created.project };
+  },
+};
+
+function ownerOf(user: Resource): { userId: string; firstName?: string; lastName?: string } {
+  return {
+    userId: user.id!,
+    firstName: typeof user.firstName === 'string' ? user.firstName : undefined,
+    lastName: typeof user.lastName === 'string' ? user.lastName : undefined,
+  };
+}

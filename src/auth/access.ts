@@ -1,0 +1,176 @@
+import type { Identity, Services } from '../context.js';
+import { errors, OperationOutcomeError } from '../fhir/outcome.js';
+import type { Resource } from '../fhir/types.js';
+import { Repository, type HistoryOptions, type HistoryPage, type StoredVersion, type WriteOptions, type WriteResult } from '../storage/repository.js';
+import { randomSecret } from './secrets.js';
+import { readClientSecret, storeClientSecret } from './projects.js';
+
+/** Types only project admins (or super admins) may create, change or delete. */
+const ADMIN_TYPES = new Set(['ProjectMembership', 'ClientApplication', 'AccessPolicy', 'User']);
+/** Types written only by the server itself or a super admin. */
+const SYSTEM_TYPES = new Set(['Login', 'Project']);
+
+/** Whether the identity may read (`write` false) or write resources of a type; throws 403 otherwise. */
+export function assertTypeAccess(identity: Identity, resourceType: string, write: boolean): void {
+  const policy = identity.accessPolicy;
+  if (policy && !identity.superAdmin) {
+    const rule = policy.resources.find((r) => r.resourceType === resourceType) ?? policy.resources.find((r) => r.resourceType === '*');
+    if (!rule) throw errors.forbidden(`Your access policy does not allow ${resourceType} resources`);
+    if (write && rule.readonly) throw errors.forbidden(`Your access policy allows ${resourceType} resources read-only`);
+  }
+  if (!write || identity.superAdmin) return;
+  if (SYSTEM_TYPES.has(resourceType)) {
+    throw errors.forbidden(
+      resourceType === 'Project'
+        ? 'Only a super admin can write Project resources: use Project/$init to create a project'
+        : `${resourceType} resources are written by the server only`,
+    );
+  }
+  if (ADMIN_TYPES.has(resourceType) && !identity.projectAdmin) {
+    throw errors.forbidden(`Only project admins can create or change ${resourceType} resources`);
+  }
+}
+
+/**
+ * The repository of a request: the project-scoped store plus access control (admin-only types,
+ * the membership's AccessPolicy), and ClientApplication secrets, which are never stored in the
+ * resource: they are sealed beside it and shown to project admins only.
+ */
+export class GuardedRepository extends Repository {
+  constructor(
+    private readonly services: Services,
+    private readonly who: Identity,
+  ) {
+    super(services, who);
+  }
+
+  override async readVersion(resourceType: string, id: string): Promise<StoredVersion> {
+    assertTypeAccess(this.who, resourceType, false);
+    const version = await super.readVersion(resourceType, id);
+    return resourceType === 'ClientApplication' ? this.withSecret(version) : version;
+  }
+
+  override async readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
+    assertTypeAccess(this.who, resourceType, false);
+    return super.readHistoryVersion(resourceType, id, versionId);
+  }
+
+  override history(resourceType: string, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
+    assertTypeAccess(this.who, resourceType, false);
+    return super.history(resourceType, id, options);
+  }
+
+  override async createResource(resourceType: string, input: unknown): Promise<WriteResult> {
+    assertTypeAccess(this.who, resourceType, true);
+    this.checkMembership(resourceType, input);
+    if (resourceType !== 'ClientApplication' || !isRecord(input)) return super.createResource(resourceType, input);
+    const { secret, ...rest } = input;
+    const result = await super.createResource(resourceType, rest);
+    return this.attachSecret(result, typeof secret === 'string' && secret !== '' ? secret : randomSecret());
+  }
+
+  override async updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {
+    assertTypeAccess(this.who, resourceType, true);
+    this.checkMembership(resourceType, input);
+    if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.updateVisible(resourceType, id, input, options);
+    const { secret, ...rest } = input;
+    const result = await this.updateVisible(resourceType, id, rest, options);
+    const existing = await readClientSecret(this.services.auth, id);
+    const next = typeof secret === 'string' && secret !== '' ? secret : existing ?? randomSecret();
+    return this.attachSecret(result, next, next === existing);
+  }
+
+  /** A resource of a project the caller cannot see is invisible: 404, as for reads (not 409). */
+  private async updateVisible(resourceType: string, id: string, input: unknown, options: WriteOptions): Promise<WriteResult> {
+    try {
+      return await super.updateResource(resourceType, id, input, options);
+    } catch (error) {
+      if (error instanceof OperationOutcomeError && error.status === 409 && /cannot be used/.test(error.message)) {
+        throw errors.notFound(`${resourceType}/${id} not found`);
+      }
+      throw error;
+    }
+  }
+
+  override async patchResource(resourceType: string, id: string, operations: unknown, options: WriteOptions = {}): Promise<WriteResult> {
+    assertTypeAccess(this.who, resourceType, true);
+    if (
+      resourceType === 'ClientApplication' &&
+      Array.isArray(operations) &&
+      operations.some((op) => isRecord(op) && typeof op.path === 'string' && /^\/(secret|retiringSecret)(\/|$)/.test(op.path))
+    ) {
+      throw errors.invalid('A ClientApplication secret cannot be patched: send it with PUT', 'ClientApplication.secret');
+    }
+    const result = await super.patchResource(resourceType, id, operations, options);
+    if (resourceType === 'ProjectMembership') this.checkMembership(resourceType, result.resource);
+    return result;
+  }
+
+  override deleteResource(resourceType: string, id: string, options: WriteOptions = {}): Promise<void> {
+    assertTypeAccess(this.who, resourceType, true);
+    return super.deleteResource(resourceType, id, options);
+  }
+
+  override createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}): Promise<WriteResult> {
+    assertTypeAccess(this.who, 'Binary', true);
+    return super.createBinary(contentType, data, extra);
+  }
+
+  override updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
+    assertTypeAccess(this.who, 'Binary', true);
+    return super.updateBinary(id, contentType, data, options);
+  }
+
+  /** A membership names the project it is stored in: it can never grant access to another one. */
+  private checkMembership(resourceType: string, input: unknown): void {
+    if (resourceType !== 'ProjectMembership' || this.who.superAdmin || !isRecord(input)) return;
+    const project = (input.project as { reference?: string } | undefined)?.reference;
+    if (project !== `Project/${this.who.projectId}`) {
+      throw errors.forbidden(`A ProjectMembership created here must reference Project/${this.who.projectId}`);
+    }
+  }
+
+  private async attachSecret(result: WriteResult, secret: string, unchanged = false): Promise<WriteResult> {
+    const projectId = result.resource.meta!.project!;
+    if (!unchanged) await storeClientSecret(this.services.auth, result.resource.id!, projectId, secret);
+    const resource = { ...result.resource, secret };
+    return { ...result, resource, text: JSON.stringify(resource) };
+  }
+
+  /** Project admins (and super admins) see the secret; everyone else sees the client without it. */
+  private async withSecret(version: StoredVersion): Promise<StoredVersion> {
+    const admin = this.who.superAdmin || (this.who.projectAdmin === true && version.projectId === this.who.projectId);
+    if (!admin || version.text === null) return version;
+    const secret = await readClientSecret(this.services.auth, version.id);
+    if (!secret) return version;
+    return { ...version, text: JSON.stringify({ ...(JSON.parse(version.text) as Resource), secret }) };
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+const FHIR_TYPE_PATH = /^\/fhir\/R4\/([A-Z][A-Za-z]+)(?:\/|$)/;
+
+/**
+ * AccessPolicy at the HTTP boundary, for every FHIR route whatever serves it (search, history,
+ * operations): the type in the path, or each `_type` of a system search, must be allowed. A
+ * system search without `_type` under a policy would reach every type, so it must name them.
+ * Writes are checked again by the repository (read-only types).
+ */
+export function assertRouteAccess(identity: Identity, url: URL): void {
+  if (!identity.accessPolicy || identity.superAdmin) return;
+  const match = FHIR_TYPE_PATH.exec(url.pathname);
+  if (match) {
+    assertTypeAccess(identity, match[1], false);
+    return;
+  }
+  if (url.pathname === '/fhir/R4' || url.pathname === '/fhir/R4/') {
+    const types = url.searchParams.getAll('_type').flatMap((value) => value.split(',')).map((t) => t.trim()).filter(Boolean);
+    if (types.length === 0 && !identity.accessPolicy.resources.some((r) => r.resourceType === '*')) {
+      throw errors.forbidden('Your access policy limits the resource types you may search: name them with _type');
+    }
+    for (const type of types) assertTypeAccess(identity, type, false);
+  }
+}

@@ -1,0 +1,111 @@
+import type { Services } from '../context.js';
+import type { Database } from '../db/database.js';
+import type { Resource } from '../fhir/types.js';
+import { Repository } from '../storage/repository.js';
+
+/**
+ * Accounts are ordinary resources (User, Project, ProjectMembership, ClientApplication, Login,
+ * AccessPolicy). Authentication reads and writes them as the system: across every project, writing
+ * into the project it names.
+ */
+export function systemRepository(services: Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'>, projectId: string): Repository {
+  return new Repository(services, { projectId, superAdmin: true });
+}
+
+export interface Reference {
+  reference?: string;
+  display?: string;
+}
+
+export interface ProjectMembership extends Resource {
+  project: Reference;
+  user: Reference;
+  profile: Reference;
+  admin?: boolean;
+  active?: boolean;
+  externalId?: string;
+  accessPolicy?: Reference;
+  userName?: string;
+}
+
+export interface AccessPolicyResource extends Resource {
+  resource?: { resourceType: string; readonly?: boolean; criteria?: string }[];
+}
+
+/** `Type/id` → [Type, id]. */
+export function parseReference(reference: string | undefined): [string, string] | undefined {
+  const match = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(reference ?? '');
+  return match ? [match[1], match[2]] : undefined;
+}
+
+async function contents<T extends Resource>(db: Database, sql: string, args: unknown[]): Promise<T[]> {
+  const rows = await db.query<{ content: string }>(sql, args);
+  return rows.map((row) => JSON.parse(row.content) as T);
+}
+
+/** Users are server-wide: an email names one User whatever project holds it. */
+export async function findUserByEmail(db: Database, email: string): Promise<Resource | undefined> {
+  const users = await contents(
+    db,
+    `SELECT content::text AS content FROM resource
+     WHERE "resourceType" = 'User' AND NOT deleted AND lower(content->>'email') = lower($1) LIMIT 1`,
+    [email],
+  );
+  return users[0];
+}
+
+/** Active memberships whose `field` (user, profile) references `reference`. */
+export function membershipsReferencing(db: Database, field: 'user' | 'profile', reference: string): Promise<ProjectMembership[]> {
+  return contents<ProjectMembership>(
+    db,
+    `SELECT content::text AS content FROM resource
+     WHERE "resourceType" = 'ProjectMembership' AND NOT deleted AND content->($1::text)->>'reference' = $2
+     ORDER BY "lastUpdated"`,
+    [field, reference],
+  ).then((list) => list.filter((m) => m.active !== false));
+}
+
+/** Memberships carrying an externalId, in every project (SPEC 5 rule 7: it must be unique). */
+export function membershipsByExternalId(db: Database, externalId: string, projectId?: string): Promise<ProjectMembership[]> {
+  return contents<ProjectMembership>(
+    db,
+    `SELECT content::text AS content FROM resource
+     WHERE "resourceType" = 'ProjectMembership' AND NOT deleted AND content->>'externalId' = $1
+       AND ($2::text IS NULL OR "projectId" = $2::text)`,
+    [externalId, projectId ?? null],
+  ).then((list) => list.filter((m) => m.active !== false));
+}
+
+/** Reads one resource as the system; undefined when absent or deleted. */
+export async function readAny<T extends Resource = Resource>(db: Database, resourceType: string, id: string): Promise<T | undefined> {
+  const list = await contents<T>(
+    db,
+    'SELECT content::text AS content FROM resource WHERE "resourceType" = $1 AND id = $2 AND NOT deleted',
+    [resourceType, id],
+  );
+  return list[0];
+}
+
+export interface Credential {
+  id: string;
+  projectId: string;
+  hash: string;
+  sealed: string | null;
+}
+
+export async function readCredential(db: Database, id: string): Promise<Credential | undefined> {
+  const rows = await db.query<Credential>('SELECT id, "projectId", hash, sealed FROM auth_credential WHERE id = $1', [id]);
+  return rows[0];
+}
+
+/** Writes a credential; with `onlyIfAbsent`, keeps an existing one and reports whether it wrote. */
+export async function writeCredential(db: Database, credential: Credential, onlyIfAbsent = false): Promise<boolean> {
+  const conflict = onlyIfAbsent
+    ? 'DO NOTHING'
+    : 'DO UPDATE SET hash = EXCLUDED.hash, sealed = EXCLUDED.sealed, "projectId" = EXCLUDED."projectId", "updatedAt" = now()';
+  const count = await db.execute(
+    `INSERT INTO auth_credential (id, "projectId", hash, sealed) VALUES ($1, $2, $3, $4) ON CONFLICT (id) ${conflict}`,
+    [credential.id, credential.projectId, credential.hash, credential.sealed],
+  );
+  return count > 0;
+}

@@ -1,0 +1,282 @@
+import type { HonoContext } from '../http/fhir-handlers.js';
+import { errors, issue, outcome, OperationOutcomeError } from '../fhir/outcome.js';
+import { parseReference, readAny } from './accounts.js';
+import { authenticateRequest, bearerToken, unauthorized } from './authenticate.js';
+import { checkPassword, chooseMembership } from './logins.js';
+import { OAuthError } from './oauth-errors.js';
+import { randomSecret, sha256Base64Url } from './secrets.js';
+import type { AuthService, Login } from './service.js';
+import { clientAddress } from './token-endpoint.js';
+import { TokenError } from './tokens.js';
+import { SIGNING_ALGORITHM } from './keys.js';
+
+const GRANT_TYPES = [
+  'client_credentials',
+  'password',
+  'authorization_code',
+  'refresh_token',
+  'urn:ietf:params:oauth:grant-type:token-exchange',
+];
+
+export async function jwksHandler(c: HonoContext): Promise<Response> {
+  return Response.json(c.get('services').auth.keys.jwks, { headers: { 'Cache-Control': 'public, max-age=3600' } });
+}
+
+/** OpenID Connect discovery (OpenID Connect Discovery 1.0, section 3). */
+export async function openidConfigurationHandler(c: HonoContext): Promise<Response> {
+  const base = c.get('services').config.baseUrl;
+  return Response.json({
+    issuer: base,
+    authorization_endpoint: `${base}oauth2/authorize`,
+    token_endpoint: `${base}oauth2/token`,
+    userinfo_endpoint: `${base}oauth2/userinfo`,
+    end_session_endpoint: `${base}oauth2/logout`,
+    jwks_uri: `${base}.well-known/jwks.json`,
+    response_types_supported: ['code'],
+    grant_types_supported: GRANT_TYPES,
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: [SIGNING_ALGORITHM],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    code_challenge_methods_supported: ['S256'],
+    scopes_supported: ['openid', 'offline', 'profile', 'email', 'system/*.*', 'user/*.*'],
+    claims_supported: ['iss', 'sub', 'exp', 'iat', 'login_id', 'profile', 'project', 'scope', 'client_id', 'fhirUser'],
+  });
+}
+
+/** SMART App Launch discovery (`/.well-known/smart-configuration`). */
+export async function smartConfigurationHandler(c: HonoContext): Promise<Response> {
+  const base = c.get('services').config.baseUrl;
+  return Response.json({
+    issuer: base,
+    jwks_uri: `${base}.well-known/jwks.json`,
+    authorization_endpoint: `${base}oauth2/authorize`,
+    token_endpoint: `${base}oauth2/token`,
+    userinfo_endpoint: `${base}oauth2/userinfo`,
+    grant_types_supported: GRANT_TYPES,
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    scopes_supported: ['openid', 'offline_access', 'system/*.*', 'user/*.*'],
+    response_types_supported: ['code'],
+    code_challenge_methods_supported: ['S256'],
+    capabilities: ['client-confidential-symmetric', 'client-public', 'permission-offline', 'permission-user', 'sso-openid-connect'],
+  });
+}
+
+/**
+ * `GET /oauth2/userinfo`: with our token, the caller's claims; with a configured external IDP's
+ * JWT (SPEC 4.2, 5), the user's claims plus our credentials scoped to the matched membership.
+ */
+export async function userinfoHandler(c: HonoContext): Promise<Response> {
+  const auth = c.get('services').auth;
+  const token = bearerToken(c.req.raw);
+  if (auth.external.providerOf(token)) return externalUserinfo(auth, token);
+  const identity = await authenticateRequest(auth, c.req.raw);
+  return Response.json(await claimsOf(auth, identity.subject, identity.profile), { headers: { 'Cache-Control': 'no-store' } });
+}
+
+async function externalUserinfo(auth: AuthService, token: string): Promise<Response> {
+  let result;
+  try {
+    result = await auth.external.validate(auth, token);
+  } catch (error) {
+    if (error instanceof TokenError) throw unauthorized(error.message, true);
+    throw error;
+  }
+  if (!result.credentials) {
+    const login = await auth.createLogin({
+      authMethod: 'external',
+      subject: result.membership.user.reference!,
+      membership: result.membership,
+      scope: 'openid',
+    });
+    result.credentials = await auth.issueTokens(login, false);
+  }
+  const claims = await claimsOf(auth, result.membership.user.reference, result.membership.profile.reference, result.claims);
+  const credentials = result.credentials;
+  return Response.json(
+    { ...claims, ...credentials, expires_in: Math.max(0, Math.min(credentials.expires_in, Math.floor((result.until - Date.now()) / 1000))) },
+    { headers: { 'Cache-Control': 'no-store' } },
+  );
+}
+
+/** OIDC claims of a user: sub, fhirUser, name and email where known. */
+async function claimsOf(
+  auth: AuthService,
+  subject: string | undefined,
+  profile: string | undefined,
+  external: Record<string, unknown> = {},
+): Promise<Record<string, unknown>> {
+  const ref = parseReference(subject);
+  const claims: Record<string, unknown> = { sub: typeof external.sub === 'string' ? external.sub : ref?.[1] ?? subject };
+  if (profile) {
+    claims.fhirUser = `${auth.config.fhirBaseUrl}/${profile}`;
+    claims.profile = profile;
+  }
+  if (ref?.[0] === 'User') {
+    const user = await readAny(auth.db, 'User', ref[1]);
+    if (user) {
+      const name = [user.firstName, user.lastName].filter((part) => typeof part === 'string').join(' ');
+      if (name) claims.name = name;
+      if (typeof user.firstName === 'string') claims.given_name = user.firstName;
+      if (typeof user.lastName === 'string') claims.family_name = user.lastName;
+      if (typeof user.email === 'string') claims.email = user.email;
+    }
+  } else if (ref?.[0] === 'ClientApplication') {
+    const client = await readAny(auth.db, 'ClientApplication', ref[1]);
+    if (typeof client?.name === 'string') claims.name = client.name;
+  }
+  for (const key of ['name', 'email'] as const) if (claims[key] === undefined && typeof external[key] === 'string') claims[key] = external[key];
+  return claims;
+}
+
+/** `POST /oauth2/logout`: revokes the Login behind the token (its refresh token and access tokens). */
+export async function logoutHandler(c: HonoContext): Promise<Response> {
+  const auth = c.get('services').auth;
+  const identity = c.get('ctx').identity;
+  if (!identity.loginId) throw errors.invalid('This token has no login to end');
+  const login = await readAny<Login>(auth.db, 'Login', identity.loginId);
+  if (login && !login.revoked) await auth.revoke(login);
+  return Response.json({ ok: true });
+}
+
+/**
+ * `POST /auth/login` (JSON: email, password, optional projectId, clientId, codeChallenge,
+ * codeChallengeMethod S256, scope): checks the password and answers `{login, code}`; the code goes
+ * to `/oauth2/token` with `grant_type=authorization_code` and the PKCE `code_verifier`.
+ */
+export async function loginHandler(c: HonoContext): Promise<Response> {
+  const auth = c.get('services').auth;
+  let body: Record<string, unknown>;
+  try {
+    body = (await c.req.json()) as Record<string, unknown>;
+  } catch {
+    throw errors.invalid('Send a JSON body with email and password');
+  }
+  const str = (name: string) => (typeof body[name] === 'string' ? (body[name] as string) : undefined);
+  const email = str('email');
+  const password = str('password');
+  if (!email || !password) throw errors.invalid('email and password are required');
+  const method = str('codeChallengeMethod');
+  if (method !== undefined && method !== 'S256') throw errors.invalid('codeChallengeMethod must be S256');
+  const code = await asOutcome(() =>
+    issueCode(auth, email, password, {
+      projectId: str('projectId'),
+      clientId: str('clientId'),
+      codeChallenge: str('codeChallenge'),
+      scope: str('scope'),
+      address: clientAddress(c),
+      userAgent: c.req.header('user-agent'),
+    }),
+  );
+  return Response.json(code, { headers: { 'Cache-Control': 'no-store' } });
+}
+
+interface CodeRequest {
+  projectId?: string;
+  clientId?: string;
+  codeChallenge?: string;
+  scope?: string;
+  address: string;
+  userAgent?: string;
+}
+
+async function issueCode(auth: AuthService, email: string, password: string, request: CodeRequest): Promise<{ login: string; code: string }> {
+  const user = await checkPassword(auth, email, password, request.address);
+  const membership = await chooseMembership(auth, `User/${user.id}`, request.projectId);
+  const secret = randomSecret();
+  const login = await auth.createLogin(
+    {
+      authMethod: 'password',
+      subject: `User/${user.id}`,
+      membership,
+      clientId: request.clientId,
+      scope: request.scope ?? 'openid offline',
+      remoteAddress: request.address,
+      userAgent: request.userAgent,
+      codeChallenge: request.codeChallenge,
+      codeChallengeMethod: request.codeChallenge ? 'S256' : undefined,
+    },
+    { code: sha256Base64Url(secret) },
+  );
+  return { login: login.id!, code: `${login.id}.${secret}` };
+}
+
+/** OAuth errors of shared login steps, as OperationOutcomes for the JSON API. */
+async function asOutcome<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof OAuthError) {
+      const code = error.status === 429 ? 'throttled' : error.error === 'invalid_grant' ? 'login' : 'invalid';
+      const status = error.status === 429 ? 429 : error.error === 'invalid_grant' ? 401 : 400;
+      throw new OperationOutcomeError(outcome([issue(code, error.description)]), status, error.headers);
+    }
+    throw error;
+  }
+}
+
+/**
+ * `GET /oauth2/authorize` (browser apps): checks the client, redirect URI and PKCE challenge,
+ * then shows a sign-in form that posts back here; `POST` checks the password and redirects to
+ * `redirect_uri?code=...&state=...`.
+ */
+export async function authorizeHandler(c: HonoContext): Promise<Response> {
+  const auth = c.get('services').auth;
+  const params = c.req.method === 'GET' ? new URL(c.req.url).searchParams : new URLSearchParams(await c.req.text());
+  const clientId = params.get('client_id') ?? '';
+  const redirectUri = params.get('redirect_uri') ?? '';
+  const client = /^[A-Za-z0-9\-.]{1,64}$/.test(clientId) ? await readAny(auth.db, 'ClientApplication', clientId) : undefined;
+  if (!client) throw errors.invalid('client_id names no client application');
+  const allowed = [client.redirectUri, ...((client.redirectUris as string[] | undefined) ?? [])].filter(Boolean);
+  if (!allowed.includes(redirectUri)) throw errors.invalid('redirect_uri is not registered for this client application');
+  const back = (query: Record<string, string>) => {
+    const url = new URL(redirectUri);
+    for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+    const state = params.get('state');
+    if (state) url.searchParams.set('state', state);
+    return new Response(null, { status: 302, headers: { Location: url.toString(), 'Cache-Control': 'no-store' } });
+  };
+  if (params.get('response_type') !== 'code') return back({ error: 'unsupported_response_type' });
+  const challenge = params.get('code_challenge');
+  if (!challenge && client.pkceOptional !== true) return back({ error: 'invalid_request', error_description: 'code_challenge is required' });
+  if (challenge && (params.get('code_challenge_method') ?? 'S256') !== 'S256') {
+    return back({ error: 'invalid_request', error_description: 'code_challenge_method must be S256' });
+  }
+  if (c.req.method === 'GET') return loginForm(params);
+  try {
+    const { code } = await issueCode(auth, params.get('email') ?? '', params.get('password') ?? '', {
+      projectId: params.get('project') ?? undefined,
+      clientId,
+      codeChallenge: challenge ?? undefined,
+      scope: params.get('scope') ?? undefined,
+      address: clientAddress(c),
+      userAgent: c.req.header('user-agent'),
+    });
+    return back({ code });
+  } catch (error) {
+    if (error instanceof OAuthError) {
+      if (error.status === 429) return loginForm(params, error.description, 429, error.headers);
+      return loginForm(params, error.description, 401);
+    }
+    throw error;
+  }
+}
+
+const escape = (value: string) =>
+  value.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
+
+function loginForm(params: URLSearchParams, message?: string, status = 200, headers: Record<string, string> = {}): Response {
+  const hidden = [...params]
+    .filter(([name]) => !['email', 'password'].includes(name))
+    .map(([name, value]) => `<input type="hidden" name="${escape(name)}" value="${escape(value)}">`)
+    .join('');
+  const html = `<!doctype html><html><head><meta charset="utf-8"><title>Sign in to Flint</title></head><body>
+<form method="post">${hidden}<h1>Sign in</h1>${message ? `<p role="alert">${escape(message)}</p>` : ''}
+<label>Email <input name="email" type="email" autocomplete="username" required></label>
+<label>Password <input name="password" type="password" autocomplete="current-password" required></label>
+<label>Project (when you belong to several) <input name="project"></label>
+<button type="submit">Sign in</button></form></body></html>`;
+  return new Response(html, {
+    status,
+    headers: { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store', 'X-Frame-Options': 'DENY', ...headers },
+  });
+}

@@ -1,0 +1,42 @@
+import type { Resource } from '../fhir/types.js';
+import { findUserByEmail, membershipsReferencing, parseReference, readCredential, type ProjectMembership } from './accounts.js';
+import { oauth, OAuthError } from './oauth-errors.js';
+import { verifySecret } from './secrets.js';
+import type { AuthService } from './service.js';
+import { ACCOUNT_RULE, ADDRESS_RULE } from './throttle.js';
+
+/**
+ * Checks an email and password, slowing repeated failures per account and per address
+ * (429 with Retry-After). Unknown emails and wrong passwords get the same answer.
+ */
+export async function checkPassword(auth: AuthService, email: string, password: string, address: string): Promise<Resource> {
+  const accountKey = `account:${email.toLowerCase()}`;
+  const addressKey = `address:${address}`;
+  const wait = Math.max(auth.throttle.retryAfter(accountKey, ACCOUNT_RULE), auth.throttle.retryAfter(addressKey, ADDRESS_RULE));
+  if (wait > 0) throw oauth.throttled(wait);
+  const user = email ? await findUserByEmail(auth.db, email) : undefined;
+  const credential = user ? await readCredential(auth.db, `User/${user.id}`) : undefined;
+  if (!user || !credential || !(await verifySecret(password, credential.hash))) {
+    auth.throttle.fail(accountKey, ACCOUNT_RULE);
+    auth.throttle.fail(addressKey, ADDRESS_RULE);
+    throw oauth.invalidGrant('Email or password is incorrect');
+  }
+  auth.throttle.clear(accountKey);
+  return user;
+}
+
+/** The membership a user logs in through: the one of `projectId`, or the only one they have. */
+export async function chooseMembership(auth: AuthService, subject: string, projectId: string | undefined): Promise<ProjectMembership> {
+  const memberships = await membershipsReferencing(auth.db, 'user', subject);
+  if (projectId) {
+    const match = memberships.find((m) => m.meta?.project === projectId || parseReference(m.project.reference)?.[1] === projectId);
+    if (!match) throw oauth.invalidRequest(`You are not a member of project ${projectId}`);
+    return match;
+  }
+  if (memberships.length === 0) throw oauth.invalidGrant('This account is not a member of any project');
+  if (memberships.length > 1) {
+    const projects = memberships.map((m) => m.meta?.project).join(', ');
+    throw new OAuthError(400, 'invalid_request', `This account belongs to several projects: send "project" (one of ${projects})`);
+  }
+  return memberships[0];
+}

@@ -1,0 +1,33 @@
+import type { Route } from '../http/routes.js';
+import { inviteHandler } from '../admin/invite.js';
+import {
+  authorizeHandler,
+  jwksHandler,
+  loginHandler,
+  logoutHandler,
+  openidConfigurationHandler,
+  smartConfigurationHandler,
+  userinfoHandler,
+} from './endpoints.js';
+import { tokenHandler } from './token-endpoint.js';
+
+/**
+ * The identity routes, spliced into the one route table (src/http/routes.ts). Public ones do
+ * their own authentication (token, login, authorize) or need none (discovery documents);
+ * `/oauth2/userinfo` checks its bearer itself because it also accepts external IDP tokens.
+ */
+export const identityRoutes: Route[] = [
+  { method: 'GET', path: '/.well-known/jwks.json', handler: jwksHandler, public: true },
+  { method: 'GET', path: '/.well-known/openid-configuration', handler: openidConfigurationHandler, public: true },
+  { method: 'GET', path: '/.well-known/smart-configuration', handler: smartConfigurationHandler, public: true },
+  { method: 'GET', path: '/fhir/R4/.well-known/smart-configuration', handler: smartConfigurationHandler, public: true },
+  { method: 'POST', path: '/oauth2/token', handler: tokenHandler, public: true },
+  { method: 'GET', path: '/oauth2/authorize', handler: authorizeHandler, public: true },
+  { method: 'POST', path: '/oauth2/authorize', handler: authorizeHandler, public: true },
+  { method: 'GET', path: '/oauth2/userinfo', handler: userinfoHandler, public: true },
+  { method: 'POST', path: '/oauth2/userinfo', handler: userinfoHandler, public: true },
+  { method: 'POST', path: '/oauth2/logout', handler: logoutHandler },
+  { method: 'GET', path: '/oauth2/logout', handler: logoutHandler },
+  { method: 'POST', path: '/auth/login', handler: loginHandler, public: true },
+  { method: 'POST', path: '/admin/projects/:projectId{[A-Za-z0-9\\-.]{1,64}}/invite', handler: inviteHandler },
+];

@@ -1,0 +1,272 @@
+import type { Config } from '../config.js';
+import type { AccessRules, Identity, Services } from '../context.js';
+import type { Database } from '../db/database.js';
+import type { Resource } from '../fhir/types.js';
+import {
+  parseReference,
+  readAny,
+  systemRepository,
+  type AccessPolicyResource,
+  type ProjectMembership,
+} from './accounts.js';
+import { ExternalAuth } from './external.js';
+import { loadServerKeys, type ServerKeys } from './keys.js';
+import { randomSecret, safeEqual, sha256Base64Url, VerifiedSecrets } from './secrets.js';
+import { LoginThrottle } from './throttle.js';
+import { compact } from './projects.js';
+import { ACCESS_TOKEN_SECONDS, IdentityCache, REFRESH_TOKEN_SECONDS, TokenError, TokenSigner } from './tokens.js';
+
+type StorageServices = Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'>;
+
+export interface Login extends Resource {
+  resourceType: 'Login';
+  authMethod: string;
+  authTime: string;
+  user: { reference: string };
+  client?: { reference: string };
+  project?: { reference: string };
+  membership?: { reference: string };
+  scope?: string;
+  code?: string;
+  codeChallenge?: string;
+  codeChallengeMethod?: string;
+  refreshSecret?: string;
+  granted?: boolean;
+  revoked?: boolean;
+  admin?: boolean;
+  superAdmin?: boolean;
+  remoteAddress?: string;
+  userAgent?: string;
+}
+
+/** What a token response carries (RFC 6749 5.1 plus the project and profile references). */
+export interface TokenResponse {
+  token_type: 'Bearer';
+  access_token: string;
+  expires_in: number;
+  scope: string;
+  refresh_token?: string;
+  id_token?: string;
+  project: { reference: string };
+  profile: { reference: string };
+}
+
+export interface LoginRequest {
+  authMethod: 'password' | 'client' | 'exchange' | 'external' | 'code';
+  subject: string;
+  membership: ProjectMembership;
+  clientId?: string;
+  scope?: string;
+  remoteAddress?: string;
+  userAgent?: string;
+  codeChallenge?: string;
+  codeChallengeMethod?: string;
+}
+
+/**
+ * Authentication state of one server: its keys (loaded once, kept in memory), the token signer,
+ * and the caches that keep token verification and repeated client logins cheap. Everything else
+ * (Logins, memberships, credentials) lives in the database, so servers share it.
+ */
+export class AuthService {
+  readonly identities = new IdentityCache();
+  readonly secrets = new VerifiedSecrets();
+  readonly signer: TokenSigner;
+  readonly external: ExternalAuth;
+  readonly throttle = new LoginThrottle();
+
+  private constructor(
+    private readonly storage: StorageServices,
+    readonly config: Config,
+    readonly keys: ServerKeys,
+  ) {
+    this.signer = new TokenSigner(config, keys);
+    this.external = new ExternalAuth(config);
+  }
+
+  static async start(storage: StorageServices, config: Config): Promise<AuthService> {
+    return new AuthService(storage, config, await loadServerKeys(storage.db));
+  }
+
+  get db(): Database {
+    return this.storage.db;
+  }
+
+  repo(projectId: string) {
+    return systemRepository(this.storage, projectId);
+  }
+
+  /** Who a verified access token of ours speaks for; 401 when its Login was revoked. */
+  async identityOf(token: string): Promise<Identity> {
+    const cached = this.identities.get(token);
+    if (cached) return cached;
+    const claims = await this.signer.verify(token);
+    // One statement: the Login, its membership, the membership's project and access policy.
+    const rows = await this.db.query<{ login: string; membership: string | null; project: string | null; policy: string | null }>(
+      `SELECT l.content::text AS login, m.content::text AS membership, p.content::text AS project, a.content::text AS policy
+       FROM resource l
+       LEFT JOIN resource m ON m."resourceType" = 'ProjectMembership' AND NOT m.deleted
+         AND m.id = split_part(l.content->'membership'->>'reference', '/', 2)
+       LEFT JOIN resource p ON p."resourceType" = 'Project' AND NOT p.deleted AND p.id = m."projectId"
+       LEFT JOIN resource a ON a."resourceType" = 'AccessPolicy' AND NOT a.deleted
+         AND a.id = split_part(m.content->'accessPolicy'->>'reference', '/', 2)
+       WHERE l."resourceType" = 'Login' AND l.id = $1 AND NOT l.deleted`,
+      [claims.login_id],
+    );
+    const row = rows[0];
+    const login = row ? (JSON.parse(row.login) as Login) : undefined;
+    if (!login || login.revoked) throw new TokenError('The login behind this token has ended: sign in again');
+    const membership = row.membership ? (JSON.parse(row.membership) as ProjectMembership) : undefined;
+    if (!membership || membership.active === false) throw new TokenError('The membership behind this token no longer exists');
+    const identity = this.identityFrom(
+      membership,
+      row.project ? (JSON.parse(row.project) as Resource) : undefined,
+      row.policy ? (JSON.parse(row.policy) as AccessPolicyResource) : undefined,
+      { subject: login.user.reference, clientId: claims.client_id, loginId: login.id, scope: claims.scope },
+    );
+    this.identities.set(token, identity, claims.exp * 1000);
+    return identity;
+  }
+
+  async readMembership(reference: string | undefined): Promise<ProjectMembership | undefined> {
+    const ref = parseReference(reference);
+    if (!ref || ref[0] !== 'ProjectMembership') return undefined;
+    const membership = await readAny<ProjectMembership>(this.db, 'ProjectMembership', ref[1]);
+    return membership && membership.active !== false ? membership : undefined;
+  }
+
+  /** The identity a membership confers: its project, admin flags and access policy. */
+  async identityFor(membership: ProjectMembership, extra: Partial<Identity> = {}): Promise<Identity> {
+    const project = await readAny(this.db, 'Project', membership.meta!.project!);
+    const policyRef = parseReference(membership.accessPolicy?.reference);
+    const policy = policyRef ? await readAny<AccessPolicyResource>(this.db, 'AccessPolicy', policyRef[1]) : undefined;
+    return this.identityFrom(membership, project, policy, extra);
+  }
+
+  private identityFrom(
+    membership: ProjectMembership,
+    project: Resource | undefined,
+    policy: AccessPolicyResource | undefined,
+    extra: Partial<Identity>,
+  ): Identity {
+    const policyRef = parseReference(membership.accessPolicy?.reference);
+    // A policy that names a missing AccessPolicy allows nothing rather than everything.
+    const accessPolicy: AccessRules | undefined = policyRef
+      ? {
+          policyId: policyRef[1],
+          resources: (policy?.resource ?? []).map((rule) => ({
+            resourceType: rule.resourceType,
+            readonly: rule.readonly === true,
+            criteria: rule.criteria,
+          })),
+        }
+      : undefined;
+    return {
+      // The project a membership is stored in is the one it grants (its `project` reference could lie).
+      projectId: membership.meta!.project!,
+      superAdmin: project?.superAdmin === true,
+      projectAdmin: membership.admin === true,
+      membershipId: membership.id,
+      profile: membership.profile.reference,
+      subject: membership.user.reference,
+      accessPolicy,
+      ...extra,
+    };
+  }
+
+  /** Records a Login (a resource in the membership's project). */
+  async createLogin(request: LoginRequest, extra: Partial<Login> = {}): Promise<Login> {
+    const projectId = request.membership.meta!.project!;
+    const login: Login = {
+      resourceType: 'Login',
+      authMethod: request.authMethod,
+      authTime: new Date().toISOString(),
+      user: { reference: request.subject },
+      project: { reference: `Project/${projectId}` },
+      membership: { reference: `ProjectMembership/${request.membership.id}` },
+      ...(request.clientId ? { client: { reference: `ClientApplication/${request.clientId}` } } : {}),
+      scope: request.scope ?? 'openid',
+      granted: false,
+      revoked: false,
+      admin: request.membership.admin === true,
+      ...(request.remoteAddress ? { remoteAddress: request.remoteAddress } : {}),
+      ...(request.userAgent ? { userAgent: request.userAgent.slice(0, 500) } : {}),
+      ...(request.codeChallenge ? { codeChallenge: request.codeChallenge, codeChallengeMethod: request.codeChallengeMethod ?? 'S256' } : {}),
+      ...extra,
+    };
+    const result = await this.repo(projectId).createResource('Login', compact(login));
+    return result.resource as Login;
+  }
+
+  /**
+   * Issues the tokens of a Login: an access token (1 hour) and, when `withRefresh`, a refresh
+   * token `<loginId>.<secret>` (two weeks) whose secret is stored hashed and rotates on every use.
+   */
+  async issueTokens(login: Login, withRefresh: boolean, knownMembership?: ProjectMembership): Promise<TokenResponse> {
+    const membership = knownMembership ?? (await this.readMembership(login.membership?.reference));
+    if (!membership) throw new TokenError('The membership of this login no longer exists');
+    // The project a membership is stored in is the one it grants (its `project` reference could lie).
+    const projectId = membership.meta!.project!;
+    const subject = login.user.reference;
+    const clientId = parseReference(login.client?.reference)?.[1];
+    const scope = login.scope ?? 'openid';
+    const accessToken = await this.signer.sign({
+      sub: parseReference(subject)?.[1] ?? subject,
+      login_id: login.id!,
+      profile: membership.profile.reference ?? subject,
+      project: projectId,
+      scope,
+      ...(clientId ? { client_id: clientId } : {}),
+    });
+    const response: TokenResponse = {
+      token_type: 'Bearer',
+      access_token: accessToken,
+      expires_in: ACCESS_TOKEN_SECONDS,
+      scope,
+      project: { reference: `Project/${projectId}` },
+      profile: { reference: membership.profile.reference ?? subject },
+    };
+    if (withRefresh) {
+      const secret = randomSecret();
+      await this.repo(projectId).updateResource(
+        'Login',
+        login.id!,
+        compact({ ...login, granted: true, refreshSecret: sha256Base64Url(secret), code: undefined }),
+        { ifMatch: login.meta?.versionId },
+      );
+      response.refresh_token = `${login.id}.${secret}`;
+    }
+    return response;
+  }
+
+  /**
+   * Rotates a refresh token: the presented secret must be the current one and the Login not
+   * revoked or expired; a reused (old) secret revokes the whole Login, as a stolen token would.
+   */
+  async refresh(refreshToken: string): Promise<TokenResponse> {
+    const match = /^([A-Za-z0-9-]{36})\.([0-9a-f]{64})$/.exec(refreshToken);
+    if (!match) throw new TokenError('The refresh token is malformed');
+    const login = await readAny<Login>(this.db, 'Login', match[1]);
+    if (!login || login.revoked || !login.refreshSecret) throw new TokenError('The refresh token has been revoked');
+    if (Date.parse(login.authTime) + REFRESH_TOKEN_SECONDS * 1000 < Date.now()) throw new TokenError('The refresh token has expired');
+    if (!safeEqual(sha256Base64Url(match[2]), login.refreshSecret)) {
+      await this.revoke(login);
+      throw new TokenError('The refresh token was already used: the login is revoked, sign in again');
+    }
+    try {
+      return await this.issueTokens(login, true);
+    } catch (error) {
+      // A concurrent use of the same refresh token won the race (If-Match failed).
+      if ((error as { status?: number }).status === 412) throw new TokenError('The refresh token was already used');
+      throw error;
+    }
+  }
+
+  async revoke(login: Login): Promise<void> {
+    const projectId = parseReference(login.project?.reference)?.[1] ?? login.meta!.project!;
+    await this.repo(projectId).updateResource('Login', login.id!, compact({ ...login, revoked: true, refreshSecret: undefined, code: undefined }));
+    this.identities.evictLogin(login.id!);
+  }
+}
+
+export { TokenError };

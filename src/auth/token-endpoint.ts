@@ -1,0 +1,213 @@
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { HonoContext } from '../http/fhir-handlers.js';
+import type { Resource } from '../fhir/types.js';
+import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny, type ProjectMembership } from './accounts.js';
+import { checkPassword, chooseMembership } from './logins.js';
+import { oauth, OAuthError, readForm } from './oauth-errors.js';
+import { stableId } from './projects.js';
+import { safeEqual, sha256Base64Url } from './secrets.js';
+import type { AuthService, Login, TokenResponse } from './service.js';
+import { ADDRESS_RULE } from './throttle.js';
+import { TokenError } from './tokens.js';
+
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+
+/** `POST /oauth2/token` (RFC 6749 section 4, RFC 7636, RFC 8693): form-encoded in, JSON out. */
+export async function tokenHandler(c: HonoContext): Promise<Response> {
+  try {
+    const auth = c.get('services').auth;
+    const form = await readForm(c.req.raw);
+    const grant = form.get('grant_type');
+    const address = clientAddress(c);
+    let tokens: TokenResponse;
+    switch (grant) {
+      case 'client_credentials':
+        tokens = await clientCredentials(auth, c.req.header('authorization'), form, address);
+        break;
+      case 'password':
+        tokens = await passwordGrant(auth, c, form, address);
+        break;
+      case 'refresh_token':
+        tokens = await refreshGrant(auth, form);
+        break;
+      case 'authorization_code':
+        tokens = await authorizationCode(auth, form);
+        break;
+      case TOKEN_EXCHANGE:
+        tokens = await tokenExchange(auth, form, c);
+        break;
+      case null:
+        throw oauth.invalidRequest('grant_type is required');
+      default:
+        throw oauth.unsupportedGrant(`grant_type "${grant}" is not supported`);
+    }
+    return Response.json(tokens, { headers: { 'Cache-Control': 'no-store', Pragma: 'no-cache' } });
+  } catch (error) {
+    if (error instanceof OAuthError) return error.toResponse();
+    if (error instanceof TokenError) return oauth.invalidGrant(error.message).toResponse();
+    throw error;
+  }
+}
+
+export function clientAddress(c: HonoContext): string {
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Client id and secret from HTTP Basic (RFC 6749 2.3.1, form-urlencoded parts) or the body. */
+function clientCredentialsOf(header: string | undefined, form: URLSearchParams): { id: string; secret: string; basic: boolean } {
+  if (header !== undefined) {
+    const match = /^Basic ([A-Za-z0-9+/]+=*)$/i.exec(header);
+    if (!match) throw oauth.invalidClient('The Authorization header must be "Basic base64(client_id:client_secret)"', true);
+    const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) throw oauth.invalidClient('HTTP Basic credentials must be client_id:client_secret', true);
+    return { id: decodeURIComponent(decoded.slice(0, colon)), secret: decodeURIComponent(decoded.slice(colon + 1)), basic: true };
+  }
+  const id = form.get('client_id');
+  const secret = form.get('client_secret');
+  if (!id || !secret) throw oauth.invalidRequest('client_id and client_secret are required (in the body or by HTTP Basic)');
+  return { id, secret, basic: false };
+}
+
+async function clientCredentials(auth: AuthService, header: string | undefined, form: URLSearchParams, address: string): Promise<TokenResponse> {
+  const { id, secret, basic } = clientCredentialsOf(header, form);
+  const addressKey = `address:${address}`;
+  const wait = auth.throttle.retryAfter(addressKey, ADDRESS_RULE);
+  if (wait > 0) throw oauth.throttled(wait);
+  // One statement: the client, its credential and its default membership (stable id).
+  const rows = /^[A-Za-z0-9\-.]{1,64}$/.test(id)
+    ? await auth.db.query<{ client: string; hash: string | null; membership: string | null }>(
+        `SELECT r.content::text AS client, c.hash, m.content::text AS membership
+         FROM resource r
+         LEFT JOIN auth_credential c ON c.id = 'ClientApplication/' || r.id
+         LEFT JOIN resource m ON m."resourceType" = 'ProjectMembership' AND m.id = $2 AND NOT m.deleted
+         WHERE r."resourceType" = 'ClientApplication' AND r.id = $1 AND NOT r.deleted`,
+        [id, stableId(`client-membership:${id}`)],
+      )
+    : [];
+  const row = rows[0];
+  const client = row ? (JSON.parse(row.client) as Resource) : undefined;
+  if (!client || !row.hash || !(await auth.secrets.verify(`ClientApplication/${id}`, secret, row.hash))) {
+    auth.throttle.fail(addressKey, ADDRESS_RULE);
+    throw oauth.invalidClient('Unknown client or wrong secret', basic);
+  }
+  if (client.status === 'off') throw oauth.invalidClient('This client application is switched off', basic);
+  const subject = `ClientApplication/${id}`;
+  const stable = row.membership ? (JSON.parse(row.membership) as ProjectMembership) : undefined;
+  const membership =
+    (stable && stable.active !== false ? stable : undefined) ??
+    (await membershipsReferencing(auth.db, 'profile', subject)).find((m) => m.meta?.project === client.meta?.project);
+  if (!membership || membership.meta?.project !== client.meta?.project) {
+    throw oauth.invalidClient('This client application has no membership in its project');
+  }
+  const login = await auth.createLogin({
+    authMethod: 'client',
+    subject,
+    membership,
+    clientId: id,
+    scope: form.get('scope') ?? (typeof client.defaultScope === 'string' ? client.defaultScope : 'system/*.*'),
+    remoteAddress: address,
+  });
+  return auth.issueTokens(login, false, membership);
+}
+
+async function passwordGrant(auth: AuthService, c: HonoContext, form: URLSearchParams, address: string): Promise<TokenResponse> {
+  const email = form.get('username');
+  const password = form.get('password');
+  if (!email || !password) throw oauth.invalidRequest('username and password are required');
+  const user = await checkPassword(auth, email, password, address);
+  const membership = await chooseMembership(auth, `User/${user.id}`, form.get('project') ?? undefined);
+  const login = await auth.createLogin({
+    authMethod: 'password',
+    subject: `User/${user.id}`,
+    membership,
+    clientId: form.get('client_id') ?? undefined,
+    scope: form.get('scope') ?? 'openid offline',
+    remoteAddress: address,
+    userAgent: c.req.header('user-agent'),
+  });
+  return auth.issueTokens(login, true, membership);
+}
+
+async function refreshGrant(auth: AuthService, form: URLSearchParams): Promise<TokenResponse> {
+  const token = form.get('refresh_token');
+  if (!token) throw oauth.invalidRequest('refresh_token is required');
+  return auth.refresh(token);
+}
+
+/** Authorization code with PKCE S256 (RFC 7636): the code is `<loginId>.<secret>`, single use. */
+async function authorizationCode(auth: AuthService, form: URLSearchParams): Promise<TokenResponse> {
+  const code = form.get('code');
+  const verifier = form.get('code_verifier');
+  if (!code) throw oauth.invalidRequest('code is required');
+  const match = /^([A-Za-z0-9-]{36})\.([0-9a-f]{64})$/.exec(code);
+  const login = match ? await readAny<Login>(auth.db, 'Login', match[1]) : undefined;
+  if (!match || !login || login.revoked || login.granted || !login.code || !safeEqual(sha256Base64Url(match[2]), login.code)) {
+    throw oauth.invalidGrant('The authorization code is invalid, expired or already used');
+  }
+  if (Date.parse(login.authTime) + 10 * 60_000 < Date.now()) throw oauth.invalidGrant('The authorization code has expired');
+  const clientId = form.get('client_id');
+  const loginClient = parseReference(login.client?.reference)?.[1];
+  if (loginClient && clientId && clientId !== loginClient) throw oauth.invalidGrant('The code was issued to another client');
+  if (login.codeChallenge) {
+    if (!verifier) throw oauth.invalidRequest('code_verifier is required (PKCE)');
+    if (!safeEqual(sha256Base64Url(verifier), login.codeChallenge)) throw oauth.invalidGrant('code_verifier does not match the code_challenge');
+  }
+  try {
+    return await auth.issueTokens(login, true);
+  } catch (error) {
+    if ((error as { status?: number }).status === 412) throw oauth.invalidGrant('The authorization code was already used');
+    throw error;
+  }
+}
+
+/**
+ * Token exchange (SPEC 5 rule 10): the external access token is validated at the userinfo
+ * endpoint of the ClientApplication's identity provider, then the user is found by email, or by
+ * `sub` (= ProjectMembership.externalId) when the provider has `useSubject`.
+ */
+async function tokenExchange(auth: AuthService, form: URLSearchParams, c: HonoContext): Promise<TokenResponse> {
+  const subjectToken = form.get('subject_token');
+  const clientId = form.get('client_id');
+  if (!subjectToken || !clientId) throw oauth.invalidRequest('subject_token and client_id are required');
+  const type = form.get('subject_token_type');
+  if (type && type !== ACCESS_TOKEN_TYPE) throw oauth.invalidRequest(`subject_token_type must be ${ACCESS_TOKEN_TYPE}`);
+  const client = /^[A-Za-z0-9\-.]{1,64}$/.test(clientId) ? await readAny(auth.db, 'ClientApplication', clientId) : undefined;
+  const provider = client?.identityProvider as { userInfoUrl?: string; useSubject?: boolean } | undefined;
+  if (!client || !provider?.userInfoUrl) throw oauth.invalidClient('Unknown client, or it has no identity provider');
+  let response: Response;
+  try {
+    response = await fetch(provider.userInfoUrl, { headers: { Authorization: `Bearer ${subjectToken}`, Accept: 'application/json' } });
+  } catch {
+    throw oauth.invalidGrant('The identity provider could not be reached');
+  }
+  if (!response.ok) throw oauth.invalidGrant(`The identity provider refused the token (status ${response.status})`);
+  const userinfo = (await response.json().catch(() => ({}))) as Record<string, unknown>;
+  const projectId = client.meta!.project!;
+  let memberships;
+  if (provider.useSubject) {
+    if (typeof userinfo.sub !== 'string') throw oauth.invalidGrant('The identity provider returned no sub');
+    memberships = await membershipsByExternalId(auth.db, userinfo.sub, projectId);
+  } else {
+    if (typeof userinfo.email !== 'string') throw oauth.invalidGrant('The identity provider returned no email');
+    const user = await findUserByEmail(auth.db, userinfo.email);
+    memberships = user ? (await membershipsReferencing(auth.db, 'user', `User/${user.id}`)).filter((m) => m.meta?.project === projectId) : [];
+  }
+  if (memberships.length !== 1) {
+    throw oauth.invalidGrant(memberships.length === 0 ? 'No user of this project matches the external token' : 'Several memberships match the external token');
+  }
+  const login = await auth.createLogin({
+    authMethod: 'exchange',
+    subject: memberships[0].user.reference!,
+    membership: memberships[0],
+    clientId,
+    scope: form.get('scope') ?? 'openid',
+    remoteAddress: clientAddress(c),
+  });
+  return auth.issueTokens(login, false, memberships[0]);
+}

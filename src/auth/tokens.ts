@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import { decodeProtectedHeader, jwtVerify, SignJWT, type JWTPayload } from 'jose';
+import type { Config } from '../config.js';
+import type { Identity } from '../context.js';
+import { SIGNING_ALGORITHM, type ServerKeys } from './keys.js';
+
+export const ACCESS_TOKEN_SECONDS = 3600;
+export const REFRESH_TOKEN_SECONDS = 14 * 24 * 3600;
+
+/** Claims of our access tokens (issue 3: issuer, subject, login, profile, project, scope, client, expiry). */
+export interface AccessClaims extends JWTPayload {
+  iss: string;
+  sub: string;
+  login_id: string;
+  profile: string;
+  project: string;
+  scope: string;
+  client_id?: string;
+  exp: number;
+}
+
+/** Why a bearer token was refused; the text goes into the 401 OperationOutcome. */
+export class TokenError extends Error {}
+
+/** Signs and verifies our JWTs: ES256 only (pinned when verifying), our issuer only. */
+export class TokenSigner {
+  readonly issuer: string;
+
+  constructor(
+    config: Config,
+    private readonly keys: ServerKeys,
+  ) {
+    this.issuer = config.baseUrl;
+  }
+
+  async sign(claims: Omit<AccessClaims, 'iss' | 'exp' | 'iat'>, seconds = ACCESS_TOKEN_SECONDS): Promise<string> {
+    return new SignJWT({ ...claims })
+      .setProtectedHeader({ alg: SIGNING_ALGORITHM, kid: this.keys.kid, typ: 'JWT' })
+      .setIssuer(this.issuer)
+      .setIssuedAt()
+      .setJti(randomUUID())
+      .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
+      .sign(this.keys.privateKey);
+  }
+
+  /** Verifies signature, algorithm, issuer and expiry; returns the claims or throws TokenError. */
+  async verify(token: string): Promise<AccessClaims> {
+    let header;
+    try {
+      header = decodeProtectedHeader(token);
+    } catch {
+      throw new TokenError('The bearer token is not a JWT');
+    }
+    if (header.alg !== SIGNING_ALGORITHM) throw new TokenError(`Tokens signed with ${String(header.alg)} are not accepted`);
+    const key = header.kid ? this.keys.publicKeys.get(header.kid) : undefined;
+    if (!key) throw new TokenError('The bearer token was not signed by this server');
+    try {
+      const { payload } = await jwtVerify(token, key, { algorithms: [SIGNING_ALGORITHM], issuer: this.issuer, requiredClaims: ['exp', 'sub'] });
+      if (typeof payload.login_id !== 'string' || typeof payload.project !== 'string') {
+        throw new TokenError('The bearer token lacks login_id or project');
+      }
+      return payload as AccessClaims;
+    } catch (error) {
+      if (error instanceof TokenError) throw error;
+      const code = (error as { code?: string }).code;
+      if (code === 'ERR_JWT_EXPIRED') throw new TokenError('The bearer token has expired: get a new one');
+      if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') throw new TokenError('The bearer token was issued by another server');
+      throw new TokenError('The bearer token signature is invalid');
+    }
+  }
+}
+
+/**
+ * Verified tokens, kept briefly (at most a minute, never past their expiry) so that a request with
+ * a token seen recently costs one map lookup. Revocation (logout) evicts entries at once on this
+ * server; other servers notice within the minute.
+ */
+export class IdentityCache {
+  private readonly entries = new Map<string, { identity: Identity; until: number }>();
+
+  constructor(
+    private readonly ttlMs = 60_000,
+    private readonly capacity = 20_000,
+  ) {}
+
+  get(token: string): Identity | undefined {
+    const entry = this.entries.get(token);
+    if (!entry) return undefined;
+    if (entry.until < Date.now()) {
+      this.entries.delete(token);
+      return undefined;
+    }
+    return entry.identity;
+  }
+
+  set(token: string, identity: Identity, expiresAtMs: number): void {
+    if (this.entries.size >= this.capacity) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(token, { identity, until: Math.min(Date.now() + this.ttlMs, expiresAtMs) });
+  }
+
+  evictLogin(loginId: string): void {
+    for (const [token, entry] of this.entries) if (entry.identity.loginId === loginId) this.entries.delete(token);
+  }
+}

@@ -1,0 +1,60 @@
+import type { HonoContext } from '../http/fhir-handlers.js';
+import { readHandler } from '../http/fhir-handlers.js';
+import { assertJsonAcceptable, assertJsonContentType } from '../http/negotiation.js';
+import { fhirJson } from '../http/responses.js';
+import { errors } from '../fhir/outcome.js';
+import type { OperationLevel } from './definition.js';
+import { invokeOperation } from './execute.js';
+import { decodeBody, decodeQuery } from './parameters.js';
+import { findOperationDefinition, resolveOperation } from './registry.js';
+import './builtin.js';
+
+/**
+ * The REST face of every operation at one level (`/$op`, `/{type}/$op`, `/{type}/{id}/$op`):
+ * routing, GET eligibility and decoding all come from the OperationDefinition (SPEC 4.1).
+ */
+export function operationHandler(level: OperationLevel): (c: HonoContext) => Promise<Response> {
+  return async (c) => {
+    const { type, id, op } = c.req.param() as { type?: string; id?: string; op: string };
+    const operation = resolveOperation(op.slice(1), level, type);
+    const definition = operation.definition;
+    assertJsonAcceptable(c.req.query('_format') ?? null, c.req.header('accept') ?? null);
+    let input;
+    if (c.req.method === 'GET') {
+      // SPEC 4.1 rule 4: GET only when the operation does not affect state.
+      if (definition.affectsState) {
+        throw errors.methodNotAllowed(`Operation $${definition.code} changes data: call it with POST`, 'POST');
+      }
+      input = decodeQuery(definition, new URL(c.req.url).searchParams);
+    } else {
+      assertJsonContentType(c.req.header('content-type'));
+      input = decodeBody(definition, await readBody(c));
+    }
+    const result = await invokeOperation(operation, input, {
+      level,
+      resourceType: type,
+      id,
+      ctx: c.get('ctx'),
+      db: c.get('services').db,
+    });
+    return fhirJson(result.resource, result.status, {}, c.req.query('_pretty') === 'true');
+  };
+}
+
+/** `GET /OperationDefinition/{id}`: the registered definitions (not stored rows) first, then the store. */
+export async function operationDefinitionReadHandler(c: HonoContext): Promise<Response> {
+  const definition = findOperationDefinition(c.req.param('id') as string);
+  if (!definition) return readHandler(c);
+  assertJsonAcceptable(c.req.query('_format') ?? null, c.req.header('accept') ?? null);
+  return fhirJson(definition, 200, {}, c.req.query('_pretty') === 'true');
+}
+
+async function readBody(c: HonoContext): Promise<unknown> {
+  const text = await c.req.text();
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw errors.invalid(`The request body is not valid JSON: ${(error as Error).message}`);
+  }
+}

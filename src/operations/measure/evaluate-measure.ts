@@ -1,0 +1,159 @@
+import { errors } from '../../fhir/outcome.js';
+import { isObject, type Resource } from '../../fhir/types.js';
+import { search } from '../../search/service.js';
+import { findByUrl } from '../../terminology/resources.js';
+import { coreOperationDefinition } from '../definition.js';
+import type { Operation, OperationRequest } from '../registry.js';
+
+interface EvaluateInput {
+  periodStart: string;
+  periodEnd: string;
+  measure?: string;
+  reportType?: string;
+  subject?: string;
+}
+
+interface Expression {
+  language?: string;
+  expression?: string;
+}
+
+interface Population {
+  code?: unknown;
+  criteria?: Expression;
+}
+
+interface Group {
+  code?: unknown;
+  population?: Population[];
+  stratifier?: { code?: unknown; criteria?: Expression }[];
+}
+
+const FHIR_QUERY = 'application/x-fhir-query';
+
+/**
+ * The clinical date search parameter of each resource type the measurement period restricts
+ * (SPEC 4.7). Types not listed (Patient, Practitioner, ...) are counted whatever their dates.
+ */
+export const CLINICAL_DATE_PARAMETER: Readonly<Record<string, string>> = {
+  AllergyIntolerance: 'date',
+  CarePlan: 'date',
+  CareTeam: 'date',
+  ClinicalImpression: 'date',
+  Composition: 'date',
+  Condition: 'recorded-date',
+  DiagnosticReport: 'date',
+  DocumentReference: 'date',
+  Encounter: 'date',
+  EpisodeOfCare: 'date',
+  FamilyMemberHistory: 'date',
+  Flag: 'date',
+  Immunization: 'date',
+  MedicationAdministration: 'effective-time',
+  MedicationDispense: 'whenhandedover',
+  MedicationRequest: 'authoredon',
+  MedicationStatement: 'effective',
+  Observation: 'date',
+  Procedure: 'date',
+  RiskAssessment: 'date',
+  ServiceRequest: 'authored',
+  Specimen: 'collected',
+};
+
+/**
+ * Measure/$evaluate-measure (SPEC 2.7, 4.7): each population's `application/x-fhir-query`
+ * criteria is run through the search engine in the caller's project and counted; the
+ * MeasureReport is saved and returned (201). A stratifier's criteria is a query string (for
+ * example `gender=female`) added to each population's query: one stratum per stratifier.
+ */
+export const evaluateMeasureOperation: Operation<EvaluateInput, { return: Resource }> = {
+  // It saves a MeasureReport, so it is not available by GET.
+  definition: { ...coreOperationDefinition('Measure-evaluate-measure'), affectsState: true },
+  successStatus: 201,
+  async handler(input, request) {
+    if (input.periodEnd < input.periodStart) {
+      throw errors.invalid('periodEnd must not be before periodStart', 'Parameters.parameter');
+    }
+    const measure = await measureOf(input, request);
+    if (Array.isArray(measure.library) && measure.library.length > 0) {
+      throw errors.invalid(`Measure/${measure.id} uses a Library: only ${FHIR_QUERY} criteria are supported`, 'Measure.library');
+    }
+    const groups = (Array.isArray(measure.group) ? measure.group : []) as Group[];
+    const reportGroups = [];
+    for (const [g, group] of groups.entries()) {
+      const populations = group.population ?? [];
+      // Populations are independent counts: run them together (PostgreSQL runs them in parallel).
+      const queries = populations.map((population, p) => parseCriteria(population.criteria, `Measure.group[${g}].population[${p}].criteria`));
+      const counts = await Promise.all(queries.map((query) => count(request, query, input)));
+      const counted = populations.map((population, p) => ({ ...(population.code ? { code: population.code } : {}), count: counts[p] }));
+      const stratifier = [];
+      for (const [s, strat] of (group.stratifier ?? []).entries()) {
+        const at = `Measure.group[${g}].stratifier[${s}].criteria`;
+        const extra = strat.criteria?.expression ?? '';
+        if (strat.criteria?.language !== FHIR_QUERY) throw onlyFhirQuery(at, strat.criteria?.language);
+        const stratumParams = [...new URLSearchParams(extra.includes('?') ? extra.slice(extra.indexOf('?') + 1) : extra)];
+        const population = [];
+        for (const [p, pop] of populations.entries()) {
+          const query = parseCriteria(pop.criteria, `Measure.group[${g}].population[${p}].criteria`);
+          population.push({
+            ...(pop.code ? { code: pop.code } : {}),
+            count: await count(request, { type: query.type, params: [...query.params, ...stratumParams] }, input),
+          });
+        }
+        stratifier.push({ ...(strat.code ? { code: strat.code } : {}), stratum: [{ value: { text: extra }, population }] });
+      }
+      reportGroups.push({ ...(group.code ? { code: group.code } : {}), population: counted, ...(stratifier.length > 0 ? { stratifier } : {}) });
+    }
+    const report: Resource = {
+      resourceType: 'MeasureReport',
+      status: 'complete',
+      type: 'summary',
+      measure: typeof measure.url === 'string' ? measure.url : `Measure/${measure.id}`,
+      date: new Date().toISOString(),
+      period: { start: input.periodStart, end: input.periodEnd },
+      group: reportGroups,
+    };
+    const saved = await request.ctx.repo.createResource('MeasureReport', report);
+    return { return: saved.resource };
+  },
+};
+
+async function measureOf(input: EvaluateInput, request: OperationRequest): Promise<Resource> {
+  if (request.level === 'instance') return request.ctx.repo.readResource('Measure', request.id!);
+  if (input.measure === undefined) {
+    throw errors.invalid('Give the measure (its url, or Measure/<id>), or call the operation on a Measure instance', 'Parameters.parameter');
+  }
+  const local = /^Measure\/([A-Za-z0-9\-.]{1,64})$/.exec(input.measure);
+  if (local) return request.ctx.repo.readResource('Measure', local[1]);
+  const found = await findByUrl(request.ctx, request.db, 'Measure', input.measure);
+  if (!found) throw errors.notFound(`Measure ${input.measure} not found`);
+  return found;
+}
+
+function parseCriteria(criteria: Expression | undefined, at: string): { type: string; params: [string, string][] } {
+  if (!isObject(criteria) || criteria.language !== FHIR_QUERY) throw onlyFhirQuery(at, criteria?.language);
+  const expression = String(criteria.expression ?? '').trim();
+  const match = /^([A-Z][A-Za-z]+)(?:\?(.*))?$/.exec(expression);
+  if (!match) {
+    throw errors.invalid(`${at}.expression must be a FHIR query such as Observation?code=http://loinc.org|8867-4, not "${expression}"`, at);
+  }
+  return { type: match[1], params: [...new URLSearchParams(match[2] ?? '')] };
+}
+
+function onlyFhirQuery(at: string, language: string | undefined) {
+  return errors.invalid(`Only ${FHIR_QUERY} criteria are supported (${at} has language ${language ?? 'none'})`, at);
+}
+
+async function count(request: OperationRequest, query: { type: string; params: [string, string][] }, input: EvaluateInput): Promise<number> {
+  const params: [string, string][] = query.params.filter(([name]) => !name.startsWith('_') || name === '_id' || name === '_tag');
+  const dateParameter = CLINICAL_DATE_PARAMETER[query.type];
+  if (dateParameter) params.push([dateParameter, `ge${input.periodStart}`], [dateParameter, `le${input.periodEnd}`]);
+  params.push(['_summary', 'count']);
+  const result = await search(
+    // Counts are exact whatever ACCURATE_COUNT_THRESHOLD says: a measure is a count.
+    { db: request.db, identity: request.ctx.identity, config: { fhirBaseUrl: request.ctx.config.fhirBaseUrl, accurateCountThreshold: Number.MAX_SAFE_INTEGER } },
+    query.type,
+    params,
+  );
+  return result.total?.value ?? 0;
+}

@@ -1,0 +1,95 @@
+import type { RequestContext } from '../context.js';
+import type { Database } from '../db/database.js';
+import { errors } from '../fhir/outcome.js';
+import type { OperationDefinition, OperationLevel } from './definition.js';
+
+/** Where and by whom an operation was invoked; the handler's only view of the request. */
+export interface OperationRequest {
+  readonly level: OperationLevel;
+  /** The resource type of a type- or instance-level call. */
+  readonly resourceType?: string;
+  /** The resource id of an instance-level call. */
+  readonly id?: string;
+  readonly ctx: RequestContext;
+  /** The database, for services that keep tables of their own (terminology). */
+  readonly db: Database;
+}
+
+/**
+ * One operation: its definition, and a handler that receives input already decoded and checked
+ * against the definition's `in` parameters (one property per parameter: a value when `max` is 1,
+ * an array otherwise; parts as nested objects; open types as `{ type, value }`) and returns one
+ * property per `out` parameter in the same shapes. The handler never sees HTTP or GraphQL.
+ */
+export interface Operation<I = any, O = any> {
+  readonly definition: OperationDefinition;
+  handler(input: I, request: OperationRequest): Promise<O>;
+  /** Status of a success; 200 unless the operation creates the resource it returns (201). */
+  readonly successStatus?: number;
+}
+
+/** The one registry of operations: REST routing, the CapabilityStatement and GraphQL read it. */
+const registry: Operation[] = [];
+
+/** Adds an operation; returns a function that removes it again (tests register their own). */
+export function registerOperation(operation: Operation): () => void {
+  const { code } = operation.definition;
+  for (const type of operation.definition.resource ?? []) {
+    if (registry.some((other) => other.definition.code === code && other.definition.resource?.includes(type))) {
+      throw new Error(`Operation $${code} is already registered for ${type}`);
+    }
+  }
+  registry.push(operation);
+  return () => {
+    const index = registry.indexOf(operation);
+    if (index >= 0) registry.splice(index, 1);
+  };
+}
+
+/** Every registered operation with its definition and handler (GraphQL generates its fields from these). */
+export function listOperations(): readonly Operation[] {
+  return registry;
+}
+
+export function findOperationDefinition(id: string): OperationDefinition | undefined {
+  return registry.find((operation) => operation.definition.id === id)?.definition;
+}
+
+/**
+ * The operation `$code` at a level (on `resourceType` for type and instance levels). Anything
+ * else is 404 `not-supported` naming the operation and the level.
+ */
+export function resolveOperation(code: string, level: OperationLevel, resourceType?: string): Operation {
+  const sameCode = registry.filter((operation) => operation.definition.code === code);
+  const candidates =
+    level === 'system'
+      ? sameCode.filter((operation) => operation.definition.system)
+      : sameCode.filter((operation) => appliesTo(operation.definition, resourceType!));
+  const where = level === 'system' ? 'at system level' : `at ${level} level on ${resourceType}`;
+  if (sameCode.length === 0) throw errors.notSupported(`Operation $${code} is not supported by this server`);
+  if (level === 'system') {
+    if (candidates.length === 0) throw errors.notSupported(`Operation $${code} is not supported ${where}${availability(sameCode)}`);
+    return candidates[0];
+  }
+  const operation = candidates[0];
+  if (!operation) throw errors.notSupported(`Operation $${code} is not supported ${where}${availability(sameCode)}`);
+  if (!operation.definition[level]) throw errors.notSupported(`Operation $${code} is not supported ${where}${availability([operation])}`);
+  return operation;
+}
+
+function appliesTo(definition: OperationDefinition, resourceType: string): boolean {
+  const types = definition.resource ?? [];
+  return types.includes(resourceType) || types.includes('Resource') || (types.includes('DomainResource') && resourceType !== 'Bundle');
+}
+
+/** ": it is available at type level on CodeSystem, ..." */
+function availability(operations: Operation[]): string {
+  const places: string[] = [];
+  for (const { definition } of operations) {
+    const types = (definition.resource ?? []).join(', ');
+    if (definition.system) places.push('system level');
+    if (definition.type) places.push(`type level on ${types}`);
+    if (definition.instance) places.push(`instance level on ${types}`);
+  }
+  return places.length > 0 ? `; it is available at ${places.join(', ')}` : '';
+}

@@ -1,0 +1,415 @@
+import { getSearchParametersFor, isResourceType, type SearchParameter } from '../../fhir/definitions.js';
+import { errors } from '../../fhir/outcome.js';
+import { isIndexedType } from '../indexing/rows.js';
+import { parseReference } from '../indexing/references.js';
+import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from '../indexing/text.js';
+import { likeEscape, scopeSql, type Scope, type SqlArgs } from './sql-builder.js';
+import { parseDateValue, parseNumberValue, splitOr, splitPipe, unescape, type Prefix } from './values.js';
+
+/**
+ * Turns one search parameter (name with modifiers, chains or `_has`, and its comma-separated
+ * values) into a SQL condition on a resource alias. The condition is an EXISTS over the index
+ * table of the parameter's kind, keyed like the table's search index: (projectId, resourceType,
+ * code, value...). Values are normalised and capped exactly as the indexer stores them.
+ */
+
+export interface CompileContext {
+  args: SqlArgs;
+  scope: Scope;
+  /** The server's FHIR base, to read absolute references to this server as local ones. */
+  fhirBase: string;
+  /** Nesting depth of chains and `_has`, for unique aliases and a limit. */
+  depth: number;
+}
+
+const MAX_CHAIN_DEPTH = 4;
+
+const TABLE_BY_TYPE: Partial<Record<SearchParameter['type'], string>> = {
+  string: 'string_index',
+  token: 'token_index',
+  date: 'date_index',
+  number: 'number_index',
+  quantity: 'quantity_index',
+  reference: 'reference_index',
+  uri: 'uri_index',
+};
+
+/** The definition of a parameter on every one of `types` (same kind everywhere), or a 400. */
+export function findParameter(code: string, types: readonly string[], name = code): SearchParameter {
+  let found: SearchParameter | undefined;
+  for (const type of types) {
+    const param = getSearchParametersFor(type).find((p) => p.code === code);
+    if (!param) {
+      throw errors.invalid(`Unknown search parameter "${name}" for ${type}`, name);
+    }
+    if (found && found.type !== param.type) {
+      throw errors.invalid(`Search parameter "${name}" has different types on ${types.join(', ')}`, name);
+    }
+    found ??= param;
+  }
+  if (!found) throw errors.invalid(`Unknown search parameter "${name}"`, name);
+  return found;
+}
+
+/** Whether a parameter can be searched (indexed kinds plus the resource columns). */
+export function isSearchable(param: SearchParameter): boolean {
+  return param.code === '_id' || param.code === '_lastUpdated' || (param.expression !== undefined && isIndexedType(param.type));
+}
+
+/** The parameters of a type that search answers (for the CapabilityStatement). */
+export function searchableParameters(resourceType: string): SearchParameter[] {
+  return getSearchParametersFor(resourceType).filter(isSearchable);
+}
+
+/**
+ * SQL for `name=value` on `alias`, whose resource type is one of `types`. `name` may carry a
+ * modifier (`name:exact`), a chain (`subject:Patient.name`) or be a `_has` (`_has:Observation:patient:code`).
+ */
+export function compileParameter(
+  name: string,
+  value: string,
+  types: readonly string[],
+  alias: string,
+  ctx: CompileContext,
+): string {
+  if (name.startsWith('_has:')) return compileHas(name, value, types, alias, ctx);
+  const dot = name.indexOf('.');
+  if (dot > 0) return compileChain(name, dot, value, types, alias, ctx);
+  const colon = name.indexOf(':');
+  const code = colon < 0 ? name : name.slice(0, colon);
+  const modifier = colon < 0 ? undefined : name.slice(colon + 1);
+  if (code === '_id') return compileId(name, modifier, value, alias, ctx);
+  if (code === '_lastUpdated') return compileLastUpdated(name, modifier, value, alias, ctx);
+  if (code === '_project') {
+    if (modifier) throw errors.invalid(`Modifier :${modifier} is not supported on _project`, name);
+    const ids = splitOr(value).map(unescape);
+    return `${alias}."projectId" IN (${ids.map((id) => ctx.args.add(id)).join(', ')})`;
+  }
+  const param = findParameter(code, types, name);
+  if (!isSearchable(param)) {
+    throw errors.invalid(`Search parameter "${name}" (${param.type}) is not supported by this server`, name);
+  }
+  const table = TABLE_BY_TYPE[param.type]!;
+  const codeArg = ctx.args.add(code);
+  const x = `x${ctx.depth}`;
+  const rowsOf = (condition: string | undefined): string =>
+    `EXISTS (SELECT 1 FROM ${table} ${x} WHERE ${x}."projectId" = ${alias}."projectId" AND ${x}."resourceType" = ${alias}."resourceType"` +
+    ` AND ${x}."resourceId" = ${alias}.id AND ${x}.code = ${codeArg}${condition ? ` AND (${condition})` : ''})`;
+
+  if (modifier === 'missing') {
+    if (value !== 'true' && value !== 'false') {
+      throw errors.invalid(`${name} must be true or false, not "${value}"`, name);
+    }
+    return value === 'true' ? `NOT ${rowsOf(undefined)}` : rowsOf(undefined);
+  }
+  const values = splitOr(value);
+  if (values.some((v) => v === '') && param.type !== 'token') {
+    throw errors.invalid(`Empty value in search parameter ${name}`, name);
+  }
+  switch (param.type) {
+    case 'string':
+      return rowsOf(orJoin(values.map((v) => stringCondition(name, modifier, unescape(v), x, ctx))));
+    case 'token': {
+      if (modifier === 'not') {
+        return `NOT ${rowsOf(orJoin(values.map((v) => tokenCondition(name, undefined, v, x, ctx))))}`;
+      }
+      return rowsOf(orJoin(values.map((v) => tokenCondition(name, modifier, v, x, ctx))));
+    }
+    case 'date':
+      noModifier(name, modifier);
+      return rowsOf(orJoin(values.map((v) => dateCondition(name, v, `${x}.start`, `${x}."end"`, ctx))));
+    case 'number':
+      noModifier(name, modifier);
+      return rowsOf(orJoin(values.map((v) => numberCondition(name, v, `${x}.value`, ctx))));
+    case 'quantity':
+      noModifier(name, modifier);
+      return rowsOf(orJoin(values.map((v) => quantityCondition(name, v, x, ctx))));
+    case 'reference':
+      return rowsOf(orJoin(values.map((v) => referenceCondition(name, modifier, param, unescape(v), x, ctx))));
+    case 'uri':
+      return rowsOf(orJoin(values.map((v) => uriCondition(name, modifier, unescape(v), x, ctx))));
+    default:
+      throw errors.invalid(`Search parameter "${name}" (${param.type}) is not supported by this server`, name);
+  }
+}
+
+function orJoin(conditions: string[]): string {
+  return conditions.length === 1 ? conditions[0] : `(${conditions.join(') OR (')})`;
+}
+
+function noModifier(name: string, modifier: string | undefined): void {
+  if (modifier !== undefined) throw errors.invalid(`Modifier :${modifier} is not supported on ${name.split(':')[0]}`, name);
+}
+
+// string ------------------------------------------------------------------------------------------
+
+function stringCondition(name: string, modifier: string | undefined, value: string, x: string, ctx: CompileContext): string {
+  const normalised = normaliseForIndex(value);
+  switch (modifier) {
+    case undefined:
+      return `${x}.value LIKE ${ctx.args.add(`${likeEscape(normalised)}%`)}`;
+    case 'exact':
+      return `${x}.value = ${ctx.args.add(normalised)} AND ${x}.exact = ${ctx.args.add(value)}`;
+    case 'contains':
+      return `${x}.value LIKE ${ctx.args.add(`%${likeEscape(normalised)}%`)}`;
+    default:
+      throw errors.invalid(`Modifier :${modifier} is not supported on string parameter ${name.split(':')[0]}`, name);
+  }
+}
+
+// token -------------------------------------------------------------------------------------------
+
+function tokenCondition(name: string, modifier: string | undefined, raw: string, x: string, ctx: CompileContext): string {
+  if (modifier === 'text') {
+    const text = normalise(unescape(raw).trim());
+    if (text === '') throw errors.invalid(`Empty value in search parameter ${name}`, name);
+    const escaped = likeEscape(text);
+    return `${x}.text LIKE ${ctx.args.add(`${escaped}%`)} OR ${x}.text LIKE ${ctx.args.add(`% ${escaped}%`)}`;
+  }
+  if (modifier !== undefined) {
+    const hint = modifier === 'in' || modifier === 'not-in' ? ' (ValueSet membership needs terminology)' : '';
+    throw errors.invalid(`Modifier :${modifier} is not supported on token parameter ${name.split(':')[0]}${hint}`, name);
+  }
+  const parts = splitPipe(raw);
+  if (parts.length > 2) throw errors.invalid(`Invalid token "${raw}" for ${name}: use code, system|code, |code or system|`, name);
+  const value = (text: string): string => ctx.args.add(capUtf8(unescape(text), MAX_INDEXED_VALUE_BYTES));
+  const system = (text: string): string => ctx.args.add(capUtf8(unescape(text), MAX_INDEXED_SYSTEM_BYTES));
+  if (parts.length === 1) {
+    if (parts[0] === '') throw errors.invalid(`Empty value in search parameter ${name}`, name);
+    return `${x}.value = ${value(parts[0])}`;
+  }
+  const [sys, code] = parts;
+  if (sys === '' && code === '') throw errors.invalid(`Invalid token "|" for ${name}`, name);
+  if (sys === '') return `${x}.value = ${value(code)} AND ${x}.system IS NULL`;
+  if (code === '') return `${x}.system = ${system(sys)}`;
+  return `${x}.value = ${value(code)} AND ${x}.system = ${system(sys)}`;
+}
+
+// _id and _lastUpdated (columns of the resource table) -------------------------------------------
+
+function compileId(name: string, modifier: string | undefined, value: string, alias: string, ctx: CompileContext): string {
+  const ids = splitOr(value).map(unescape);
+  if (ids.some((id) => id === '')) throw errors.invalid(`Empty value in search parameter ${name}`, name);
+  const list = `${alias}.id IN (${ids.map((id) => ctx.args.add(id)).join(', ')})`;
+  if (modifier === 'not') return `NOT (${list})`;
+  noModifier(name, modifier);
+  return list;
+}
+
+function compileLastUpdated(name: string, modifier: string | undefined, value: string, alias: string, ctx: CompileContext): string {
+  noModifier(name, modifier);
+  const column = `${alias}."lastUpdated"`;
+  return orJoin(splitOr(value).map((v) => dateCondition(name, v, column, column, ctx)));
+}
+
+// date --------------------------------------------------------------------------------------------
+
+/**
+ * Date comparisons between the search range [qs, qe] and the stored range [start, end] (null =
+ * open), as search.html defines each prefix.
+ */
+export function dateCondition(name: string, raw: string, start: string, end: string, ctx: CompileContext): string {
+  const { prefix, range } = parseDateValue(name, raw);
+  // Arguments are added only when used: PostgreSQL cannot type a parameter the SQL never mentions.
+  const qs = (): string => ctx.args.add(range.start, 'timestamptz');
+  const qe = (): string => ctx.args.add(range.end, 'timestamptz');
+  const within = (): string => `(${start} >= ${qs()} AND ${end} <= ${qe()})`;
+  // `eq`, `ge` and `le` also get a bound they imply on one column (start <= qe, end >= qs), so an
+  // index on that column can serve them.
+  switch (prefix) {
+    case 'eq':
+      return `${start} <= ${qe()} AND ${within()}`;
+    case 'ne':
+      return `NOT (COALESCE(${start} >= ${qs()} AND ${end} <= ${qe()}, false))`;
+    case 'gt':
+      return `(${end} > ${qe()} OR ${end} IS NULL)`;
+    case 'lt':
+      return `(${start} < ${qs()} OR ${start} IS NULL)`;
+    case 'ge':
+      return `(${end} >= ${qs()} OR ${end} IS NULL) AND (${end} > ${qe()} OR ${end} IS NULL OR ${within()})`;
+    case 'le':
+      return `(${start} <= ${qe()} OR ${start} IS NULL) AND (${start} < ${qs()} OR ${start} IS NULL OR ${within()})`;
+    case 'sa':
+      return `${start} > ${qe()}`;
+    case 'eb':
+      return `${end} < ${qs()}`;
+    case 'ap': {
+      // Within 10% of the distance between the value and now, at least a day, either side.
+      const now = Date.now();
+      const from = Date.parse(range.start);
+      const to = Date.parse(range.end);
+      const margin = Math.max(86_400_000, 0.1 * Math.max(Math.abs(now - from), Math.abs(now - to)));
+      const lo = ctx.args.add(new Date(Math.max(from - margin, -62135596800000)).toISOString(), 'timestamptz');
+      const hi = ctx.args.add(new Date(Math.min(to + margin, 253402300799999)).toISOString(), 'timestamptz');
+      return `(COALESCE(${start} <= ${hi}, true) AND COALESCE(${end} >= ${lo}, true))`;
+    }
+  }
+}
+
+// number and quantity -----------------------------------------------------------------------------
+
+function numberCondition(name: string, raw: string, column: string, ctx: CompileContext): string {
+  const { prefix, value, halfUnit } = parseNumberValue(name, raw);
+  return numberComparison(prefix, value, halfUnit, column, ctx);
+}
+
+function numberComparison(prefix: Prefix, value: number, halfUnit: number, column: string, ctx: CompileContext): string {
+  const v = (): string => ctx.args.add(value, 'float8');
+  switch (prefix) {
+    case 'eq':
+      return `${column} >= ${ctx.args.add(value - halfUnit, 'float8')} AND ${column} < ${ctx.args.add(value + halfUnit, 'float8')}`;
+    case 'ne':
+      return `NOT (${column} >= ${ctx.args.add(value - halfUnit, 'float8')} AND ${column} < ${ctx.args.add(value + halfUnit, 'float8')})`;
+    case 'gt':
+    case 'sa':
+      return `${column} > ${v()}`;
+    case 'lt':
+    case 'eb':
+      return `${column} < ${v()}`;
+    case 'ge':
+      return `${column} >= ${v()}`;
+    case 'le':
+      return `${column} <= ${v()}`;
+    case 'ap': {
+      const margin = Math.max(Math.abs(value) * 0.1, halfUnit);
+      return `${column} >= ${ctx.args.add(value - margin, 'float8')} AND ${column} <= ${ctx.args.add(value + margin, 'float8')}`;
+    }
+  }
+}
+
+function quantityCondition(name: string, raw: string, x: string, ctx: CompileContext): string {
+  const parts = splitPipe(raw);
+  if (parts.length !== 1 && parts.length !== 3) {
+    throw errors.invalid(`Invalid quantity "${raw}" for ${name}: use [prefix]value, or [prefix]value|system|code`, name);
+  }
+  const { prefix, value, halfUnit } = parseNumberValue(name, parts[0]);
+  const conditions = [numberComparison(prefix, value, halfUnit, `${x}.value`, ctx)];
+  if (parts.length === 3) {
+    const [, system, code] = parts.map(unescape);
+    if (system !== '') conditions.push(`${x}.system = ${ctx.args.add(system)}`);
+    if (code !== '') conditions.push(`${x}.unit = ${ctx.args.add(code)}`);
+  }
+  return conditions.join(' AND ');
+}
+
+// reference ---------------------------------------------------------------------------------------
+
+function referenceCondition(
+  name: string,
+  modifier: string | undefined,
+  param: SearchParameter,
+  value: string,
+  x: string,
+  ctx: CompileContext,
+): string {
+  let typeFilter: string | undefined;
+  if (modifier !== undefined) {
+    if (modifier === 'identifier' || modifier === 'missing' || !isResourceType(modifier)) {
+      throw errors.invalid(`Modifier :${modifier} is not supported on reference parameter ${name.split(':')[0]}`, name);
+    }
+    typeFilter = modifier;
+  }
+  const cap = (text: string): string => ctx.args.add(capUtf8(text, MAX_INDEXED_VALUE_BYTES));
+  let local = value;
+  if (value.startsWith(`${ctx.fhirBase}/`)) local = value.slice(ctx.fhirBase.length + 1);
+  if (/^[A-Za-z0-9\-.]{1,64}$/.test(local)) {
+    // A bare id: of the :Type given, or of any type.
+    const typeCondition = typeFilter ? ` AND ${x}."targetType" = ${ctx.args.add(typeFilter)}` : '';
+    return `${x}."targetId" = ${cap(local)}${typeCondition}`;
+  }
+  const target = parseReference(local);
+  if (target && target.url === null && target.targetType && target.targetId) {
+    if (typeFilter && typeFilter !== target.targetType) return 'false';
+    return `${x}."targetId" = ${cap(target.targetId)} AND ${x}."targetType" = ${ctx.args.add(target.targetType)}`;
+  }
+  if (!/^[a-z][a-z0-9+.-]*:/i.test(value)) {
+    throw errors.invalid(`Invalid reference "${value}" for ${name}: use Type/id, id or an absolute URL`, name);
+  }
+  return `${x}.url = ${cap(value)}`;
+}
+
+// uri ---------------------------------------------------------------------------------------------
+
+function uriCondition(name: string, modifier: string | undefined, value: string, x: string, ctx: CompileContext): string {
+  const capped = capUtf8(value, MAX_INDEXED_VALUE_BYTES);
+  switch (modifier) {
+    case undefined:
+      return `${x}.value = ${ctx.args.add(capped)}`;
+    case 'below':
+      return `${x}.value LIKE ${ctx.args.add(`${likeEscape(capped)}%`)}`;
+    case 'above':
+      // The stored uri is a prefix of the value (the value is "below" the stored one).
+      return `${ctx.args.add(capped)} LIKE (replace(replace(replace(${x}.value, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%')`;
+    default:
+      throw errors.invalid(`Modifier :${modifier} is not supported on uri parameter ${name.split(':')[0]}`, name);
+  }
+}
+
+// chains and _has ---------------------------------------------------------------------------------
+
+function nextDepth(ctx: CompileContext, name: string): CompileContext {
+  if (ctx.depth >= MAX_CHAIN_DEPTH) throw errors.invalid(`Chain "${name}" is too deep: at most ${MAX_CHAIN_DEPTH} levels`, name);
+  return { ...ctx, depth: ctx.depth + 1 };
+}
+
+/**
+ * `subject:Patient.name=x`: a reference whose target matches the rest of the chain. Targets are
+ * looked for in the project of the referencing resource (references never cross projects), which
+ * also lets every level use the project-first indexes.
+ */
+function compileChain(name: string, dot: number, value: string, types: readonly string[], alias: string, ctx: CompileContext): string {
+  const head = name.slice(0, dot);
+  const rest = name.slice(dot + 1);
+  const [code, typeModifier] = head.split(':');
+  const param = findParameter(code, types, name);
+  if (param.type !== 'reference') throw errors.invalid(`Cannot chain "${name}": ${code} is not a reference parameter`, name);
+  if (typeModifier !== undefined && !isResourceType(typeModifier)) {
+    throw errors.invalid(`Unknown resource type "${typeModifier}" in chain "${name}"`, name);
+  }
+  const restCode = rest.split(/[:.]/)[0];
+  const candidates = typeModifier ? [typeModifier] : (param.target ?? []).filter((t) => isResourceType(t));
+  const targets = candidates.filter((t) => getSearchParametersFor(t).some((p) => p.code === restCode) || restCode.startsWith('_'));
+  if (targets.length === 0) {
+    throw errors.invalid(`Unknown search parameter "${restCode}" on the targets of ${code} in chain "${name}"`, name);
+  }
+  const inner = nextDepth(ctx, name);
+  const ri = `c${inner.depth}`;
+  const t = `t${inner.depth}`;
+  const perType = targets.map((type) => {
+    const condition = compileParameter(rest, value, [type], t, inner);
+    return `(${t}."resourceType" = ${ctx.args.add(type)} AND ${condition})`;
+  });
+  const targetScope = scopeSql(t, 'projectId', ctx.scope, ctx.args);
+  return (
+    `EXISTS (SELECT 1 FROM reference_index ${ri} JOIN resource ${t} ON ${t}."resourceType" = ${ri}."targetType" AND ${t}.id = ${ri}."targetId"` +
+    ` WHERE ${ri}."projectId" = ${alias}."projectId" AND ${ri}."resourceType" = ${alias}."resourceType" AND ${ri}."resourceId" = ${alias}.id` +
+    ` AND ${ri}.code = ${ctx.args.add(code)} AND ${t}."projectId" = ${ri}."projectId" AND NOT ${t}.deleted${targetScope ? ` AND ${targetScope}` : ''}` +
+    ` AND (${perType.join(' OR ')}))`
+  );
+}
+
+/**
+ * `_has:Observation:patient:code=x`: some Observation of the same project whose `patient`
+ * references this resource matches.
+ */
+function compileHas(name: string, value: string, _types: readonly string[], alias: string, ctx: CompileContext): string {
+  const match = /^_has:([A-Za-z]+):([A-Za-z0-9_-]+):(.+)$/.exec(name);
+  if (!match || !isResourceType(match[1])) {
+    throw errors.invalid(`Invalid _has "${name}": use _has:Type:referenceParameter:parameter`, name);
+  }
+  const [, type, code, rest] = match;
+  const param = findParameter(code, [type], name);
+  if (param.type !== 'reference') throw errors.invalid(`In "${name}", ${code} is not a reference parameter of ${type}`, name);
+  const inner = nextDepth(ctx, name);
+  const ri = `h${inner.depth}`;
+  const s = `s${inner.depth}`;
+  const condition = compileParameter(rest, value, [type], s, inner);
+  const sourceScope = scopeSql(s, 'projectId', ctx.scope, ctx.args);
+  return (
+    `EXISTS (SELECT 1 FROM reference_index ${ri} JOIN resource ${s} ON ${s}."resourceType" = ${ri}."resourceType" AND ${s}.id = ${ri}."resourceId"` +
+    ` WHERE ${ri}."targetType" = ${alias}."resourceType" AND ${ri}."targetId" = ${alias}.id AND ${ri}."resourceType" = ${ctx.args.add(type)}` +
+    ` AND ${ri}.code = ${ctx.args.add(code)} AND ${ri}."projectId" = ${alias}."projectId" AND ${s}."projectId" = ${ri}."projectId"` +
+    ` AND NOT ${s}.deleted${sourceScope ? ` AND ${sourceScope}` : ''}` +
+    ` AND ${condition})`
+  );
+}

@@ -1,0 +1,555 @@
+import type { Config } from '../config.js';
+import type { Identity } from '../context.js';
+import { toInstant, type SqlExecutor } from '../db/database.js';
+import { getResourceTypes, isResourceType, type SearchParameter } from '../fhir/definitions.js';
+import { errors, issue, OperationOutcomeError, outcome } from '../fhir/outcome.js';
+import { parseSummary, type SummaryMode } from '../fhir/summary.js';
+import type { OperationOutcomeIssue } from '../fhir/types.js';
+import { compileParameter, findParameter, isSearchable, type CompileContext } from './query/conditions.js';
+import { decodeCursor, encodeCursor, searchSignature, type CursorPosition } from './query/cursor.js';
+import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
+
+/**
+ * The search service (http://hl7.org/fhir/R4/search.html, SPEC 4.8 and 8), transport-free: REST
+ * and GraphQL hand it parsed parameters and get matches, includes, a total and paging positions.
+ */
+
+export const DEFAULT_COUNT = 20;
+export const MAX_COUNT = 1000;
+export const MAX_OFFSET = 10_000;
+export const MIN_CURSOR_COUNT = 20;
+/** Rounds of `:iterate` includes, and included resources per search, at most. */
+const MAX_INCLUDE_ROUNDS = 4;
+const MAX_INCLUDED = 5000;
+
+export interface SearchServices {
+  db: SqlExecutor;
+  identity: Identity;
+  config: Pick<Config, 'fhirBaseUrl' | 'accurateCountThreshold'> & Partial<Pick<Config, 'accurateCountOverThreshold'>>;
+}
+
+export interface SearchOptions {
+  /** `Prefer: handling=lenient`: unknown parameters and bad values are ignored and reported. */
+  lenient?: boolean;
+}
+
+/** A stored resource as the search returns it: the JSON text exactly as stored. */
+export interface SearchRow {
+  resourceType: string;
+  id: string;
+  projectId: string;
+  versionId: string;
+  lastUpdated: string;
+  text: string;
+}
+
+export interface SearchTotal {
+  value: number;
+  /** True for a count, false for the planner's estimate. */
+  exact: boolean;
+}
+
+export interface SearchResult {
+  matches: SearchRow[];
+  includes: SearchRow[];
+  total?: SearchTotal;
+  /** Problems ignored under lenient handling (reported in the Bundle as an outcome entry). */
+  warnings: OperationOutcomeIssue[];
+  summary: SummaryMode | undefined;
+  elements: string | undefined;
+  paging: Paging;
+}
+
+export interface Paging {
+  count: number;
+  /** Cursor paging: the search is sorted by _lastUpdated ascending and _count >= 20. */
+  cursorMode: boolean;
+  offset: number;
+  /** The cursor of this page, when the request had one. */
+  cursor?: string;
+  next?: { offset: number } | { cursor: string };
+  previous?: { offset: number } | { cursor: string };
+  /** The parameters of the search, as the links must repeat them (paging parameters removed). */
+  params: [string, string][];
+}
+
+interface SortKey {
+  code: string;
+  descending: boolean;
+}
+
+/** Result-control parameters (not filters). */
+const CONTROL = new Set([
+  '_count',
+  '_offset',
+  '_sort',
+  '_total',
+  '_cursor',
+  '_summary',
+  '_elements',
+  '_include',
+  '_revinclude',
+  '_include:iterate',
+  '_revinclude:iterate',
+  '_format',
+  '_pretty',
+  '_type',
+]);
+
+/**
+ * Runs a search over `types` (one type for a type search; several, or undefined for every type,
+ * for a system search) in the caller's scope: their project, or every project for a super admin,
+ * narrowed by `_project`.
+ */
+export async function search(
+  services: SearchServices,
+  types: string | readonly string[] | undefined,
+  params: readonly [string, string][],
+  options: SearchOptions = {},
+): Promise<SearchResult> {
+  const warnings: OperationOutcomeIssue[] = [];
+  const lenient = options.lenient ?? false;
+  const tolerate = <T>(work: () => T): T | undefined => {
+    try {
+      return work();
+    } catch (error) {
+      if (lenient && error instanceof OperationOutcomeError && error.status === 400) {
+        warnings.push(...error.outcome.issue.map((i) => ({ ...i, severity: 'warning' as const })));
+        return undefined;
+      }
+      throw error;
+    }
+  };
+
+  const typeList = typeof types === 'string' ? [types] : types ? [...types] : undefined;
+  for (const type of typeList ?? []) {
+    if (!isResourceType(type)) throw errors.notSupported(`Unknown resource type "${type}"`);
+  }
+  const paramTypes = typeList ?? ['Resource'];
+  const get = (name: string): string | undefined => params.find(([key]) => key === name)?.[1];
+
+  // Result control --------------------------------------------------------------------------------
+  const count = parseCount(get('_count'));
+  const offset = parseOffset(get('_offset'));
+  const totalMode = parseTotal(get('_total'));
+  const summary = parseSummary(get('_summary') ?? null);
+  const elements = get('_elements');
+  const sort = tolerate(() => parseSort(get('_sort'), paramTypes)) ?? [];
+  const cursorText = get('_cursor');
+
+  // Filters ---------------------------------------------------------------------------------------
+  const args = new SqlArgs();
+  const scope = scopeOf(services.identity);
+  const ctx: CompileContext = { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0 };
+  const where: string[] = [];
+  if (typeList) {
+    where.push(
+      typeList.length === 1
+        ? `r."resourceType" = ${args.add(typeList[0])}`
+        : `r."resourceType" IN (${typeList.map((t) => args.add(t)).join(', ')})`,
+    );
+  }
+  const scoped = scopeSql('r', 'projectId', scope, args);
+  if (scoped) where.push(scoped);
+  where.push('NOT r.deleted');
+  const filterParams: [string, string][] = [];
+  const ignored = new Set<number>();
+  for (const [index, [name, value]] of params.entries()) {
+    if (CONTROL.has(name)) continue;
+    const mark = args.values.length;
+    const condition = tolerate(() => compileParameter(name, value, paramTypes, 'r', ctx));
+    // A parameter that failed (lenient) must leave no arguments behind.
+    if (condition === undefined) {
+      args.values.length = mark;
+      ignored.add(index);
+    } else {
+      where.push(condition);
+      filterParams.push([name, value]);
+    }
+  }
+
+  // Paging mode -----------------------------------------------------------------------------------
+  const cursorMode = sort.length === 1 && sort[0].code === '_lastUpdated' && !sort[0].descending && count >= MIN_CURSOR_COUNT;
+  const signature = searchSignature(typeList, [...filterParams, ['_sort', get('_sort') ?? '']]);
+  let position: CursorPosition | undefined;
+  if (cursorText !== undefined) {
+    if (!cursorMode) {
+      throw errors.invalid(
+        `_cursor needs a search sorted by _lastUpdated ascending (_sort=_lastUpdated) with _count of at least ${MIN_CURSOR_COUNT}`,
+        '_cursor',
+      );
+    }
+    if (get('_offset') !== undefined) throw errors.invalid('Use either _cursor or _offset, not both', '_cursor');
+    position = decodeCursor(services.config.fhirBaseUrl, cursorText, signature);
+  }
+  const linkParams = params.filter(
+    ([name], index) => name !== '_cursor' && name !== '_offset' && name !== '_count' && !ignored.has(index),
+  );
+
+  const result: SearchResult = {
+    matches: [],
+    includes: [],
+    warnings,
+    summary,
+    elements,
+    paging: { count, cursorMode, offset, cursor: cursorText, params: linkParams },
+  };
+
+  const whereSql = where.join(' AND ');
+  const multiType = typeList === undefined || typeList.length > 1;
+
+  if (summary !== 'count' && count > 0) {
+    const rows = await pageRows(services.db, args, whereSql, sort, count, offset, position, paramTypes, multiType);
+    result.matches = rows.rows;
+    const paging = result.paging;
+    const key = (row: SearchRow, direction: 'n' | 'p'): string =>
+      encodeCursor(services.config.fhirBaseUrl, {
+        direction,
+        lastUpdated: row.lastUpdated,
+        id: row.id,
+        resourceType: row.resourceType,
+        search: signature,
+      });
+    const first = rows.rows[0];
+    const last = rows.rows[rows.rows.length - 1];
+    if (cursorMode) {
+      const backwards = position?.direction === 'p';
+      const hasAfter = backwards ? true : rows.more;
+      const hasBefore = backwards ? rows.more : position !== undefined || offset > 0;
+      if (hasAfter && last) paging.next = { cursor: key(last, 'n') };
+      if (hasBefore && first) paging.previous = { cursor: key(first, 'p') };
+    } else {
+      if (rows.more) paging.next = { offset: offset + count };
+      if (offset > 0) paging.previous = { offset: Math.max(0, offset - count) };
+    }
+    result.includes = await includes(services, scope, params, result.matches, tolerate);
+  }
+
+  if (summary === 'count' || totalMode !== 'none') {
+    const known =
+      summary !== 'count' && count > 0 && position === undefined && !result.paging.next && (offset === 0 || result.matches.length > 0)
+        ? offset + result.matches.length
+        : undefined;
+    const proven = result.matches.length + offset + (result.paging.next ? 1 : 0);
+    result.total = await total(services, args, whereSql, summary === 'count' ? 'accurate' : totalMode, known, proven);
+  }
+  return result;
+}
+
+function scopeOf(identity: Identity): Scope {
+  return { projectIds: identity.superAdmin ? undefined : [identity.projectId] };
+}
+
+// Result-control parameters -----------------------------------------------------------------------
+
+function parseCount(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_COUNT;
+  const value = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(value) || value < 0) {
+    throw errors.invalid(`_count must be an integer from 0 to ${MAX_COUNT}, not "${raw}"`, '_count');
+  }
+  return Math.min(value, MAX_COUNT);
+}
+
+function parseOffset(raw: string | undefined): number {
+  if (raw === undefined) return 0;
+  const value = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(value) || value < 0) {
+    throw errors.invalid(`_offset must be an integer from 0 to ${MAX_OFFSET}, not "${raw}"`, '_offset');
+  }
+  if (value > MAX_OFFSET) {
+    throw errors.invalid(
+      `_offset ${value} is above the maximum of ${MAX_OFFSET}: use _sort=_lastUpdated and follow the _cursor links to page further`,
+      '_offset',
+    );
+  }
+  return value;
+}
+
+type TotalMode = 'none' | 'estimate' | 'accurate';
+
+function parseTotal(raw: string | undefined): TotalMode {
+  if (raw === undefined) return 'none';
+  if (raw === 'none' || raw === 'estimate' || raw === 'accurate') return raw;
+  throw errors.invalid(`_total must be none, estimate or accurate, not "${raw}"`, '_total');
+}
+
+function parseSort(raw: string | undefined, types: readonly string[]): SortKey[] {
+  if (raw === undefined) return [];
+  const keys = raw.split(',').map((part) => part.trim());
+  if (keys.some((key) => key === '' || key === '-')) throw errors.invalid(`Invalid _sort "${raw}"`, '_sort');
+  return keys.map((key) => {
+    const descending = key.startsWith('-');
+    const code = descending ? key.slice(1) : key;
+    if (code !== '_id' && code !== '_lastUpdated') {
+      let param: SearchParameter;
+      try {
+        param = findParameter(code, types, code);
+      } catch {
+        throw errors.invalid(`Cannot sort by "${code}": it is not a search parameter of ${types.join(', ')}`, '_sort');
+      }
+      if (!isSearchable(param)) throw errors.invalid(`Cannot sort by ${code} (${param.type})`, '_sort');
+    }
+    return { code, descending };
+  });
+}
+
+// The page ----------------------------------------------------------------------------------------
+
+const COLUMNS = `r."resourceType", r.id, r."projectId", r."versionId"::text AS "versionId", r."lastUpdated", r.content::text AS content`;
+
+interface RawRow {
+  resourceType: string;
+  id: string;
+  projectId: string;
+  versionId: string;
+  lastUpdated: unknown;
+  content: string;
+}
+
+function toRow(raw: RawRow): SearchRow {
+  return {
+    resourceType: raw.resourceType,
+    id: raw.id,
+    projectId: raw.projectId,
+    versionId: raw.versionId,
+    lastUpdated: toInstant(raw.lastUpdated),
+    text: raw.content,
+  };
+}
+
+/** The SQL expression a sort key orders by: a resource column or the min/max of its index rows. */
+function sortExpression(key: SortKey, types: readonly string[], args: SqlArgs): string {
+  if (key.code === '_id') return 'r.id';
+  if (key.code === '_lastUpdated') return 'r."lastUpdated"';
+  const param: SearchParameter = findParameter(key.code, types, '_sort');
+  const agg = key.descending ? 'max' : 'min';
+  const from = (table: string, column: string): string =>
+    `(SELECT ${agg}(${column}) FROM ${table} o WHERE o."projectId" = r."projectId" AND o."resourceType" = r."resourceType"` +
+    ` AND o."resourceId" = r.id AND o.code = ${args.add(key.code)})`;
+  switch (param.type) {
+    case 'string':
+      return from('string_index', 'o.value');
+    case 'token':
+      return from('token_index', 'o.value');
+    case 'date':
+      return key.descending ? from('date_index', 'COALESCE(o."end", o.start)') : from('date_index', 'COALESCE(o.start, o."end")');
+    case 'number':
+      return from('number_index', 'o.value');
+    case 'quantity':
+      return from('quantity_index', 'o.value');
+    case 'reference':
+      return from('reference_index', `COALESCE(o."targetType" || '/' || o."targetId", o.url)`);
+    case 'uri':
+      return from('uri_index', 'o.value');
+    default:
+      throw errors.invalid(`Cannot sort by ${key.code}`, '_sort');
+  }
+}
+
+async function pageRows(
+  db: SqlExecutor,
+  baseArgs: SqlArgs,
+  where: string,
+  sort: SortKey[],
+  count: number,
+  offset: number,
+  position: CursorPosition | undefined,
+  types: readonly string[],
+  multiType: boolean,
+): Promise<{ rows: SearchRow[]; more: boolean }> {
+  const args = new SqlArgs();
+  args.values.push(...baseArgs.values);
+  const conditions = [where];
+  let order = '';
+  let backwards = false;
+  const keyColumns = multiType ? 'r."lastUpdated", r.id, r."resourceType"' : 'r."lastUpdated", r.id';
+  if (position) {
+    backwards = position.direction === 'p';
+    const keyValues = [args.add(position.lastUpdated, 'timestamptz'), args.add(position.id)];
+    if (multiType) keyValues.push(args.add(position.resourceType));
+    conditions.push(`(${keyColumns}) ${backwards ? '<' : '>'} (${keyValues.join(', ')})`);
+    order = multiType
+      ? `r."lastUpdated" ${backwards ? 'DESC' : 'ASC'}, r.id ${backwards ? 'DESC' : 'ASC'}, r."resourceType" ${backwards ? 'DESC' : 'ASC'}`
+      : `r."lastUpdated" ${backwards ? 'DESC' : 'ASC'}, r.id ${backwards ? 'DESC' : 'ASC'}`;
+  } else if (sort.length === 0) {
+    // SPEC 4.8 rule 3: without _sort the order is unspecified, so the planner may stop at the
+    // first `count` matches of whatever index it drives from.
+    order = '';
+  } else {
+    const keys = sort.map((key) => {
+      const expression = sortExpression(key, types, args);
+      // Columns are never null; spelling NULLS LAST on them would keep a backward index scan
+      // from serving a descending sort.
+      const nulls = key.code === '_id' || key.code === '_lastUpdated' ? '' : ' NULLS LAST';
+      return `${expression} ${key.descending ? 'DESC' : 'ASC'}${nulls}`;
+    });
+    // Ties are broken by id (in the direction of a lone _lastUpdated key, so one index serves both).
+    const idDirection = sort.length === 1 && sort[0].code === '_lastUpdated' && sort[0].descending ? 'DESC' : 'ASC';
+    keys.push(`r.id ${idDirection}`);
+    if (multiType) keys.push(`r."resourceType" ${idDirection}`);
+    order = keys.join(', ');
+  }
+  const limit = args.add(count + 1);
+  const skip = position ? '' : ` OFFSET ${args.add(offset)}`;
+  const raw = await db.query<RawRow>(
+    `SELECT ${COLUMNS} FROM resource r WHERE ${conditions.join(' AND ')}${order ? ` ORDER BY ${order}` : ''} LIMIT ${limit}${skip}`,
+    args.values,
+  );
+  const more = raw.length > count;
+  const rows = raw.slice(0, count).map(toRow);
+  if (backwards) rows.reverse();
+  return { rows, more };
+}
+
+// Totals ------------------------------------------------------------------------------------------
+
+/**
+ * `estimate`: the planner's row estimate for the search (EXPLAIN, no rows read), never below what
+ * the page itself proves. `accurate`: the estimate first; under ACCURATE_COUNT_THRESHOLD an exact
+ * count, otherwise the estimate (or a 400 `too-costly` when ACCURATE_COUNT_OVER_THRESHOLD=refuse).
+ * When the page shows the whole result (no next page), the total is known exactly without a count.
+ */
+async function total(
+  services: SearchServices,
+  args: SqlArgs,
+  where: string,
+  mode: TotalMode,
+  known: number | undefined,
+  seen: number,
+): Promise<SearchTotal> {
+  if (known !== undefined) return { value: known, exact: true };
+  const rows = await services.db.query<{ 'QUERY PLAN': unknown }>(
+    `EXPLAIN (FORMAT JSON) SELECT 1 FROM resource r WHERE ${where}`,
+    args.values,
+  );
+  const plan = rows[0]?.['QUERY PLAN'];
+  const parsed = (typeof plan === 'string' ? JSON.parse(plan) : plan) as { Plan: { 'Plan Rows': number } }[];
+  const estimate = Math.max(Math.round(parsed[0]?.Plan?.['Plan Rows'] ?? 0), seen);
+  if (mode !== 'accurate') return { value: estimate, exact: false };
+  const threshold = services.config.accurateCountThreshold;
+  if (estimate >= threshold) {
+    if (services.config.accurateCountOverThreshold === 'refuse') {
+      throw new OperationOutcomeError(
+        outcome([
+          issue(
+            'too-costly',
+            `_total=accurate is refused: about ${estimate} resources match, and this server counts exactly only below ${threshold}. Use _total=estimate or narrow the search`,
+            '_total',
+          ),
+        ]),
+        400,
+      );
+    }
+    return { value: estimate, exact: false };
+  }
+  const counted = await services.db.query<{ n: unknown }>(`SELECT count(*)::int AS n FROM resource r WHERE ${where}`, args.values);
+  return { value: Number(counted[0]?.n ?? 0), exact: true };
+}
+
+// _include and _revinclude ------------------------------------------------------------------------
+
+interface IncludeSpec {
+  reverse: boolean;
+  iterate: boolean;
+  sourceType: string;
+  code: string;
+  targetType?: string;
+}
+
+function parseIncludes(params: readonly [string, string][]): IncludeSpec[] {
+  const specs: IncludeSpec[] = [];
+  for (const [name, value] of params) {
+    const base = name.split(':')[0];
+    if (base !== '_include' && base !== '_revinclude') continue;
+    const modifier = name.split(':')[1];
+    if (modifier !== undefined && modifier !== 'iterate') throw errors.invalid(`Unknown modifier in ${name}`, name);
+    const [sourceType, code, targetType, extra] = value.split(':');
+    if (!sourceType || !code || extra !== undefined || !isResourceType(sourceType) || (targetType && !isResourceType(targetType))) {
+      throw errors.invalid(`Invalid ${name} "${value}": use SourceType:parameter[:TargetType]`, name);
+    }
+    const param = findParameter(code, [sourceType], name);
+    if (param.type !== 'reference') throw errors.invalid(`${name}: ${sourceType}:${code} is not a reference parameter`, name);
+    specs.push({ reverse: base === '_revinclude', iterate: modifier === 'iterate', sourceType, code, targetType });
+  }
+  return specs;
+}
+
+async function includes(
+  services: SearchServices,
+  scope: Scope,
+  params: readonly [string, string][],
+  matches: SearchRow[],
+  tolerate: <T>(work: () => T) => T | undefined,
+): Promise<SearchRow[]> {
+  const specs = tolerate(() => parseIncludes(params)) ?? [];
+  if (specs.length === 0 || matches.length === 0) return [];
+  const seen = new Set(matches.map((row) => `${row.resourceType}/${row.id}`));
+  const included: SearchRow[] = [];
+  let frontier = matches;
+  for (let round = 0; round < MAX_INCLUDE_ROUNDS && frontier.length > 0; round++) {
+    const added: SearchRow[] = [];
+    for (const spec of specs) {
+      if (round > 0 && !spec.iterate) continue;
+      for (const row of await includeRows(services.db, scope, spec, frontier)) {
+        const key = `${row.resourceType}/${row.id}`;
+        if (seen.has(key) || included.length + added.length >= MAX_INCLUDED) continue;
+        seen.add(key);
+        added.push(row);
+      }
+    }
+    included.push(...added);
+    frontier = added;
+  }
+  return included;
+}
+
+async function includeRows(db: SqlExecutor, scope: Scope, spec: IncludeSpec, sources: SearchRow[]): Promise<SearchRow[]> {
+  const args = new SqlArgs();
+  if (!spec.reverse) {
+    const ids = sources.filter((row) => row.resourceType === spec.sourceType).map((row) => row.id);
+    if (ids.length === 0) return [];
+    const conditions = [
+      `i."resourceType" = ${args.add(spec.sourceType)}`,
+      `i."resourceId" IN (SELECT json_array_elements_text(${args.add(JSON.stringify(ids))}::json))`,
+      `i.code = ${args.add(spec.code)}`,
+      'NOT r.deleted',
+    ];
+    if (spec.targetType) conditions.push(`i."targetType" = ${args.add(spec.targetType)}`);
+    const scoped = scopeSql('r', 'projectId', scope, args);
+    if (scoped) conditions.push(scoped);
+    const raw = await db.query<RawRow>(
+      `SELECT ${COLUMNS} FROM reference_index i JOIN resource r ON r."resourceType" = i."targetType" AND r.id = i."targetId"
+       WHERE ${conditions.join(' AND ')}`,
+      args.values,
+    );
+    return raw.map(toRow);
+  }
+  const targets = spec.targetType ? sources.filter((row) => row.resourceType === spec.targetType) : sources;
+  if (targets.length === 0) return [];
+  const byType = new Map<string, string[]>();
+  for (const row of targets) byType.set(row.resourceType, [...(byType.get(row.resourceType) ?? []), row.id]);
+  const alternatives = [...byType].map(
+    ([type, ids]) =>
+      `(i."targetType" = ${args.add(type)} AND i."targetId" IN (SELECT json_array_elements_text(${args.add(JSON.stringify(ids))}::json)))`,
+  );
+  const conditions = [`i."resourceType" = ${args.add(spec.sourceType)}`, `i.code = ${args.add(spec.code)}`, `(${alternatives.join(' OR ')})`, 'NOT r.deleted'];
+  const scopedIndex = scopeSql('i', 'projectId', scope, args);
+  if (scopedIndex) conditions.push(scopedIndex);
+  const raw = await db.query<RawRow>(
+    `SELECT ${COLUMNS} FROM reference_index i JOIN resource r ON r."resourceType" = i."resourceType" AND r.id = i."resourceId"
+     WHERE ${conditions.join(' AND ')} LIMIT ${MAX_INCLUDED + 1}`,
+    args.values,
+  );
+  return raw.map(toRow);
+}
+
+/** Every stored resource type, for a system search without `_type`. */
+export function allResourceTypes(): readonly string[] {
+  return getResourceTypes();
+}
+
+/** A warning issue, for transports that report ignored parameters themselves. */
+export function warning(text: string, expression?: string): OperationOutcomeIssue {
+  return { ...issue('invalid', text, expression), severity: 'warning' };
+}

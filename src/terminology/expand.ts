@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { errors } from '../fhir/outcome.js';
+import type { Resource } from '../fhir/types.js';
+import { coreOperationDefinition } from '../operations/definition.js';
+import type { Operation } from '../operations/registry.js';
+import { Membership, type Member } from './membership.js';
+import { subjectResource } from './resources.js';
+import { findSystem } from './systems.js';
+
+interface ExpandInput {
+  url?: string;
+  valueSet?: Resource;
+  filter?: string;
+  offset?: number;
+  count?: number;
+  excludeNested?: boolean;
+  activeOnly?: boolean;
+}
+
+interface Contains {
+  system: string;
+  version?: string;
+  code: string;
+  display?: string;
+  abstract?: true;
+  inactive?: true;
+  contains?: Contains[];
+}
+
+const MAX_COUNT = 10_000;
+
+/**
+ * ValueSet/$expand (R4): `url` or instance or inline `valueSet`; `filter` (text in code or
+ * display), `offset` and `count` page a flat list; an unpaged, unfiltered expansion is nested by
+ * the code systems' hierarchy unless `excludeNested` is true.
+ */
+export const expandOperation: Operation<ExpandInput, { return: Resource }> = {
+  definition: coreOperationDefinition('ValueSet-expand'),
+  async handler(input, request) {
+    const valueSet = await subjectResource(request, 'ValueSet', input.valueSet, input.url);
+    const offset = input.offset ?? 0;
+    if (offset < 0) throw errors.invalid('offset must be 0 or more', 'Parameters.parameter');
+    if (input.count !== undefined && (input.count < 0 || input.count > MAX_COUNT)) {
+      throw errors.invalid(`count must be from 0 to ${MAX_COUNT}`, 'Parameters.parameter');
+    }
+    const paged = input.offset !== undefined || input.count !== undefined;
+    const { members, total } = await new Membership(request).expand(valueSet, { filter: input.filter, offset, count: input.count });
+    const listed = input.activeOnly ? members.filter((m) => !m.inactive) : members;
+    const nest = !paged && !input.filter && input.excludeNested !== true;
+    const contains = nest ? await nested(request, listed) : listed.map(toContains);
+    const parameter: { name: string; [key: string]: unknown }[] = [];
+    if (input.filter !== undefined) parameter.push({ name: 'filter', valueString: input.filter });
+    if (input.offset !== undefined) parameter.push({ name: 'offset', valueInteger: offset });
+    if (input.count !== undefined) parameter.push({ name: 'count', valueInteger: input.count });
+    const { compose: _compose, expansion: _expansion, meta: _meta, text: _text, ...rest } = valueSet;
+    return {
+      return: {
+        ...rest,
+        expansion: {
+          identifier: `urn:uuid:${randomUUID()}`,
+          timestamp: new Date().toISOString(),
+          total,
+          ...(paged ? { offset } : {}),
+          ...(parameter.length > 0 ? { parameter } : {}),
+          ...(contains.length > 0 ? { contains } : {}),
+        },
+      },
+    };
+  },
+};
+
+function toContains(member: Member): Contains {
+  return {
+    system: member.system,
+    ...(member.version ? { version: member.version } : {}),
+    code: member.code,
+    ...(member.display !== undefined ? { display: member.display } : {}),
+    ...(member.abstract ? { abstract: true as const } : {}),
+    ...(member.inactive ? { inactive: true as const } : {}),
+  };
+}
+
+/** Nests each member under its nearest parent that is also a member (same system). */
+async function nested(request: Parameters<Operation['handler']>[1], members: Member[]): Promise<Contains[]> {
+  const bySystem = new Map<string, Member[]>();
+  for (const member of members) bySystem.set(member.system, [...(bySystem.get(member.system) ?? []), member]);
+  const parentOf = new Map<string, string>();
+  for (const [url, list] of bySystem) {
+    const system = await findSystem(request.ctx, request.db, url, list[0].version);
+    if (!system) continue;
+    const codes = new Set(list.map((m) => m.code));
+    const rows = await request.db.query<{ parent: string; child: string }>(
+      `SELECT parent, child FROM terminology_hierarchy WHERE "systemId" = $1::uuid AND child = ANY($2::text[]) ORDER BY parent`,
+      [system.id, [...codes]],
+    );
+    for (const row of rows) {
+      if (codes.has(row.parent) && !parentOf.has(`${url}|${row.child}`)) parentOf.set(`${url}|${row.child}`, row.parent);
+    }
+  }
+  const nodes = new Map(members.map((m) => [`${m.system}|${m.code}`, toContains(m)]));
+  const roots: Contains[] = [];
+  for (const member of members) {
+    const key = `${member.system}|${member.code}`;
+    const parent = parentOf.get(key);
+    const node = nodes.get(key)!;
+    const parentNode = parent !== undefined ? nodes.get(`${member.system}|${parent}`) : undefined;
+    if (parentNode && !isAncestor(node, parentNode)) (parentNode.contains ??= []).push(node);
+    else roots.push(node);
+  }
+  return roots;
+}
+
+/** Guards against cycles in a (malformed) hierarchy. */
+function isAncestor(candidate: Contains, node: Contains): boolean {
+  return candidate === node || (candidate.contains ?? []).some((child) => isAncestor(child, node));
+}

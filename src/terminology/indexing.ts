@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import type { SqlExecutor } from '../db/database.js';
+import { isObject, type Resource } from '../fhir/types.js';
+import { registerWriteHook } from '../storage/repository.js';
+
+/**
+ * Concept tables (prisma/schema.prisma, Terminology*): a CodeSystem is flattened into concept,
+ * designation, property and hierarchy rows, each kind inserted from one JSON parameter.
+ */
+export interface ConceptRow {
+  code: string;
+  seq: number;
+  display: string | null;
+  definition: string | null;
+  abstract: boolean;
+  inactive: boolean;
+}
+export interface DesignationRow {
+  code: string;
+  seq: number;
+  language: string | null;
+  useSystem: string | null;
+  useCode: string | null;
+  useDisplay: string | null;
+  value: string;
+}
+export interface PropertyRow {
+  code: string;
+  seq: number;
+  property: string;
+  type: string;
+  value: string;
+}
+export interface HierarchyRow {
+  parent: string;
+  child: string;
+}
+export interface ConceptRows {
+  concepts: ConceptRow[];
+  designations: DesignationRow[];
+  properties: PropertyRow[];
+  hierarchy: HierarchyRow[];
+}
+
+interface Concept {
+  code?: unknown;
+  display?: unknown;
+  definition?: unknown;
+  designation?: unknown;
+  property?: unknown;
+  concept?: unknown;
+}
+
+/** Flattens nested concepts; `parent`/`child` properties become hierarchy rows, not properties. */
+export function conceptRows(concepts: unknown, startSeq = 0): ConceptRows {
+  const rows: ConceptRows = { concepts: [], designations: [], properties: [], hierarchy: [] };
+  let seq = startSeq;
+  const walk = (list: unknown, parent: string | undefined) => {
+    if (!Array.isArray(list)) return;
+    for (const concept of list as Concept[]) {
+      if (!isObject(concept) || typeof concept.code !== 'string') continue;
+      const code = concept.code;
+      const mySeq = seq++;
+      let abstract = false;
+      let inactive = false;
+      if (parent !== undefined) rows.hierarchy.push({ parent, child: code });
+      for (const designation of Array.isArray(concept.designation) ? concept.designation : []) {
+        if (!isObject(designation) || typeof designation.value !== 'string') continue;
+        const use = isObject(designation.use) ? designation.use : {};
+        rows.designations.push({
+          code,
+          seq: rows.designations.length,
+          language: str(designation.language),
+          useSystem: str(use.system),
+          useCode: str(use.code),
+          useDisplay: str(use.display),
+          value: designation.value,
+        });
+      }
+      for (const property of Array.isArray(concept.property) ? concept.property : []) {
+        if (!isObject(property) || typeof property.code !== 'string') continue;
+        const valueKey = Object.keys(property).find((key) => key.startsWith('value'));
+        if (!valueKey) continue;
+        const value = property[valueKey];
+        const type = typeOf(valueKey);
+        const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
+        if (property.code === 'parent' && typeof value === 'string') rows.hierarchy.push({ parent: value, child: code });
+        else if (property.code === 'child' && typeof value === 'string') rows.hierarchy.push({ parent: code, child: value });
+        else {
+          if ((property.code === 'notSelectable' || property.code === 'abstract') && value === true) abstract = true;
+          if ((property.code === 'inactive' && value === true) || (property.code === 'status' && (value === 'retired' || value === 'inactive'))) inactive = true;
+          rows.properties.push({ code, seq: rows.properties.length, property: property.code, type, value: text });
+        }
+      }
+      rows.concepts.push({ code, seq: mySeq, display: str(concept.display), definition: str(concept.definition), abstract, inactive });
+      walk(concept.concept, code);
+    }
+  };
+  walk(concepts, undefined);
+  return rows;
+}
+
+function str(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
+}
+
+/** valueCode → code, valueCoding → Coding. */
+function typeOf(valueKey: string): string {
+  const suffix = valueKey.slice(5);
+  return /^(Coding|Quantity|CodeableConcept)$/.test(suffix) ? suffix : suffix[0].toLowerCase() + suffix.slice(1);
+}
+
+/** Inserts concept rows of one system in one statement; existing codes are left as they are. */
+export async function insertConceptRows(tx: SqlExecutor, systemId: string, rows: ConceptRows): Promise<void> {
+  if (rows.concepts.length + rows.hierarchy.length + rows.properties.length + rows.designations.length === 0) return;
+  await tx.execute(
+    `WITH c AS (INSERT INTO terminology_concept ("systemId", code, seq, display, definition, abstract, inactive)
+       SELECT $1::uuid, code, seq, display, definition, abstract, inactive
+       FROM json_to_recordset($2::json) AS x(code text, seq int, display text, definition text, abstract boolean, inactive boolean)
+       ON CONFLICT DO NOTHING),
+     d AS (INSERT INTO terminology_designation ("systemId", code, seq, language, "useSystem", "useCode", "useDisplay", value)
+       SELECT $1::uuid, code, seq, language, "useSystem", "useCode", "useDisplay", value
+       FROM json_to_recordset($3::json) AS x(code text, seq int, language text, "useSystem" text, "useCode" text, "useDisplay" text, value text)
+       ON CONFLICT DO NOTHING),
+     p AS (INSERT INTO terminology_property ("systemId", code, seq, property, type, value)
+       SELECT $1::uuid, code, seq, property, type, value
+       FROM json_to_recordset($4::json) AS x(code text, seq int, property text, type text, value text)
+       ON CONFLICT DO NOTHING)
+     INSERT INTO terminology_hierarchy ("systemId", parent, child)
+       SELECT DISTINCT $1::uuid, parent, child FROM json_to_recordset($5::json) AS x(parent text, child text)
+       ON CONFLICT DO NOTHING`,
+    [systemId, JSON.stringify(rows.concepts), JSON.stringify(rows.designations), JSON.stringify(rows.properties), JSON.stringify(rows.hierarchy)],
+  );
+}
+
+/** Creates the terminology_system row of a code system and indexes its concepts. */
+export async function indexCodeSystem(tx: SqlExecutor, projectId: string, resourceId: string | null, codeSystem: Resource): Promise<string> {
+  const id = randomUUID();
+  await tx.execute(
+    `INSERT INTO terminology_system (id, "projectId", url, version, "resourceId", name, properties, "hierarchyMeaning", "caseSensitive")
+     VALUES ($1::uuid, $2, $3, $4, $5, $6, $7::json, $8, $9)`,
+    [
+      id,
+      projectId,
+      String(codeSystem.url ?? ''),
+      typeof codeSystem.version === 'string' ? codeSystem.version : '',
+      resourceId,
+      str(codeSystem.title) ?? str(codeSystem.name),
+      JSON.stringify(Array.isArray(codeSystem.property) ? codeSystem.property : []),
+      str(codeSystem.hierarchyMeaning),
+      codeSystem.caseSensitive !== false,
+    ],
+  );
+  await insertConceptRows(tx, id, conceptRows(codeSystem.concept));
+  await rebuildClosure(tx, id);
+  return id;
+}
+
+/**
+ * Recomputes the transitive closure of one system's hierarchy (terminology_closure), so that
+ * is-a, descendent-of and subsumption are index lookups. Cycles end because UNION drops pairs
+ * already found.
+ */
+export async function rebuildClosure(tx: SqlExecutor, systemId: string): Promise<void> {
+  await tx.execute('DELETE FROM terminology_closure WHERE "systemId" = $1::uuid', [systemId]);
+  await tx.execute(
+    `INSERT INTO terminology_closure ("systemId", ancestor, descendant, seq)
+     SELECT $1::uuid, t.ancestor, t.descendant, c.seq
+     FROM (WITH RECURSIVE t(ancestor, descendant) AS (
+             SELECT parent, child FROM terminology_hierarchy WHERE "systemId" = $1::uuid
+             UNION
+             SELECT t.ancestor, h.child FROM t JOIN terminology_hierarchy h ON h."systemId" = $1::uuid AND h.parent = t.descendant)
+           SELECT ancestor, descendant FROM t WHERE ancestor <> descendant) t
+     JOIN terminology_concept c ON c."systemId" = $1::uuid AND c.code = t.descendant
+     ON CONFLICT DO NOTHING`,
+    [systemId],
+  );
+}
+
+/** Deletes a system row and every row hanging off it. */
+export async function deleteSystem(tx: SqlExecutor, where: string, args: unknown[]): Promise<void> {
+  await tx.execute(
+    `WITH s AS (DELETE FROM terminology_system WHERE ${where} RETURNING id),
+       c AS (DELETE FROM terminology_concept WHERE "systemId" IN (SELECT id FROM s)),
+       d AS (DELETE FROM terminology_designation WHERE "systemId" IN (SELECT id FROM s)),
+       p AS (DELETE FROM terminology_property WHERE "systemId" IN (SELECT id FROM s)),
+       x AS (DELETE FROM terminology_closure WHERE "systemId" IN (SELECT id FROM s))
+     DELETE FROM terminology_hierarchy WHERE "systemId" IN (SELECT id FROM s)`,
+    args,
+  );
+}
+
+/**
+ * The write hook of CodeSystem: its concepts are re-indexed in the write's transaction. An update
+ * that carries no concept list and keeps url and version keeps the concepts already indexed (those
+ * added by CodeSystem/$import).
+ */
+registerWriteHook('CodeSystem', async (tx, change) => {
+  const resource = change.resource;
+  if (resource && !Array.isArray(resource.concept)) {
+    const kept = await tx.execute(
+      `UPDATE terminology_system SET name = $2, properties = $3::json, "hierarchyMeaning" = $4
+       WHERE "resourceId" = $1 AND url = $5 AND version = $6`,
+      [
+        change.id,
+        str(resource.title) ?? str(resource.name),
+        JSON.stringify(Array.isArray(resource.property) ? resource.property : []),
+        str(resource.hierarchyMeaning),
+        String(resource.url ?? ''),
+        typeof resource.version === 'string' ? resource.version : '',
+      ],
+    );
+    if (kept > 0) return;
+  }
+  await deleteSystem(tx, '"resourceId" = $1', [change.id]);
+  if (resource && typeof resource.url === 'string') await indexCodeSystem(tx, change.projectId, change.id, resource);
+});

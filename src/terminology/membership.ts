@@ -1,0 +1,330 @@
+import type { Database } from '../db/database.js';
+import { errors } from '../fhir/outcome.js';
+import { isObject, type Resource } from '../fhir/types.js';
+import type { OperationRequest } from '../operations/registry.js';
+import { findValueSet } from './resources.js';
+import { findSystem, type SystemRef } from './systems.js';
+
+/**
+ * The one membership engine of value sets: $validate-code asks whether one code is a member,
+ * $expand lists the members; both evaluate the same SQL predicate built from `compose`, so they
+ * cannot disagree. Rules (R4 ValueSet.compose): a code is a member when some include matches it
+ * and no exclude does; an include matches a code of its `system` that is in its concept list (or
+ * any code when there is none) and passes every filter, and is in every value set it imports.
+ */
+export interface ComposeFilter {
+  property: string;
+  op: string;
+  value: string;
+}
+
+export interface ComposeElement {
+  system?: string;
+  version?: string;
+  concept?: { code: string; display?: string }[];
+  filter?: ComposeFilter[];
+  valueSet?: string[];
+}
+
+export interface Member {
+  system: string;
+  version?: string;
+  code: string;
+  display?: string;
+  abstract: boolean;
+  inactive: boolean;
+  designations: string[];
+}
+
+interface ConceptRowOut {
+  code: string;
+  display: string | null;
+  abstract: boolean;
+  inactive: boolean;
+  seq: number;
+  designations: string | null;
+}
+
+/** Nesting of value set imports beyond which a value set is taken to import itself. */
+const MAX_IMPORT_DEPTH = 10;
+/** Largest expansion built in memory (several includes, imports, or nesting). */
+const MAX_EXPANSION = 100_000;
+
+export class Membership {
+  private readonly db: Database;
+  private readonly systems = new Map<string, Promise<SystemRef | undefined>>();
+
+  constructor(private readonly request: OperationRequest) {
+    this.db = request.db;
+  }
+
+  /** The member `system|code` of the value set, or undefined with the reason. */
+  async find(valueSet: Resource, system: string | undefined, code: string, depth = 0): Promise<{ member?: Member; reason?: string }> {
+    const { include, exclude } = compose(valueSet);
+    let member: Member | undefined;
+    let reason: string | undefined;
+    for (const element of include) {
+      const found = await this.matchOne(element, system, code, depth);
+      if (found.member) {
+        member = found.member;
+        break;
+      }
+      reason ??= found.reason;
+    }
+    if (!member) return { reason };
+    for (const element of exclude) {
+      if ((await this.matchOne(element, member.system, code, depth)).member) return {};
+    }
+    return { member };
+  }
+
+  /** Every member, in the order of the includes and of each code system. */
+  async expand(valueSet: Resource, options: { filter?: string; offset: number; count?: number }, depth = 0): Promise<{ members: Member[]; total: number }> {
+    const { include, exclude } = compose(valueSet);
+    if (include.length === 1 && include[0].system && !include[0].valueSet?.length && exclude.every((e) => e.system && !e.valueSet?.length)) {
+      // The common shape: one system. Paging and counting happen in the database.
+      return this.expandElement(include[0], exclude, options);
+    }
+    const seen = new Set<string>();
+    const members: Member[] = [];
+    for (const element of include) {
+      const part = await this.expandElement(element, [], { filter: options.filter, offset: 0 }, depth);
+      for (const member of part.members) {
+        const key = `${member.system}|${member.code}`;
+        if (seen.has(key)) continue;
+        let excluded = false;
+        for (const e of exclude) if ((await this.matchOne(e, member.system, member.code, depth)).member) excluded = true;
+        if (excluded) continue;
+        seen.add(key);
+        members.push(member);
+        if (members.length > MAX_EXPANSION) throw errors.invalid(`The expansion has more than ${MAX_EXPANSION} codes: use filter, offset and count`);
+      }
+    }
+    const end = options.count === undefined ? undefined : options.offset + options.count;
+    return { members: members.slice(options.offset, end), total: members.length };
+  }
+
+  private async expandElement(
+    element: ComposeElement,
+    exclude: ComposeElement[],
+    options: { filter?: string; offset: number; count?: number },
+    depth = 0,
+  ): Promise<{ members: Member[]; total: number }> {
+    if (!element.system) {
+      // Only imported value sets: the members of the first that are in all the others.
+      const [first, ...others] = await this.importedValueSets(element, depth);
+      const { members } = await this.expand(first, { filter: options.filter, offset: 0 }, depth + 1);
+      const kept: Member[] = [];
+      for (const member of members) if (await this.inAll(others, member.system, member.code, depth)) kept.push(member);
+      const end = options.count === undefined ? undefined : options.offset + options.count;
+      return { members: kept.slice(options.offset, end), total: kept.length };
+    }
+    const system = await this.system(element.system, element.version);
+    if (!system) {
+      if (element.concept?.length && !element.filter?.length) {
+        const listed = element.concept.map((c) => listedMember(element, c)).filter((m) => matchesText(m, options.filter));
+        const end = options.count === undefined ? undefined : options.offset + options.count;
+        return { members: listed.slice(options.offset, end), total: listed.length };
+      }
+      throw errors.invalid(`The value set includes code system ${element.system}, which is not known to this server`);
+    }
+    const args: unknown[] = [system.id];
+    const where = [`c."systemId" = $1::uuid`, this.predicate(element, args)];
+    for (const e of exclude) {
+      if (e.system !== element.system) continue;
+      const excludedSystem = await this.system(e.system, e.version);
+      if (excludedSystem?.id === system.id) where.push(`NOT (${this.predicate(e, args)})`);
+    }
+    if (options.filter) {
+      args.push(`%${options.filter.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`);
+      where.push(`(c.display ILIKE $${args.length} OR c.code ILIKE $${args.length})`);
+    }
+    args.push(options.offset);
+    let paging = `OFFSET $${args.length}`;
+    if (options.count !== undefined) {
+      args.push(options.count);
+      paging += ` LIMIT $${args.length}`;
+    }
+    const rows = await this.db.query<ConceptRowOut & { total: number | string }>(
+      `SELECT c.code, c.display, c.abstract, c.inactive, c.seq, NULL AS designations, count(*) OVER () AS total
+       FROM terminology_concept c WHERE ${where.join(' AND ')} ORDER BY c.seq ${paging}`,
+      args,
+    );
+    let members = rows.map((row) => toMember(element, system, row));
+    let total = rows.length > 0 ? Number(rows[0].total) : await this.countOnly(where, args, options);
+    if (element.valueSet?.length) {
+      const imported = await this.importedValueSets(element, depth);
+      const kept: Member[] = [];
+      for (const member of members) if (await this.inAll(imported, member.system, member.code, depth)) kept.push(member);
+      total -= members.length - kept.length;
+      members = kept;
+    }
+    return { members, total };
+  }
+
+  /** The total when the page is past the end (no row carries it). */
+  private async countOnly(where: string[], args: unknown[], options: { count?: number }): Promise<number> {
+    const used = args.slice(0, args.length - (options.count !== undefined ? 2 : 1));
+    const rows = await this.db.query<{ total: number | string }>(
+      `SELECT count(*) AS total FROM terminology_concept c WHERE ${where.join(' AND ')}`,
+      used,
+    );
+    return Number(rows[0]?.total ?? 0);
+  }
+
+  /** Whether one include/exclude element matches `system|code`. */
+  private async matchOne(element: ComposeElement, system: string | undefined, code: string, depth: number): Promise<{ member?: Member; reason?: string }> {
+    if (element.system !== undefined && system !== undefined && element.system !== system) return {};
+    let member: Member | undefined;
+    if (element.system !== undefined) {
+      const known = await this.system(element.system, element.version);
+      if (!known) {
+        const listed = element.concept?.find((c) => c.code === code);
+        if (listed && !element.filter?.length) member = listedMember(element, listed);
+        else return { reason: `Code system ${element.system} is not known to this server` };
+      } else {
+        const args: unknown[] = [known.id, code];
+        const rows = await this.db.query<ConceptRowOut>(
+          `SELECT c.code, c.display, c.abstract, c.inactive, c.seq,
+             (SELECT json_agg(d.value)::text FROM terminology_designation d WHERE d."systemId" = c."systemId" AND d.code = c.code) AS designations
+           FROM terminology_concept c WHERE c."systemId" = $1::uuid AND c.code = $2 AND ${this.predicate(element, args)}`,
+          args,
+        );
+        if (!rows[0]) return {};
+        member = toMember(element, known, rows[0]);
+      }
+    }
+    if (element.valueSet?.length) {
+      const imported = await this.importedValueSets(element, depth);
+      if (!member) {
+        const found = await this.find(imported[0], system, code, depth + 1);
+        if (!found.member) return found;
+        member = found.member;
+        imported.shift();
+      }
+      if (!(await this.inAll(imported, member.system, member.code, depth))) return {};
+    }
+    return { member };
+  }
+
+  private async inAll(valueSets: Resource[], system: string, code: string, depth: number): Promise<boolean> {
+    for (const valueSet of valueSets) if (!(await this.find(valueSet, system, code, depth + 1)).member) return false;
+    return true;
+  }
+
+  private async importedValueSets(element: ComposeElement, depth: number): Promise<Resource[]> {
+    if (depth >= MAX_IMPORT_DEPTH) throw errors.invalid('Value set imports nest too deeply (a value set imports itself?)');
+    const sets: Resource[] = [];
+    for (const url of element.valueSet ?? []) {
+      const valueSet = await findValueSet(this.request.ctx, this.db, url);
+      if (!valueSet) throw errors.invalid(`ValueSet ${url} (imported by compose.include.valueSet) not found`);
+      sets.push(valueSet);
+    }
+    return sets;
+  }
+
+  private system(url: string, version?: string): Promise<SystemRef | undefined> {
+    const key = `${url}|${version ?? ''}`;
+    let found = this.systems.get(key);
+    if (!found) {
+      found = findSystem(this.request.ctx, this.db, url, version);
+      this.systems.set(key, found);
+    }
+    return found;
+  }
+
+  /** The SQL condition on concept `c` for one element's concept list and filters (all must hold). */
+  private predicate(element: ComposeElement, args: unknown[]): string {
+    const parts: string[] = [];
+    if (element.concept?.length) {
+      args.push(element.concept.map((c) => c.code));
+      parts.push(`c.code = ANY($${args.length}::text[])`);
+    }
+    for (const filter of element.filter ?? []) parts.push(filterSql(filter, args));
+    return parts.length > 0 ? `(${parts.join(' AND ')})` : 'TRUE';
+  }
+}
+
+function compose(valueSet: Resource): { include: ComposeElement[]; exclude: ComposeElement[] } {
+  const value = isObject(valueSet.compose) ? valueSet.compose : {};
+  return {
+    include: Array.isArray(value.include) ? (value.include as ComposeElement[]) : [],
+    exclude: Array.isArray(value.exclude) ? (value.exclude as ComposeElement[]) : [],
+  };
+}
+
+/** Concept `c` is the code `${valueArg}` or one of its descendants (terminology_closure). */
+function isAOrSelf(valueArg: string): string {
+  // EXISTS with equality correlation becomes a semi-join (one index probe for a single code, a
+  // join for an expansion); an IN over a correlated subquery would run once per concept.
+  return `(c.code = ${valueArg} OR EXISTS (SELECT 1 FROM terminology_closure x
+            WHERE x."systemId" = c."systemId" AND x.ancestor = ${valueArg} AND x.descendant = c.code))`;
+}
+
+const HIERARCHY_PROPERTIES = new Set(['concept', 'code']);
+
+function filterSql(filter: ComposeFilter, args: unknown[]): string {
+  const { property, op, value } = filter;
+  args.push(value);
+  const v = `$${args.length}`;
+  const onCode = HIERARCHY_PROPERTIES.has(property);
+  switch (op) {
+    case 'is-a':
+      return isAOrSelf(v);
+    case 'descendent-of':
+      return `(c.code <> ${v} AND ${isAOrSelf(v)})`;
+    case 'is-not-a':
+      return `NOT ${isAOrSelf(v)}`;
+    case 'generalizes':
+      return `(c.code = ${v} OR EXISTS (SELECT 1 FROM terminology_closure x
+                WHERE x."systemId" = c."systemId" AND x.descendant = ${v} AND x.ancestor = c.code))`;
+    case '=':
+      return valueTest(property, onCode, (column) => `${column} = ${v}`);
+    case 'regex':
+      return valueTest(property, onCode, (column) => `${column} ~ ('^(?:' || ${v} || ')$')`);
+    case 'in':
+      return valueTest(property, onCode, (column) => `${column} = ANY(string_to_array(${v}, ','))`);
+    case 'not-in':
+      return `NOT ${valueTest(property, onCode, (column) => `${column} = ANY(string_to_array(${v}, ','))`)}`;
+    case 'exists':
+      return `(${v} = 'true') = ${valueTest(property, onCode, () => 'TRUE')}`;
+    default:
+      throw errors.invalid(`Value set filter operator "${op}" is not supported (property ${property})`);
+  }
+}
+
+/** A test on the values of `property` of concept `c`: code, display, parent/child, or a stored property. */
+function valueTest(property: string, onCode: boolean, test: (column: string) => string): string {
+  if (onCode) return `(${test('c.code')})`;
+  if (property === 'display') return `COALESCE(${test('c.display')}, FALSE)`;
+  if (property === 'parent' || property === 'child') {
+    const [mine, other] = property === 'parent' ? ['child', 'parent'] : ['parent', 'child'];
+    return `EXISTS (SELECT 1 FROM terminology_hierarchy h WHERE h."systemId" = c."systemId" AND h.${mine} = c.code AND ${test(`h.${other}`)})`;
+  }
+  const name = `'${property.replace(/'/g, "''")}'`;
+  return `EXISTS (SELECT 1 FROM terminology_property p WHERE p."systemId" = c."systemId" AND p.code = c.code AND p.property = ${name}
+            AND (${test('p.value')} OR (p.type = 'Coding' AND ${test(`(p.value::json->>'code')`)})))`;
+}
+
+function toMember(element: ComposeElement, system: SystemRef, row: ConceptRowOut): Member {
+  const listed = element.concept?.find((c) => c.code === row.code)?.display;
+  return {
+    system: system.url,
+    ...(system.version ? { version: system.version } : {}),
+    code: row.code,
+    display: listed ?? row.display ?? undefined,
+    abstract: row.abstract,
+    inactive: row.inactive,
+    designations: row.designations ? (JSON.parse(row.designations) as string[]) : [],
+  };
+}
+
+function listedMember(element: ComposeElement, concept: { code: string; display?: string }): Member {
+  return { system: element.system!, code: concept.code, display: concept.display, abstract: false, inactive: false, designations: [] };
+}
+
+function matchesText(member: Member, filter: string | undefined): boolean {
+  if (!filter) return true;
+  const needle = filter.toLowerCase();
+  return member.code.toLowerCase().includes(needle) || (member.display ?? '').toLowerCase().includes(needle);
+}

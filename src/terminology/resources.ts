@@ -1,0 +1,47 @@
+import type { RequestContext } from '../context.js';
+import type { Database } from '../db/database.js';
+import { errors } from '../fhir/outcome.js';
+import type { Resource } from '../fhir/types.js';
+import type { OperationRequest } from '../operations/registry.js';
+import { shippedValueSet } from './catalogue.js';
+
+/** The newest resource of `resourceType` with canonical `url` in the caller's project (uri index). */
+export async function findByUrl(ctx: RequestContext, db: Database, resourceType: string, url: string): Promise<Resource | undefined> {
+  const [base, version] = url.split('|');
+  const rows = await db.query<{ content: string }>(
+    `SELECT r.content::text AS content FROM uri_index u
+       JOIN resource r ON r."resourceType" = u."resourceType" AND r.id = u."resourceId"
+     WHERE u."projectId" = $1 AND u."resourceType" = $2 AND u.code = 'url' AND u.value = $3 AND NOT r.deleted
+     ORDER BY r."lastUpdated" DESC`,
+    [ctx.identity.projectId, resourceType, base],
+  );
+  const resources = rows.map((row) => JSON.parse(row.content) as Resource);
+  return version === undefined ? resources[0] : resources.find((r) => r.version === version);
+}
+
+/** A ValueSet by url: the caller's project first, then the shipped R4 value sets. */
+export async function findValueSet(ctx: RequestContext, db: Database, url: string): Promise<Resource | undefined> {
+  return (await findByUrl(ctx, db, 'ValueSet', url)) ?? shippedValueSet(url.split('|')[0]);
+}
+
+/**
+ * The resource an operation works on: the instance of an instance-level call, the resource given
+ * inline (`valueSet`, `codeSystem`, ...), or the one named by `url`. Unknown url: 400 `invalid`
+ * naming it (SPEC 4.5).
+ */
+export async function subjectResource(
+  request: OperationRequest,
+  resourceType: 'ValueSet' | 'CodeSystem' | 'ConceptMap',
+  inline: Resource | undefined,
+  url: string | undefined,
+): Promise<Resource> {
+  if (request.level === 'instance') return request.ctx.repo.readResource(resourceType, request.id!);
+  if (inline) return inline;
+  if (url === undefined) {
+    throw errors.invalid(`Give the ${resourceType} by url (or call the operation on a ${resourceType} instance)`, 'Parameters.parameter');
+  }
+  const found =
+    resourceType === 'ValueSet' ? await findValueSet(request.ctx, request.db, url) : await findByUrl(request.ctx, request.db, resourceType, url);
+  if (!found) throw errors.invalid(`${resourceType} ${url} not found`, 'Parameters.parameter');
+  return found;
+}

@@ -1,0 +1,110 @@
+import type { RequestContext } from '../context.js';
+import type { Database } from '../db/database.js';
+import { errors } from '../fhir/outcome.js';
+import type { Resource } from '../fhir/types.js';
+import { shippedCodeSystem } from './catalogue.js';
+import { deleteSystem, indexCodeSystem } from './indexing.js';
+
+/** The shared scope of the concept tables: the shipped R4 code systems, visible to every project. */
+export const SHARED_SCOPE = '';
+const SHARED_LOAD_LOCK = 7_346_012;
+
+export interface CodeSystemProperty {
+  code: string;
+  uri?: string;
+  description?: string;
+  type?: string;
+}
+
+export interface SystemRef {
+  id: string;
+  url: string;
+  version: string;
+  name: string | null;
+  properties: CodeSystemProperty[];
+  resourceId: string | null;
+}
+
+interface SystemRow {
+  id: string;
+  url: string;
+  version: string;
+  name: string | null;
+  properties: string | null;
+  resourceId: string | null;
+}
+
+/** Loads under way or done, per database (a test process may open several). */
+const sharedLoads = new WeakMap<Database, Map<string, Promise<void>>>();
+
+/**
+ * The code system `url` (at `version`, or the latest indexed) as the caller sees it: the caller's
+ * project first, then the shared R4 code systems (indexed on first use). Undefined when unknown.
+ */
+export async function findSystem(ctx: RequestContext, db: Database, url: string, version?: string): Promise<SystemRef | undefined> {
+  const found = await querySystem(db, ctx.identity.projectId, url, version);
+  if (found) return found;
+  const shipped = shippedCodeSystem(url);
+  if (!shipped || (version !== undefined && shipped.version !== version)) return undefined;
+  await loadShared(db, shipped);
+  return querySystem(db, ctx.identity.projectId, url, version);
+}
+
+/** Like findSystem, but a missing system is 404 not-found naming it. */
+export async function requireSystem(ctx: RequestContext, db: Database, url: string, version?: string): Promise<SystemRef> {
+  const system = await findSystem(ctx, db, url, version);
+  if (!system) {
+    throw errors.notFound(`Code system ${url}${version !== undefined ? ` version ${version}` : ''} not found`);
+  }
+  return system;
+}
+
+/** The system indexed from one CodeSystem resource (instance-level operations). */
+export async function systemOfResource(db: Database, codeSystem: Resource): Promise<SystemRef> {
+  const rows = await db.query<SystemRow>(
+    `SELECT id::text AS id, url, version, name, properties::text AS properties, "resourceId" FROM terminology_system WHERE "resourceId" = $1`,
+    [codeSystem.id],
+  );
+  if (!rows[0]) throw errors.notFound(`CodeSystem/${codeSystem.id} has no url, so it has no indexed concepts`);
+  return toRef(rows[0]);
+}
+
+async function querySystem(db: Database, projectId: string, url: string, version?: string): Promise<SystemRef | undefined> {
+  const args: unknown[] = [projectId, url];
+  if (version !== undefined) args.push(version);
+  const rows = await db.query<SystemRow>(
+    `SELECT id::text AS id, url, version, name, properties::text AS properties, "resourceId" FROM terminology_system
+     WHERE "projectId" IN ($1, '') AND url = $2 ${version !== undefined ? 'AND version = $3' : ''}
+     ORDER BY ("projectId" = '') ASC, "createdAt" DESC LIMIT 1`,
+    args,
+  );
+  return rows[0] ? toRef(rows[0]) : undefined;
+}
+
+function toRef(row: SystemRow): SystemRef {
+  return { ...row, properties: row.properties ? (JSON.parse(row.properties) as CodeSystemProperty[]) : [] };
+}
+
+/** Indexes a shipped code system into the shared scope once (per process, and across servers by a lock). */
+function loadShared(db: Database, codeSystem: Resource): Promise<void> {
+  const url = codeSystem.url as string;
+  let loads = sharedLoads.get(db);
+  if (!loads) sharedLoads.set(db, (loads = new Map()));
+  let load = loads.get(url);
+  if (!load) {
+    load = db
+      .transaction(async (tx) => {
+        await tx.execute(`SELECT pg_advisory_xact_lock(${SHARED_LOAD_LOCK})`);
+        const existing = await tx.query(`SELECT 1 FROM terminology_system WHERE "projectId" = '' AND url = $1`, [url]);
+        if (existing.length > 0) return;
+        await deleteSystem(tx, `"projectId" = '' AND url = $1`, [url]);
+        await indexCodeSystem(tx, SHARED_SCOPE, null, codeSystem);
+      })
+      .catch((error: unknown) => {
+        loads.delete(url);
+        throw error;
+      });
+    loads.set(url, load);
+  }
+  return load;
+}

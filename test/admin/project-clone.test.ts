@@ -1,0 +1,132 @@
+import { describe, expect, it } from 'vitest';
+import { patientBody, useTestServer } from '../helpers/server.js';
+import { addMemberClient } from '../auth/helpers.js';
+
+const api = await useTestServer();
+
+const params = (values: Record<string, string | string[]>) => {
+  const parameter = Object.entries(values).flatMap(([name, value]) => (Array.isArray(value) ? value : [value]).map((v) => ({ name, valueString: v })));
+  return parameter.length > 0 ? { resourceType: 'Parameters', parameter } : { resourceType: 'Parameters' };
+};
+/** This server's FHIR base as it names itself (BASE_URL), as in absolute references. */
+const fhirBase = api.server.services.config.fhirBaseUrl;
+
+async function contentsOf(projectId: string) {
+  const rows = await api.server.services.db.query<{ resourceType: string; content: string }>(
+    `SELECT "resourceType", content::text AS content FROM resource WHERE "projectId" = $1 AND NOT deleted`,
+    [projectId],
+  );
+  return rows.map((row) => JSON.parse(row.content));
+}
+
+async function sourceProject() {
+  const admin = api.newProject();
+  const patient = await admin.post('/Patient', patientBody());
+  const observation = await admin.post('/Observation', {
+    resourceType: 'Observation',
+    status: 'final',
+    code: { text: 'weight' },
+    subject: { reference: `Patient/${patient.body.id}` },
+  });
+  const binary = await admin.request('POST', '/Binary', new Uint8Array([1, 2, 3, 4]), { 'Content-Type': 'application/octet-stream' });
+  const document = await admin.post('/DocumentReference', {
+    resourceType: 'DocumentReference',
+    status: 'current',
+    subject: { reference: `${fhirBase}/Patient/${patient.body.id}` },
+    content: [{ attachment: { contentType: 'application/octet-stream', url: `Binary/${binary.body.id}` } }],
+  });
+  const audit = await admin.post('/AuditEvent', {
+    resourceType: 'AuditEvent',
+    type: { code: 'rest' },
+    recorded: new Date().toISOString(),
+    agent: [{ requestor: true }],
+    source: { observer: { display: 'x' } },
+  });
+  expect([patient.status, observation.status, binary.status, document.status, audit.status]).toEqual([201, 201, 201, 201, 201]);
+  return { admin, patient: patient.body, observation: observation.body, binary: binary.body, document: document.body };
+}
+
+const clone = async (token: string, projectId: string, body: unknown) => {
+  const res = await api.raw(`/fhir/R4/Project/${projectId}/$clone`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/fhir+json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+};
+
+describe('Project/$clone', () => {
+  it('is for super admins only (403), and 404 for an unknown project', async () => {
+    const { admin } = await sourceProject();
+    const denied = await clone(await admin.token(), admin.projectId, params({}));
+    expect(denied.status).toBe(403);
+    expect(denied.body.issue[0].code).toBe('forbidden');
+    const missing = await clone(await api.superAdmin.token(), 'no-such-project', params({}));
+    expect(missing.status).toBe(404);
+  });
+
+  it('copies every resource with new ids and rewritten references, bytes included, and renames', async () => {
+    const source = await sourceProject();
+    const res = await clone(await api.superAdmin.token(), source.admin.projectId, params({ name: 'Copy' }));
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ resourceType: 'Project', name: 'Copy', strictMode: true });
+    const newId = res.body.id;
+    expect(newId).not.toBe(source.admin.projectId);
+    const cloned = await contentsOf(newId);
+    const byType = (type: string) => cloned.filter((r) => r.resourceType === type);
+    expect(byType('Login')).toEqual([]);
+    expect(byType('AuditEvent')).toEqual([]);
+    const [patient] = byType('Patient');
+    expect(patient.id).not.toBe(source.patient.id);
+    expect(patient.meta.project).toBe(newId);
+    expect(byType('Observation')[0].subject.reference).toBe(`Patient/${patient.id}`);
+    const [binary] = byType('Binary');
+    const [document] = byType('DocumentReference');
+    expect(document.subject.reference).toBe(`${fhirBase}/Patient/${patient.id}`);
+    expect(document.content[0].attachment.url).toBe(`Binary/${binary.id}`);
+    const bytes = await api.raw(`/fhir/R4/Binary/${binary.id}`, { headers: await api.superAdmin.authHeaders() });
+    expect(new Uint8Array(await bytes.arrayBuffer())).toEqual(new Uint8Array([1, 2, 3, 4]));
+    expect(byType('ClientApplication')[0].name).toBe('Copy Default Client');
+    for (const membership of byType('ProjectMembership')) {
+      expect(membership.project.display).toBe('Copy');
+      expect(membership.profile.reference).toMatch(new RegExp(`/(${cloned.map((r) => r.id).join('|')})$`));
+    }
+    // The source is untouched.
+    expect((await source.admin.get(`/Patient/${source.patient.id}`)).body).toEqual(source.patient);
+  });
+
+  it('filters by resourceTypes, includeIds and excludeIds (excluded wins)', async () => {
+    const source = await sourceProject();
+    const token = await api.superAdmin.token();
+    const onlyPatients = await clone(token, source.admin.projectId, params({ resourceTypes: ['Patient'] }));
+    expect((await contentsOf(onlyPatients.body.id)).map((r) => r.resourceType).sort()).toEqual(['Patient', 'Project']);
+    const both = await clone(
+      token,
+      source.admin.projectId,
+      params({ includeIds: [source.patient.id, source.observation.id], excludeIds: [source.patient.id] }),
+    );
+    const kept = await contentsOf(both.body.id);
+    expect(kept.map((r) => r.resourceType).sort()).toEqual(['Observation', 'Project']);
+    // A reference to a resource that was not cloned is left as it was.
+    expect(kept.find((r) => r.resourceType === 'Observation').subject.reference).toBe(`Patient/${source.patient.id}`);
+  });
+
+  it('gives cloned client applications new secrets their admins can use', async () => {
+    const admin = api.newProject();
+    const member = await addMemberClient(api, admin, { admin: true });
+    const res = await clone(await api.superAdmin.token(), admin.projectId, params({}));
+    const clients = (await contentsOf(res.body.id)).filter((r) => r.resourceType === 'ClientApplication');
+    const copy = clients.find((c) => c.name === 'member app');
+    const read = await api.raw(`/fhir/R4/ClientApplication/${copy.id}`, { headers: await api.superAdmin.authHeaders() });
+    const { secret } = await read.json();
+    expect(secret).toBeTruthy();
+    expect(secret).not.toBe(member.secret);
+    const token = await api.raw('/oauth2/token', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: copy.id, client_secret: secret }),
+    });
+    expect(token.status).toBe(200);
+    expect((await token.json()).project.reference).toBe(`Project/${res.body.id}`);
+  });
+});

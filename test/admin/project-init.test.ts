@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { patientBody, useTestServer } from '../helpers/server.js';
+import { bearer, clientToken, getJson, sendJson, tokenRequest } from '../auth/helpers.js';
+
+const api = await useTestServer();
+
+const init = async (token: string, parameter: unknown[] | undefined) =>
+  sendJson(api, 'POST', '/fhir/R4/Project/$init', parameter === undefined ? { resourceType: 'Parameters' } : { resourceType: 'Parameters', parameter }, {
+    ...bearer(token),
+    'Content-Type': 'application/fhir+json',
+  });
+
+/** A token of a fresh user (invited into a project of its own), so $init has a user to make owner. */
+async function userToken() {
+  const home = api.newProject();
+  const email = `${randomUUID()}@example.org`;
+  const invited = await sendJson(
+    api,
+    'POST',
+    `/admin/projects/${home.projectId}/invite`,
+    { resourceType: 'Practitioner', firstName: 'Owen', lastName: 'Er', externalId: randomUUID(), email, password: 'pa55word!' },
+    bearer(await home.token()),
+  );
+  expect(invited.status).toBe(201);
+  const res = await tokenRequest(api, { grant_type: 'password', username: email, password: 'pa55word!', project: home.projectId });
+  expect(res.status).toBe(200);
+  return res.body.access_token as string;
+}
+
+describe('Project/$init', () => {
+  it('creates the project, the owner admin membership and the default client; 201 with the Project', async () => {
+    const token = await userToken();
+    const name = `Clinic ${randomUUID().slice(0, 6)}`;
+    const res = await init(token, [{ name: 'name', valueString: name }]);
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ resourceType: 'Project', name, strictMode: true, owner: { reference: expect.stringMatching(/^User\//) } });
+    const projectId = res.body.id;
+    expect(res.body.meta.project).toBe(projectId);
+    const db = api.server.services.db;
+    const rows = await db.query<{ resourceType: string; content: string }>(
+      `SELECT "resourceType", content::text AS content FROM resource WHERE "projectId" = $1 ORDER BY "resourceType"`,
+      [projectId],
+    );
+    const types = rows.map((row) => row.resourceType);
+    expect(types).toEqual(expect.arrayContaining(['ClientApplication', 'Practitioner', 'Project', 'ProjectMembership']));
+    const memberships = rows.filter((r) => r.resourceType === 'ProjectMembership').map((r) => JSON.parse(r.content));
+    const ownerMembership = memberships.find((m) => m.user.reference === res.body.owner.reference);
+    expect(ownerMembership).toMatchObject({ admin: true, profile: { reference: expect.stringMatching(/^Practitioner\//) } });
+    // The default client has a secret and acts in the new project as its admin.
+    const client = JSON.parse(rows.find((r) => r.resourceType === 'ClientApplication')!.content);
+    const { secret } = await (await api.raw(`/fhir/R4/ClientApplication/${client.id}`, { headers: bearer(await api.superAdmin.token()) })).json();
+    const tokens = await clientToken(api, client.id, secret);
+    expect(tokens.body.project.reference).toBe(`Project/${projectId}`);
+    const created = await sendJson(api, 'POST', '/fhir/R4/Patient', patientBody(), { ...bearer(tokens.body.access_token), 'Content-Type': 'application/fhir+json' });
+    expect(created.body.meta.project).toBe(projectId);
+    const policy = await sendJson(api, 'POST', '/fhir/R4/AccessPolicy', { resourceType: 'AccessPolicy', name: 'p' }, { ...bearer(tokens.body.access_token), 'Content-Type': 'application/fhir+json' });
+    expect(policy.status).toBe(201);
+  });
+
+  it('answers a missing name (or no parameters at all) with 400 invalid at Parameters.parameter', async () => {
+    const token = await userToken();
+    for (const parameter of [undefined, [], [{ name: 'ownerEmail', valueString: 'a@example.org' }]]) {
+      const res = await init(token, parameter);
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.issue[0]).toMatchObject({ code: 'invalid', expression: ['Parameters.parameter'] });
+      expect(res.body.issue[0].details.text).toMatch(/required.*"name".*expected/);
+    }
+  });
+
+  it('takes the owner from owner or ownerEmail, and needs one when the token has no user', async () => {
+    const clientOnly = await api.newProject().token();
+    const none = await init(clientOnly, [{ name: 'name', valueString: 'x' }]);
+    expect(none.status).toBe(400);
+    expect(none.body.issue[0].details.text).toMatch(/owner is needed/);
+    const email = `${randomUUID()}@example.org`;
+    const byEmail = await init(clientOnly, [
+      { name: 'name', valueString: 'By email' },
+      { name: 'ownerEmail', valueString: email },
+    ]);
+    expect(byEmail.status).toBe(201);
+    const ownerId = byEmail.body.owner.reference;
+    const user = await getJson(api, `/fhir/R4/${ownerId}`, bearer(await api.superAdmin.token()));
+    expect(user.body.email).toBe(email);
+    const byRef = await init(clientOnly, [
+      { name: 'name', valueString: 'By reference' },
+      { name: 'owner', valueReference: { reference: ownerId } },
+    ]);
+    expect(byRef.status).toBe(201);
+    expect(byRef.body.owner.reference).toBe(ownerId);
+    const missing = await init(clientOnly, [
+      { name: 'name', valueString: 'x' },
+      { name: 'owner', valueReference: { reference: 'User/does-not-exist' } },
+    ]);
+    expect(missing.status).toBe(400);
+  });
+});

@@ -1,0 +1,52 @@
+import { expect } from 'vitest';
+import type { ProjectClient, TestResponse } from '../helpers/server.js';
+
+type Json = any;
+
+/** Creates a resource and returns its id (asserts 201). */
+export async function create(client: ProjectClient, resource: Json): Promise<string> {
+  const res = await client.post(`/${resource.resourceType}`, resource);
+  expect(res.status, res.text).toBe(201);
+  return res.body.id as string;
+}
+
+/** The ids of the `match` entries, in order. */
+export function matchIds(res: TestResponse<Json>): string[] {
+  expect(res.status, res.text).toBe(200);
+  return (res.body.entry ?? []).filter((e: Json) => e.search?.mode === 'match').map((e: Json) => e.resource.id as string);
+}
+
+/** The `Type/id` of the `include` entries, sorted. */
+export function includeRefs(res: TestResponse<Json>): string[] {
+  expect(res.status, res.text).toBe(200);
+  return (res.body.entry ?? [])
+    .filter((e: Json) => e.search?.mode === 'include')
+    .map((e: Json) => `${e.resource.resourceType}/${e.resource.id}`)
+    .sort();
+}
+
+/** Runs a search and returns the matched ids, sorted (for order-free assertions). */
+export async function found(client: ProjectClient, query: string): Promise<string[]> {
+  return matchIds(await client.get(query)).sort();
+}
+
+export function link(res: TestResponse<Json>, relation: string): string | undefined {
+  return (res.body.link ?? []).find((l: Json) => l.relation === relation)?.url;
+}
+
+/** The path below the FHIR base of an absolute link, for the test client. */
+export function pathOf(url: string): string {
+  const at = url.indexOf('/fhir/R4');
+  return url.slice(at + '/fhir/R4'.length);
+}
+
+export function sorted(...ids: string[]): string[] {
+  return [...ids].sort();
+}
+
+export function expectInvalid(res: TestResponse<Json>, mention: string): void {
+  expect(res.status, res.text).toBe(400);
+  expect(res.body.resourceType).toBe('OperationOutcome');
+  expect(res.body.issue[0].code).toBe('invalid');
+  expect(res.body.issue[0].details.text).toContain(mention);
+}
