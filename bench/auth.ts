@@ -7,7 +7,7 @@
  *   (cached token; first sight of a token): target under 0.2 ms added per request
  * - GET /oauth2/userinfo with a cached external token (fake IDP on loopback): target ≥3,000/s
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import autocannon from 'autocannon';
@@ -17,6 +17,7 @@ import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
 import { startFakeIdp } from '../test/auth/fake-idp.js';
 import { typicalPatient } from './fixtures.js';
+import { launchFlint } from './flint-process.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const PORT = Number(process.env.BENCH_PORT ?? 18081);
@@ -32,16 +33,7 @@ function load(options: autocannon.Options): Promise<autocannon.Result> {
 }
 
 async function startFlint(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, PORT: String(PORT), LOG_LEVEL: 'warn', SUPER_ADMIN_CLIENT_ID: CLIENT.id, SUPER_ADMIN_CLIENT_SECRET: CLIENT.secret, ...DB_ENV, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (let i = 0; i < 300; i++) {
-    if (await fetch(`${BASE}/healthcheck`).then((r) => r.ok, () => false)) return child;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  child.kill('SIGKILL');
-  throw new Error('Flint did not start');
+  return launchFlint(PORT, { LOG_LEVEL: 'warn', SUPER_ADMIN_CLIENT_ID: CLIENT.id, SUPER_ADMIN_CLIENT_SECRET: CLIENT.secret, ...DB_ENV, ...env });
 }
 
 const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }).toString();

@@ -8,9 +8,10 @@
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_measure_bench npx tsx bench/measure.ts
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
+import { clientCredentialsToken, launchFlint } from './flint-process.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 const RUNS = Number(process.env.BENCH_RUNS ?? 10);
@@ -22,20 +23,7 @@ const CLIENT_SECRET = 'search-bench-secret-0123456789';
 const RESULTS = new URL('./RESULTS.md', import.meta.url).pathname;
 
 async function startFlint(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, PORT: String(PORT), DATABASE_URL, LOG_LEVEL: 'warn', SUPER_ADMIN_CLIENT_ID: CLIENT_ID, SUPER_ADMIN_CLIENT_SECRET: CLIENT_SECRET },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (let attempt = 0; attempt < 300; attempt++) {
-    try {
-      if ((await fetch(`${BASE}/healthcheck`)).ok) return child;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  child.kill('SIGKILL');
-  throw new Error('Flint did not start');
+  return launchFlint(PORT, { DATABASE_URL, LOG_LEVEL: 'warn', SUPER_ADMIN_CLIENT_ID: CLIENT_ID, SUPER_ADMIN_CLIENT_SECRET: CLIENT_SECRET });
 }
 
 async function call(auth: string, method: string, path: string, body?: unknown): Promise<any> {
@@ -53,12 +41,7 @@ async function main(): Promise<void> {
   if (!DATABASE_URL) throw new Error('Set BENCH_DATABASE_URL to a copy of the search benchmark database');
   const flint = await startFlint();
   try {
-    const tokenRes = await fetch(`${BASE}/oauth2/token`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: CLIENT_SECRET }),
-    });
-    const auth = ((await tokenRes.json()) as { access_token: string }).access_token;
+    const auth = await clientCredentialsToken(BASE, { id: CLIENT_ID, secret: CLIENT_SECRET });
     const query = (expression: string) => ({ language: 'application/x-fhir-query', expression });
     const code = (c: string) => ({ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/measure-population', code: c }] });
     const measure = await call(auth, 'POST', '/Measure', {

@@ -6,12 +6,13 @@
  *   BENCH_SCENARIOS=read,create npm run bench
  *   BENCH_DURATION=10 npm run bench       seconds per scenario (default 10)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { typicalObservation, typicalPatient } from './fixtures.js';
+import { clientCredentialsToken, launchFlint, stopFlint } from './flint-process.js';
 
 const CONNECTIONS = 16;
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -86,49 +87,17 @@ const scenarios: Scenario[] = [
 ];
 
 async function startFlint(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: {
-      ...process.env,
-      PORT: String(PORT),
-      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
-      SUPER_ADMIN_CLIENT_ID: BENCH_CLIENT.id,
-      SUPER_ADMIN_CLIENT_SECRET: BENCH_CLIENT.secret,
-      ...env,
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
+  const child = await launchFlint(PORT, {
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    SUPER_ADMIN_CLIENT_ID: BENCH_CLIENT.id,
+    SUPER_ADMIN_CLIENT_SECRET: BENCH_CLIENT.secret,
+    ...env,
   });
-  for (let attempt = 0; attempt < 300; attempt++) {
-    try {
-      if ((await fetch(`${BASE}/healthcheck`)).ok) {
-        await authenticate();
-        return child;
-      }
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  child.kill('SIGKILL');
-  throw new Error('Flint did not start');
-}
-
-/** A super-admin token by client credentials, sent on every benchmark request. */
-async function authenticate(): Promise<void> {
-  const res = await fetch(`${BASE}/oauth2/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: BENCH_CLIENT.id, client_secret: BENCH_CLIENT.secret }),
-  });
-  if (!res.ok) throw new Error(`token request failed: ${res.status} ${await res.text()}`);
-  const token = ((await res.json()) as { access_token: string }).access_token;
+  // A super-admin token by client credentials, sent on every benchmark request.
+  const token = await clientCredentialsToken(BASE, BENCH_CLIENT);
   AUTH_HEADERS.authorization = `Bearer ${token}`;
   JSON_HEADERS.authorization = `Bearer ${token}`;
-}
-
-async function stopFlint(child: ChildProcess): Promise<void> {
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
+  return child;
 }
 
 async function seedPatients(count: number): Promise<string[]> {

@@ -9,7 +9,7 @@
  * BENCH_PATIENTS / BENCH_OBSERVATIONS change the sizes; data already present in the bench project
  * is reused; BENCH_DURATION is seconds per scenario (default 10); BENCH_SCENARIOS=a,b selects.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import autocannon from 'autocannon';
@@ -17,6 +17,7 @@ import pg from 'pg';
 import type { SqlExecutor } from '../src/db/database.js';
 import { search } from '../src/search/service.js';
 import { FAMILIES, generate, LOINC } from './search-data.js';
+import { clientCredentialsToken, launchFlint } from './flint-process.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 const PATIENTS = Number(process.env.BENCH_PATIENTS ?? 100_000);
@@ -73,39 +74,17 @@ const scenarios: Scenario[] = [
 ];
 
 async function startFlint(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: {
-      ...process.env,
-      PORT: String(PORT),
-      DATABASE_URL,
-      LOG_LEVEL: 'warn',
-      DATABASE_POOL_SIZE: '16',
-      SUPER_ADMIN_CLIENT_ID: CLIENT_ID,
-      SUPER_ADMIN_CLIENT_SECRET: CLIENT_SECRET,
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
+  return launchFlint(PORT, {
+    DATABASE_URL,
+    LOG_LEVEL: 'warn',
+    DATABASE_POOL_SIZE: '16',
+    SUPER_ADMIN_CLIENT_ID: CLIENT_ID,
+    SUPER_ADMIN_CLIENT_SECRET: CLIENT_SECRET,
   });
-  for (let attempt = 0; attempt < 300; attempt++) {
-    try {
-      if ((await fetch(`${BASE}/healthcheck`)).ok) return child;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  child.kill('SIGKILL');
-  throw new Error('Flint did not start');
 }
 
 async function token(): Promise<string> {
-  const res = await fetch(`${BASE}/oauth2/token`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: CLIENT_SECRET }),
-  });
-  const body = (await res.json()) as { access_token?: string };
-  if (!body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
-  return body.access_token;
+  return clientCredentialsToken(BASE, { id: CLIENT_ID, secret: CLIENT_SECRET });
 }
 
 interface Row {

@@ -9,11 +9,12 @@
  *
  * BENCH_DURATION is seconds per scenario (default 10).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { clientCredentialsToken, launchFlint } from './flint-process.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -33,40 +34,18 @@ const CHUNK = 10_000;
 const rand = (n: number) => Math.floor(Math.random() * n);
 
 async function startFlint(dataDir: string | undefined): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: {
-      ...process.env,
-      PORT: String(PORT),
-      ...(DATABASE_URL ? { DATABASE_URL } : { DATA_DIR: dataDir }),
-      LOG_LEVEL: 'warn',
-      DATABASE_POOL_SIZE: '16',
-      MAX_BODY_BYTES: String(64 * 1024 * 1024),
-      SUPER_ADMIN_CLIENT_ID: CLIENT_ID,
-      SUPER_ADMIN_CLIENT_SECRET: CLIENT_SECRET,
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
+  return launchFlint(PORT, {
+    ...(DATABASE_URL ? { DATABASE_URL } : { DATA_DIR: dataDir }),
+    LOG_LEVEL: 'warn',
+    DATABASE_POOL_SIZE: '16',
+    MAX_BODY_BYTES: String(64 * 1024 * 1024),
+    SUPER_ADMIN_CLIENT_ID: CLIENT_ID,
+    SUPER_ADMIN_CLIENT_SECRET: CLIENT_SECRET,
   });
-  for (let attempt = 0; attempt < 300; attempt++) {
-    try {
-      if ((await fetch(`${BASE}/healthcheck`)).ok) return child;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  child.kill('SIGKILL');
-  throw new Error('Flint did not start');
 }
 
 async function token(): Promise<string> {
-  const res = await fetch(`${BASE}/oauth2/token`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: CLIENT_SECRET }),
-  });
-  const body = (await res.json()) as { access_token?: string };
-  if (!body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
-  return body.access_token;
+  return clientCredentialsToken(BASE, { id: CLIENT_ID, secret: CLIENT_SECRET });
 }
 
 async function call(auth: string, method: string, path: string, body?: unknown): Promise<any> {

@@ -3,12 +3,10 @@ import type { AuthService } from '../auth/service.js';
 import { readAny } from '../auth/accounts.js';
 import { hashSecret, randomSecret, seal } from '../auth/secrets.js';
 import type { Identity } from '../context.js';
-import type { SqlExecutor } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
-import { buildIndexRows } from '../search/indexer.js';
 import { binaryKey } from '../storage/binary-storage.js';
-import { indexInsertClauses } from '../storage/sql.js';
+import { insertFirstVersion } from '../storage/sql.js';
 import { validateResource } from '../validation/validator.js';
 import type { Operation } from '../operations/registry.js';
 
@@ -98,7 +96,7 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
       const versionId = randomUUID();
       const stamped = { ...resource, meta: { ...(resource.meta ?? {}), versionId, lastUpdated: now, project: newProjectId } };
       validateResource(stamped, { expectedType: stamped.resourceType });
-      await insert(tx, stamped as Resource & { id: string });
+      await insertFirstVersion(tx, stamped);
       if (binaryFrom) {
         await tx.execute(
           `INSERT INTO binary_content (key, "projectId", "contentType", size, data)
@@ -117,24 +115,6 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
     }
   });
   return (await readAny(auth.db, 'Project', newProjectId))!;
-}
-
-/** A new resource, its first version and its index rows, in one statement (as the repository writes). */
-async function insert(tx: SqlExecutor, resource: Resource & { id: string }): Promise<void> {
-  const meta = resource.meta!;
-  const text = JSON.stringify(resource);
-  const args: unknown[] = [resource.resourceType, resource.id, meta.project, meta.versionId, meta.lastUpdated, text];
-  const clauses = [
-    `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
-           VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, false, $6::json))`,
-    ...indexInsertClauses(buildIndexRows(resource), { type: '$1', id: '$2', project: '$3' }, args),
-  ];
-  await tx.execute(
-    `WITH ${clauses.join(',\n')}
-     INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
-     VALUES ($1, $2, $3, $4::uuid, $5::timestamptz, false, $6::json)`,
-    args,
-  );
 }
 
 /**

@@ -8,7 +8,7 @@ import { buildIndexRows } from '../search/indexer.js';
 import { validateResource } from '../validation/validator.js';
 import { applyJsonPatch } from './patch.js';
 import { isUniqueViolation } from './db-errors.js';
-import { indexDeleteClauses, indexInsertClauses } from './sql.js';
+import { indexDeleteClauses, indexInsertClauses, insertFirstVersion } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
 import type { ResourceCache } from './resource-cache.js';
 
@@ -408,26 +408,12 @@ export class Repository {
 
   /** One statement: resource row, history row and index rows (a single statement is atomic). */
   private async insertNew(executor: SqlExecutor, resource: Resource): Promise<string> {
-    const meta = resource.meta!;
-    const text = JSON.stringify(resource);
-    const args: unknown[] = [resource.resourceType, resource.id, meta.project, meta.versionId, meta.lastUpdated, text];
-    const clauses = [
-      `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
-             VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, false, $6::json))`,
-      ...indexInsertClauses(buildIndexRows(resource), { type: '$1', id: '$2', project: '$3' }, args),
-    ];
     try {
-      await executor.execute(
-        `WITH ${clauses.join(',\n')}
-         INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
-         VALUES ($1, $2, $3, $4::uuid, $5::timestamptz, false, $6::json)`,
-        args,
-      );
+      return await insertFirstVersion(executor, resource);
     } catch (error) {
       if (isUniqueViolation(error)) throw new CreateRace();
       throw error;
     }
-    return text;
   }
 
   /** Two statements (inside the caller's transaction): drop the old index rows, then write the version. */

@@ -1,4 +1,7 @@
+import type { SqlExecutor } from '../db/database.js';
+import type { Resource } from '../fhir/types.js';
 import type { IndexRows } from '../search/index-rows.js';
+import { buildIndexRows } from '../search/indexer.js';
 
 /** Column lists of the index tables, in the order the JSON row objects are unpacked. */
 const INDEX_TABLES: Record<keyof IndexRows, { table: string; columns: [string, string][] }> = {
@@ -53,4 +56,26 @@ export function indexDeleteClauses(placeholders: { type: string; id: string }): 
     (table) =>
       `d_${table} AS (DELETE FROM ${table} WHERE "resourceType" = ${placeholders.type} AND "resourceId" = ${placeholders.id})`,
   );
+}
+
+/**
+ * Writes the first version of a stamped resource (id and meta set): resource row, history row and
+ * index rows in one statement, which is atomic on its own. Returns the stored JSON text.
+ */
+export async function insertFirstVersion(executor: SqlExecutor, resource: Resource): Promise<string> {
+  const meta = resource.meta!;
+  const text = JSON.stringify(resource);
+  const args: unknown[] = [resource.resourceType, resource.id, meta.project, meta.versionId, meta.lastUpdated, text];
+  const clauses = [
+    `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
+           VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, false, $6::json))`,
+    ...indexInsertClauses(buildIndexRows(resource), { type: '$1', id: '$2', project: '$3' }, args),
+  ];
+  await executor.execute(
+    `WITH ${clauses.join(',\n')}
+     INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+     VALUES ($1, $2, $3, $4::uuid, $5::timestamptz, false, $6::json)`,
+    args,
+  );
+  return text;
 }

@@ -9,26 +9,18 @@ import { dateRange, type DateRange } from '../indexing/dates.js';
 export const PREFIXES = ['eq', 'ne', 'gt', 'lt', 'ge', 'le', 'sa', 'eb', 'ap'] as const;
 export type Prefix = (typeof PREFIXES)[number];
 
-/** Splits a value at unescaped commas (`\,` is a literal comma) and unescapes `\,` `\|` `\$` `\\`. */
+/** Splits a value at unescaped commas (`\,` is a literal comma); escapes are kept for later parts. */
 export function splitOr(value: string): string[] {
-  const parts: string[] = [];
-  let current = '';
-  for (let i = 0; i < value.length; i++) {
-    const char = value[i];
-    if (char === '\\' && i + 1 < value.length) {
-      current += char + value[i + 1];
-      i++;
-    } else if (char === ',') {
-      parts.push(current);
-      current = '';
-    } else current += char;
-  }
-  parts.push(current);
-  return parts;
+  return splitUnescaped(value, ',');
 }
 
 /** Splits at unescaped `|` (token system|code, quantity value|system|code). */
 export function splitPipe(value: string): string[] {
+  return splitUnescaped(value, '|');
+}
+
+/** Splits at each `separator` not preceded by a backslash; backslash escapes stay in the parts. */
+function splitUnescaped(value: string, separator: string): string[] {
   const parts: string[] = [];
   let current = '';
   for (let i = 0; i < value.length; i++) {
@@ -36,7 +28,7 @@ export function splitPipe(value: string): string[] {
     if (char === '\\' && i + 1 < value.length) {
       current += char + value[i + 1];
       i++;
-    } else if (char === '|') {
+    } else if (char === separator) {
       parts.push(current);
       current = '';
     } else current += char;

@@ -1,0 +1,40 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+/** A client application the benchmark server is started with (SUPER_ADMIN_CLIENT_ID/SECRET). */
+export interface BenchClient {
+  readonly id: string;
+  readonly secret: string;
+}
+
+/** Starts Flint (`src/main.ts`) as a child process on `port` and waits until /healthcheck answers. */
+export async function launchFlint(port: number, env: Record<string, string | undefined>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, PORT: String(port), ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (let attempt = 0; attempt < 300; attempt++) {
+    if (await fetch(`http://127.0.0.1:${port}/healthcheck`).then((r) => r.ok, () => false)) return child;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  child.kill('SIGKILL');
+  throw new Error('Flint did not start');
+}
+
+/** SIGTERM, then waits for the process to drain and exit. */
+export async function stopFlint(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/** An access token by client credentials. */
+export async function clientCredentialsToken(baseUrl: string, client: BenchClient): Promise<string> {
+  const res = await fetch(`${baseUrl}/oauth2/token`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.id, client_secret: client.secret }),
+  });
+  const body = (await res.json()) as { access_token?: string };
+  if (!body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
+  return body.access_token;
+}
