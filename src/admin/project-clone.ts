@@ -179,6 +179,11 @@ export const projectCloneOperation: Operation<CloneRequest> = {
     ],
   },
   successStatus: 201,
+  // SPEC 4.7: the body is a plain JSON object (a Parameters body works too).
+  acceptsPlainJsonBody: true,
+  authorize({ ctx }) {
+    if (!ctx.identity.superAdmin) throw errors.forbidden('Only a super admin can clone a project');
+  },
   async handler(input, { ctx, id }) {
     return { return: await cloneProject(ctx.auth, ctx.identity, id!, input) };
   },

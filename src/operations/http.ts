@@ -19,6 +19,8 @@ export function operationHandler(level: OperationLevel): (c: HonoContext) => Pro
     const operation = resolveOperation(op.slice(1), level, type);
     const definition = operation.definition;
     assertJsonAcceptable(c.req.query('_format') ?? null, c.req.header('accept') ?? null);
+    const request = { level, resourceType: type, id, ctx: c.get('ctx'), db: c.get('services').db };
+    operation.authorize?.(request);
     let input;
     if (c.req.method === 'GET') {
       // SPEC 4.1 rule 4: GET only when the operation does not affect state.
@@ -28,15 +30,9 @@ export function operationHandler(level: OperationLevel): (c: HonoContext) => Pro
       input = decodeQuery(definition, new URL(c.req.url).searchParams);
     } else {
       assertJsonContentType(c.req.header('content-type'));
-      input = decodeBody(definition, await readBody(c));
+      input = decodeBody(definition, await readBody(c), { plainJson: operation.acceptsPlainJsonBody });
     }
-    const result = await invokeOperation(operation, input, {
-      level,
-      resourceType: type,
-      id,
-      ctx: c.get('ctx'),
-      db: c.get('services').db,
-    });
+    const result = await invokeOperation(operation, input, request);
     return fhirJson(result.resource, result.status, {}, c.req.query('_pretty') === 'true');
   };
 }

@@ -38,10 +38,16 @@ export function outParameters(definition: OperationDefinition): OperationParamet
   return (definition.parameter ?? []).filter((p) => p.use === 'out');
 }
 
-/** Decodes a POST body. An empty body is an empty Parameters. */
-export function decodeBody(definition: OperationDefinition, body: unknown): OperationInput {
+/**
+ * Decodes a POST body. An empty body is an empty Parameters. With `plainJson`, an object without a
+ * `resourceType` is read as `{ parameterName: value | value[] }` and then checked like Parameters.
+ */
+export function decodeBody(definition: OperationDefinition, body: unknown, options: { plainJson?: boolean } = {}): OperationInput {
   const label = `$${definition.code}`;
   if (body === undefined) return decodeEntries([], inParameters(definition), ROOT, label);
+  if (options.plainJson && isObject(body) && body.resourceType === undefined) {
+    return decodeBody(definition, plainJsonToParameters(definition, body));
+  }
   if (!isObject(body) || body.resourceType !== 'Parameters') {
     throw errors.invalid(`The body of ${label} must be a Parameters resource`, 'Parameters');
   }
@@ -52,6 +58,21 @@ export function decodeBody(definition: OperationDefinition, body: unknown): Oper
   // (elements of complex values, resources, extensions).
   validateResource(body, { expectedType: 'Parameters' });
   return input;
+}
+
+/** `{ name: "x", ids: ["a", "b"] }` → Parameters entries with the declared value types. */
+function plainJsonToParameters(definition: OperationDefinition, body: Record<string, unknown>): Resource {
+  const declared = inParameters(definition);
+  const parameter: Entry[] = [];
+  for (const [name, value] of Object.entries(body)) {
+    const spec = declared.find((p) => p.name === name);
+    if (!spec?.type) {
+      const known = declared.map((p) => p.name).join(', ');
+      throw errors.invalid(`Unknown parameter "${name}" for $${definition.code}: expected one of ${known}`, name);
+    }
+    for (const item of Array.isArray(value) ? value : [value]) parameter.push({ name, [valueKey(spec.type)]: item });
+  }
+  return { resourceType: 'Parameters', parameter };
 }
 
 /**

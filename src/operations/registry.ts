@@ -26,6 +26,13 @@ export interface Operation<I = any, O = any> {
   handler(input: I, request: OperationRequest): Promise<O>;
   /** Status of a success; 200 unless the operation creates the resource it returns (201). */
   readonly successStatus?: number;
+  /**
+   * The POST body may also be a plain JSON object whose keys are the in-parameters (arrays
+   * repeat a parameter), as SPEC 4.7 specifies for `$clone`. A Parameters body is still accepted.
+   */
+  readonly acceptsPlainJsonBody?: boolean;
+  /** Runs before the input is decoded: a refusal (403) comes before any complaint about the body. */
+  authorize?(request: OperationRequest): void;
 }
 
 /** The one registry of operations: REST routing, the CapabilityStatement and GraphQL read it. */

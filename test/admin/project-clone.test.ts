@@ -130,3 +130,34 @@ describe('Project/$clone', () => {
     expect((await token.json()).project.reference).toBe(`Project/${res.body.id}`);
   });
 });
+
+describe('Project/$clone with a plain JSON body (SPEC 4.7)', () => {
+  const plainClone = async (token: string, projectId: string, body: unknown) => {
+    const res = await api.raw(`/fhir/R4/Project/${projectId}/$clone`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+
+  it('clones with name and resourceTypes given as plain JSON', async () => {
+    const source = await sourceProject();
+    const res = await plainClone(await api.superAdmin.token(), source.admin.projectId, { name: 'Plain copy', resourceTypes: ['Patient'] });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ resourceType: 'Project', name: 'Plain copy' });
+  });
+
+  it('names an unknown key with 400 invalid', async () => {
+    const source = await sourceProject();
+    const res = await plainClone(await api.superAdmin.token(), source.admin.projectId, { colour: 'blue' });
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0]).toMatchObject({ code: 'invalid', expression: ['colour'] });
+  });
+
+  it('refuses a non-super-admin with 403 before looking at the body', async () => {
+    const source = await sourceProject();
+    const res = await plainClone(await source.admin.token(), source.admin.projectId, { colour: 'blue' });
+    expect(res.status).toBe(403);
+  });
+});
