@@ -4,6 +4,8 @@ import type { Resource } from '../fhir/types.js';
 import { Repository, type HistoryOptions, type HistoryPage, type StoredVersion, type WriteOptions, type WriteResult } from '../storage/repository.js';
 import { randomSecret } from './secrets.js';
 import { readClientSecret, storeClientSecret } from './projects.js';
+import { policyCriteria } from '../search/policy.js';
+import { search } from '../search/service.js';
 
 /** Types only project admins (or super admins) may create, change or delete. */
 const ADMIN_TYPES = new Set(['ProjectMembership', 'ClientApplication', 'AccessPolicy', 'User']);
@@ -47,16 +49,23 @@ export class GuardedRepository extends Repository {
   override async readVersion(resourceType: string, id: string): Promise<StoredVersion> {
     assertTypeAccess(this.who, resourceType, false);
     const version = await super.readVersion(resourceType, id);
+    await this.assertWithinCriteria(resourceType, id);
     return resourceType === 'ClientApplication' ? this.withSecret(version) : version;
   }
 
   override async readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
     assertTypeAccess(this.who, resourceType, false);
-    return super.readHistoryVersion(resourceType, id, versionId);
+    const version = await super.readHistoryVersion(resourceType, id, versionId);
+    await this.assertWithinCriteria(resourceType, id);
+    return version;
   }
 
-  override history(resourceType: string, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
+  override async history(resourceType: string, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
     assertTypeAccess(this.who, resourceType, false);
+    if (id !== undefined) await this.assertWithinCriteria(resourceType, id);
+    else if (policyCriteria(this.who, resourceType)) {
+      throw errors.forbidden(`Your access policy narrows ${resourceType} by criteria: read its history per resource`);
+    }
     return super.history(resourceType, id, options);
   }
 
@@ -72,6 +81,7 @@ export class GuardedRepository extends Repository {
   override async updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {
     assertTypeAccess(this.who, resourceType, true);
     this.checkMembership(resourceType, input);
+    await this.assertExistingWithinCriteria(resourceType, id);
     if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.updateVisible(resourceType, id, input, options);
     const { secret, ...rest } = input;
     const result = await this.updateVisible(resourceType, id, rest, options);
@@ -101,13 +111,15 @@ export class GuardedRepository extends Repository {
     ) {
       throw errors.invalid('A ClientApplication secret cannot be patched: send it with PUT', 'ClientApplication.secret');
     }
+    await this.assertExistingWithinCriteria(resourceType, id);
     const result = await super.patchResource(resourceType, id, operations, options);
     if (resourceType === 'ProjectMembership') this.checkMembership(resourceType, result.resource);
     return result;
   }
 
-  override deleteResource(resourceType: string, id: string, options: WriteOptions = {}): Promise<void> {
+  override async deleteResource(resourceType: string, id: string, options: WriteOptions = {}): Promise<void> {
     assertTypeAccess(this.who, resourceType, true);
+    await this.assertExistingWithinCriteria(resourceType, id);
     return super.deleteResource(resourceType, id, options);
   }
 
@@ -116,9 +128,34 @@ export class GuardedRepository extends Repository {
     return super.createBinary(contentType, data, extra);
   }
 
-  override updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
+  override async updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
     assertTypeAccess(this.who, 'Binary', true);
+    await this.assertExistingWithinCriteria('Binary', id);
     return super.updateBinary(id, contentType, data, options);
+  }
+
+  /**
+   * A resource outside the caller's AccessPolicy criteria for its type is invisible (404), as a
+   * resource of another project is. The check is the search engine's, so it cannot disagree with it.
+   */
+  private async assertWithinCriteria(resourceType: string, id: string): Promise<void> {
+    if (!policyCriteria(this.who, resourceType)) return;
+    const result = await search({ db: this.services.db, identity: this.who, config: this.services.config }, resourceType, [
+      ['_id', id],
+      ['_count', '1'],
+    ]);
+    if (result.matches.length === 0) throw errors.notFound(`${resourceType}/${id} not found`);
+  }
+
+  /** Before changing a resource: an existing one must be within the criteria (a new id is not checked). */
+  private async assertExistingWithinCriteria(resourceType: string, id: string): Promise<void> {
+    if (!policyCriteria(this.who, resourceType)) return;
+    try {
+      await super.readVersion(resourceType, id);
+    } catch {
+      return;
+    }
+    await this.assertWithinCriteria(resourceType, id);
   }
 
   /** A membership names the project it is stored in: it can never grant access to another one. */

@@ -5,6 +5,7 @@ import { getResourceTypes, isResourceType, type SearchParameter } from '../fhir/
 import { errors, issue, OperationOutcomeError, outcome } from '../fhir/outcome.js';
 import { parseSummary, type SummaryMode } from '../fhir/summary.js';
 import type { OperationOutcomeIssue } from '../fhir/types.js';
+import { policyAllowsType, policyCriteria } from './policy.js';
 import { compileParameter, findParameter, isSearchable, type CompileContext } from './query/conditions.js';
 import { decodeCursor, encodeCursor, searchSignature, type CursorPosition } from './query/cursor.js';
 import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
@@ -152,6 +153,12 @@ export async function search(
   const scoped = scopeSql('r', 'projectId', scope, args);
   if (scoped) where.push(scoped);
   where.push('NOT r.deleted');
+  for (const type of typeList ?? []) {
+    // The AccessPolicy's criteria for a type narrow every search of it (issue 3).
+    const condition = policyCondition(services.identity, type, ctx);
+    if (!condition) continue;
+    where.push(typeList!.length === 1 ? `(${condition})` : `(r."resourceType" <> ${args.add(type)} OR (${condition}))`);
+  }
   const filterParams: [string, string][] = [];
   const ignored = new Set<number>();
   for (const [index, [name, value]] of params.entries()) {
@@ -222,7 +229,7 @@ export async function search(
       if (rows.more) paging.next = { offset: offset + count };
       if (offset > 0) paging.previous = { offset: Math.max(0, offset - count) };
     }
-    result.includes = await includes(services, scope, params, result.matches, tolerate);
+    result.includes = await restrictToPolicy(services, scope, await includes(services, scope, params, result.matches, tolerate));
   }
 
   if (summary === 'count' || totalMode !== 'none') {
@@ -542,6 +549,40 @@ async function includeRows(db: SqlExecutor, scope: Scope, spec: IncludeSpec, sou
     args.values,
   );
   return raw.map(toRow);
+}
+
+/** The caller's AccessPolicy criteria for `type` as one SQL condition on alias `r`, if any. */
+function policyCondition(identity: Identity, type: string, ctx: CompileContext): string | undefined {
+  const criteria = policyCriteria(identity, type);
+  if (!criteria) return undefined;
+  return criteria.map(([name, value]) => compileParameter(name, value, [type], 'r', ctx)).join(' AND ');
+}
+
+/**
+ * Included resources pass the same AccessPolicy as matches: types the policy does not list are
+ * dropped, and a type with criteria keeps only the resources that meet them.
+ */
+async function restrictToPolicy(services: SearchServices, scope: Scope, rows: SearchRow[]): Promise<SearchRow[]> {
+  const identity = services.identity;
+  if (!identity.accessPolicy || identity.superAdmin || rows.length === 0) return rows;
+  const allowed = rows.filter((row) => policyAllowsType(identity, row.resourceType));
+  const kept = new Set<string>();
+  for (const type of new Set(allowed.map((row) => row.resourceType))) {
+    const ids = allowed.filter((row) => row.resourceType === type).map((row) => row.id);
+    const args = new SqlArgs();
+    const condition = policyCondition(identity, type, { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0 });
+    if (!condition) {
+      for (const id of ids) kept.add(`${type}/${id}`);
+      continue;
+    }
+    const matching = await services.db.query<{ id: string }>(
+      `SELECT r.id FROM resource r WHERE r."resourceType" = ${args.add(type)}
+       AND r.id IN (SELECT json_array_elements_text(${args.add(JSON.stringify(ids))}::json)) AND ${condition}`,
+      args.values,
+    );
+    for (const row of matching) kept.add(`${type}/${row.id}`);
+  }
+  return allowed.filter((row) => kept.has(`${row.resourceType}/${row.id}`));
 }
 
 /** Every stored resource type, for a system search without `_type`. */

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { patientBody, projectClient, useTestServer, type ProjectClient } from '../helpers/server.js';
+import { addMemberClient } from './helpers.js';
+
+const api = await useTestServer();
+
+/**
+ * A project with two organizations and a patient in each, and a member whose AccessPolicy
+ * narrows Patient to `organization=Organization/<mine>` and allows Observation freely.
+ */
+async function restrictedMember() {
+  const admin = api.newProject();
+  const mine = await admin.post('/Organization', { resourceType: 'Organization', name: 'Mine' });
+  const theirs = await admin.post('/Organization', { resourceType: 'Organization', name: 'Theirs' });
+  const inside = await admin.post('/Patient', patientBody({ managingOrganization: { reference: `Organization/${mine.body.id}` } }));
+  const outside = await admin.post('/Patient', patientBody({ managingOrganization: { reference: `Organization/${theirs.body.id}` } }));
+  const policy = await admin.post('/AccessPolicy', {
+    resourceType: 'AccessPolicy',
+    name: 'my organization only',
+    resource: [
+      { resourceType: 'Patient', criteria: `Patient?organization=Organization/${mine.body.id}` },
+      { resourceType: 'Observation' },
+    ],
+  });
+  const member = await addMemberClient(api, admin, { accessPolicy: `AccessPolicy/${policy.body.id}` });
+  const client: ProjectClient = projectClient(api.fhir, admin.projectId, async () => member.token);
+  return { admin, client, inside: inside.body, outside: outside.body };
+}
+
+describe('AccessPolicy criteria', () => {
+  it('narrow searches of the type to matching resources', async () => {
+    const { client, inside } = await restrictedMember();
+    const res = await client.get('/Patient');
+    expect(res.status).toBe(200);
+    expect(res.body.entry.map((e: { resource: { id: string } }) => e.resource.id)).toEqual([inside.id]);
+  });
+
+  it('hide a resource outside the criteria from read (404)', async () => {
+    const { client, inside, outside } = await restrictedMember();
+    expect((await client.get(`/Patient/${inside.id}`)).status).toBe(200);
+    expect((await client.get(`/Patient/${outside.id}`)).status).toBe(404);
+  });
+
+  it('keep included resources outside the criteria out of the Bundle', async () => {
+    const { admin, client, inside, outside } = await restrictedMember();
+    for (const patient of [inside, outside]) {
+      await admin.post('/Observation', { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: `Patient/${patient.id}` } });
+    }
+    const res = await client.get('/Observation?_include=Observation:subject');
+    const included = res.body.entry.filter((e: { search: { mode: string } }) => e.search.mode === 'include');
+    expect(included.map((e: { resource: { id: string } }) => e.resource.id)).toEqual([inside.id]);
+  });
+
+  it('refuse updates and deletes of resources outside the criteria (404) and change nothing', async () => {
+    const { admin, client, outside } = await restrictedMember();
+    expect((await client.put(`/Patient/${outside.id}`, { ...outside, gender: 'other' })).status).toBe(404);
+    expect((await client.delete(`/Patient/${outside.id}`)).status).toBe(404);
+    expect((await admin.get(`/Patient/${outside.id}`)).body.gender).toBe('male');
+  });
+
+  it('refuse the type-level history of a narrowed type (403)', async () => {
+    const { client } = await restrictedMember();
+    expect((await client.get('/Patient/_history')).status).toBe(403);
+  });
+});
