@@ -1,5 +1,6 @@
 import type { Identity, Services } from '../context.js';
 import { errors, OperationOutcomeError } from '../fhir/outcome.js';
+import type { SqlExecutor } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
 import { Repository, type HistoryOptions, type HistoryPage, type StoredVersion, type WriteOptions, type WriteResult } from '../storage/repository.js';
 import { randomSecret } from './secrets.js';
@@ -145,6 +146,21 @@ export class GuardedRepository extends Repository {
       ['_count', '1'],
     ]);
     if (result.matches.length === 0) throw errors.notFound(`${resourceType}/${id} not found`);
+  }
+
+  protected override verifiesWrites(resourceType: string): boolean {
+    return policyCriteria(this.who, resourceType) !== undefined;
+  }
+
+  /** A written resource must meet the criteria of the caller's policy for its type, or the write is undone. */
+  protected override async verifyWrite(tx: SqlExecutor, resource: Resource): Promise<void> {
+    const result = await search({ db: tx, identity: this.who, config: this.services.config }, resource.resourceType, [
+      ['_id', resource.id!],
+      ['_count', '1'],
+    ]);
+    if (result.matches.length === 0) {
+      throw errors.forbidden(`This ${resource.resourceType} does not meet your access policy's criteria for ${resource.resourceType}`);
+    }
   }
 
   /** Before changing a resource: an existing one must be within the criteria (a new id is not checked). */

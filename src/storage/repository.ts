@@ -157,7 +157,7 @@ export class Repository {
     assertType(resourceType);
     validateResource(input, { expectedType: resourceType });
     const resource = this.stamp(input, randomUUID(), randomUUID());
-    const text = writeHooks.has(resourceType)
+    const text = writeHooks.has(resourceType) || this.verifiesWrites(resourceType)
       ? await this.db.transaction(async (tx) => {
           const written = await this.insertNew(tx, resource);
           await this.afterWrite(tx, resource);
@@ -168,8 +168,20 @@ export class Repository {
     return { resource, text, created: true, changed: true };
   }
 
-  /** Runs the write hook of the resource's type, if any, inside the write's transaction. */
+  /** Whether writes of this type must pass `verifyWrite`; subclasses that check writes say so. */
+  protected verifiesWrites(_resourceType: string): boolean {
+    return false;
+  }
+
+  /**
+   * Runs inside the write's transaction, after the version and its index rows are written and
+   * before commit: throwing here rolls the write back. Access control overrides it.
+   */
+  protected async verifyWrite(_tx: SqlExecutor, _resource: Resource): Promise<void> {}
+
+  /** Checks the written version, then runs the write hook of its type, inside the write's transaction. */
   private async afterWrite(tx: SqlExecutor, resource: Resource | null, deleted?: { resourceType: string; id: string; projectId: string }): Promise<void> {
+    if (resource && this.verifiesWrites(resource.resourceType)) await this.verifyWrite(tx, resource);
     const key = deleted ?? { resourceType: resource!.resourceType, id: resource!.id!, projectId: resource!.meta!.project! };
     const hook = writeHooks.get(key.resourceType);
     if (hook) await hook(tx, { ...key, resource });

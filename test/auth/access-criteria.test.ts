@@ -58,6 +58,28 @@ describe('AccessPolicy criteria', () => {
     expect((await admin.get(`/Patient/${outside.id}`)).body.gender).toBe('male');
   });
 
+  it('refuse a create whose content is outside the criteria (403) and store nothing', async () => {
+    const { admin, client, outside } = await restrictedMember();
+    const organization = (outside.managingOrganization as { reference: string }).reference;
+    const res = await client.post('/Patient', patientBody({ managingOrganization: { reference: organization } }));
+    expect(res.status).toBe(403);
+    const all = await admin.get('/Patient?_count=100');
+    expect(all.body.entry).toHaveLength(2);
+  });
+
+  it('refuse an update that moves a resource outside the criteria (403) and keep it unchanged', async () => {
+    const { client, inside, outside } = await restrictedMember();
+    const res = await client.put(`/Patient/${inside.id}`, { ...inside, managingOrganization: outside.managingOrganization });
+    expect(res.status).toBe(403);
+    expect((await client.get(`/Patient/${inside.id}`)).body.managingOrganization).toEqual(inside.managingOrganization);
+  });
+
+  it('allow a create whose content meets the criteria', async () => {
+    const { client, inside } = await restrictedMember();
+    const res = await client.post('/Patient', patientBody({ managingOrganization: inside.managingOrganization }));
+    expect(res.status).toBe(201);
+  });
+
   it('refuse the type-level history of a narrowed type (403)', async () => {
     const { client } = await restrictedMember();
     expect((await client.get('/Patient/_history')).status).toBe(403);
