@@ -4,11 +4,10 @@ import { toInstant, type Database, type SqlExecutor } from '../db/database.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
-import { buildIndexRows } from '../search/indexer.js';
 import { validateResource } from '../validation/validator.js';
 import { applyJsonPatch } from './patch.js';
 import { isUniqueViolation } from './db-errors.js';
-import { indexDeleteClauses, indexInsertClauses, insertFirstVersion } from './sql.js';
+import { indexDeleteClauses, insertFirstVersion, versionWrite } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
 import type { ResourceCache } from './resource-cache.js';
 
@@ -430,18 +429,11 @@ export class Repository {
 
   /** Two statements (inside the caller's transaction): drop the old index rows, then write the version. */
   private async replace(executor: SqlExecutor, resource: Resource, projectId: string): Promise<string> {
-    const meta = resource.meta!;
     await executor.execute(`WITH ${indexDeleteClauses({ type: '$1', id: '$2' }).join(',\n')} SELECT 1`, [
       resource.resourceType,
       resource.id,
     ]);
-    const text = JSON.stringify(resource);
-    const args: unknown[] = [resource.resourceType, resource.id, projectId, meta.versionId, meta.lastUpdated, text];
-    const clauses = [
-      `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
-             VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, false, $6::json))`,
-      ...indexInsertClauses(buildIndexRows(resource), { type: '$1', id: '$2', project: '$3' }, args),
-    ];
+    const { text, args, clauses } = versionWrite(resource, projectId);
     await executor.execute(
       `WITH ${clauses.join(',\n')}
        UPDATE resource SET "versionId" = $4::uuid, "lastUpdated" = $5::timestamptz, deleted = false, content = $6::json

@@ -63,14 +63,7 @@ export function indexDeleteClauses(placeholders: { type: string; id: string }): 
  * index rows in one statement, which is atomic on its own. Returns the stored JSON text.
  */
 export async function insertFirstVersion(executor: SqlExecutor, resource: Resource): Promise<string> {
-  const meta = resource.meta!;
-  const text = JSON.stringify(resource);
-  const args: unknown[] = [resource.resourceType, resource.id, meta.project, meta.versionId, meta.lastUpdated, text];
-  const clauses = [
-    `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
-           VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, false, $6::json))`,
-    ...indexInsertClauses(buildIndexRows(resource), { type: '$1', id: '$2', project: '$3' }, args),
-  ];
+  const { text, args, clauses } = versionWrite(resource, resource.meta!.project!);
   await executor.execute(
     `WITH ${clauses.join(',\n')}
      INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
@@ -78,4 +71,20 @@ export async function insertFirstVersion(executor: SqlExecutor, resource: Resour
     args,
   );
   return text;
+}
+
+/**
+ * The parts every version write shares: arguments $1..$6 (type, id, project, versionId,
+ * lastUpdated, JSON text) and CTE clauses adding the history row and the index rows.
+ */
+export function versionWrite(resource: Resource, projectId: string): { text: string; args: unknown[]; clauses: string[] } {
+  const meta = resource.meta!;
+  const text = JSON.stringify(resource);
+  const args: unknown[] = [resource.resourceType, resource.id, projectId, meta.versionId, meta.lastUpdated, text];
+  const clauses = [
+    `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
+           VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, false, $6::json))`,
+    ...indexInsertClauses(buildIndexRows(resource), { type: '$1', id: '$2', project: '$3' }, args),
+  ];
+  return { text, args, clauses };
 }
