@@ -38,3 +38,15 @@ export async function clientCredentialsToken(baseUrl: string, client: BenchClien
   if (!body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
   return body.access_token;
 }
+
+/** One FHIR request with a bearer token; a non-2xx answer throws with its body. */
+export async function fhirCall(fhirBase: string, token: string, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${fhirBase}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/fhir+json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
+  return json;
+}

@@ -11,7 +11,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { clientCredentialsToken, launchFlint } from './flint-process.js';
+import { clientCredentialsToken, fhirCall, launchFlint } from './flint-process.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 const RUNS = Number(process.env.BENCH_RUNS ?? 10);
@@ -26,15 +26,8 @@ async function startFlint(): Promise<ChildProcess> {
   return launchFlint(PORT, { DATABASE_URL, LOG_LEVEL: 'warn', SUPER_ADMIN_CLIENT_ID: CLIENT_ID, SUPER_ADMIN_CLIENT_SECRET: CLIENT_SECRET });
 }
 
-async function call(auth: string, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${FHIR}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/fhir+json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
-  return json;
+function call(auth: string, method: string, path: string, body?: unknown): Promise<any> {
+  return fhirCall(FHIR, auth, method, path, body);
 }
 
 async function main(): Promise<void> {

@@ -14,7 +14,7 @@ import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { clientCredentialsToken, launchFlint } from './flint-process.js';
+import { clientCredentialsToken, fhirCall, launchFlint } from './flint-process.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -48,15 +48,8 @@ async function token(): Promise<string> {
   return clientCredentialsToken(BASE, { id: CLIENT_ID, secret: CLIENT_SECRET });
 }
 
-async function call(auth: string, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${FHIR}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/fhir+json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
-  return json;
+function call(auth: string, method: string, path: string, body?: unknown): Promise<any> {
+  return fhirCall(FHIR, auth, method, path, body);
 }
 
 /** Creates the code systems and value sets once (a second run on the same database reuses them). */

@@ -53,7 +53,7 @@ export function capUtf8(text: string, maxBytes: number): string {
   const bytes = Buffer.from(text, 'utf8');
   if (bytes.length <= maxBytes) return text;
   let end = maxBytes;
-  // Step back over UTF-8 continuation bytes (10xxxxxx) to a character boundary.
+  // Step back over UTF-8 continuation bytes (top bits 10) to a character boundary.
   while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
   return bytes.subarray(0, end).toString('utf8');
 }
