@@ -1,5 +1,6 @@
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { RequestContext } from '../context.js';
+import type { Loaders } from './loaders.js';
 
 /**
  * What every resolver receives. Yoga's own fields (`request` is the fetch Request, `params` the
@@ -8,4 +9,6 @@ import type { RequestContext } from '../context.js';
  */
 export interface GraphQLContext extends YogaInitialContext {
   readonly requestContext: RequestContext;
+  /** Batching loaders of this request (src/graphql/loaders.ts). */
+  readonly loaders: Loaders;
 }

@@ -1,8 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { GraphQLSchema } from 'graphql';
 import { createSchema } from 'graphql-yoga';
+import type { Resolvers } from '../generated/graphql.js';
 import type { GraphQLContext } from './context.js';
+import { operationResolvers } from './operations.js';
 import { resolvers } from './resolvers.js';
+import { resourceResolvers } from './resources.js';
 
 /** The SDL folder at the repository root: hand-written parts and files generated from FHIR definitions. */
 export const SCHEMA_DIR = new URL('../../schema/', import.meta.url);
@@ -15,7 +18,37 @@ export function loadTypeDefs(dir: URL = SCHEMA_DIR): string[] {
     .map((name) => readFileSync(new URL(name, dir), 'utf8'));
 }
 
+/**
+ * Resolver maps of the schema's parts, merged type by type. Two parts resolving the same field
+ * is a programming error, reported at start rather than silently shadowed.
+ */
+export function mergeResolvers(parts: readonly Resolvers[]): Resolvers {
+  const merged: Record<string, Record<string, unknown>> = {};
+  for (const part of parts) {
+    for (const [typeName, fields] of Object.entries(part as Record<string, object>)) {
+      // Scalars are GraphQLScalarType instances, not field maps: taken as they are.
+      if (!isPlainObject(fields)) {
+        merged[typeName] = fields as Record<string, unknown>;
+        continue;
+      }
+      const target = (merged[typeName] ??= {});
+      for (const [field, resolver] of Object.entries(fields)) {
+        if (field in target) throw new Error(`GraphQL resolver ${typeName}.${field} is defined twice`);
+        target[field] = resolver;
+      }
+    }
+  }
+  return merged as Resolvers;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+}
+
 /** Builds the executable schema; call once at start (reads the SDL files synchronously). */
 export function buildSchema(): GraphQLSchema {
-  return createSchema<GraphQLContext>({ typeDefs: loadTypeDefs(), resolvers });
+  return createSchema<GraphQLContext>({
+    typeDefs: loadTypeDefs(),
+    resolvers: mergeResolvers([resolvers, resourceResolvers(), operationResolvers()]),
+  });
 }

@@ -1,8 +1,12 @@
 import { createYoga } from 'graphql-yoga';
 import type { Logger } from 'pino';
+import type { Config } from '../config.js';
 import type { RequestContext } from '../context.js';
 import { OperationOutcomeError } from '../fhir/outcome.js';
 import { maskError, outcomeToGraphQLError, UNEXPECTED_ERROR_MESSAGE, useExecutionErrors } from './errors.js';
+import { useFhirDirectives } from './directives.js';
+import { useQueryLimits } from './limits.js';
+import { createLoaders } from './loaders.js';
 import { yogaLogger } from './logging.js';
 import { buildSchema } from './schema.js';
 
@@ -17,6 +21,8 @@ export interface GraphQLHandlerOptions {
   getContext(request: Request): Promise<RequestContext>;
   /** The server's logger, for what happens outside a request context. */
   log: Logger;
+  /** Limits and switches of the GraphQL endpoint. */
+  config: Config;
 }
 
 /**
@@ -30,8 +36,11 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): (request: 
     graphqlEndpoint: GRAPHQL_ENDPOINT_PATTERN,
     // Native Request/Response, so the HTTP layer gets a Response it knows (yoga's default is a ponyfill).
     fetchAPI: { Request, Response, Headers },
-    context: async ({ request }) => ({ requestContext: await buildRequestContext(options, request) }),
-    plugins: [useExecutionErrors()],
+    context: async ({ request }) => {
+      const requestContext = await buildRequestContext(options, request);
+      return { requestContext, loaders: createLoaders(requestContext) };
+    },
+    plugins: [useQueryLimits(options.config), useFhirDirectives(), useExecutionErrors()],
     maskedErrors: { maskError, errorMessage: UNEXPECTED_ERROR_MESSAGE },
     graphiql: (request) => ({ title: 'Flint GraphiQL', endpoint: new URL(request.url).pathname }),
     landingPage: false,

@@ -64,6 +64,7 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
   const requestIds = new WeakMap<Request, string>();
   const graphql = createGraphQLHandler({
     log: services.log,
+    config: services.config,
     getContext: async (request) =>
       createRequestContext(services, await authenticate(request, services), requestIds.get(request) ?? randomUUID()),
   });

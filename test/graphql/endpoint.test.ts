@@ -1,5 +1,6 @@
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { SERVER_VERSION } from '../../src/fhir/capability.js';
 import { errors } from '../../src/fhir/outcome.js';
 import type { RequestContext } from '../../src/context.js';
@@ -14,7 +15,7 @@ function setup(options: StubOptions = {}, getContext?: (request: Request) => Pro
   const serverLogs: LogLine[] = [];
   const serverLog = pino({ level: 'info' }, { write: (line: string) => void serverLogs.push(JSON.parse(line) as LogLine) });
   const getContextSpy = vi.fn(getContext ?? (async () => context));
-  const handler = createGraphQLHandler({ getContext: getContextSpy, log: serverLog });
+  const handler = createGraphQLHandler({ getContext: getContextSpy, log: serverLog, config: loadConfig({}) });
   const post = (query: string, variables?: Record<string, unknown>, path = '/graphql', accept = 'application/json') =>
     handler(
       new Request(`${BASE}${path}`, {
