@@ -3,6 +3,7 @@ import {
   type ElementDefinition,
   type StructureDefinition,
 } from '../fhir/definitions.js';
+import { requiredBindingCodes } from '../fhir/value-sets.js';
 import { getPrimitiveType, type PrimitiveType } from './primitives.js';
 
 /**
@@ -33,6 +34,14 @@ export interface ElementModel {
   readonly types: readonly TypeRef[];
   /** JSON properties any of which makes the element present (valueString, _valueString, ...). */
   readonly keys: readonly string[];
+  /** For a `code` element with a required binding that expands finitely: the allowed codes. */
+  readonly binding: RequiredCodes | undefined;
+}
+
+export interface RequiredCodes {
+  /** Canonical url of the bound value set, without version. */
+  readonly valueSet: string;
+  readonly codes: ReadonlySet<string>;
 }
 
 export interface Slot {
@@ -131,7 +140,22 @@ function compileElement(
     isChoice,
     types,
     keys,
+    binding: compileBinding(element, types),
   };
+}
+
+/**
+ * Only plain `code` elements: their value is the code itself. Coding and CodeableConcept carry a
+ * system, and a value set that does not expand finitely from the definitions is not checked.
+ */
+function compileBinding(element: ElementDefinition, types: readonly TypeRef[]): RequiredCodes | undefined {
+  const { binding } = element;
+  if (binding?.strength !== 'required' || !binding.valueSet) return undefined;
+  if (types.length !== 1 || types[0]?.code !== 'code') return undefined;
+  const codes = requiredBindingCodes(binding.valueSet);
+  if (!codes) return undefined;
+  const bar = binding.valueSet.indexOf('|');
+  return { valueSet: bar < 0 ? binding.valueSet : binding.valueSet.slice(0, bar), codes: new Set(codes) };
 }
 
 function compileTypes(

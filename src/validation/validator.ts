@@ -1,15 +1,24 @@
 import { isResourceType } from '../fhir/definitions.js';
 import { issue, OperationOutcomeError, outcome } from '../fhir/outcome.js';
 import { isObject, type OperationOutcomeIssue, type Resource } from '../fhir/types.js';
-import { getTypeModel, resolveModel, type ElementModel, type Slot, type TypeModel, type TypeRef } from './model.js';
+import {
+  getTypeModel,
+  resolveModel,
+  type ElementModel,
+  type RequiredCodes,
+  type Slot,
+  type TypeModel,
+  type TypeRef,
+} from './model.js';
 import type { PrimitiveType } from './primitives.js';
 
 /**
  * Structural validation of FHIR R4 JSON against the base StructureDefinitions, in one walk over
  * the resource. It checks what a StructureDefinition says about shape (elements, JSON types,
- * arrays, cardinality, primitive formats, choice types, nested resources). It does not evaluate
- * invariants (FHIRPath constraints such as ele-1, ext-1, dom-2), terminology bindings, profiles
- * in meta.profile, or whether references resolve.
+ * arrays, cardinality, primitive formats, choice types, nested resources) and checks `code`
+ * elements against their required bindings when the value set expands from the definitions. It
+ * does not evaluate invariants (FHIRPath constraints such as ele-1, ext-1, dom-2), other
+ * terminology bindings, profiles in meta.profile, or whether references resolve.
  */
 
 export interface ValidateOptions {
@@ -22,6 +31,8 @@ const MAX_DEPTH = 100;
 /** Issues listed in one outcome; a hostile body could otherwise produce millions. */
 const MAX_ISSUES = 100;
 const MAX_SHOWN_LENGTH = 60;
+/** Allowed codes listed in a message; resource-types has over 150. */
+const MAX_SHOWN_CODES = 12;
 
 export function validateResource(resource: unknown, options?: ValidateOptions): asserts resource is Resource {
   const walk = new Walk();
@@ -169,7 +180,7 @@ class Walk {
         const rule = `${element.path} is ${cardinality(element)}`;
         this.report('structure', `Array at ${this.where()}: ${rule}, so give a single value instead of an array`);
       } else if (slot.isPrimitiveExtension) this.validatePrimitiveElement(value, key);
-      else this.validateValue(value, slot.type);
+      else this.validateValue(value, slot.type, element.binding);
     } else if (!Array.isArray(value)) {
       const rule = `${element.path} repeats (${cardinality(element)})`;
       this.report('structure', `Not an array at ${this.where()}: ${rule}, so its value must be a JSON array, got ${describe(value)}`);
@@ -205,7 +216,7 @@ class Walk {
           this.report('structure', `Null at ${this.where()}: ${rule}; remove it`);
         }
       } else if (slot.isPrimitiveExtension) this.validatePrimitiveElement(item, key);
-      else this.validateValue(item, slot.type);
+      else this.validateValue(item, slot.type, slot.element.binding);
       this.path.pop();
     }
   }
@@ -220,9 +231,9 @@ class Walk {
     this.validateObject(value, getTypeModel('Element') as TypeModel);
   }
 
-  private validateValue(value: unknown, type: TypeRef): void {
+  private validateValue(value: unknown, type: TypeRef, binding: RequiredCodes | undefined): void {
     if (type.primitive) {
-      this.validatePrimitive(value, type.primitive);
+      if (this.validatePrimitive(value, type.primitive) && binding) this.checkCode(value as string, binding);
     } else if (type.isResource) {
       this.validateNestedResource(value);
     } else if (!isObject(value)) {
@@ -234,20 +245,33 @@ class Walk {
     }
   }
 
-  private validatePrimitive(value: unknown, type: PrimitiveType): void {
+  /** Reports a value that is not valid for the primitive type; true when it is valid. */
+  private validatePrimitive(value: unknown, type: PrimitiveType): boolean {
     if (typeof value !== type.json) {
       this.wrongType(value, `${jsonKindText(type.json)} (${type.code})`);
-      return;
+      return false;
     }
     if (value === '') {
       const rule = 'FHIR JSON does not allow empty strings';
       this.report('value', `Empty string at ${this.where()}: ${rule}; remove the element or give it a value`);
-      return;
+      return false;
     }
     const problem = type.check(value as never);
-    if (problem === undefined) return;
+    if (problem === undefined) return true;
     const reason = problem === 'bad format' ? '' : `${problem}; `;
     this.report('value', `Invalid ${type.code} ${describe(value)} at ${this.where()}: ${reason}expected ${type.expected}`);
+    return false;
+  }
+
+  private checkCode(code: string, binding: RequiredCodes): void {
+    if (binding.codes.has(code)) return;
+    const shown = [...binding.codes].slice(0, MAX_SHOWN_CODES).join(', ');
+    const more = binding.codes.size > MAX_SHOWN_CODES ? `, … (${binding.codes.size} codes)` : '';
+    this.report(
+      'code-invalid',
+      `Invalid code ${quote(code)} at ${this.where()}: it is not in the value set ${binding.valueSet}, ` +
+        `which this element requires; use one of ${shown}${more}`,
+    );
   }
 
   private wrongType(value: unknown, expected: string): void {
