@@ -54,6 +54,8 @@ export interface RequestContext {
   readonly identity: Identity;
   readonly repo: Repository;
   readonly db: { healthy(): Promise<boolean>; readonly kind: 'pglite' | 'postgres' };
+  /** The database itself, for services that run SQL under their own scoping (search, terminology tables). */
+  readonly database: Database;
   readonly log: Logger;
   readonly config: Config;
   /** Accounts and tokens, for handlers that create them (Project/$init, invites). */
@@ -68,6 +70,7 @@ export function createRequestContext(services: Services, identity: Identity, req
     identity,
     repo: new GuardedRepository(services, identity),
     db: { kind: services.db.kind, healthy: () => isDatabaseHealthy(services.db) },
+    database: services.db,
     log,
     config: services.config,
     auth: services.auth,

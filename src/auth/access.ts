@@ -2,11 +2,20 @@ import type { Identity, Services } from '../context.js';
 import { errors, OperationOutcomeError } from '../fhir/outcome.js';
 import type { SqlExecutor } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
-import { Repository, type HistoryOptions, type HistoryPage, type StoredVersion, type WriteOptions, type WriteResult } from '../storage/repository.js';
+import {
+  keyOf,
+  Repository,
+  type HistoryOptions,
+  type HistoryPage,
+  type ResourceKey,
+  type StoredVersion,
+  type WriteOptions,
+  type WriteResult,
+} from '../storage/repository.js';
 import { randomSecret } from './secrets.js';
 import { readClientSecret, storeClientSecret } from './projects.js';
-import { policyCriteria } from '../search/policy.js';
-import { search } from '../search/service.js';
+import { policyAllowsType, policyCriteria } from '../search/policy.js';
+import { MAX_COUNT, search } from '../search/service.js';
 
 /** Types only project admins (or super admins) may create, change or delete. */
 const ADMIN_TYPES = new Set(['ProjectMembership', 'ClientApplication', 'AccessPolicy', 'User']);
@@ -52,6 +61,27 @@ export class GuardedRepository extends Repository {
     const version = await super.readVersion(resourceType, id);
     await this.assertWithinCriteria(resourceType, id);
     return resourceType === 'ClientApplication' ? this.withSecret(version) : version;
+  }
+
+  /**
+   * Batched reads under readVersion's rules: types the AccessPolicy does not allow and resources
+   * outside its criteria are left out like missing ones (never an error: the caller of a batch,
+   * a reference, must not learn that a hidden target exists). Criteria cost one search per type
+   * that has them, whatever the number of keys.
+   */
+  override async readVersions(keys: readonly ResourceKey[]): Promise<Map<string, StoredVersion>> {
+    const found = await super.readVersions(keys.filter((key) => policyAllowsType(this.who, key.resourceType)));
+    const types = new Set([...found.values()].map((version) => version.resourceType));
+    for (const type of types) {
+      if (!policyCriteria(this.who, type)) continue;
+      const ids = [...found.values()].filter((version) => version.resourceType === type).map((version) => version.id);
+      const within = await this.idsWithinCriteria(type, ids);
+      for (const id of ids) if (!within.has(id)) found.delete(keyOf({ resourceType: type, id }));
+    }
+    for (const [key, version] of found) {
+      if (version.resourceType === 'ClientApplication') found.set(key, await this.withSecret(version));
+    }
+    return found;
   }
 
   override async readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
@@ -146,6 +176,20 @@ export class GuardedRepository extends Repository {
       ['_count', '1'],
     ]);
     if (result.matches.length === 0) throw errors.notFound(`${resourceType}/${id} not found`);
+  }
+
+  /** Which of `ids` meet the policy's criteria for `type`: the search engine decides, as for single reads. */
+  private async idsWithinCriteria(type: string, ids: readonly string[]): Promise<Set<string>> {
+    const within = new Set<string>();
+    for (let start = 0; start < ids.length; start += MAX_COUNT) {
+      const chunk = ids.slice(start, start + MAX_COUNT);
+      const result = await search({ db: this.services.db, identity: this.who, config: this.services.config }, type, [
+        ['_id', chunk.join(',')],
+        ['_count', String(chunk.length)],
+      ]);
+      for (const row of result.matches) within.add(row.id);
+    }
+    return within;
   }
 
   protected override verifiesWrites(resourceType: string): boolean {

@@ -1,8 +1,141 @@
+import DataLoader from 'dataloader';
 import type { RequestContext } from '../context.js';
+import type { Resource } from '../fhir/types.js';
+import { collectRows } from '../search/indexing/collect.js';
+import { getIndexPlan } from '../search/indexing/plan.js';
+import { DEFAULT_COUNT, MAX_COUNT, search, type SearchServices } from '../search/service.js';
+import { keyOf, parseStored, type ResourceKey } from '../storage/repository.js';
 
-/** Per-request batching loaders (DataLoader), so nested reference loads cost a constant number of queries. */
-export interface Loaders {}
+/**
+ * Per-request batching loaders (DataLoader), so nested reference loads cost a constant number of
+ * queries: every `Reference.resource` of one execution level is collected into one batch, read with
+ * one statement (Repository.readVersions) under the same project isolation and AccessPolicy as a
+ * single read; reverse reference lists of one level share one search. Built per request: nothing
+ * is shared between callers.
+ */
+export interface Loaders {
+  /** Current version of `Type/id` as FHIR JSON; null when missing, deleted or not visible to the caller. */
+  readonly references: DataLoader<string, Resource | null>;
+  /** The resource whose `contained` list an object sits in, for `#id` references (see `remember`). */
+  containerOf(value: object): Resource | undefined;
+  /**
+   * Records a resource the request obtained by a read or search: later references to it need no
+   * query (the read already applied the caller's access rules), and references inside it to `#id`
+   * can find its contained resources.
+   */
+  remember(resource: Resource): Resource;
+  /**
+   * Reverse references: the `query.source` resources whose reference parameter `query.code` points
+   * at `parent` (`Type/id`). Calls of one execution level with the same query are batched.
+   */
+  reverse(query: ReverseQuery, parent: string): Promise<Resource[]>;
+}
 
-export function createLoaders(_ctx: RequestContext): Loaders {
-  return {};
+/** A reverse reference list without its parent: `<source>?<code>=<parent>&_count&_offset&_sort`. */
+export interface ReverseQuery {
+  source: string;
+  code: string;
+  count?: number;
+  offset?: number;
+  sort?: string;
+}
+
+export function createLoaders(ctx: RequestContext): Loaders {
+  const containers = new WeakMap<object, Resource>();
+  const recordContainer = (resource: Resource): void => {
+    if (!Array.isArray(resource.contained) || resource.contained.length === 0) return;
+    markInside(resource, resource, containers);
+  };
+  const references = new DataLoader<string, Resource | null>(
+    async (keys) => {
+      const versions = await ctx.repo.readVersions(keys.map(parseKey));
+      return keys.map((key) => {
+        const version = versions.get(key);
+        if (!version) return null;
+        const resource = parseStored(version);
+        recordContainer(resource);
+        return resource;
+      });
+    },
+    // A list of 1000 items with one reference each is one batch: the repository's single statement.
+    { maxBatchSize: 1000 },
+  );
+  const reverseLoaders = new Map<string, DataLoader<string, Resource[]>>();
+  const reverse = (query: ReverseQuery, parent: string): Promise<Resource[]> => {
+    const key = JSON.stringify([query.source, query.code, query.count, query.offset, query.sort]);
+    let loader = reverseLoaders.get(key);
+    if (!loader) {
+      loader = new DataLoader((parents) => reverseLists(searchServicesOf(ctx), query, parents), { maxBatchSize: 100 });
+      reverseLoaders.set(key, loader);
+    }
+    return loader.load(parent);
+  };
+  return {
+    reverse,
+    references,
+    containerOf: (value) => containers.get(value),
+    remember: (resource) => {
+      recordContainer(resource);
+      if (resource.id) references.prime(keyOf({ resourceType: resource.resourceType, id: resource.id }), resource);
+      return resource;
+    },
+  };
+}
+
+function parseKey(key: string): ResourceKey {
+  const slash = key.indexOf('/');
+  return { resourceType: key.slice(0, slash), id: key.slice(slash + 1) };
+}
+
+/** Maps every object inside `value` to `container` (only resources with contained ones are walked). */
+function markInside(value: unknown, container: Resource, containers: WeakMap<object, Resource>): void {
+  if (typeof value !== 'object' || value === null) return;
+  containers.set(value, container);
+  for (const child of Array.isArray(value) ? value : Object.values(value)) markInside(child, container, containers);
+}
+
+function searchServicesOf(ctx: RequestContext): SearchServices {
+  return { db: ctx.database, identity: ctx.identity, config: ctx.config };
+}
+
+/**
+ * Reverse lists of many parents with one search (`code=P1,P2,...`, up to MAX_COUNT matches), split by
+ * parent in memory with the same index rows the search matched on: a parent's list is the batch's
+ * order restricted to it, so `_sort` holds, and `_count` is applied per parent. Searches with an
+ * `_offset`, a single parent, or a batch with more matches than one search returns fall back to one
+ * search per parent, so every parent gets exactly what its own search would give.
+ */
+async function reverseLists(services: SearchServices, query: ReverseQuery, parents: readonly string[]): Promise<Resource[][]> {
+  const count = query.count ?? DEFAULT_COUNT;
+  const one = async (parent: string) =>
+    (await reverseSearch(services, query, parent, [['_count', String(count)], ...offsetParam(query)])).resources;
+  if (parents.length === 1 || (query.offset ?? 0) > 0 || count === 0) return Promise.all(parents.map(one));
+  const batch = await reverseSearch(services, query, parents.join(','), [['_count', String(MAX_COUNT)]]);
+  if (batch.complete === false) return Promise.all(parents.map(one));
+  const plan = getIndexPlan(query.source).filter((param) => param.code === query.code);
+  const lists = new Map<string, Resource[]>(parents.map((parent) => [parent, []]));
+  for (const resource of batch.resources) {
+    const targets = new Set(collectRows(resource, plan).reference.map((row) => `${row.targetType}/${row.targetId}`));
+    for (const target of targets) {
+      const list = lists.get(target);
+      if (list && list.length < count) list.push(resource);
+    }
+  }
+  return parents.map((parent) => lists.get(parent)!);
+}
+
+async function reverseSearch(
+  services: SearchServices,
+  query: ReverseQuery,
+  parents: string,
+  paging: [string, string][],
+): Promise<{ resources: Resource[]; complete: boolean }> {
+  const params: [string, string][] = [[query.code, parents], ...paging];
+  if (query.sort !== undefined) params.push(['_sort', query.sort]);
+  const result = await search(services, query.source, params);
+  return { resources: result.matches.map((row) => JSON.parse(row.text) as Resource), complete: !result.paging.next };
+}
+
+function offsetParam(query: ReverseQuery): [string, string][] {
+  return query.offset === undefined ? [] : [['_offset', String(query.offset)]];
 }

@@ -1,9 +1,460 @@
+import type {
+  FieldNode,
+  GraphQLInputObjectType,
+  GraphQLInputType,
+  GraphQLList,
+  GraphQLResolveInfo,
+  SelectionSetNode,
+} from 'graphql';
+import { assertTypeAccess } from '../auth/access.js';
+import { getResourceTypes, getSearchParametersFor, isResourceType } from '../fhir/definitions.js';
+import { allOk, errors } from '../fhir/outcome.js';
+import type { OperationOutcome, Resource } from '../fhir/types.js';
 import type { Resolvers } from '../generated/graphql.js';
+import { MAX_COUNT, MAX_OFFSET, search, type Paging, type SearchResult, type SearchServices } from '../search/service.js';
+import { parseStored, type WriteResult } from '../storage/repository.js';
+import type { GraphQLContext } from './context.js';
+import { isKind, nullableOf } from './list-fields.js';
+import type { ReverseQuery } from './loaders.js';
 
 /**
  * Resolvers of the FHIR part of the schema (schema/fhir-*.graphql): reads, searches, connections,
  * mutations, Reference.resource and reverse reference lists. Built from the definitions once at start.
+ * Each resolver decodes its arguments and calls the service REST calls for the same interaction
+ * (the request's GuardedRepository, or the search service), so every rule holds in both.
  */
 export function resourceResolvers(): Resolvers {
-  return {};
+  const query: ResolverMap = {};
+  const mutation: ResolverMap = {};
+  const types: Record<string, ResolverMap> = {};
+  for (const type of getResourceTypes()) {
+    query[type] = readResolver(type);
+    query[`${type}List`] = listResolver(type);
+    query[`${type}Connection`] = connectionResolver(type);
+    mutation[`${type}Create`] = createResolver(type);
+    mutation[`${type}Update`] = updateResolver(type);
+    mutation[`${type}Delete`] = deleteResolver(type);
+  }
+  for (const [target, sources] of reverseReferences()) {
+    const fields: ResolverMap = (types[target] ??= {});
+    for (const source of sources) fields[`${source}List`] = reverseListResolver(source);
+  }
+  const resolvers = {
+    ...types,
+    Query: query,
+    Mutation: mutation,
+    Resource: { __resolveType: (value: Resource) => value.resourceType },
+    Reference: { resource: referenceResolver },
+    Binary: { ...types.Binary, data: binaryDataResolver },
+  };
+  // Built from the definitions at start, so its shape is not known to the type checker.
+  return resolvers as unknown as Resolvers;
+}
+
+type FieldResolver = (parent: never, args: never, context: GraphQLContext, info: GraphQLResolveInfo) => unknown;
+type ResolverMap = Record<string, FieldResolver>;
+type Args = Record<string, unknown>;
+
+// Search arguments ----------------------------------------------------------------------------------
+
+/** Result-control arguments: the rest are search parameters, named by their code with `-` as `_`. */
+const CONTROL_ARGS = new Set(['_count', '_offset', '_sort', '_cursor', '_total']);
+
+const argumentCodes = new Map<string, Map<string, string>>();
+
+/** Argument name → search parameter code of a type (`general_practitioner` → `general-practitioner`). */
+function codesOf(type: string): Map<string, string> {
+  let codes = argumentCodes.get(type);
+  if (!codes) {
+    codes = new Map(getSearchParametersFor(type).map((param) => [param.code.replace(/-/g, '_'), param.code]));
+    argumentCodes.set(type, codes);
+  }
+  return codes;
+}
+
+/**
+ * GraphQL arguments as REST search parameters: one parameter per list value (AND; commas inside a
+ * value are OR, as in REST), `_cursor` decoded to the position it stands for. `_count` above the
+ * search maximum is refused (REST clamps it; here the client asked for a list size explicitly).
+ */
+export function searchParams(type: string, args: Args): [string, string][] {
+  const params: [string, string][] = [];
+  const codes = codesOf(type);
+  for (const [name, value] of Object.entries(args)) {
+    if (value === undefined || value === null || CONTROL_ARGS.has(name)) continue;
+    const code = codes.get(name);
+    if (!code) throw errors.invalid(`Unknown search parameter "${name}" for ${type}`, name);
+    for (const item of Array.isArray(value) ? value : [value]) {
+      if (item !== null && item !== undefined) params.push([code, String(item)]);
+    }
+  }
+  params.push(...controlParams(args));
+  return params;
+}
+
+function controlParams(args: Args): [string, string][] {
+  const params: [string, string][] = [];
+  const count = args._count;
+  if (typeof count === 'number') {
+    if (count > MAX_COUNT) throw errors.invalid(`_count must be at most ${MAX_COUNT}, not ${count}`, '_count');
+    params.push(['_count', String(count)]);
+  }
+  if (typeof args._offset === 'number') params.push(['_offset', String(args._offset)]);
+  if (typeof args._sort === 'string') params.push(['_sort', args._sort]);
+  if (typeof args._total === 'string') params.push(['_total', args._total]);
+  if (typeof args._cursor === 'string') {
+    const position = decodePageCursor(args._cursor);
+    if ('offset' in position) {
+      if (typeof args._offset === 'number') throw errors.invalid('Use either _cursor or _offset, not both', '_cursor');
+      if (position.offset > 0) params.push(['_offset', String(position.offset)]);
+    } else {
+      params.push(['_cursor', position.cursor]);
+    }
+  }
+  return params;
+}
+
+// Page cursors ----------------------------------------------------------------------------------
+
+/**
+ * A Connection's first/previous/next/last: opaque to clients, who pass one back as `_cursor` with
+ * the same search arguments. It stands for an offset (offset paging) or for the search service's own
+ * keyset cursor (searches sorted by `_lastUpdated` with `_count` of at least 20), which is signed and
+ * tied to the search it came from.
+ */
+type PagePosition = { offset: number } | { cursor: string };
+
+function encodePageCursor(position: PagePosition): string {
+  const payload = 'offset' in position ? { o: position.offset } : { c: position.cursor };
+  return Buffer.from(JSON.stringify(payload)).toString('base64url');
+}
+
+function decodePageCursor(text: string): PagePosition {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  if (isRecord(parsed)) {
+    if (typeof parsed.o === 'number' && Number.isInteger(parsed.o) && parsed.o >= 0) return { offset: parsed.o };
+    if (typeof parsed.c === 'string' && parsed.c !== '') return { cursor: parsed.c };
+  }
+  throw errors.invalid('Invalid _cursor: pass back the first, previous, next or last value of a Connection', '_cursor');
+}
+
+// Queries ---------------------------------------------------------------------------------------
+
+function searchServices(context: GraphQLContext, overrides: Partial<SearchServices['config']> = {}): SearchServices {
+  const ctx = context.requestContext;
+  return { db: ctx.database, identity: ctx.identity, config: { ...ctx.config, ...overrides } };
+}
+
+/** The search service, behind the same type check REST applies at its route (AccessPolicy types). */
+async function runSearch(
+  context: GraphQLContext,
+  type: string,
+  params: [string, string][],
+  overrides?: Partial<SearchServices['config']>,
+): Promise<SearchResult> {
+  assertTypeAccess(context.requestContext.identity, type, false);
+  return search(searchServices(context, overrides), type, params);
+}
+
+/** Matches as FHIR JSON, remembered by the request's loaders (later references to them cost nothing). */
+function matchedResources(context: GraphQLContext, result: SearchResult): Resource[] {
+  return result.matches.map((row) => context.loaders.remember(JSON.parse(row.text) as Resource));
+}
+
+/** `T(id)`: the REST read, with its 404 and 410 as errors carrying the OperationOutcome. */
+function readResolver(type: string): FieldResolver {
+  return async (_parent: unknown, args: { id: string }, context: GraphQLContext) => {
+    const version = await context.requestContext.repo.readVersion(type, args.id);
+    return context.loaders.remember(parseStored(version));
+  };
+}
+
+/** `TList(...)`: the matches of one page of the REST search. */
+function listResolver(type: string): FieldResolver {
+  return async (_parent: unknown, args: Args, context: GraphQLContext) =>
+    matchedResources(context, await runSearch(context, type, searchParams(type, args)));
+}
+
+interface Connection {
+  count: number | null;
+  offset: number | null;
+  pageSize: number;
+  first: string | null;
+  previous: string | null;
+  next: string | null;
+  last: string | null;
+  edges: { mode: string; score: number | null; resource: Resource }[];
+}
+
+/**
+ * `TConnection(...)`: one page with its paging positions. `count` is the total: computed only when
+ * the query selects it (as `_total=accurate`, but falling back to the planner's estimate above the
+ * server's threshold instead of refusing) unless `_total` says otherwise; free when the page shows
+ * the whole result.
+ */
+function connectionResolver(type: string): FieldResolver {
+  return async (_parent: unknown, args: Args, context: GraphQLContext, info: GraphQLResolveInfo) => {
+    const params = searchParams(type, args);
+    const implicitTotal = args._total === undefined || args._total === null ? selectsField(info, 'count') : false;
+    if (implicitTotal) params.push(['_total', 'accurate']);
+    const result = await runSearch(context, type, params, implicitTotal ? { accurateCountOverThreshold: 'estimate' } : {});
+    return toConnection(result, matchedResources(context, result));
+  };
+}
+
+function toConnection(result: SearchResult, resources: Resource[]): Connection {
+  const paging = result.paging;
+  const positioned = paging.cursor !== undefined;
+  const count = result.total?.value ?? knownTotal(result);
+  return {
+    count: count ?? null,
+    offset: positioned ? null : paging.offset,
+    pageSize: paging.count,
+    first: encodePageCursor({ offset: 0 }),
+    previous: paging.previous ? encodePageCursor(paging.previous) : null,
+    next: paging.next ? encodePageCursor(paging.next) : null,
+    last: lastPage(paging, result.total?.exact === false ? undefined : count),
+    edges: resources.map((resource) => ({ mode: 'match', score: null, resource })),
+  };
+}
+
+/** With no next page, an offset page shows where the result ends. */
+function knownTotal(result: SearchResult): number | undefined {
+  const { paging } = result;
+  if (paging.cursor !== undefined || paging.next || paging.count === 0) return undefined;
+  if (paging.offset > 0 && result.matches.length === 0) return undefined;
+  return paging.offset + result.matches.length;
+}
+
+/** The last page, for offset paging with an exact total (keyset paging has no position for it). */
+function lastPage(paging: Paging, exactTotal: number | undefined): string | null {
+  if (paging.cursorMode || exactTotal === undefined || paging.count === 0) return null;
+  const offset = exactTotal === 0 ? 0 : Math.floor((exactTotal - 1) / paging.count) * paging.count;
+  return encodePageCursor({ offset });
+}
+
+/** Whether the field's selection asks for `name`, directly or through fragments. */
+function selectsField(info: GraphQLResolveInfo, name: string): boolean {
+  const visit = (selectionSet: SelectionSetNode | undefined): boolean =>
+    (selectionSet?.selections ?? []).some((selection) => {
+      if (selection.kind === 'Field') return selection.name.value === name;
+      if (selection.kind === 'InlineFragment') return visit(selection.selectionSet);
+      return visit(info.fragments[selection.name.value]?.selectionSet);
+    });
+  return info.fieldNodes.some((node: FieldNode) => visit(node.selectionSet));
+}
+
+// Reverse references ----------------------------------------------------------------------------
+
+/** Target type → the types with a reference search parameter that may point at it. */
+function reverseReferences(): Map<string, Set<string>> {
+  const map = new Map<string, Set<string>>();
+  for (const source of getResourceTypes()) {
+    for (const param of getSearchParametersFor(source)) {
+      if (param.type !== 'reference') continue;
+      for (const target of param.target ?? []) {
+        if (!isResourceType(target)) continue;
+        let sources = map.get(target);
+        if (!sources) map.set(target, (sources = new Set()));
+        sources.add(source);
+      }
+    }
+  }
+  return map;
+}
+
+/**
+ * `SList(_reference: param, ...)` under a resource: the search `S?<param>=<Type>/<id>`. The lists of
+ * one execution level are batched (loaders.ts): one search for all parents in the common case.
+ */
+function reverseListResolver(source: string): FieldResolver {
+  return async (parent: Resource, args: Args, context: GraphQLContext) => {
+    if (!parent.id) return [];
+    assertTypeAccess(context.requestContext.identity, source, false);
+    const query: ReverseQuery = {
+      source,
+      code: referenceCode(source, args._reference),
+      count: boundedInt(args._count, '_count', MAX_COUNT),
+      offset: boundedInt(args._offset, '_offset', MAX_OFFSET),
+      sort: typeof args._sort === 'string' ? args._sort : undefined,
+    };
+    const resources = await context.loaders.reverse(query, `${parent.resourceType}/${parent.id}`);
+    return resources.map((resource) => context.loaders.remember(resource));
+  };
+}
+
+/** An optional integer argument from 0 to `max`, refused otherwise with the search service's wording. */
+function boundedInt(value: unknown, name: string, max: number): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
+    throw errors.invalid(`${name} must be an integer from 0 to ${max}, not ${String(value)}`, name);
+  }
+  return value;
+}
+
+/** The `SReferenceParam` value as a search parameter code, whether the enum's internal value is the code or its name. */
+function referenceCode(source: string, value: unknown): string {
+  const name = String(value);
+  const code = codesOf(source).get(name) ?? name;
+  const param = getSearchParametersFor(source).find((candidate) => candidate.code === code);
+  if (!param || param.type !== 'reference') throw errors.invalid(`${name} is not a reference search parameter of ${source}`, '_reference');
+  return code;
+}
+
+// References ------------------------------------------------------------------------------------
+
+interface ReferenceValue {
+  reference?: unknown;
+}
+
+/** `Type/id`, optionally `/_history/<vid>` (the current version is returned, as for any reference). */
+const RELATIVE_REFERENCE = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[A-Za-z0-9\-.]{1,64})?$/;
+
+type Target = { resourceType: string; id: string } | { contained: string };
+
+/**
+ * What a reference points at on this server: relative (`Patient/1`), absolute under our FHIR base,
+ * or `#id` (a resource contained in the same resource). Anything else (another server, `urn:uuid:`,
+ * a logical reference by identifier only) is not resolvable here.
+ */
+export function referenceTarget(reference: unknown, fhirBase: string): Target | undefined {
+  if (typeof reference !== 'string') return undefined;
+  if (reference.startsWith('#')) return { contained: reference.slice(1) };
+  const relative = reference.startsWith(`${fhirBase}/`) ? reference.slice(fhirBase.length + 1) : reference;
+  const match = RELATIVE_REFERENCE.exec(relative);
+  if (!match || !isResourceType(match[1])) return undefined;
+  return { resourceType: match[1], id: match[2] };
+}
+
+/**
+ * `Reference.resource(type)`: the target through the request's batching loader. A target that is
+ * missing, deleted, in another project or hidden by the caller's AccessPolicy resolves to null, not
+ * to an error: the field cannot tell "absent" from "not yours", and one dangling reference must not
+ * fail the list it sits in. `type` restricts the result to that type (null otherwise).
+ */
+async function referenceResolver(parent: ReferenceValue, args: { type?: string | null }, context: GraphQLContext): Promise<Resource | null> {
+  const target = referenceTarget(parent.reference, context.requestContext.config.fhirBaseUrl);
+  if (!target) return null;
+  const wanted = args.type ?? undefined;
+  // A reference that names another type is not loaded at all.
+  if ('resourceType' in target && wanted && target.resourceType !== wanted) return null;
+  const resource =
+    'contained' in target ? containedTarget(parent, target.contained, context) : await context.loaders.references.load(`${target.resourceType}/${target.id}`);
+  if (!resource || (wanted && resource.resourceType !== wanted)) return null;
+  return resource;
+}
+
+/** `#id` from the resource the reference sits in (known for resources this request read or searched). */
+function containedTarget(reference: object, id: string, context: GraphQLContext): Resource | null {
+  const container = context.loaders.containerOf(reference);
+  if (!container) return null;
+  if (id === '') return container;
+  const contained = Array.isArray(container.contained) ? (container.contained as unknown[]) : [];
+  return (contained.find((item) => isRecord(item) && item.id === id) as Resource | undefined) ?? null;
+}
+
+/** Binary bytes live beside the JSON: read them when the client asks for `data`, as REST does for JSON reads. */
+async function binaryDataResolver(parent: Resource, _args: Args, context: GraphQLContext): Promise<string | null> {
+  if (typeof parent.data === 'string') return parent.data;
+  const meta = parent.meta;
+  if (!parent.id || !meta?.project || !meta.versionId) return null;
+  const data = await context.requestContext.repo.readBinaryData({
+    resourceType: 'Binary',
+    id: parent.id,
+    projectId: meta.project,
+    versionId: meta.versionId,
+    lastUpdated: meta.lastUpdated ?? '',
+    deleted: false,
+    text: null,
+  });
+  return data ? Buffer.from(data).toString('base64') : null;
+}
+
+// Mutations -------------------------------------------------------------------------------------
+
+/** `TCreate(res:)`: the REST create (validation, access rules, Binary bytes stored beside the JSON). */
+function createResolver(type: string): FieldResolver {
+  return async (_parent: unknown, args: { res: unknown }, context: GraphQLContext, info: GraphQLResolveInfo) => {
+    const body = inputResource(type, args.res, info);
+    const repo = context.requestContext.repo;
+    const result = type === 'Binary' ? await createBinary(context, body) : await repo.createResource(type, body);
+    return context.loaders.remember(result.resource);
+  };
+}
+
+/** `TUpdate(id:, res:, ifMatch:)`: the REST update; `ifMatch` is the If-Match header's version. */
+function updateResolver(type: string): FieldResolver {
+  return async (_parent: unknown, args: { id: string; res: unknown; ifMatch?: string | null }, context: GraphQLContext, info: GraphQLResolveInfo) => {
+    const body = inputResource(type, args.res, info);
+    // The id is an argument here; a body without one takes it (a different one is still refused).
+    if (body.id === undefined) body.id = args.id;
+    const result = await context.requestContext.repo.updateResource(type, args.id, body, { ifMatch: parseIfMatch(args.ifMatch) });
+    return context.loaders.remember(result.resource);
+  };
+}
+
+/** `TDelete(id:)`: the REST delete, answered with an information OperationOutcome. */
+function deleteResolver(type: string): FieldResolver {
+  return async (_parent: unknown, args: { id: string }, context: GraphQLContext): Promise<OperationOutcome> => {
+    await context.requestContext.repo.deleteResource(type, args.id);
+    return allOk(`Deleted ${type}/${args.id}`);
+  };
+}
+
+/** A version id, bare or as an ETag (`W/"3"`), as REST's If-Match accepts it. */
+function parseIfMatch(value: string | null | undefined): string | undefined {
+  if (value === null || value === undefined) return undefined;
+  const match = /^\s*(?:W\/)?"?([^"\s]+)"?\s*$/.exec(value);
+  if (!match) throw errors.invalid(`Malformed ifMatch "${value}": give the version id, e.g. "1" or W/"1"`, 'ifMatch');
+  return match[1];
+}
+
+/**
+ * The `res` argument as FHIR JSON: enum values already arrive as FHIR codes (the schema maps them);
+ * explicit nulls are dropped, since FHIR JSON has no nulls; JSON-typed values (contained resources)
+ * pass unchanged. The resource type is the mutation's, unless the input names another (then
+ * validation refuses it, as REST does).
+ */
+function inputResource(type: string, input: unknown, info: GraphQLResolveInfo): Resource {
+  const inputType = info.parentType.getFields()[info.fieldName]?.args.find((arg) => arg.name === 'res')?.type;
+  const body = inputType ? withoutNulls(input, inputType) : input;
+  return { resourceType: type, ...(isRecord(body) ? body : {}) };
+}
+
+function withoutNulls(value: unknown, type: GraphQLInputType): unknown {
+  if (value === null || value === undefined) return undefined;
+  const nullable = nullableOf(type);
+  if (isKind<GraphQLList<GraphQLInputType>>(nullable, 'GraphQLList') && Array.isArray(value)) {
+    return value.map((item) => withoutNulls(item, nullable.ofType)).filter((item) => item !== undefined);
+  }
+  if (isKind<GraphQLInputObjectType>(nullable, 'GraphQLInputObjectType') && isRecord(value)) {
+    const fields = nullable.getFields();
+    const out: Record<string, unknown> = {};
+    for (const [name, field] of Object.entries(value)) {
+      const kept = fields[name] ? withoutNulls(field, fields[name].type) : field;
+      if (kept !== undefined) out[name] = kept;
+    }
+    return out;
+  }
+  return value;
+}
+
+/** A JSON Binary as REST creates it: `data` (base64) stored as bytes beside the resource. */
+async function createBinary(context: GraphQLContext, body: Resource): Promise<WriteResult> {
+  const repo = context.requestContext.repo;
+  const { data, contentType, ...rest } = body;
+  if (data !== undefined && (typeof data !== 'string' || !/^[A-Za-z0-9+/\s]*={0,2}$/.test(data))) {
+    throw errors.invalid('Binary.data must be base64', 'Binary.data');
+  }
+  const bytes = typeof data === 'string' ? Buffer.from(data, 'base64') : new Uint8Array();
+  return repo.createBinary(typeof contentType === 'string' ? contentType : '', bytes, rest);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,8 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import type { GraphQLSchema } from 'graphql';
+import { buildASTSchema, concatAST, parse, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { createSchema } from 'graphql-yoga';
+import { enumCodes } from '../generated/graphql-enum-codes.js';
 import type { Resolvers } from '../generated/graphql.js';
 import type { GraphQLContext } from './context.js';
+import { applyListArguments } from './list-fields.js';
 import { operationResolvers } from './operations.js';
 import { resolvers } from './resolvers.js';
 import { resourceResolvers } from './resources.js';
@@ -45,10 +47,37 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
 }
 
+/**
+ * Internal values of the generated enums: a value whose name differs from its FHIR code
+ * (`entered_in_error`) stands for the code (`'entered-in-error'`), so resolvers return and
+ * arguments and inputs arrive as FHIR codes, never as GraphQL value names.
+ */
+export function enumResolvers(): Resolvers {
+  return enumCodes as Resolvers;
+}
+
+/** Every SDL file of `dir` as one document. */
+export function loadTypeDefsDocument(dir: URL = SCHEMA_DIR): DocumentNode {
+  return concatAST(loadTypeDefs(dir).map((sdl) => parse(sdl, { noLocation: true })));
+}
+
+/**
+ * The SDL files as one document, built by graphql-js directly. The generated SDL is megabytes large:
+ * merging the files with graphql-tools' mergeTypeDefs would add about a second at start, and the SDL
+ * validation rules a few hundred milliseconds; the files never change at run time, so the tests
+ * validate them instead (test/graphql/schema.test.ts). The built schema is still validated by
+ * graphql-js before the first query runs.
+ */
+function buildTypeDefs(): GraphQLSchema {
+  return buildASTSchema(loadTypeDefsDocument(), { assumeValidSDL: true });
+}
+
 /** Builds the executable schema; call once at start (reads the SDL files synchronously). */
 export function buildSchema(): GraphQLSchema {
-  return createSchema<GraphQLContext>({
-    typeDefs: loadTypeDefs(),
-    resolvers: mergeResolvers([resolvers, resourceResolvers(), operationResolvers()]),
-  });
+  return applyListArguments(createSchema<GraphQLContext>({
+    typeDefs: buildTypeDefs(),
+    resolvers: mergeResolvers([resolvers, enumResolvers(), resourceResolvers(), operationResolvers()]),
+    // The schema was just built for this call alone: adding resolvers in place saves copying every type.
+    updateResolversInPlace: true,
+  }));
 }

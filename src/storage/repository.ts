@@ -23,6 +23,17 @@ export interface StoredVersion {
   text: string | null;
 }
 
+/** A resource by type and id, as references name it. */
+export interface ResourceKey {
+  resourceType: string;
+  id: string;
+}
+
+/** `Type/id`: the key of readVersions' result. */
+export function keyOf(key: ResourceKey): string {
+  return `${key.resourceType}/${key.id}`;
+}
+
 export interface WriteOptions {
   /** Version the client expects to replace (If-Match); a different current version gives 412. */
   ifMatch?: string;
@@ -128,6 +139,60 @@ export class Repository {
     };
     this.cache.fill(version);
     return version;
+  }
+
+  /**
+   * Current versions of many resources at once, for batched reference loads (GraphQL's
+   * `Reference.resource`): cached versions from the cache, the rest in one statement. Unlike
+   * readVersion it never throws for a single key: a key of an unknown type, a malformed id, a
+   * missing or deleted resource, or one of a project the caller cannot see is simply absent from
+   * the result (keyed `Type/id`).
+   */
+  async readVersions(keys: readonly ResourceKey[]): Promise<Map<string, StoredVersion>> {
+    const found = new Map<string, StoredVersion>();
+    const missing = new Map<string, ResourceKey>();
+    for (const key of keys) {
+      if (!isResourceType(key.resourceType) || !ID_PATTERN.test(key.id)) continue;
+      const cached = this.cache.get(key.resourceType, key.id);
+      if (cached) found.set(keyOf(key), cached);
+      else missing.set(keyOf(key), key);
+    }
+    if (missing.size > 0) {
+      for (const version of await this.loadCurrentMany([...missing.values()])) {
+        this.cache.fill(version);
+        found.set(keyOf(version), version);
+      }
+    }
+    for (const [key, version] of found) {
+      if (version.deleted || !this.canSee(version.projectId)) found.delete(key);
+    }
+    return found;
+  }
+
+  /** One statement for any number of keys: the (resourceType, id) pairs travel as one JSON argument. */
+  private async loadCurrentMany(keys: readonly ResourceKey[]): Promise<StoredVersion[]> {
+    const rows = await this.db.query<{
+      resourceType: string;
+      id: string;
+      projectId: string;
+      versionId: string;
+      lastUpdated: unknown;
+      deleted: boolean;
+      content: string | null;
+    }>(
+      `SELECT "resourceType", id, "projectId", "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content
+       FROM resource WHERE ("resourceType", id) IN (SELECT k->>0, k->>1 FROM json_array_elements($1::json) AS k)`,
+      [JSON.stringify(keys.map((key) => [key.resourceType, key.id]))],
+    );
+    return rows.map((row) => ({
+      resourceType: row.resourceType,
+      projectId: row.projectId,
+      id: row.id,
+      versionId: row.versionId,
+      lastUpdated: toInstant(row.lastUpdated),
+      deleted: row.deleted,
+      text: row.content,
+    }));
   }
 
   async readResource(resourceType: string, id: string): Promise<Resource> {

@@ -28,6 +28,8 @@ export function stubContext(options: StubOptions = {}): { context: RequestContex
     // The GraphQL layer calls readResource only; the rest of Repository is not needed here.
     repo: repo as Repository,
     db: { kind: 'pglite', healthy: async () => options.healthy ?? true },
+    // No SQL in these tests: the resolvers under test call the repository stub only.
+    database: {} as RequestContext['database'],
     log,
     config: loadConfig({}),
     // The GraphQL layer never creates accounts or tokens.
