@@ -1,6 +1,138 @@
+import type { GraphQLFieldResolver } from 'graphql';
+import { errors } from '../fhir/outcome.js';
+import { isObject, type Resource } from '../fhir/types.js';
+import { isOpenType, isRepeating, isResourceParameterType, valueKey, type OperationParameter } from '../operations/definition.js';
+import { executeOperation } from '../operations/execute.js';
+import { builtinOperations } from '../operations/builtin.js';
+import type { Operation, OperationRequest } from '../operations/registry.js';
 import type { Resolvers } from '../generated/graphql.js';
+import type { GraphQLContext } from './context.js';
+import {
+  graphqlName,
+  hasParts,
+  ID_ARGUMENT,
+  operationFields,
+  parametersOf,
+  partsOf,
+  type OperationField,
+} from './generator/operations.js';
 
-/** One field per operation of the registry (schema/fhir-operations.graphql), calling its handler. */
-export function operationResolvers(): Resolvers {
-  return {};
+/**
+ * One resolver per operation field (schema/fhir-operations.graphql). GraphQL arguments become the
+ * Parameters resource a REST client would send, and `executeOperation` decodes, checks and runs it:
+ * the same decoding, validation, authorization and handler as the REST route. The Parameters it
+ * returns is read back into the output type's fields.
+ *
+ * The fields are those of the committed SDL, generated from the built-in operations; an operation
+ * registered at run time (tests do) has no field, so it gets no resolver either.
+ */
+export function operationResolvers(operations: readonly Operation[] = builtinOperations): Resolvers {
+  const roots: Record<string, Record<string, GraphQLFieldResolver<unknown, GraphQLContext>>> = {};
+  for (const field of operationFields(operations)) (roots[field.root] ??= {})[field.name] = operationResolver(field);
+  // The field names are computed from the operation definitions, so the generated per-field types cannot check them.
+  return roots as Resolvers;
+}
+
+type Args = Record<string, unknown>;
+
+function operationResolver(field: OperationField): GraphQLFieldResolver<unknown, GraphQLContext> {
+  const { operation } = field;
+  return async (_parent, args: Args, { requestContext }) => {
+    const id = args[ID_ARGUMENT];
+    const request: OperationRequest = {
+      level: field.resourceType === undefined ? 'system' : typeof id === 'string' ? 'instance' : 'type',
+      resourceType: field.resourceType,
+      id: typeof id === 'string' ? id : undefined,
+      ctx: requestContext,
+      // Terminology keeps tables of its own; the request context exposes the database through auth.
+      db: requestContext.auth.db,
+    };
+    // As in REST: a refusal comes before any complaint about the input.
+    operation.authorize?.(request);
+    const result = await executeOperation(operation, toParameters(args, operation), request);
+    if (field.returnsResource) return result.resource;
+    const out = parametersOf(operation.definition, 'out');
+    return out.length === 0 ? result.resource : fromEntries(entriesOf(result.resource), out);
+  };
+}
+
+/** A Parameters entry, as REST clients send and receive them. */
+interface Entry {
+  name: string;
+  part?: Entry[];
+  resource?: unknown;
+  [value: string]: unknown;
+}
+
+/** The arguments as the Parameters resource a REST client would POST. */
+function toParameters(args: Args, operation: Operation): Resource {
+  return { resourceType: 'Parameters', parameter: toEntries(args, parametersOf(operation.definition, 'in'), operation.definition.code) };
+}
+
+function toEntries(values: Args, declared: OperationParameter[], code: string): Entry[] {
+  const entries: Entry[] = [];
+  for (const parameter of declared) {
+    const value = values[graphqlName(parameter.name)];
+    if (value === undefined || value === null) continue;
+    for (const item of Array.isArray(value) ? value : [value]) {
+      if (item !== null && item !== undefined) entries.push(toEntry(item, parameter, code));
+    }
+  }
+  return entries;
+}
+
+function toEntry(value: unknown, parameter: OperationParameter, code: string): Entry {
+  const { name } = parameter;
+  if (hasParts(parameter)) return { name, part: toEntries(value as Args, partsOf(parameter), code) };
+  if (isResourceParameterType(parameter.type)) return { name, resource: plainJson(value, false) };
+  if (isOpenType(parameter)) {
+    if (!isObject(value)) {
+      throw errors.invalid(
+        `Parameter "${name}" of $${code} takes any type of value: give an object with one value[x] property, such as {"valueString": "text"}`,
+        'Parameters.parameter',
+      );
+    }
+    return { ...(plainJson(value, false) as Args), name };
+  }
+  // Typed input objects carry an explicit null for a field the client set to null: FHIR JSON has no nulls.
+  return { name, [valueKey(parameter.type!)]: plainJson(value, true) };
+}
+
+/**
+ * A copy made of plain objects and arrays (graphql-js builds argument objects without a prototype),
+ * without null properties when `dropNulls`.
+ */
+function plainJson(value: unknown, dropNulls: boolean): unknown {
+  if (Array.isArray(value)) return value.map((item) => plainJson(item, dropNulls));
+  if (typeof value !== 'object' || value === null) return value;
+  const copy: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (!(dropNulls && item === null)) copy[key] = plainJson(item, dropNulls);
+  }
+  return copy;
+}
+
+function entriesOf(resource: Resource): Entry[] {
+  return Array.isArray(resource.parameter) ? (resource.parameter as Entry[]) : [];
+}
+
+/** Encoded out-parameters → the output object type's fields (lists for repeating ones). */
+function fromEntries(entries: Entry[], declared: OperationParameter[]): Args {
+  const output: Args = {};
+  for (const parameter of declared) {
+    const values = entries.filter((entry) => entry.name === parameter.name).map((entry) => fromEntry(entry, parameter));
+    output[graphqlName(parameter.name)] = isRepeating(parameter) ? values : (values[0] ?? null);
+  }
+  return output;
+}
+
+function fromEntry(entry: Entry, parameter: OperationParameter): unknown {
+  if (hasParts(parameter)) return fromEntries(entry.part ?? [], partsOf(parameter));
+  if (isResourceParameterType(parameter.type)) return entry.resource;
+  if (isOpenType(parameter)) {
+    // The entry without its name: `{ "valueCode": "x" }`, the same shape the open-typed input takes.
+    const { name: _name, ...value } = entry;
+    return value;
+  }
+  return entry[valueKey(parameter.type!)];
 }

@@ -84,7 +84,8 @@ export function resolveOperation(code: string, level: OperationLevel, resourceTy
   return operation;
 }
 
-function appliesTo(definition: OperationDefinition, resourceType: string): boolean {
+/** Whether an operation on `definition.resource` applies to `resourceType` (GraphQL makes one field per type it applies to). */
+export function appliesTo(definition: OperationDefinition, resourceType: string): boolean {
   const types = definition.resource ?? [];
   return types.includes(resourceType) || types.includes('Resource') || (types.includes('DomainResource') && resourceType !== 'Bundle');
 }
