@@ -29,6 +29,14 @@ export interface Config {
   readonly resourceCacheSize: number;
   /** Origins browsers may call from (CORS); `*` allows any. */
   readonly corsOrigins: readonly string[];
+  /** GraphQL: deepest field nesting a query may have (introspection fields not counted). */
+  readonly graphqlMaxDepth: number;
+  /** GraphQL: highest estimated cost of a query, list fields multiplying their subtree (src/graphql/limits.ts). */
+  readonly graphqlMaxCost: number;
+  /** GraphQL: the largest `_count` a list field may ask for. */
+  readonly graphqlMaxListSize: number;
+  /** GraphQL: whether clients may query the schema (`__schema`, `__type`); GraphiQL needs it. */
+  readonly graphqlIntrospection: boolean;
 }
 
 export class ConfigError extends Error {
@@ -100,6 +108,10 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000),
     resourceCacheSize: int('RESOURCE_CACHE_SIZE', 10_000),
     corsOrigins: (merged.CORS_ORIGINS || '*').split(',').map((origin) => origin.trim()).filter(Boolean),
+    graphqlMaxDepth: int('GRAPHQL_MAX_DEPTH', 15, 1),
+    graphqlMaxCost: int('GRAPHQL_MAX_COST', 50_000, 1),
+    graphqlMaxListSize: int('GRAPHQL_MAX_LIST_SIZE', 1000, 1),
+    graphqlIntrospection: oneOf('GRAPHQL_INTROSPECTION', ['true', 'false'] as const, 'true') === 'true',
   };
   if (config.superAdminClientId !== undefined && !/^[A-Za-z0-9\-.]{1,64}$/.test(config.superAdminClientId)) {
     problems.push('SUPER_ADMIN_CLIENT_ID must be 1-64 of A-Z a-z 0-9 - . (it is the ClientApplication id)');

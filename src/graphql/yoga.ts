@@ -5,6 +5,7 @@ import type { RequestContext } from '../context.js';
 import { OperationOutcomeError } from '../fhir/outcome.js';
 import { maskError, outcomeToGraphQLError, UNEXPECTED_ERROR_MESSAGE, useExecutionErrors } from './errors.js';
 import { useFhirDirectives } from './directives.js';
+import { INSTANCE_ENDPOINT_PATTERN, useInstanceGraphQL } from './instance.js';
 import { useQueryLimits } from './limits.js';
 import { createLoaders } from './loaders.js';
 import { yogaLogger } from './logging.js';
@@ -13,8 +14,11 @@ import { buildSchema } from './schema.js';
 /** The paths the handler answers; the HTTP layer routes both (GET and POST) to it. */
 export const GRAPHQL_PATHS = ['/graphql', '/fhir/R4/$graphql'] as const;
 
-/** A URLPattern pathname matching GRAPHQL_PATHS (`$` may arrive percent-encoded). */
-const GRAPHQL_ENDPOINT_PATTERN = '/(graphql|fhir/R4/(?:\\$|%24)graphql)';
+/**
+ * A URLPattern pathname matching GRAPHQL_PATHS and the instance-level `/fhir/R4/<Type>/<id>/$graphql`
+ * (`$` may arrive percent-encoded).
+ */
+const GRAPHQL_ENDPOINT_PATTERN = `/(graphql|fhir/R4/(?:\\$|%24)graphql|${INSTANCE_ENDPOINT_PATTERN})`;
 
 export interface GraphQLHandlerOptions {
   /** Builds the request context (authentication, project-scoped repository, logger). */
@@ -31,8 +35,9 @@ export interface GraphQLHandlerOptions {
  * logged, OperationOutcomeErrors shown with the OperationOutcome in `extensions.resource`.
  */
 export function createGraphQLHandler(options: GraphQLHandlerOptions): (request: Request) => Promise<Response> {
+  const schema = buildSchema();
   const yoga = createYoga({
-    schema: buildSchema(),
+    schema,
     graphqlEndpoint: GRAPHQL_ENDPOINT_PATTERN,
     // Native Request/Response, so the HTTP layer gets a Response it knows (yoga's default is a ponyfill).
     fetchAPI: { Request, Response, Headers },
@@ -40,7 +45,13 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): (request: 
       const requestContext = await buildRequestContext(options, request);
       return { requestContext, loaders: createLoaders(requestContext) };
     },
-    plugins: [useQueryLimits(options.config), useFhirDirectives(), useExecutionErrors()],
+    // Limits first: a refused query stops before the instance-level read.
+    plugins: [
+      useQueryLimits(options.config),
+      useFhirDirectives(),
+      useInstanceGraphQL(schema),
+      useExecutionErrors(),
+    ],
     maskedErrors: { maskError, errorMessage: UNEXPECTED_ERROR_MESSAGE },
     graphiql: (request) => ({ title: 'Flint GraphiQL', endpoint: new URL(request.url).pathname }),
     landingPage: false,

@@ -5,7 +5,9 @@ import { cors } from 'hono/cors';
 import { assertRouteAccess } from '../auth/access.js';
 import { authenticateRequest } from '../auth/authenticate.js';
 import { createRequestContext, type Identity, type Services } from '../context.js';
+import { INSTANCE_GRAPHQL_ROUTE } from '../graphql/instance.js';
 import { createGraphQLHandler, GRAPHQL_PATHS } from '../graphql/yoga.js';
+import { isResourceType } from '../fhir/definitions.js';
 import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
 import type { AppEnv } from './fhir-handlers.js';
 import { outcomeResponse } from './responses.js';
@@ -57,8 +59,8 @@ export function createApp(services: Services): Hono<AppEnv> {
 }
 
 /**
- * GraphQL at `/graphql` and `/fhir/R4/$graphql`: one yoga instance, built here once, with the same
- * authentication and request context as REST.
+ * GraphQL at `/graphql`, `/fhir/R4/$graphql` and `/fhir/R4/<Type>/<id>/$graphql` (instance level):
+ * one yoga instance, built here once, with the same authentication and request context as REST.
  */
 function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authenticator): void {
   const requestIds = new WeakMap<Request, string>();
@@ -74,6 +76,13 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
       return graphql(c.req.raw);
     });
   }
+  app.on(['GET', 'POST'], INSTANCE_GRAPHQL_ROUTE, (c) => {
+    const type = c.req.param('type') as string;
+    // As REST answers for an unknown type, before authentication or GraphQL parsing.
+    if (!isResourceType(type)) throw errors.notSupported(`Unknown resource type "${type}"`);
+    requestIds.set(c.req.raw, c.get('requestId'));
+    return graphql(c.req.raw);
+  });
 }
 
 /**

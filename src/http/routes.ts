@@ -40,9 +40,12 @@ const FHIR = '/fhir/R4';
 /** Resource type names start with an upper-case letter; this keeps `metadata` and `$op` apart. */
 const TYPE = ':type{[A-Z][A-Za-z]+}';
 const ID = ':id{[A-Za-z0-9\\-.]{1,64}}';
-/** `$code` of an operation; `$graphql` at system level is GraphQL's (mounted beside the route table). */
+/**
+ * `$code` of an operation; `$graphql` at system and instance level is GraphQL's (mounted beside the
+ * route table, src/http/app.ts).
+ */
 const OP = ':op{\\$[A-Za-z][A-Za-z0-9-]*}';
-const SYSTEM_OP = ':op{\\$(?!graphql$)[A-Za-z][A-Za-z0-9-]*}';
+const NOT_GRAPHQL_OP = ':op{\\$(?!graphql$)[A-Za-z][A-Za-z0-9-]*}';
 
 /** The one route table of the server. More specific paths come first. */
 export const ROUTES: Route[] = [
@@ -51,12 +54,12 @@ export const ROUTES: Route[] = [
   // Identity (issue 3): /oauth2/*, /auth/*, /.well-known/*, /admin/* (src/auth/routes.ts).
   ...identityRoutes,
   // Operations (SPEC 4.1): every level is routed; the OperationDefinition decides what exists and whether GET is allowed.
-  { method: 'POST', path: `${FHIR}/${SYSTEM_OP}`, handler: operationHandler('system') },
-  { method: 'GET', path: `${FHIR}/${SYSTEM_OP}`, handler: operationHandler('system') },
+  { method: 'POST', path: `${FHIR}/${NOT_GRAPHQL_OP}`, handler: operationHandler('system') },
+  { method: 'GET', path: `${FHIR}/${NOT_GRAPHQL_OP}`, handler: operationHandler('system') },
   { method: 'POST', path: `${FHIR}/${TYPE}/${OP}`, handler: operationHandler('type') },
   { method: 'GET', path: `${FHIR}/${TYPE}/${OP}`, handler: operationHandler('type') },
-  { method: 'POST', path: `${FHIR}/${TYPE}/${ID}/${OP}`, handler: operationHandler('instance') },
-  { method: 'GET', path: `${FHIR}/${TYPE}/${ID}/${OP}`, handler: operationHandler('instance') },
+  { method: 'POST', path: `${FHIR}/${TYPE}/${ID}/${NOT_GRAPHQL_OP}`, handler: operationHandler('instance') },
+  { method: 'GET', path: `${FHIR}/${TYPE}/${ID}/${NOT_GRAPHQL_OP}`, handler: operationHandler('instance') },
   // Built-in OperationDefinitions are served from the registry, stored ones by the normal read.
   { method: 'GET', path: `${FHIR}/:type{OperationDefinition}/${ID}`, handler: operationDefinitionReadHandler },
   { method: 'GET', path: `${FHIR}/${TYPE}/_history`, handler: historyHandler, interaction: { type: 'history-type' } },
