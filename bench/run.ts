@@ -3,7 +3,7 @@
  * at 16 connections, and appends the figures to bench/RESULTS.md.
  *
  *   npm run bench                         embedded PGlite, plus PostgreSQL when BENCH_DATABASE_URL is set
- *   BENCH_SCENARIOS=read,create npm run bench
+ *   BENCH_SCENARIOS=read,create npm run bench   (a scenario is selected by its first word: read, create, graphql)
  *   BENCH_DURATION=10 npm run bench       seconds per scenario (default 10)
  */
 import type { ChildProcess } from 'node:child_process';
@@ -40,6 +40,9 @@ interface Row {
 /** Filled with the bearer token of the super-admin client once Flint is up (issue 3: every route needs one). */
 const AUTH_HEADERS: Record<string, string> = {};
 const JSON_HEADERS: Record<string, string> = { 'content-type': 'application/fhir+json' };
+const GRAPHQL_HEADERS: Record<string, string> = { 'content-type': 'application/json' };
+/** The LOINC code (heart rate) of the Observations the GraphQL list scenario reads. */
+const GRAPHQL_BENCH_CODE = '8867-4';
 const BENCH_CLIENT = { id: 'bench-client', secret: 'bench-client-secret' };
 
 function load(options: autocannon.Options): Promise<autocannon.Result> {
@@ -84,7 +87,58 @@ const scenarios: Scenario[] = [
       });
     },
   },
+  {
+    name: 'graphql Patient by id',
+    target: '≥80% of REST read req/s',
+    run: (ids) => {
+      let i = 0;
+      return load({
+        url: `${FHIR}/$graphql`,
+        requests: [
+          {
+            method: 'POST',
+            headers: GRAPHQL_HEADERS,
+            setupRequest: (req) => ({ ...req, body: graphqlBody(PATIENT_QUERY, { id: ids[i++ % ids.length] }) }),
+          },
+        ],
+      });
+    },
+  },
+  {
+    name: 'graphql 100 Observations with subject names',
+    target: '≥500 req/s',
+    run: () =>
+      load({
+        url: `${FHIR}/$graphql`,
+        requests: [{ method: 'POST', headers: GRAPHQL_HEADERS, body: graphqlBody(OBSERVATIONS_WITH_SUBJECTS_QUERY, {}) }],
+      }),
+  },
 ];
+
+const PATIENT_QUERY = 'query ($id: ID!) { Patient(id: $id) { id name { family given } gender birthDate } }';
+/** Each subject is a different Patient: the reference loads are batched into one query. */
+const OBSERVATIONS_WITH_SUBJECTS_QUERY = `{
+  ObservationList(code: "http://loinc.org|${GRAPHQL_BENCH_CODE}", _count: 100) {
+    id status valueQuantity { value unit }
+    subject { reference resource { ... on Patient { name { family given } } } }
+  }
+}`;
+
+function graphqlBody(query: string, variables: Record<string, unknown>): string {
+  return JSON.stringify({ query, variables });
+}
+
+/** 100 Observations with a code of their own, each about a different seeded Patient. */
+async function seedGraphqlObservations(patientIds: string[]): Promise<void> {
+  await Promise.all(
+    patientIds.slice(0, 100).map(async (patientId) => {
+      const observation = typicalObservation(patientId);
+      observation.code = { coding: [{ system: 'http://loinc.org', code: GRAPHQL_BENCH_CODE }] };
+      const res = await fetch(`${FHIR}/Observation`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(observation) });
+      if (res.status !== 201) throw new Error(`seed failed: ${res.status} ${await res.text()}`);
+    }),
+  );
+}
 
 async function startFlint(env: Record<string, string>): Promise<ChildProcess> {
   const child = await launchFlint(PORT, {
@@ -97,6 +151,7 @@ async function startFlint(env: Record<string, string>): Promise<ChildProcess> {
   const token = await clientCredentialsToken(BASE, BENCH_CLIENT);
   AUTH_HEADERS.authorization = `Bearer ${token}`;
   JSON_HEADERS.authorization = `Bearer ${token}`;
+  GRAPHQL_HEADERS.authorization = `Bearer ${token}`;
   return child;
 }
 
@@ -120,6 +175,7 @@ async function benchDatabase(label: string, env: Record<string, string>, selecte
   const rows: Row[] = [];
   try {
     const ids = await seedPatients(1000);
+    await seedGraphqlObservations(ids);
     for (const scenario of scenarios) {
       if (selected && !selected.has(scenario.name.split(' ')[0])) continue;
       await scenario.run(ids.slice(0, 100)).catch(() => undefined); // warm-up pass, short
