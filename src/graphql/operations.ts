@@ -44,8 +44,8 @@ function operationResolver(field: OperationField): GraphQLFieldResolver<unknown,
       resourceType: field.resourceType,
       id: typeof id === 'string' ? id : undefined,
       ctx: requestContext,
-      // Terminology keeps tables of its own; the request context exposes the database through auth.
-      db: requestContext.auth.db,
+      // Terminology keeps tables of its own.
+      db: requestContext.database,
     };
     // As in REST: a refusal comes before any complaint about the input.
     operation.authorize?.(request);

@@ -13,5 +13,22 @@ export const resolvers: Resolvers = {
     }),
     resource: (_parent, { resourceType, id }, { requestContext }) =>
       requestContext.repo.readResource(resourceType, id),
+    me: (_parent, _args, { requestContext: { identity } }) => ({
+      membership: identity.membershipId ? `ProjectMembership/${identity.membershipId}` : undefined,
+      subject: identity.subject,
+      clientId: identity.clientId,
+      scope: identity.scope,
+      superAdmin: identity.superAdmin,
+      projectAdmin: identity.projectAdmin ?? false,
+    }),
+  },
+  Me: {
+    // Through the caller's repository: the same read rights as `Project(id:)` would have.
+    project: (_me, _args, { requestContext }) => requestContext.repo.readResource('Project', requestContext.identity.projectId),
+    profile: async (_me, _args, { requestContext, loaders }) => {
+      const [resourceType, id] = requestContext.identity.profile?.split('/') ?? [];
+      if (!resourceType || !id) return null;
+      return loaders.references.load(`${resourceType}/${id}`);
+    },
   },
 };

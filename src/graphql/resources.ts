@@ -332,20 +332,33 @@ export function referenceTarget(reference: unknown, fhirBase: string): Target | 
 }
 
 /**
- * `Reference.resource(type)`: the target through the request's batching loader. A target that is
- * missing, deleted, in another project or hidden by the caller's AccessPolicy resolves to null, not
- * to an error: the field cannot tell "absent" from "not yours", and one dangling reference must not
- * fail the list it sits in. `type` restricts the result to that type (null otherwise).
+ * `Reference.resource(type, optional)`: the target through the request's batching loader. A
+ * reference the server cannot resolve (missing, deleted, in another project, hidden by the caller's
+ * AccessPolicy, external, or not a literal reference) is an error on this field only (FHIR GraphQL),
+ * the same error whatever the cause so it does not tell "absent" from "not yours"; with
+ * `optional: true` it is null. `type` restricts the result to that type (null otherwise).
  */
-async function referenceResolver(parent: ReferenceValue, args: { type?: string | null }, context: GraphQLContext): Promise<Resource | null> {
+async function referenceResolver(
+  parent: ReferenceValue,
+  args: { type?: string | null; optional?: boolean | null },
+  context: GraphQLContext,
+): Promise<Resource | null> {
+  const wanted = args.type ?? undefined;
+  const resource = await resolveReference(parent, wanted, context);
+  if (resource === 'other-type') return null;
+  if (resource) return resource;
+  if (args.optional || parent.reference === undefined) return null;
+  throw errors.notFound(`Reference "${parent.reference}" could not be resolved: it is not a resource this server holds that you may read`);
+}
+
+async function resolveReference(parent: ReferenceValue, wanted: string | undefined, context: GraphQLContext): Promise<Resource | 'other-type' | null> {
   const target = referenceTarget(parent.reference, context.requestContext.config.fhirBaseUrl);
   if (!target) return null;
-  const wanted = args.type ?? undefined;
   // A reference that names another type is not loaded at all.
-  if ('resourceType' in target && wanted && target.resourceType !== wanted) return null;
+  if ('resourceType' in target && wanted && target.resourceType !== wanted) return 'other-type';
   const resource =
     'contained' in target ? containedTarget(parent, target.contained, context) : await context.loaders.references.load(`${target.resourceType}/${target.id}`);
-  if (!resource || (wanted && resource.resourceType !== wanted)) return null;
+  if (resource && wanted && resource.resourceType !== wanted) return 'other-type';
   return resource;
 }
 

@@ -75,18 +75,6 @@ const DEVIATIONS: Record<string, Deviation> = {
     reason: '`resource(type: Group)` still returns the `Resource` interface: `active` needs a fragment',
     query: '{ id subject { reference, resource(type: Group) { ... on Group { active } } } code { coding { system code } } }',
   },
-  'reference-broken': {
-    reason:
-      'an unresolvable reference gives `resource: null` without an error: the target may be missing or not ' +
-      'visible to the caller, and the response must not tell which (the case expects an error)',
-    expected: { authorizingPrescription: [{ reference: 'MedicationRequest/medrx0309' }] },
-  },
-  'reference-optional': {
-    reason:
-      'Flint has no `optional` argument: an unresolvable reference always gives `resource: null` without an ' +
-      'error (the target may be missing or not visible to the caller, which must not be told apart)',
-    query: '{ authorizingPrescription { reference, resource { id } } }',
-  },
   'extension-simple': {
     reason:
       'the two `subject` selections merge into one field (GraphQL field merging), so the expected list of two ' +

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { patientBody, projectClient, useTestServer, type ProjectClient } from '../helpers/server.js';
 import { addMemberClient } from '../auth/helpers.js';
-import { create, data, graphql, observation } from './resource-helpers.js';
+import { create, data, graphql, observation, onlyError } from './resource-helpers.js';
 
 const api = await useTestServer();
 
@@ -42,36 +42,68 @@ describe('Reference.resource', () => {
     expect(resource).toEqual({ resourceType: 'Patient', id: 'p1', name: [{ family: 'Inside' }] });
   });
 
-  it('gives null, without an error, for a missing target, another server, or a type the argument excludes', async () => {
+  it('is an error on that field only for a missing target, with its OperationOutcome', async () => {
     const client = api.newProject();
     const patient = await create(client, patientBody());
     const missing = await create(client, observation('Patient/does-not-exist'));
-    const external = await create(client, observation('https://other.example.org/fhir/Patient/1'));
     const present = await create(client, observation(`Patient/${patient.id}`));
     const res = await graphql(
       api,
       client,
-      `query ($a: ID!, $b: ID!, $c: ID!) {
-        a: Observation(id: $a) { subject { resource { resourceType } } }
+      `query ($a: ID!, $b: ID!) {
+        a: Observation(id: $a) { id subject { reference resource { resourceType } } }
         b: Observation(id: $b) { subject { resource { resourceType } } }
-        c: Observation(id: $c) { subject { asGroup: resource(type: Group) { resourceType } asPatient: resource(type: Patient) { resourceType } } }
       }`,
-      { a: missing.id, b: external.id, c: present.id },
+      { a: missing.id, b: present.id },
     );
-    expect(res.body.errors).toBeUndefined();
     expect(res.body.data).toEqual({
-      a: { subject: { resource: null } },
-      b: { subject: { resource: null } },
-      c: { subject: { asGroup: null, asPatient: { resourceType: 'Patient' } } },
+      a: { id: missing.id, subject: { reference: 'Patient/does-not-exist', resource: null } },
+      b: { subject: { resource: { resourceType: 'Patient' } } },
     });
+    const error = onlyError(res);
+    expect(error.path).toEqual(['a', 'subject', 'resource']);
+    expect(error.code).toBe('not-found');
   });
 
-  it('gives null for a deleted target', async () => {
+  it('gives null without an error for an unresolvable target when optional is true', async () => {
+    const client = api.newProject();
+    const missing = await create(client, observation('Patient/does-not-exist'));
+    const external = await create(client, observation('https://other.example.org/fhir/Patient/1'));
+    const res = await graphql(
+      api,
+      client,
+      `query ($a: ID!, $b: ID!) {
+        a: Observation(id: $a) { subject { resource(optional: true) { resourceType } } }
+        b: Observation(id: $b) { subject { resource(optional: true) { resourceType } } }
+      }`,
+      { a: missing.id, b: external.id },
+    );
+    expect(res.body.errors).toBeUndefined();
+    expect(res.body.data).toEqual({ a: { subject: { resource: null } }, b: { subject: { resource: null } } });
+  });
+
+  it('gives null without an error when the type argument excludes the target', async () => {
+    const client = api.newProject();
+    const patient = await create(client, patientBody());
+    const obs = await create(client, observation(`Patient/${patient.id}`));
+    const body = await data(
+      api,
+      client,
+      `query ($id: ID!) { Observation(id: $id) { subject { asGroup: resource(type: Group) { resourceType } asPatient: resource(type: Patient) { resourceType } } } }`,
+      { id: obs.id },
+    );
+    expect(body.Observation.subject).toEqual({ asGroup: null, asPatient: { resourceType: 'Patient' } });
+  });
+
+  it('treats a deleted target as unresolvable', async () => {
     const client = api.newProject();
     const patient = await create(client, patientBody());
     const obs = await create(client, observation(`Patient/${patient.id}`));
     await client.delete(`/Patient/${patient.id}`);
-    expect((await data(api, client, SUBJECT, { id: obs.id })).Observation.subject.resource).toBeNull();
+    const res = await graphql(api, client, SUBJECT, { id: obs.id });
+    expect(onlyError(res).code).toBe('not-found');
+    const optional = await data(api, client, `query ($id: ID!) { Observation(id: $id) { subject { resource(optional: true) { id } } } }`, { id: obs.id });
+    expect(optional.Observation.subject.resource).toBeNull();
   });
 
   it('resolves references of references (nested levels)', async () => {
@@ -201,27 +233,33 @@ describe('AccessPolicy', () => {
     return { admin, client, inside, outside, mine };
   }
 
-  it('Reference.resource gives null for a target outside the criteria, the target for one inside', async () => {
+  it('Reference.resource: a target outside the criteria looks exactly like a missing one', async () => {
     const { admin, client, inside, outside } = await restrictedMember();
     const toInside = await create(admin, observation(`Patient/${inside.id}`));
     const toOutside = await create(admin, observation(`Patient/${outside.id}`));
+    const toMissing = await create(admin, observation('Patient/does-not-exist'));
     const res = await graphql(
       api,
       client,
-      `query ($a: ID!, $b: ID!) {
+      `query ($a: ID!, $b: ID!, $c: ID!) {
         a: Observation(id: $a) { subject { resource { ... on Patient { id } } } }
         b: Observation(id: $b) { subject { resource { ... on Patient { id } } } }
+        c: Observation(id: $c) { subject { resource { ... on Patient { id } } } }
       }`,
-      { a: toInside.id, b: toOutside.id },
+      { a: toInside.id, b: toOutside.id, c: toMissing.id },
     );
-    expect(res.body.errors).toBeUndefined();
-    expect(res.body.data).toEqual({ a: { subject: { resource: { id: inside.id } } }, b: { subject: { resource: null } } });
+    expect(res.body.data).toEqual({ a: { subject: { resource: { id: inside.id } } }, b: { subject: { resource: null } }, c: { subject: { resource: null } } });
+    const [hidden, missing] = res.body.errors ?? [];
+    expect(hidden?.path).toEqual(['b', 'subject', 'resource']);
+    expect(missing?.path).toEqual(['c', 'subject', 'resource']);
+    expect(hidden?.extensions?.resource?.issue?.[0]?.code).toBe(missing?.extensions?.resource?.issue?.[0]?.code);
+    expect(hidden?.message.replace(`Patient/${outside.id}`, 'X')).toBe(missing?.message.replace('Patient/does-not-exist', 'X'));
   });
 
-  it('Reference.resource gives null for a type the policy does not allow', async () => {
+  it('Reference.resource(optional: true) gives null for a type the policy does not allow', async () => {
     const { admin, client, inside, mine } = await restrictedMember();
     const obs = await create(admin, observation(`Patient/${inside.id}`, { performer: [{ reference: `Organization/${mine.id}` }] }));
-    const body = await data(api, client, `query ($id: ID!) { Observation(id: $id) { performer { resource { resourceType } } } }`, { id: obs.id });
+    const body = await data(api, client, `query ($id: ID!) { Observation(id: $id) { performer { resource(optional: true) { resourceType } } } }`, { id: obs.id });
     expect(body.Observation.performer).toEqual([{ resource: null }]);
   });
 

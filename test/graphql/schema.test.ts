@@ -127,10 +127,10 @@ describe('generated schema: object types', () => {
     expect(field('Patient', 'gender').args).toEqual([]);
   });
 
-  it('gives Reference a resource field resolving the target, optionally restricted to one type', () => {
+  it('gives Reference a resource field resolving the target, optionally restricted to one type or optional', () => {
     const resource = field('Reference', 'resource');
     expect(String(resource.type)).toBe('Resource');
-    expect(signature(resource.args)).toEqual(['type: ResourceType']);
+    expect(signature(resource.args)).toEqual(['type: ResourceType', 'optional: Boolean']);
   });
 
   it('adds reverse reference fields listing the resources that point at this one', () => {

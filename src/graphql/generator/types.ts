@@ -76,9 +76,13 @@ function objectType(object: ObjectModel, input: TypesInput): string {
   if (object.name === 'Reference') {
     fields.push({
       name: REFERENCE_RESOURCE_FIELD,
-      args: [{ name: 'type', type: RESOURCE_TYPE_ENUM }],
+      args: [
+        { name: 'type', type: RESOURCE_TYPE_ENUM },
+        { name: 'optional', type: 'Boolean' },
+      ],
       type: 'Resource',
-      description: 'The resource this reference points at (null when `type` is given and the target is of another type).',
+      description:
+        'The resource this reference points at: null when `type` is given and the target is of another type; an error when it cannot be resolved, unless `optional: true` (then null).',
     });
   }
   return block(`type ${object.name}`, fields, object.description);
