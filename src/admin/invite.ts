@@ -1,12 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { membershipsByExternalId, findUserByEmail, parseReference, readAny, type ProjectMembership } from '../auth/accounts.js';
-import { compact, put, storePassword } from '../auth/projects.js';
+import { membershipsByExternalId, findUserByEmail, parseReference, readAny } from '../auth/accounts.js';
+import { put, storePassword } from '../auth/projects.js';
 import { errors } from '../fhir/outcome.js';
-import type { Resource } from '../fhir/types.js';
+import type { Reference } from '../fhir/resources.js';
 import type { HonoContext } from '../http/fhir-handlers.js';
 import { fhirJson } from '../http/responses.js';
 
-const PROFILE_TYPES = new Set(['Practitioner', 'Patient', 'RelatedPerson']);
+const PROFILE_TYPES = ['Practitioner', 'Patient', 'RelatedPerson'] as const;
+type ProfileType = (typeof PROFILE_TYPES)[number];
+
+function isProfileType(type: string): type is ProfileType {
+  return (PROFILE_TYPES as readonly string[]).includes(type);
+}
 
 /**
  * `POST /admin/projects/{projectId}/invite` (SPEC 4.3), for that project's admins and super
@@ -31,7 +36,7 @@ export async function inviteHandler(c: HonoContext): Promise<Response> {
     return value;
   };
   const resourceType = str('resourceType', true)!;
-  if (!PROFILE_TYPES.has(resourceType)) throw errors.invalid('"resourceType" must be Practitioner, Patient or RelatedPerson', 'resourceType');
+  if (!isProfileType(resourceType)) throw errors.invalid('"resourceType" must be Practitioner, Patient or RelatedPerson', 'resourceType');
   const firstName = str('firstName', true)!;
   const lastName = str('lastName', true)!;
   const externalId = str('externalId', true)!;
@@ -43,7 +48,7 @@ export async function inviteHandler(c: HonoContext): Promise<Response> {
     throw errors.conflict(`A membership with externalId "${externalId}" already exists in this project`);
   }
   const name = `${firstName} ${lastName}`;
-  const profile = await put<Resource & { id: string }>(auth, projectId, {
+  const profile = await put(auth, projectId, {
     resourceType,
     id: randomUUID(),
     name: [{ given: [firstName], family: lastName }],
@@ -59,17 +64,17 @@ export async function inviteHandler(c: HonoContext): Promise<Response> {
     if (password && !existing) await storePassword(auth, userId, projectId, password);
     userRef = `User/${userId}`;
   }
-  const membership = await put<ProjectMembership & { id: string }>(auth, projectId, compact({
+  const membership = await put(auth, projectId, {
     resourceType: 'ProjectMembership',
     id: randomUUID(),
-    project: { reference: `Project/${projectId}`, display: typeof project.name === 'string' ? project.name : undefined },
+    project: { reference: `Project/${projectId}`, display: project.name },
     user: { reference: userRef ?? `${resourceType}/${profile.id}`, display: name },
     profile: { reference: `${resourceType}/${profile.id}`, display: name },
     userName: name,
     externalId,
     admin: body.admin === true,
     accessPolicy,
-  }) as ProjectMembership & { id: string });
+  });
   return fhirJson(membership, 201);
 }
 
@@ -86,7 +91,7 @@ async function readBody(c: HonoContext): Promise<Record<string, unknown>> {
   return body as Record<string, unknown>;
 }
 
-async function policyReference(c: HonoContext, value: unknown, projectId: string): Promise<{ reference: string } | undefined> {
+async function policyReference(c: HonoContext, value: unknown, projectId: string): Promise<Reference | undefined> {
   if (value === undefined) return undefined;
   const reference = typeof value === 'string' ? value : (value as { reference?: unknown } | null)?.reference;
   const ref = typeof reference === 'string' ? parseReference(reference) : undefined;

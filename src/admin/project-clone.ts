@@ -4,6 +4,7 @@ import { readAny } from '../auth/accounts.js';
 import { hashSecret, randomSecret, seal } from '../auth/secrets.js';
 import type { Identity } from '../context.js';
 import { errors } from '../fhir/outcome.js';
+import type { Project, Reference } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
 import { binaryKey } from '../storage/binary-storage.js';
 import { insertFirstVersion } from '../storage/sql.js';
@@ -37,7 +38,7 @@ interface Row {
  * Binary bytes are copied; ClientApplications get new secrets; Bot secrets are dropped. The whole
  * clone is one transaction: a failure leaves nothing behind. The caller owns the new Project.
  */
-export async function cloneProject(auth: AuthService, identity: Identity, sourceId: string, request: CloneRequest): Promise<Resource> {
+export async function cloneProject(auth: AuthService, identity: Identity, sourceId: string, request: CloneRequest): Promise<Project> {
   if (!identity.superAdmin) throw errors.forbidden('Only a super admin can clone a project');
   const source = await readAny(auth.db, 'Project', sourceId);
   if (!source) throw errors.notFound(`Project/${sourceId} not found`);
@@ -64,19 +65,14 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
   for (const row of selected) ids.set(`${row.resourceType}/${row.id}`, randomUUID());
   const rewrite = referenceRewriter(ids, auth.config.fhirBaseUrl);
   const now = new Date().toISOString();
-  const owner = identity.subject?.startsWith('User/') ? { reference: identity.subject } : (source.owner as object | undefined);
-  const project: Resource = {
-    ...(rewrite(source) as Resource),
-    id: newProjectId,
-    ...(name ? { name } : {}),
-    ...(owner ? { owner } : {}),
-    superAdmin: undefined,
-  };
-  delete project.superAdmin;
+  const owner: Reference | undefined = identity.subject?.startsWith('User/') ? { reference: identity.subject } : source.owner;
+  // The clone is never a super admin project, whatever the source is.
+  const { superAdmin: _superAdmin, ...copied } = rewrite(source);
+  const project: Project = { ...copied, id: newProjectId, ...(name ? { name } : {}), ...(owner ? { owner } : {}) };
   const secrets: { clientId: string; secret: string }[] = [];
   const resources: { resource: Resource; binaryFrom?: string }[] = [{ resource: project }];
   for (const row of selected) {
-    const resource = rewrite(JSON.parse(row.content) as Resource) as Resource;
+    const resource = rewrite(JSON.parse(row.content) as Resource);
     resource.id = ids.get(`${row.resourceType}/${row.id}`)!;
     if (row.resourceType === 'ProjectMembership' && name && isRecord(resource.project)) {
       resource.project = { ...resource.project, display: name };
@@ -121,7 +117,7 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
  * Rewrites every string that names a cloned resource: `reference` values (`Type/id`, with a
  * `_history` suffix or as an absolute URL of this server) and attachment `url`s of Binaries.
  */
-function referenceRewriter(ids: Map<string, string>, fhirBase: string): (value: unknown) => unknown {
+function referenceRewriter(ids: Map<string, string>, fhirBase: string): <T>(value: T) => T {
   const pattern = /^((?:.*\/)?)([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})((?:\/_history\/.*)?)$/;
   const mapString = (text: string): string => {
     const match = pattern.exec(text);
@@ -142,7 +138,8 @@ function referenceRewriter(ids: Map<string, string>, fhirBase: string): (value: 
     if (typeof value === 'string' && (key === 'reference' || key === 'url')) return mapString(value);
     return value;
   };
-  return (value) => walk(value);
+  // The walk keeps every value's shape: strings stay strings, meta only loses optional elements.
+  return <T>(value: T): T => walk(value) as T;
 }
 
 function metaWithoutVersion(meta: unknown): unknown {

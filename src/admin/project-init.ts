@@ -1,7 +1,7 @@
 import { findUserByEmail, parseReference, readAny } from '../auth/accounts.js';
 import { createProject, put } from '../auth/projects.js';
 import { errors } from '../fhir/outcome.js';
-import type { Resource } from '../fhir/types.js';
+import type { Reference, User } from '../fhir/resources.js';
 import type { OperationDefinition } from '../operations/definition.js';
 import type { Operation } from '../operations/registry.js';
 import { randomUUID } from 'node:crypto';
@@ -30,7 +30,7 @@ export const projectInitDefinition: OperationDefinition = {
 
 interface InitInput {
   name: string;
-  owner?: { reference?: string };
+  owner?: Reference;
   ownerEmail?: string;
 }
 
@@ -83,10 +83,6 @@ export const projectInitOperation: Operation<InitInput> = {
   },
 };
 
-function ownerOf(user: Resource): { userId: string; firstName?: string; lastName?: string } {
-  return {
-    userId: user.id!,
-    firstName: typeof user.firstName === 'string' ? user.firstName : undefined,
-    lastName: typeof user.lastName === 'string' ? user.lastName : undefined,
-  };
+function ownerOf(user: User): { userId: string; firstName?: string; lastName?: string } {
+  return { userId: user.id!, firstName: user.firstName, lastName: user.lastName };
 }

@@ -1,6 +1,6 @@
 import type { Services } from '../context.js';
 import type { Database } from '../db/database.js';
-import type { Resource } from '../fhir/types.js';
+import type { ProjectMembership, ResourceType, ResourceTypeMap, User } from '../fhir/resources.js';
 import { Repository } from '../storage/repository.js';
 
 /**
@@ -12,40 +12,24 @@ export function systemRepository(services: Pick<Services, 'db' | 'binaryStorage'
   return new Repository(services, { projectId, superAdmin: true });
 }
 
-export interface Reference {
-  reference?: string;
-  display?: string;
-}
-
-export interface ProjectMembership extends Resource {
-  project: Reference;
-  user: Reference;
-  profile: Reference;
-  admin?: boolean;
-  active?: boolean;
-  externalId?: string;
-  accessPolicy?: Reference;
-  userName?: string;
-}
-
-export interface AccessPolicyResource extends Resource {
-  resource?: { resourceType: string; readonly?: boolean; criteria?: string }[];
-}
-
 /** `Type/id` → [Type, id]. */
 export function parseReference(reference: string | undefined): [string, string] | undefined {
   const match = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(reference ?? '');
   return match ? [match[1], match[2]] : undefined;
 }
 
-async function contents<T extends Resource>(db: Database, sql: string, args: unknown[]): Promise<T[]> {
+/**
+ * Stored resources of type K (the SQL selects that type): every stored resource passed validation
+ * against the definitions its generated type comes from.
+ */
+async function contents<K extends ResourceType>(db: Database, sql: string, args: unknown[]): Promise<ResourceTypeMap[K][]> {
   const rows = await db.query<{ content: string }>(sql, args);
-  return rows.map((row) => JSON.parse(row.content) as T);
+  return rows.map((row) => JSON.parse(row.content) as ResourceTypeMap[K]);
 }
 
 /** Users are server-wide: an email names one User whatever project holds it. */
-export async function findUserByEmail(db: Database, email: string): Promise<Resource | undefined> {
-  const users = await contents(
+export async function findUserByEmail(db: Database, email: string): Promise<User | undefined> {
+  const users = await contents<'User'>(
     db,
     `SELECT content::text AS content FROM resource
      WHERE "resourceType" = 'User' AND NOT deleted AND lower(content->>'email') = lower($1) LIMIT 1`,
@@ -56,7 +40,7 @@ export async function findUserByEmail(db: Database, email: string): Promise<Reso
 
 /** Active memberships whose `field` (user, profile) references `reference`. */
 export function membershipsReferencing(db: Database, field: 'user' | 'profile', reference: string): Promise<ProjectMembership[]> {
-  return contents<ProjectMembership>(
+  return contents<'ProjectMembership'>(
     db,
     `SELECT content::text AS content FROM resource
      WHERE "resourceType" = 'ProjectMembership' AND NOT deleted AND content->($1::text)->>'reference' = $2
@@ -67,7 +51,7 @@ export function membershipsReferencing(db: Database, field: 'user' | 'profile', 
 
 /** Memberships carrying an externalId, in every project (SPEC 5 rule 7: it must be unique). */
 export function membershipsByExternalId(db: Database, externalId: string, projectId?: string): Promise<ProjectMembership[]> {
-  return contents<ProjectMembership>(
+  return contents<'ProjectMembership'>(
     db,
     `SELECT content::text AS content FROM resource
      WHERE "resourceType" = 'ProjectMembership' AND NOT deleted AND content->>'externalId' = $1
@@ -76,9 +60,9 @@ export function membershipsByExternalId(db: Database, externalId: string, projec
   ).then((list) => list.filter((m) => m.active !== false));
 }
 
-/** Reads one resource as the system; undefined when absent or deleted. */
-export async function readAny<T extends Resource = Resource>(db: Database, resourceType: string, id: string): Promise<T | undefined> {
-  const list = await contents<T>(
+/** Reads one resource as the system, as its generated type; undefined when absent or deleted. */
+export async function readAny<K extends ResourceType>(db: Database, resourceType: K, id: string): Promise<ResourceTypeMap[K] | undefined> {
+  const list = await contents<K>(
     db,
     'SELECT content::text AS content FROM resource WHERE "resourceType" = $1 AND id = $2 AND NOT deleted',
     [resourceType, id],

@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import type { ProjectMembership } from './accounts.js';
 import { readCredential } from './accounts.js';
 import { put, stableId, storeClientSecret, storePassword } from './projects.js';
 import { hashSecret, randomSecret, verifySecret } from './secrets.js';
@@ -40,7 +39,7 @@ export async function bootstrapSuperAdmin(auth: AuthService, log: Logger): Promi
     id: SUPER_ADMIN_PRACTITIONER_ID,
     name: [{ given: ['Super'], family: 'Admin' }],
   });
-  await put<ProjectMembership>(auth, projectId, {
+  await put(auth, projectId, {
     resourceType: 'ProjectMembership',
     id: SUPER_ADMIN_MEMBERSHIP_ID,
     project: { reference: `Project/${projectId}`, display: 'Super Admin' },
@@ -59,7 +58,7 @@ export async function bootstrapSuperAdmin(auth: AuthService, log: Logger): Promi
       auth.secrets.remember(`ClientApplication/${clientId}`, config.superAdminClientSecret, credential.hash);
     }
     await put(auth, projectId, { resourceType: 'ClientApplication', id: clientId, name: 'Super Admin Client' });
-    await put<ProjectMembership>(auth, projectId, {
+    await put(auth, projectId, {
       resourceType: 'ProjectMembership',
       id: stableId(`client-membership:${clientId}`),
       project: { reference: `Project/${projectId}`, display: 'Super Admin' },

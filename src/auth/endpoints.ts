@@ -5,7 +5,7 @@ import { authenticateRequest, bearerToken, unauthorized } from './authenticate.j
 import { checkPassword, chooseMembership } from './logins.js';
 import { OAuthError } from './oauth-errors.js';
 import { randomSecret, sha256Base64Url } from './secrets.js';
-import type { AuthService, Login } from './service.js';
+import type { AuthService } from './service.js';
 import { clientAddress } from './token-endpoint.js';
 import { TokenError } from './tokens.js';
 import { SIGNING_ALGORITHM } from './keys.js';
@@ -81,16 +81,18 @@ async function externalUserinfo(auth: AuthService, token: string): Promise<Respo
     if (error instanceof TokenError) throw unauthorized(error.message, true);
     throw error;
   }
+  const subject = result.membership.user?.reference;
   if (!result.credentials) {
+    if (!subject) throw unauthorized('The membership matching this token has no user', true);
     const login = await auth.createLogin({
       authMethod: 'external',
-      subject: result.membership.user.reference!,
+      subject,
       membership: result.membership,
       scope: 'openid',
     });
     result.credentials = await auth.issueTokens(login, false);
   }
-  const claims = await claimsOf(auth, result.membership.user.reference, result.membership.profile.reference, result.claims);
+  const claims = await claimsOf(auth, subject, result.membership.profile?.reference, result.claims);
   const credentials = result.credentials;
   return Response.json(
     { ...claims, ...credentials, expires_in: Math.max(0, Math.min(credentials.expires_in, Math.floor((result.until - Date.now()) / 1000))) },
@@ -133,7 +135,7 @@ export async function logoutHandler(c: HonoContext): Promise<Response> {
   const auth = c.get('services').auth;
   const identity = c.get('ctx').identity;
   if (!identity.loginId) throw errors.invalid('This token has no login to end');
-  const login = await readAny<Login>(auth.db, 'Login', identity.loginId);
+  const login = await readAny(auth.db, 'Login', identity.loginId);
   if (login && !login.revoked) await auth.revoke(login);
   return Response.json({ ok: true });
 }
@@ -226,7 +228,7 @@ export async function authorizeHandler(c: HonoContext): Promise<Response> {
   const redirectUri = params.get('redirect_uri') ?? '';
   const client = /^[A-Za-z0-9\-.]{1,64}$/.test(clientId) ? await readAny(auth.db, 'ClientApplication', clientId) : undefined;
   if (!client) throw errors.invalid('client_id names no client application');
-  const allowed = [client.redirectUri, ...((client.redirectUris as string[] | undefined) ?? [])].filter(Boolean);
+  const allowed = [client.redirectUri, ...(client.redirectUris ?? [])].filter(Boolean);
   if (!allowed.includes(redirectUri)) throw errors.invalid('redirect_uri is not registered for this client application');
   const back = (query: Record<string, string>) => {
     const url = new URL(redirectUri);

@@ -1,7 +1,8 @@
 import { decodeJwt, type JWTPayload } from 'jose';
 import type { Config, ExternalAuthProvider } from '../config.js';
 import type { Identity } from '../context.js';
-import { membershipsByExternalId, membershipsReferencing, parseReference, type ProjectMembership } from './accounts.js';
+import type { ProjectMembership } from '../fhir/resources.js';
+import { membershipsByExternalId, membershipsReferencing, parseReference } from './accounts.js';
 import { sha256Base64Url } from './secrets.js';
 import type { AuthService, TokenResponse } from './service.js';
 import { TokenError } from './tokens.js';
@@ -76,7 +77,7 @@ export class ExternalAuth {
   ): Promise<ExternalResult> {
     const userinfo = await callUserInfo(provider, token);
     const membership = await identify(auth, claims);
-    const identity = await auth.identityFor(membership, { subject: membership.user.reference, scope: 'openid' });
+    const identity = await auth.identityFor(membership, { subject: membership.user?.reference, scope: 'openid' });
     return { claims, userinfo, membership, identity, until: Math.min(Date.now() + CACHE_MS, (claims.exp as number) * 1000) };
   }
 }

@@ -1,5 +1,5 @@
-import type { Resource } from '../fhir/types.js';
-import { findUserByEmail, membershipsReferencing, parseReference, readCredential, type ProjectMembership } from './accounts.js';
+import type { ProjectMembership, User } from '../fhir/resources.js';
+import { findUserByEmail, membershipsReferencing, parseReference, readCredential } from './accounts.js';
 import { oauth, OAuthError } from './oauth-errors.js';
 import { verifySecret } from './secrets.js';
 import type { AuthService } from './service.js';
@@ -9,7 +9,7 @@ import { ACCOUNT_RULE, ADDRESS_RULE } from './throttle.js';
  * Checks an email and password, slowing repeated failures per account and per address
  * (429 with Retry-After). Unknown emails and wrong passwords get the same answer.
  */
-export async function checkPassword(auth: AuthService, email: string, password: string, address: string): Promise<Resource> {
+export async function checkPassword(auth: AuthService, email: string, password: string, address: string): Promise<User> {
   const accountKey = `account:${email.toLowerCase()}`;
   const addressKey = `address:${address}`;
   const wait = Math.max(auth.throttle.retryAfter(accountKey, ACCOUNT_RULE), auth.throttle.retryAfter(addressKey, ADDRESS_RULE));
@@ -29,7 +29,7 @@ export async function checkPassword(auth: AuthService, email: string, password: 
 export async function chooseMembership(auth: AuthService, subject: string, projectId: string | undefined): Promise<ProjectMembership> {
   const memberships = await membershipsReferencing(auth.db, 'user', subject);
   if (projectId) {
-    const match = memberships.find((m) => m.meta?.project === projectId || parseReference(m.project.reference)?.[1] === projectId);
+    const match = memberships.find((m) => m.meta?.project === projectId || parseReference(m.project?.reference)?.[1] === projectId);
     if (!match) throw oauth.invalidRequest(`You are not a member of project ${projectId}`);
     return match;
   }

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Resource } from '../fhir/types.js';
-import { readCredential, writeCredential, type ProjectMembership } from './accounts.js';
+import { asResourceOf, type Project, type ProjectMembership, type ResourceType, type ResourceTypeMap } from '../fhir/resources.js';
+import { readCredential, writeCredential } from './accounts.js';
 import { hashSecret, randomSecret, seal, unseal } from './secrets.js';
 import type { AuthService } from './service.js';
 
@@ -33,8 +33,13 @@ export async function storePassword(auth: AuthService, userId: string, projectId
 }
 
 /** Writes a resource with a given id in a project (update-as-create: idempotent, race-safe). */
-export async function put<T extends Resource>(auth: AuthService, projectId: string, resource: T & { id: string }): Promise<T> {
-  return (await auth.repo(projectId).updateResource(resource.resourceType, resource.id, compact(resource))).resource as T;
+export async function put<K extends ResourceType>(
+  auth: AuthService,
+  projectId: string,
+  resource: ResourceTypeMap[K] & { resourceType: K; id: string },
+): Promise<ResourceTypeMap[K] & { id: string }> {
+  const result = await auth.repo(projectId).updateResource(resource.resourceType, resource.id, compact(resource));
+  return { ...asResourceOf(result.resource, resource.resourceType), id: resource.id };
 }
 
 export interface NewProject {
@@ -46,7 +51,7 @@ export interface NewProject {
 }
 
 export interface CreatedProject {
-  project: Resource & { id: string };
+  project: Project & { id: string };
   ownerMembership?: ProjectMembership;
   client: { id: string; secret: string; membership: ProjectMembership };
 }
@@ -74,7 +79,7 @@ export async function createProject(auth: AuthService, request: NewProject): Pro
       id: randomUUID(),
       name: [{ given: [first], family: last }],
     });
-    ownerMembership = await put<ProjectMembership>(auth, projectId, {
+    ownerMembership = await put(auth, projectId, {
       resourceType: 'ProjectMembership',
       id: randomUUID(),
       project: { reference: `Project/${projectId}`, display: request.name },
@@ -85,7 +90,7 @@ export async function createProject(auth: AuthService, request: NewProject): Pro
     });
   }
   const client = await createClientApplication(auth, projectId, `${request.name} Default Client`, { admin: true });
-  return { project: project as Resource & { id: string }, ownerMembership, client };
+  return { project, ownerMembership, client };
 }
 
 /** A ClientApplication with a fresh secret and a membership in its project. */
@@ -99,7 +104,7 @@ export async function createClientApplication(
   const secret = options.secret ?? randomSecret();
   await storeClientSecret(auth, clientId, projectId, secret);
   await put(auth, projectId, { resourceType: 'ClientApplication', id: clientId, name });
-  const membership = await put<ProjectMembership>(auth, projectId, {
+  const membership = await put(auth, projectId, {
     resourceType: 'ProjectMembership',
     id: stableId(`client-membership:${clientId}`),
     project: { reference: `Project/${projectId}` },

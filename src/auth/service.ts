@@ -1,14 +1,16 @@
 import type { Config } from '../config.js';
 import type { AccessRules, Identity, Services } from '../context.js';
 import type { Database } from '../db/database.js';
-import type { Resource } from '../fhir/types.js';
 import {
-  parseReference,
-  readAny,
-  systemRepository,
-  type AccessPolicyResource,
+  asResourceOf,
+  type AccessPolicy,
+  type Login,
+  type LoginAuthMethod,
+  type LoginCodeChallengeMethod,
+  type Project,
   type ProjectMembership,
-} from './accounts.js';
+} from '../fhir/resources.js';
+import { parseReference, readAny, systemRepository } from './accounts.js';
 import { ExternalAuth } from './external.js';
 import { loadServerKeys, type ServerKeys } from './keys.js';
 import { randomSecret, safeEqual, sha256Base64Url, VerifiedSecrets } from './secrets.js';
@@ -17,27 +19,6 @@ import { compact } from './projects.js';
 import { ACCESS_TOKEN_SECONDS, IdentityCache, REFRESH_TOKEN_SECONDS, TokenError, TokenSigner } from './tokens.js';
 
 type StorageServices = Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'>;
-
-export interface Login extends Resource {
-  resourceType: 'Login';
-  authMethod: string;
-  authTime: string;
-  user: { reference: string };
-  client?: { reference: string };
-  project?: { reference: string };
-  membership?: { reference: string };
-  scope?: string;
-  code?: string;
-  codeChallenge?: string;
-  codeChallengeMethod?: string;
-  refreshSecret?: string;
-  granted?: boolean;
-  revoked?: boolean;
-  admin?: boolean;
-  superAdmin?: boolean;
-  remoteAddress?: string;
-  userAgent?: string;
-}
 
 /** What a token response carries (RFC 6749 5.1 plus the project and profile references). */
 export interface TokenResponse {
@@ -52,7 +33,7 @@ export interface TokenResponse {
 }
 
 export interface LoginRequest {
-  authMethod: 'password' | 'client' | 'exchange' | 'external' | 'code';
+  authMethod: LoginAuthMethod;
   subject: string;
   membership: ProjectMembership;
   clientId?: string;
@@ -60,7 +41,7 @@ export interface LoginRequest {
   remoteAddress?: string;
   userAgent?: string;
   codeChallenge?: string;
-  codeChallengeMethod?: string;
+  codeChallengeMethod?: LoginCodeChallengeMethod;
 }
 
 /**
@@ -116,13 +97,14 @@ export class AuthService {
     const row = rows[0];
     const login = row ? (JSON.parse(row.login) as Login) : undefined;
     if (!login || login.revoked) throw new TokenError('The login behind this token has ended: sign in again');
+    const subject = subjectOf(login);
     const membership = row.membership ? (JSON.parse(row.membership) as ProjectMembership) : undefined;
     if (!membership || membership.active === false) throw new TokenError('The membership behind this token no longer exists');
     const identity = this.identityFrom(
       membership,
-      row.project ? (JSON.parse(row.project) as Resource) : undefined,
-      row.policy ? (JSON.parse(row.policy) as AccessPolicyResource) : undefined,
-      { subject: login.user.reference, clientId: claims.client_id, loginId: login.id, scope: claims.scope },
+      row.project ? (JSON.parse(row.project) as Project) : undefined,
+      row.policy ? (JSON.parse(row.policy) as AccessPolicy) : undefined,
+      { subject, clientId: claims.client_id, loginId: login.id, scope: claims.scope },
     );
     this.identities.set(token, identity, claims.exp * 1000);
     return identity;
@@ -131,7 +113,7 @@ export class AuthService {
   async readMembership(reference: string | undefined): Promise<ProjectMembership | undefined> {
     const ref = parseReference(reference);
     if (!ref || ref[0] !== 'ProjectMembership') return undefined;
-    const membership = await readAny<ProjectMembership>(this.db, 'ProjectMembership', ref[1]);
+    const membership = await readAny(this.db, 'ProjectMembership', ref[1]);
     return membership && membership.active !== false ? membership : undefined;
   }
 
@@ -139,14 +121,14 @@ export class AuthService {
   async identityFor(membership: ProjectMembership, extra: Partial<Identity> = {}): Promise<Identity> {
     const project = await readAny(this.db, 'Project', membership.meta!.project!);
     const policyRef = parseReference(membership.accessPolicy?.reference);
-    const policy = policyRef ? await readAny<AccessPolicyResource>(this.db, 'AccessPolicy', policyRef[1]) : undefined;
+    const policy = policyRef ? await readAny(this.db, 'AccessPolicy', policyRef[1]) : undefined;
     return this.identityFrom(membership, project, policy, extra);
   }
 
   private identityFrom(
     membership: ProjectMembership,
-    project: Resource | undefined,
-    policy: AccessPolicyResource | undefined,
+    project: Project | undefined,
+    policy: AccessPolicy | undefined,
     extra: Partial<Identity>,
   ): Identity {
     const policyRef = parseReference(membership.accessPolicy?.reference);
@@ -154,11 +136,10 @@ export class AuthService {
     const accessPolicy: AccessRules | undefined = policyRef
       ? {
           policyId: policyRef[1],
-          resources: (policy?.resource ?? []).map((rule) => ({
-            resourceType: rule.resourceType,
-            readonly: rule.readonly === true,
-            criteria: rule.criteria,
-          })),
+          // A rule names its type (min 1, so validation ensures it); one without would allow nothing.
+          resources: (policy?.resource ?? []).flatMap((rule) =>
+            rule.resourceType ? [{ resourceType: rule.resourceType, readonly: rule.readonly === true, criteria: rule.criteria }] : [],
+          ),
         }
       : undefined;
     return {
@@ -167,8 +148,8 @@ export class AuthService {
       superAdmin: project?.superAdmin === true,
       projectAdmin: membership.admin === true,
       membershipId: membership.id,
-      profile: membership.profile.reference,
-      subject: membership.user.reference,
+      profile: membership.profile?.reference,
+      subject: membership.user?.reference,
       accessPolicy,
       ...extra,
     };
@@ -195,7 +176,7 @@ export class AuthService {
       ...extra,
     };
     const result = await this.repo(projectId).createResource('Login', compact(login));
-    return result.resource as Login;
+    return asResourceOf(result.resource, 'Login');
   }
 
   /**
@@ -207,13 +188,13 @@ export class AuthService {
     if (!membership) throw new TokenError('The membership of this login no longer exists');
     // The project a membership is stored in is the one it grants (its `project` reference could lie).
     const projectId = membership.meta!.project!;
-    const subject = login.user.reference;
+    const subject = subjectOf(login);
     const clientId = parseReference(login.client?.reference)?.[1];
     const scope = login.scope ?? 'openid';
     const accessToken = await this.signer.sign({
       sub: parseReference(subject)?.[1] ?? subject,
       login_id: login.id!,
-      profile: membership.profile.reference ?? subject,
+      profile: membership.profile?.reference ?? subject,
       project: projectId,
       scope,
       ...(clientId ? { client_id: clientId } : {}),
@@ -224,7 +205,7 @@ export class AuthService {
       expires_in: ACCESS_TOKEN_SECONDS,
       scope,
       project: { reference: `Project/${projectId}` },
-      profile: { reference: membership.profile.reference ?? subject },
+      profile: { reference: membership.profile?.reference ?? subject },
     };
     if (withRefresh) {
       const secret = randomSecret();
@@ -246,9 +227,9 @@ export class AuthService {
   async refresh(refreshToken: string): Promise<TokenResponse> {
     const match = /^([A-Za-z0-9-]{36})\.([0-9a-f]{64})$/.exec(refreshToken);
     if (!match) throw new TokenError('The refresh token is malformed');
-    const login = await readAny<Login>(this.db, 'Login', match[1]);
+    const login = await readAny(this.db, 'Login', match[1]);
     if (!login || login.revoked || !login.refreshSecret) throw new TokenError('The refresh token has been revoked');
-    if (Date.parse(login.authTime) + REFRESH_TOKEN_SECONDS * 1000 < Date.now()) throw new TokenError('The refresh token has expired');
+    if (loginAge(login) > REFRESH_TOKEN_SECONDS * 1000) throw new TokenError('The refresh token has expired');
     if (!safeEqual(sha256Base64Url(match[2]), login.refreshSecret)) {
       await this.revoke(login);
       throw new TokenError('The refresh token was already used: the login is revoked, sign in again');
@@ -270,3 +251,16 @@ export class AuthService {
 }
 
 export { TokenError };
+
+/** `User/<id>` or `ClientApplication/<id>`: who signed in (every Login this server writes has it). */
+function subjectOf(login: Login): string {
+  const subject = login.user?.reference;
+  if (!subject) throw new TokenError('The login has no user: sign in again');
+  return subject;
+}
+
+/** Milliseconds since the Login was made; a Login without `authTime` counts as expired. */
+export function loginAge(login: Login): number {
+  const time = login.authTime ? Date.parse(login.authTime) : NaN;
+  return Number.isNaN(time) ? Infinity : Date.now() - time;
+}

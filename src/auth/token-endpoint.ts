@@ -1,12 +1,12 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { HonoContext } from '../http/fhir-handlers.js';
-import type { Resource } from '../fhir/types.js';
-import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny, type ProjectMembership } from './accounts.js';
+import type { ClientApplication, ProjectMembership } from '../fhir/resources.js';
+import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny } from './accounts.js';
 import { checkPassword, chooseMembership } from './logins.js';
 import { oauth, OAuthError, readForm } from './oauth-errors.js';
 import { stableId } from './projects.js';
 import { safeEqual, sha256Base64Url } from './secrets.js';
-import type { AuthService, Login, TokenResponse } from './service.js';
+import { loginAge, type AuthService, type TokenResponse } from './service.js';
 import { ADDRESS_RULE } from './throttle.js';
 import { TokenError } from './tokens.js';
 
@@ -91,7 +91,7 @@ async function clientCredentials(auth: AuthService, header: string | undefined, 
       )
     : [];
   const row = rows[0];
-  const client = row ? (JSON.parse(row.client) as Resource) : undefined;
+  const client = row ? (JSON.parse(row.client) as ClientApplication) : undefined;
   if (!client || !row.hash || !(await auth.secrets.verify(`ClientApplication/${id}`, secret, row.hash))) {
     auth.throttle.fail(addressKey, ADDRESS_RULE);
     throw oauth.invalidClient('Unknown client or wrong secret', basic);
@@ -110,7 +110,7 @@ async function clientCredentials(auth: AuthService, header: string | undefined, 
     subject,
     membership,
     clientId: id,
-    scope: form.get('scope') ?? (typeof client.defaultScope === 'string' ? client.defaultScope : 'system/*.*'),
+    scope: form.get('scope') ?? (client.defaultScope?.length ? client.defaultScope.join(' ') : 'system/*.*'),
     remoteAddress: address,
   });
   return auth.issueTokens(login, false, membership);
@@ -146,11 +146,11 @@ async function authorizationCode(auth: AuthService, form: URLSearchParams): Prom
   const verifier = form.get('code_verifier');
   if (!code) throw oauth.invalidRequest('code is required');
   const match = /^([A-Za-z0-9-]{36})\.([0-9a-f]{64})$/.exec(code);
-  const login = match ? await readAny<Login>(auth.db, 'Login', match[1]) : undefined;
+  const login = match ? await readAny(auth.db, 'Login', match[1]) : undefined;
   if (!match || !login || login.revoked || login.granted || !login.code || !safeEqual(sha256Base64Url(match[2]), login.code)) {
     throw oauth.invalidGrant('The authorization code is invalid, expired or already used');
   }
-  if (Date.parse(login.authTime) + 10 * 60_000 < Date.now()) throw oauth.invalidGrant('The authorization code has expired');
+  if (loginAge(login) > 10 * 60_000) throw oauth.invalidGrant('The authorization code has expired');
   const clientId = form.get('client_id');
   const loginClient = parseReference(login.client?.reference)?.[1];
   if (loginClient && clientId && clientId !== loginClient) throw oauth.invalidGrant('The code was issued to another client');
@@ -178,7 +178,7 @@ async function tokenExchange(auth: AuthService, form: URLSearchParams, c: HonoCo
   const type = form.get('subject_token_type');
   if (type && type !== ACCESS_TOKEN_TYPE) throw oauth.invalidRequest(`subject_token_type must be ${ACCESS_TOKEN_TYPE}`);
   const client = /^[A-Za-z0-9\-.]{1,64}$/.test(clientId) ? await readAny(auth.db, 'ClientApplication', clientId) : undefined;
-  const provider = client?.identityProvider as { userInfoUrl?: string; useSubject?: boolean } | undefined;
+  const provider = client?.identityProvider;
   if (!client || !provider?.userInfoUrl) throw oauth.invalidClient('Unknown client, or it has no identity provider');
   let response: Response;
   try {
@@ -189,7 +189,7 @@ async function tokenExchange(auth: AuthService, form: URLSearchParams, c: HonoCo
   if (!response.ok) throw oauth.invalidGrant(`The identity provider refused the token (status ${response.status})`);
   const userinfo = (await response.json().catch(() => ({}))) as Record<string, unknown>;
   const projectId = client.meta!.project!;
-  let memberships;
+  let memberships: ProjectMembership[];
   if (provider.useSubject) {
     if (typeof userinfo.sub !== 'string') throw oauth.invalidGrant('The identity provider returned no sub');
     memberships = await membershipsByExternalId(auth.db, userinfo.sub, projectId);
@@ -201,9 +201,11 @@ async function tokenExchange(auth: AuthService, form: URLSearchParams, c: HonoCo
   if (memberships.length !== 1) {
     throw oauth.invalidGrant(memberships.length === 0 ? 'No user of this project matches the external token' : 'Several memberships match the external token');
   }
+  const subject = memberships[0].user?.reference;
+  if (!subject) throw oauth.invalidGrant('The membership matching the external token has no user');
   const login = await auth.createLogin({
     authMethod: 'exchange',
-    subject: memberships[0].user.reference!,
+    subject,
     membership: memberships[0],
     clientId,
     scope: form.get('scope') ?? 'openid',

@@ -2,7 +2,13 @@ import type { Config } from '../config.js';
 import type { Route, SystemInteraction, TypeInteraction } from '../http/routes.js';
 import { searchableParameters } from '../search/query/conditions.js';
 import { getResourceTypes } from './definitions.js';
-import type { Resource } from './types.js';
+import type {
+  CapabilityStatement,
+  CapabilityStatementRestResourceOperation,
+  CapabilityStatementRestResourceSearchParam,
+  CapabilityStatementRestSecurity,
+} from './resources.js';
+import { listsResourceType } from '../operations/definition.js';
 import { listOperations } from '../operations/registry.js';
 
 export const SERVER_VERSION = '0.1.0';
@@ -11,7 +17,7 @@ export const SERVER_VERSION = '0.1.0';
  * The CapabilityStatement, generated from the route table so it cannot drift from what the
  * server really serves. Built once per process.
  */
-export function buildCapabilityStatement(config: Config, routes: readonly Route[]): Resource {
+export function buildCapabilityStatement(config: Config, routes: readonly Route[]): CapabilityStatement {
   const typeInteractions = new Set<TypeInteraction>();
   const systemInteractions = new Set<SystemInteraction>();
   for (const route of routes) {
@@ -57,20 +63,20 @@ export function buildCapabilityStatement(config: Config, routes: readonly Route[
 }
 
 /** The operations available on a resource type (type or instance level), from the operation registry. */
-function operationsOf(type: string): { operation?: { name: string; definition: string }[] } {
+function operationsOf(type: string): { operation?: CapabilityStatementRestResourceOperation[] } {
   const operations = listOperations()
-    .filter((op) => (op.definition.type || op.definition.instance) && (op.definition.resource ?? []).includes(type))
+    .filter((op) => (op.definition.type || op.definition.instance) && listsResourceType(op.definition, type))
     .map((op) => ({ name: op.definition.code, definition: op.definition.url }));
   return operations.length > 0 ? { operation: operations } : {};
 }
 
 /** The search parameters the search service answers for a type (issue 4). */
-function searchParamsOf(type: string): { name: string; definition: string; type: string }[] {
+function searchParamsOf(type: string): CapabilityStatementRestResourceSearchParam[] {
   return searchableParameters(type).map((param) => ({ name: param.code, definition: param.url, type: param.type }));
 }
 
 /** How clients authenticate (SMART on FHIR OAuth URIs extension; issue 3). */
-function securityOf(config: Config): Record<string, unknown> {
+function securityOf(config: Config): CapabilityStatementRestSecurity {
   const base = config.baseUrl;
   return {
     cors: true,

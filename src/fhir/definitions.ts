@@ -1,6 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import type {
+  ElementDefinition as FhirElementDefinition,
+  ElementDefinitionType,
+  Override,
+  ResourceType,
+  SearchParameter as FhirSearchParameter,
+  SearchParameterComponent,
+  StructureDefinition as FhirStructureDefinition,
+  StructureDefinitionSnapshot,
+  WithRequired,
+} from './resources.js';
 import type { Resource } from './types.js';
 
 /**
@@ -12,39 +23,26 @@ const DEFINITIONS_DIR = join(
   'dist/fhir/r4',
 );
 
-export interface ElementDefinition {
-  id?: string;
-  path: string;
-  min?: number;
-  max?: string;
-  type?: { code: string; targetProfile?: string[]; profile?: string[]; extension?: unknown[] }[];
-  contentReference?: string;
-  binding?: { strength?: string; valueSet?: string };
-  [key: string]: unknown;
-}
+/*
+ * The definitions as the server reads them: the generated types with the elements FHIR requires
+ * (1..1 or 1..*) that the code relies on made required. The packaged definitions are valid FHIR.
+ */
 
-export interface StructureDefinition extends Resource {
-  resourceType: 'StructureDefinition';
-  name: string;
-  url: string;
-  kind: 'primitive-type' | 'complex-type' | 'resource' | 'logical';
-  abstract: boolean;
-  type: string;
-  baseDefinition?: string;
-  derivation?: 'specialization' | 'constraint';
-  snapshot?: { element: ElementDefinition[] };
-}
+/** A snapshot element: `path` and each type's `code` are required. */
+export type ElementDefinition = Override<
+  WithRequired<FhirElementDefinition, 'path'>,
+  { type?: WithRequired<ElementDefinitionType, 'code'>[] }
+>;
 
-export interface SearchParameter extends Resource {
-  resourceType: 'SearchParameter';
-  url: string;
-  code: string;
-  base: string[];
-  type: 'number' | 'date' | 'string' | 'token' | 'reference' | 'composite' | 'quantity' | 'uri' | 'special';
-  expression?: string;
-  target?: string[];
-  component?: { definition: string; expression: string }[];
-}
+export type StructureDefinition = Override<
+  WithRequired<FhirStructureDefinition, 'name' | 'url' | 'kind' | 'abstract' | 'type'>,
+  { snapshot?: Override<StructureDefinitionSnapshot, { element: ElementDefinition[] }> }
+>;
+
+export type SearchParameter = Override<
+  WithRequired<FhirSearchParameter, 'url' | 'code' | 'base' | 'type'>,
+  { component?: WithRequired<SearchParameterComponent, 'definition' | 'expression'>[] }
+>;
 
 interface BundleOf<T> {
   entry?: { resource?: T }[];
@@ -56,7 +54,7 @@ function readBundle<T extends Resource>(file: string): T[] {
 }
 
 let structureDefinitions: Map<string, StructureDefinition> | undefined;
-let resourceTypeNames: string[] | undefined;
+let resourceTypeNames: ResourceType[] | undefined;
 let searchParameters: SearchParameter[] | undefined;
 const searchParametersByType = new Map<string, SearchParameter[]>();
 
@@ -80,19 +78,22 @@ export function getStructureDefinition(type: string): StructureDefinition | unde
   return getStructureDefinitions().get(type);
 }
 
-/** Concrete resource types the server stores: every R4 resource plus the admin types, sorted. */
-export function getResourceTypes(): readonly string[] {
+/**
+ * Concrete resource types the server stores: every R4 resource plus the admin types, sorted. The
+ * generated `ResourceType` union is made from this very list (src/graphql/generator/model.ts).
+ */
+export function getResourceTypes(): readonly ResourceType[] {
   if (!resourceTypeNames) {
     resourceTypeNames = [...getStructureDefinitions().values()]
       .filter((sd) => sd.kind === 'resource' && !sd.abstract)
-      .map((sd) => sd.type)
+      .map((sd) => sd.type as ResourceType)
       .sort();
   }
   return resourceTypeNames;
 }
 
 const resourceTypeSet = new Set<string>();
-export function isResourceType(name: string): boolean {
+export function isResourceType(name: string): name is ResourceType {
   if (resourceTypeSet.size === 0) for (const type of getResourceTypes()) resourceTypeSet.add(type);
   return resourceTypeSet.has(name);
 }

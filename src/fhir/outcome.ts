@@ -1,7 +1,8 @@
+import type { IssueType } from './resources.js';
 import type { OperationOutcome, OperationOutcomeIssue } from './types.js';
 
 /** FHIR issue codes (http://hl7.org/fhir/issue-type) and the HTTP status each maps to by default. */
-const STATUS_BY_ISSUE_CODE: Record<string, number> = {
+const STATUS_BY_ISSUE_CODE: Partial<Record<IssueType, number>> = {
   invalid: 400,
   structure: 400,
   required: 400,
@@ -47,7 +48,7 @@ export function outcome(issues: OperationOutcomeIssue[]): OperationOutcome {
   return { resourceType: 'OperationOutcome', issue: issues };
 }
 
-export function issue(code: string, text: string, expression?: string | string[]): OperationOutcomeIssue {
+export function issue(code: IssueType, text: string, expression?: string | string[]): OperationOutcomeIssue {
   const result: OperationOutcomeIssue = { severity: 'error', code, details: { text } };
   if (expression !== undefined) result.expression = Array.isArray(expression) ? expression : [expression];
   return result;
@@ -57,7 +58,7 @@ export function allOk(text = 'All OK'): OperationOutcome {
   return outcome([{ severity: 'information', code: 'informational', details: { text } }]);
 }
 
-function fail(code: string, text: string, status?: number, expression?: string | string[]): OperationOutcomeError {
+function fail(code: IssueType, text: string, status?: number, expression?: string | string[]): OperationOutcomeError {
   return new OperationOutcomeError(outcome([issue(code, text, expression)]), status);
 }
 

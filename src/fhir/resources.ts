@@ -1,5 +1,4 @@
 import type { ResourceType, ResourceTypeMap } from '../generated/fhir-resources.js';
-import { isResourceType } from './definitions.js';
 import type { Resource } from './types.js';
 
 /**
@@ -8,21 +7,26 @@ import type { Resource } from './types.js';
  * `npm run generate:schema` then `npm run codegen`). The rest of the code imports them from here,
  * never from src/generated.
  *
- * Generated fields are all optional (GraphQL cannot say `min: 1`), so code that relies on a required
- * element narrows or checks it. Code that handles any resource as JSON keeps using `Resource`
- * (src/fhir/types.ts); `asResourceOf` turns such a value into its generated type.
+ * `ResourceTypeMap` maps every concrete resource type to its type, `ResourceType` names them (the
+ * runtime check is `isResourceType` in definitions.ts) and `AnyResource` is their union,
+ * discriminated by `resourceType`. Generated elements are all optional (GraphQL cannot say
+ * `min: 1`): code that relies on a required element checks it, or derives a stricter type with
+ * `WithRequired` / `Override` (as operations/definition.ts and fhir/types.ts do). Code that
+ * handles any resource as JSON keeps using `Resource` (src/fhir/types.ts); `asResourceOf` turns a
+ * stored one into its generated type.
  */
 export type * from '../generated/fhir-resources.js';
 
 /** `T` with the keys `K` required and present (the generated types make every element optional). */
 export type WithRequired<T, K extends keyof T> = T & { [P in K]-?: Exclude<T[P], undefined> };
 
-/** A concrete resource type name (R4 or admin): the runtime check behind `ResourceType`. */
-export function isResourceTypeName(name: string): name is ResourceType {
-  return isResourceType(name);
-}
+/** `T` with the elements of `U` replaced, e.g. a list of generated items by a stricter item type. */
+export type Override<T, U> = Omit<T, keyof U> & U;
 
-/** True when `resource` is of the given type; narrows it to that type's generated form. */
+/**
+ * True when `resource` is of the given type; narrows it to that type's generated form. Only
+ * `resourceType` is checked: for validated or packaged resources, not a client's unchecked JSON.
+ */
 export function isResourceOf<K extends ResourceType>(resource: Resource | undefined, type: K): resource is Resource & ResourceTypeMap[K] {
   return resource?.resourceType === type;
 }

@@ -1,25 +1,24 @@
-/**
- * Minimal structural types for FHIR JSON handled generically by the server core. Full per-type
- * interfaces come from code generation (src/generated); the core treats resources as JSON objects.
- */
-export interface Meta {
-  versionId?: string;
-  lastUpdated?: string;
-  source?: string;
-  profile?: string[];
-  security?: Coding[];
-  tag?: Coding[];
-  /** Flint extension: the id of the Project that owns the resource. */
-  project?: string;
-  [key: string]: unknown;
-}
+import type {
+  Bundle as FhirBundle,
+  BundleEntry as FhirBundleEntry,
+  BundleEntryRequest,
+  BundleEntryResponse,
+  BundleLink as FhirBundleLink,
+  BundleType,
+  Meta,
+  OperationOutcome as FhirOperationOutcome,
+  OperationOutcomeIssue as FhirOperationOutcomeIssue,
+  Override,
+  WithRequired,
+} from './resources.js';
 
-export interface Coding {
-  system?: string;
-  version?: string;
-  code?: string;
-  display?: string;
-}
+/**
+ * Types for FHIR JSON the server core handles generically. `Resource` is any resource as a JSON
+ * object; the per-type interfaces are generated (src/fhir/resources.ts). The types below are the
+ * generated ones with the elements FHIR requires (1..1) required, as the server builds and reads
+ * them, and Bundle entries holding any resource as `Resource`.
+ */
+export type { Coding, Meta } from './resources.js';
 
 export interface Resource {
   resourceType: string;
@@ -28,39 +27,22 @@ export interface Resource {
   [key: string]: unknown;
 }
 
-export interface OperationOutcomeIssue {
-  severity: 'fatal' | 'error' | 'warning' | 'information';
-  code: string;
-  details?: { text: string };
-  diagnostics?: string;
-  expression?: string[];
-}
+export type OperationOutcomeIssue = WithRequired<FhirOperationOutcomeIssue, 'severity' | 'code'>;
 
-export interface OperationOutcome extends Resource {
-  resourceType: 'OperationOutcome';
-  issue: OperationOutcomeIssue[];
-}
+export type OperationOutcome = Override<FhirOperationOutcome, { issue: OperationOutcomeIssue[] }>;
 
-export interface BundleEntry {
-  fullUrl?: string;
-  resource?: Resource;
-  search?: { mode?: 'match' | 'include' | 'outcome'; score?: number };
-  request?: { method: string; url: string };
-  response?: { status: string; location?: string; etag?: string; lastModified?: string };
-}
+export type BundleLink = WithRequired<FhirBundleLink, 'relation' | 'url'>;
 
-export interface BundleLink {
-  relation: string;
-  url: string;
-}
+export type BundleEntry = Override<
+  FhirBundleEntry,
+  {
+    resource?: Resource;
+    request?: WithRequired<BundleEntryRequest, 'method' | 'url'>;
+    response?: WithRequired<BundleEntryResponse, 'status'>;
+  }
+>;
 
-export interface Bundle extends Resource {
-  resourceType: 'Bundle';
-  type: string;
-  total?: number;
-  link?: BundleLink[];
-  entry?: BundleEntry[];
-}
+export type Bundle = Override<FhirBundle, { type: BundleType; link?: BundleLink[]; entry?: BundleEntry[] }>;
 
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

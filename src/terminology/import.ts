@@ -1,5 +1,14 @@
 import { errors } from '../fhir/outcome.js';
-import type { Coding, Resource } from '../fhir/types.js';
+import {
+  asResourceOf,
+  readTyped,
+  type CodeSystem,
+  type Coding,
+  type ConceptMap,
+  type ConceptMapEquivalence,
+  type ConceptMapGroup,
+} from '../fhir/resources.js';
+import { requiredBindingCodes } from '../fhir/value-sets.js';
 import { ownOperationDefinition, type TypedValue } from '../operations/definition.js';
 import type { Operation } from '../operations/registry.js';
 import { findByUrl } from './resources.js';
@@ -18,11 +27,11 @@ interface CodeSystemImportInput {
 }
 
 /** CodeSystem/$import: concepts, properties and designations into the concept tables, in one transaction. */
-export const codeSystemImportOperation: Operation<CodeSystemImportInput, { return: Resource }> = {
+export const codeSystemImportOperation: Operation<CodeSystemImportInput, { return: CodeSystem }> = {
   definition: ownOperationDefinition('CodeSystem-import.json'),
   async handler(input, request) {
-    let codeSystem: Resource | undefined;
-    if (request.level === 'instance') codeSystem = await request.ctx.repo.readResource('CodeSystem', request.id!);
+    let codeSystem: CodeSystem | undefined;
+    if (request.level === 'instance') codeSystem = await readTyped(request.ctx.repo, 'CodeSystem', request.id!);
     else {
       if (input.system === undefined) throw errors.invalid('Give the CodeSystem by its url in "system"', 'Parameters.parameter');
       const url = input.version !== undefined ? `${input.system}|${input.version}` : input.system;
@@ -104,24 +113,25 @@ interface ConceptMapImportInput {
   mapping: { source: Coding; target?: Coding; equivalence?: string }[];
 }
 
-interface Group {
-  source?: string;
-  target?: string;
-  element?: { code?: string; display?: string; target?: { code?: string; display?: string; equivalence?: string }[] }[];
+const EQUIVALENCE_VALUE_SET = 'http://hl7.org/fhir/ValueSet/concept-map-equivalence';
+
+/** A code of ConceptMap.group.element.target.equivalence (required binding), from the definitions. */
+function isEquivalence(code: string): code is ConceptMapEquivalence {
+  return requiredBindingCodes(EQUIVALENCE_VALUE_SET)?.includes(code) === true;
 }
 
 /** ConceptMap/$import: mappings appended to the ConceptMap's groups (one new version). */
-export const conceptMapImportOperation: Operation<ConceptMapImportInput, { return: Resource }> = {
+export const conceptMapImportOperation: Operation<ConceptMapImportInput, { return: ConceptMap }> = {
   definition: ownOperationDefinition('ConceptMap-import.json'),
   async handler(input, request) {
-    let map: Resource | undefined;
-    if (request.level === 'instance') map = await request.ctx.repo.readResource('ConceptMap', request.id!);
+    let map: ConceptMap | undefined;
+    if (request.level === 'instance') map = await readTyped(request.ctx.repo, 'ConceptMap', request.id!);
     else {
       if (input.url === undefined) throw errors.invalid('Give the ConceptMap by its url', 'Parameters.parameter');
       map = await findByUrl(request.ctx, request.db, 'ConceptMap', input.url);
       if (!map) throw errors.notFound(`ConceptMap ${input.url} not found in this project`);
     }
-    const groups: Group[] = Array.isArray(map.group) ? structuredClone(map.group as Group[]) : [];
+    const groups: ConceptMapGroup[] = structuredClone(map.group ?? []);
     for (const [index, mapping] of input.mapping.entries()) {
       const { source, target } = mapping;
       if (!source.system || !source.code || (target && (!target.system || !target.code))) {
@@ -133,6 +143,9 @@ export const conceptMapImportOperation: Operation<ConceptMapImportInput, { retur
       let element = group.element.find((e) => e.code === source.code);
       if (!element) group.element.push((element = { code: source.code, ...(source.display ? { display: source.display } : {}) }));
       const equivalence = mapping.equivalence ?? (target ? 'equivalent' : 'unmatched');
+      if (!isEquivalence(equivalence)) {
+        throw errors.invalid(`Mapping ${index + 1}: "${equivalence}" is not an equivalence code (${EQUIVALENCE_VALUE_SET})`, `Parameters.parameter[${index}]`);
+      }
       element.target ??= [];
       if (!element.target.some((t) => t.code === target?.code && t.equivalence === equivalence)) {
         element.target.push({ ...(target ? { code: target.code } : {}), ...(target?.display ? { display: target.display } : {}), equivalence });
@@ -140,6 +153,6 @@ export const conceptMapImportOperation: Operation<ConceptMapImportInput, { retur
     }
     const { meta: _meta, ...rest } = map;
     const updated = await request.ctx.repo.updateResource('ConceptMap', map.id!, { ...rest, group: groups });
-    return { return: updated.resource };
+    return { return: asResourceOf(updated.resource, 'ConceptMap') };
   },
 };

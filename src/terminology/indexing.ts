@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { SqlExecutor } from '../db/database.js';
-import { isObject, type Resource } from '../fhir/types.js';
+import { asResourceOf, type CodeSystem } from '../fhir/resources.js';
+import { isObject } from '../fhir/types.js';
 import { registerWriteHook } from '../storage/repository.js';
 
 /**
@@ -133,8 +134,11 @@ export async function insertConceptRows(tx: SqlExecutor, systemId: string, rows:
   );
 }
 
-/** Creates the terminology_system row of a code system and indexes its concepts. */
-export async function indexCodeSystem(tx: SqlExecutor, projectId: string, resourceId: string | null, codeSystem: Resource): Promise<string> {
+/**
+ * Creates the terminology_system row of a code system and indexes its concepts. The CodeSystem is
+ * a stored (validated) or shipped one; its concepts are still read defensively (conceptRows).
+ */
+export async function indexCodeSystem(tx: SqlExecutor, projectId: string, resourceId: string | null, codeSystem: CodeSystem): Promise<string> {
   const id = randomUUID();
   await tx.execute(
     `INSERT INTO terminology_system (id, "projectId", url, version, "resourceId", name, properties, "hierarchyMeaning", "caseSensitive")
@@ -142,12 +146,12 @@ export async function indexCodeSystem(tx: SqlExecutor, projectId: string, resour
     [
       id,
       projectId,
-      String(codeSystem.url ?? ''),
-      typeof codeSystem.version === 'string' ? codeSystem.version : '',
+      codeSystem.url ?? '',
+      codeSystem.version ?? '',
       resourceId,
-      str(codeSystem.title) ?? str(codeSystem.name),
-      JSON.stringify(Array.isArray(codeSystem.property) ? codeSystem.property : []),
-      str(codeSystem.hierarchyMeaning),
+      codeSystem.title ?? codeSystem.name ?? null,
+      JSON.stringify(codeSystem.property ?? []),
+      codeSystem.hierarchyMeaning ?? null,
       codeSystem.caseSensitive !== false,
     ],
   );
@@ -196,22 +200,23 @@ export async function deleteSystem(tx: SqlExecutor, where: string, args: unknown
  * added by CodeSystem/$import).
  */
 registerWriteHook('CodeSystem', async (tx, change) => {
-  const resource = change.resource;
-  if (resource && !Array.isArray(resource.concept)) {
+  // The hook runs after the write validated the resource.
+  const resource = change.resource ? asResourceOf(change.resource, 'CodeSystem') : undefined;
+  if (resource && !resource.concept) {
     const kept = await tx.execute(
       `UPDATE terminology_system SET name = $2, properties = $3::json, "hierarchyMeaning" = $4
        WHERE "resourceId" = $1 AND url = $5 AND version = $6`,
       [
         change.id,
-        str(resource.title) ?? str(resource.name),
-        JSON.stringify(Array.isArray(resource.property) ? resource.property : []),
-        str(resource.hierarchyMeaning),
-        String(resource.url ?? ''),
-        typeof resource.version === 'string' ? resource.version : '',
+        resource.title ?? resource.name ?? null,
+        JSON.stringify(resource.property ?? []),
+        resource.hierarchyMeaning ?? null,
+        resource.url ?? '',
+        resource.version ?? '',
       ],
     );
     if (kept > 0) return;
   }
   await deleteSystem(tx, '"resourceId" = $1', [change.id]);
-  if (resource && typeof resource.url === 'string') await indexCodeSystem(tx, change.projectId, change.id, resource);
+  if (resource?.url) await indexCodeSystem(tx, change.projectId, change.id, resource);
 });

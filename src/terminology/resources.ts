@@ -1,12 +1,18 @@
 import type { RequestContext } from '../context.js';
 import type { Database } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
+import type { ResourceType, ResourceTypeMap, ValueSet } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
 import type { OperationRequest } from '../operations/registry.js';
 import { shippedValueSet } from './catalogue.js';
 
 /** The newest resource of `resourceType` with canonical `url` in the caller's project (uri index). */
-export async function findByUrl(ctx: RequestContext, db: Database, resourceType: string, url: string): Promise<Resource | undefined> {
+export async function findByUrl<K extends ResourceType>(
+  ctx: RequestContext,
+  db: Database,
+  resourceType: K,
+  url: string,
+): Promise<ResourceTypeMap[K] | undefined> {
   const [base, version] = url.split('|');
   const rows = await db.query<{ content: string }>(
     `SELECT r.content::text AS content FROM uri_index u
@@ -15,12 +21,13 @@ export async function findByUrl(ctx: RequestContext, db: Database, resourceType:
      ORDER BY r."lastUpdated" DESC`,
     [ctx.identity.projectId, resourceType, base],
   );
-  const resources = rows.map((row) => JSON.parse(row.content) as Resource);
-  return version === undefined ? resources[0] : resources.find((r) => r.version === version);
+  // Stored resources of that type, validated on write.
+  const resources = rows.map((row) => JSON.parse(row.content) as ResourceTypeMap[K]);
+  return version === undefined ? resources[0] : resources.find((r) => 'version' in r && r.version === version);
 }
 
 /** A ValueSet by url: the caller's project first, then the shipped R4 value sets. */
-export async function findValueSet(ctx: RequestContext, db: Database, url: string): Promise<Resource | undefined> {
+export async function findValueSet(ctx: RequestContext, db: Database, url: string): Promise<ValueSet | undefined> {
   return (await findByUrl(ctx, db, 'ValueSet', url)) ?? shippedValueSet(url.split('|')[0]);
 }
 

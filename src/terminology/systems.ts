@@ -1,6 +1,7 @@
 import type { RequestContext } from '../context.js';
 import type { Database } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
+import type { CodeSystem, CodeSystemProperty as FhirCodeSystemProperty, WithRequired } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
 import { shippedCodeSystem } from './catalogue.js';
 import { deleteSystem, indexCodeSystem } from './indexing.js';
@@ -9,12 +10,8 @@ import { deleteSystem, indexCodeSystem } from './indexing.js';
 export const SHARED_SCOPE = '';
 const SHARED_LOAD_LOCK = 7_346_012;
 
-export interface CodeSystemProperty {
-  code: string;
-  uri?: string;
-  description?: string;
-  type?: string;
-}
+/** A property a code system defines (`CodeSystem.property`, stored with the system row); `code` is 1..1. */
+export type CodeSystemProperty = WithRequired<FhirCodeSystemProperty, 'code'>;
 
 export interface SystemRef {
   id: string;
@@ -46,7 +43,7 @@ export async function findSystem(ctx: RequestContext, db: Database, url: string,
   if (found) return found;
   const shipped = shippedCodeSystem(url);
   if (!shipped || (version !== undefined && shipped.version !== version)) return undefined;
-  await loadShared(db, shipped);
+  await loadShared(db, url, shipped);
   return querySystem(db, ctx.identity.projectId, url, version);
 }
 
@@ -85,9 +82,8 @@ function toRef(row: SystemRow): SystemRef {
   return { ...row, properties: row.properties ? (JSON.parse(row.properties) as CodeSystemProperty[]) : [] };
 }
 
-/** Indexes a shipped code system into the shared scope once (per process, and across servers by a lock). */
-function loadShared(db: Database, codeSystem: Resource): Promise<void> {
-  const url = codeSystem.url as string;
+/** Indexes the shipped code system `url` into the shared scope once (per process, and across servers by a lock). */
+function loadShared(db: Database, url: string, codeSystem: CodeSystem): Promise<void> {
   let loads = sharedLoads.get(db);
   if (!loads) sharedLoads.set(db, (loads = new Map()));
   let load = loads.get(url);

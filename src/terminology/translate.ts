@@ -1,5 +1,6 @@
 import { errors } from '../fhir/outcome.js';
-import type { Coding, Resource } from '../fhir/types.js';
+import type { CodeableConcept, Coding, ConceptMapEquivalence, ConceptMapGroup } from '../fhir/resources.js';
+import type { Resource } from '../fhir/types.js';
 import { coreOperationDefinition } from '../operations/definition.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
 import { findByUrl } from './resources.js';
@@ -10,7 +11,7 @@ interface TranslateInput {
   code?: string;
   system?: string;
   coding?: Coding;
-  codeableConcept?: { coding?: Coding[] };
+  codeableConcept?: CodeableConcept;
   source?: string;
   target?: string;
   targetsystem?: string;
@@ -18,20 +19,12 @@ interface TranslateInput {
 }
 
 interface Match {
-  equivalence: string;
+  equivalence: ConceptMapEquivalence;
   concept?: Coding;
   source: string;
 }
 
-interface Group {
-  source?: string;
-  sourceVersion?: string;
-  target?: string;
-  targetVersion?: string;
-  element?: { code?: string; display?: string; target?: { code?: string; display?: string; equivalence?: string }[] }[];
-}
-
-const NO_MATCH = new Set(['unmatched', 'disjoint']);
+const NO_MATCH: ReadonlySet<ConceptMapEquivalence> = new Set(['unmatched', 'disjoint']);
 /** ConceptMaps of a project scanned when no map is named. */
 const MAX_MAPS = 1000;
 
@@ -52,7 +45,8 @@ export const translateOperation: Operation<TranslateInput, { result: boolean; me
     const matches: Match[] = [];
     for (const map of maps) {
       const mapUrl = String(map.url ?? `ConceptMap/${map.id}`);
-      for (const group of (Array.isArray(map.group) ? map.group : []) as Group[]) {
+      // An inline map is not validated: only its `group` being a list is checked.
+      for (const group of (Array.isArray(map.group) ? map.group : []) as ConceptMapGroup[]) {
         for (const coding of codings) {
           if (input.reverse) matches.push(...reverseMatches(group, coding, input, mapUrl));
           else matches.push(...forwardMatches(group, coding, input, mapUrl));
@@ -65,7 +59,7 @@ export const translateOperation: Operation<TranslateInput, { result: boolean; me
   },
 };
 
-function forwardMatches(group: Group, coding: Coding, input: TranslateInput, source: string): Match[] {
+function forwardMatches(group: ConceptMapGroup, coding: Coding, input: TranslateInput, source: string): Match[] {
   if (coding.system !== undefined && group.source !== undefined && group.source !== coding.system) return [];
   if (input.targetsystem !== undefined && group.target !== input.targetsystem) return [];
   const out: Match[] = [];
@@ -80,7 +74,7 @@ function forwardMatches(group: Group, coding: Coding, input: TranslateInput, sou
   return out;
 }
 
-function reverseMatches(group: Group, coding: Coding, input: TranslateInput, source: string): Match[] {
+function reverseMatches(group: ConceptMapGroup, coding: Coding, input: TranslateInput, source: string): Match[] {
   if (coding.system !== undefined && group.target !== undefined && group.target !== coding.system) return [];
   if (input.targetsystem !== undefined && group.source !== input.targetsystem) return [];
   const out: Match[] = [];
@@ -97,9 +91,16 @@ function reverseMatches(group: Group, coding: Coding, input: TranslateInput, sou
   return out;
 }
 
+const REVERSED: Partial<Record<ConceptMapEquivalence, ConceptMapEquivalence>> = {
+  wider: 'narrower',
+  narrower: 'wider',
+  subsumes: 'specializes',
+  specializes: 'subsumes',
+};
+
 /** Read backwards, a wider target is a narrower source. */
-function reverseEquivalence(equivalence: string): string {
-  return ({ wider: 'narrower', narrower: 'wider', subsumes: 'specializes', specializes: 'subsumes' } as Record<string, string>)[equivalence] ?? equivalence;
+function reverseEquivalence(equivalence: ConceptMapEquivalence): ConceptMapEquivalence {
+  return REVERSED[equivalence] ?? equivalence;
 }
 
 async function mapsFor(input: TranslateInput, request: OperationRequest): Promise<Resource[]> {

@@ -278,7 +278,7 @@ class Walk {
     this.report('structure', `Wrong JSON type at ${this.where()}: expected ${expected}, got ${describe(value)}`);
   }
 
-  private report(code: string, text: string, withExpression = true): void {
+  private report(code: OperationOutcomeIssue['code'], text: string, withExpression = true): void {
     if (this.issues.length >= MAX_ISSUES) {
       this.omitted++;
       return;

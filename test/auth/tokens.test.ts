@@ -1,7 +1,7 @@
 import { createLocalJWKSet, decodeJwt, exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { patientBody, TEST_SUPER_ADMIN, useTestServer } from '../helpers/server.js';
-import { bearer, clientToken, getJson, tokenRequest } from './helpers.js';
+import { addMemberClient, bearer, clientToken, getJson, tokenRequest } from './helpers.js';
 
 const api = await useTestServer();
 const issuer = api.server.services.config.baseUrl;
@@ -35,6 +35,17 @@ describe('POST /oauth2/token', () => {
     expect(res.status).toBe(200);
     const read = await getJson(api, '/fhir/R4/Patient/none', bearer(res.body.access_token));
     expect(read.status).toBe(404);
+  });
+
+  it('gives a client credentials token the client application\'s defaultScope when no scope is asked', async () => {
+    const admin = api.newProject();
+    const { clientId, secret } = await addMemberClient(api, admin);
+    const client = await admin.get(`/ClientApplication/${clientId}`);
+    const updated = await admin.put(`/ClientApplication/${clientId}`, { ...client.body, defaultScope: ['system/Patient.read', 'openid'] });
+    expect(updated.status).toBe(200);
+    const res = await clientToken(api, clientId, secret);
+    expect(res.status).toBe(200);
+    expect(res.body.scope).toBe('system/Patient.read openid');
   });
 
   it('refuses a wrong secret or unknown client with invalid_client', async () => {

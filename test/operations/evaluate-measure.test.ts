@@ -67,6 +67,18 @@ describe('Measure/$evaluate-measure', () => {
     ]);
   });
 
+  it('gives a coded stratifier its code as a list, as MeasureReport.group.stratifier.code repeats', async () => {
+    const client = api.newProject();
+    await seed(client);
+    const id = await measure(client, {
+      population: [{ code: code('initial-population'), criteria: query('Patient') }],
+      stratifier: [{ code: { text: 'Women' }, criteria: query('gender=female') }],
+    });
+    const res = await client.post(`/Measure/${id}/$evaluate-measure`, period);
+    expect(res.status).toBe(201);
+    expect(res.body.group[0].stratifier[0].code).toEqual([{ text: 'Women' }]);
+  });
+
   it('refuses criteria in another language, and Library-based measures', async () => {
     const client = api.newProject();
     const cql = await measure(client, { population: [{ code: code('initial-population'), criteria: { language: 'text/cql', expression: 'X' } }] });

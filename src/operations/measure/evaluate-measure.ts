@@ -1,5 +1,13 @@
 import { errors } from '../../fhir/outcome.js';
-import { isObject, type Resource } from '../../fhir/types.js';
+import {
+  asResourceOf,
+  readTyped,
+  type Expression,
+  type Measure,
+  type MeasureReport,
+  type MeasureReportGroup,
+  type MeasureReportGroupStratifier,
+} from '../../fhir/resources.js';
 import { search } from '../../search/service.js';
 import { findByUrl } from '../../terminology/resources.js';
 import { coreOperationDefinition } from '../definition.js';
@@ -11,22 +19,6 @@ interface EvaluateInput {
   measure?: string;
   reportType?: string;
   subject?: string;
-}
-
-interface Expression {
-  language?: string;
-  expression?: string;
-}
-
-interface Population {
-  code?: unknown;
-  criteria?: Expression;
-}
-
-interface Group {
-  code?: unknown;
-  population?: Population[];
-  stratifier?: { code?: unknown; criteria?: Expression }[];
 }
 
 const FHIR_QUERY = 'application/x-fhir-query';
@@ -66,7 +58,7 @@ export const CLINICAL_DATE_PARAMETER: Readonly<Record<string, string>> = {
  * MeasureReport is saved and returned (201). A stratifier's criteria is a query string (for
  * example `gender=female`) added to each population's query: one stratum per stratifier.
  */
-export const evaluateMeasureOperation: Operation<EvaluateInput, { return: Resource }> = {
+export const evaluateMeasureOperation: Operation<EvaluateInput, { return: MeasureReport }> = {
   // It saves a MeasureReport, so it is not available by GET.
   definition: { ...coreOperationDefinition('Measure-evaluate-measure'), affectsState: true },
   successStatus: 201,
@@ -75,18 +67,17 @@ export const evaluateMeasureOperation: Operation<EvaluateInput, { return: Resour
       throw errors.invalid('periodEnd must not be before periodStart', 'Parameters.parameter');
     }
     const measure = await measureOf(input, request);
-    if (Array.isArray(measure.library) && measure.library.length > 0) {
+    if (measure.library?.length) {
       throw errors.invalid(`Measure/${measure.id} uses a Library: only ${FHIR_QUERY} criteria are supported`, 'Measure.library');
     }
-    const groups = (Array.isArray(measure.group) ? measure.group : []) as Group[];
-    const reportGroups = [];
-    for (const [g, group] of groups.entries()) {
+    const reportGroups: MeasureReportGroup[] = [];
+    for (const [g, group] of (measure.group ?? []).entries()) {
       const populations = group.population ?? [];
       // Populations are independent counts: run them together (PostgreSQL runs them in parallel).
       const queries = populations.map((population, p) => parseCriteria(population.criteria, `Measure.group[${g}].population[${p}].criteria`));
       const counts = await Promise.all(queries.map((query) => count(request, query, input)));
       const counted = populations.map((population, p) => ({ ...(population.code ? { code: population.code } : {}), count: counts[p] }));
-      const stratifier = [];
+      const stratifier: MeasureReportGroupStratifier[] = [];
       for (const [s, strat] of (group.stratifier ?? []).entries()) {
         const at = `Measure.group[${g}].stratifier[${s}].criteria`;
         const extra = strat.criteria?.expression ?? '';
@@ -100,39 +91,40 @@ export const evaluateMeasureOperation: Operation<EvaluateInput, { return: Resour
             count: await count(request, { type: query.type, params: [...query.params, ...stratumParams] }, input),
           });
         }
-        stratifier.push({ ...(strat.code ? { code: strat.code } : {}), stratum: [{ value: { text: extra }, population }] });
+        // MeasureReport.group.stratifier.code repeats (0..*), Measure's does not (0..1).
+        stratifier.push({ ...(strat.code ? { code: [strat.code] } : {}), stratum: [{ value: { text: extra }, population }] });
       }
       reportGroups.push({ ...(group.code ? { code: group.code } : {}), population: counted, ...(stratifier.length > 0 ? { stratifier } : {}) });
     }
-    const report: Resource = {
+    const report: MeasureReport = {
       resourceType: 'MeasureReport',
       status: 'complete',
       type: 'summary',
-      measure: typeof measure.url === 'string' ? measure.url : `Measure/${measure.id}`,
+      measure: measure.url ?? `Measure/${measure.id}`,
       date: new Date().toISOString(),
       period: { start: input.periodStart, end: input.periodEnd },
       group: reportGroups,
     };
     const saved = await request.ctx.repo.createResource('MeasureReport', report);
-    return { return: saved.resource };
+    return { return: asResourceOf(saved.resource, 'MeasureReport') };
   },
 };
 
-async function measureOf(input: EvaluateInput, request: OperationRequest): Promise<Resource> {
-  if (request.level === 'instance') return request.ctx.repo.readResource('Measure', request.id!);
+async function measureOf(input: EvaluateInput, request: OperationRequest): Promise<Measure> {
+  if (request.level === 'instance') return readTyped(request.ctx.repo, 'Measure', request.id!);
   if (input.measure === undefined) {
     throw errors.invalid('Give the measure (its url, or Measure/<id>), or call the operation on a Measure instance', 'Parameters.parameter');
   }
   const local = /^Measure\/([A-Za-z0-9\-.]{1,64})$/.exec(input.measure);
-  if (local) return request.ctx.repo.readResource('Measure', local[1]);
+  if (local) return readTyped(request.ctx.repo, 'Measure', local[1]);
   const found = await findByUrl(request.ctx, request.db, 'Measure', input.measure);
   if (!found) throw errors.notFound(`Measure ${input.measure} not found`);
   return found;
 }
 
 function parseCriteria(criteria: Expression | undefined, at: string): { type: string; params: [string, string][] } {
-  if (!isObject(criteria) || criteria.language !== FHIR_QUERY) throw onlyFhirQuery(at, criteria?.language);
-  const expression = String(criteria.expression ?? '').trim();
+  if (criteria?.language !== FHIR_QUERY) throw onlyFhirQuery(at, criteria?.language);
+  const expression = (criteria.expression ?? '').trim();
   const match = /^([A-Z][A-Za-z]+)(?:\?(.*))?$/.exec(expression);
   if (!match) {
     throw errors.invalid(`${at}.expression must be a FHIR query such as Observation?code=http://loinc.org|8867-4, not "${expression}"`, at);
