@@ -54,13 +54,16 @@ describe('project isolation through GraphQL', () => {
     expect((await a.get(`/Patient/${patient.id}`)).status).toBe(200);
   });
 
-  it('a reference from B to A’s resource resolves to null', async () => {
+  it('a reference from B to A’s resource does not resolve, exactly as a missing target', async () => {
     const { b, patient } = await twoProjects();
-    const obs = await create(b, observation(`Patient/${patient.id}`));
-    const body = await data(api, b, `query ($id: ID!) { Observation(id: $id) { subject { reference resource { resourceType } } } }`, {
-      id: obs.id,
-    });
-    expect(body.Observation.subject).toEqual({ reference: `Patient/${patient.id}`, resource: null });
+    const toA = await create(b, observation(`Patient/${patient.id}`));
+    const toNothing = await create(b, observation('Patient/does-not-exist'));
+    const query = `query ($id: ID!) { Observation(id: $id) { subject { reference resource { resourceType } } } }`;
+    const hidden = await graphql(api, b, query, { id: toA.id });
+    const missing = await graphql(api, b, query, { id: toNothing.id });
+    expect(hidden.body.data.Observation.subject).toEqual({ reference: `Patient/${patient.id}`, resource: null });
+    expect(onlyError(hidden).code).toBe(onlyError(missing).code);
+    expect(onlyError(hidden).text.replace(patient.id, 'X')).toBe(onlyError(missing).text.replace('does-not-exist', 'X'));
   });
 
   it('B’s search by a reference to A’s resource does not find A’s resources', async () => {
