@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { membershipsByExternalId, findUserByEmail, parseReference, readAny } from '../auth/accounts.js';
-import { put, storePassword } from '../auth/projects.js';
+import { membershipsByExternalId, parseReference, readAny } from '../auth/accounts.js';
+import { withAccountWrites } from '../auth/projects.js';
+import { hashSecret } from '../auth/secrets.js';
 import { errors } from '../fhir/outcome.js';
 import type { Reference } from '../fhir/resources.js';
 import type { HonoContext } from '../http/fhir-handlers.js';
@@ -17,7 +18,8 @@ function isProfileType(type: string): type is ProfileType {
  * `POST /admin/projects/{projectId}/invite` (SPEC 4.3), for that project's admins and super
  * admins: creates the profile resource, the User when an email is given (reused when one exists)
  * and the ProjectMembership carrying `externalId`; 201 with the membership. An `externalId` already
- * used in the project gives 409.
+ * used in the project gives 409, also when two invites race (a lock in the transaction orders
+ * them). Everything is written in one transaction: a failure part-way leaves nothing behind.
  */
 export async function inviteHandler(c: HonoContext): Promise<Response> {
   const { identity } = c.get('ctx');
@@ -44,36 +46,45 @@ export async function inviteHandler(c: HonoContext): Promise<Response> {
   const password = str('password', false);
   if (body.admin !== undefined && typeof body.admin !== 'boolean') throw errors.invalid('"admin" must be a boolean', 'admin');
   const accessPolicy = await policyReference(c, body.accessPolicy, projectId);
-  if ((await membershipsByExternalId(auth.db, externalId, projectId)).length > 0) {
-    throw errors.conflict(`A membership with externalId "${externalId}" already exists in this project`);
-  }
+  // scrypt is slow: hash before the transaction opens (used only when the User is new).
+  const passwordHash = email && password ? await hashSecret(password) : undefined;
   const name = `${firstName} ${lastName}`;
-  const profile = await put(auth, projectId, {
-    resourceType,
-    id: randomUUID(),
-    name: [{ given: [firstName], family: lastName }],
-    ...(email ? { telecom: [{ system: 'email', value: email }] } : {}),
-  });
-  let userRef: string | undefined;
-  if (email) {
-    const existing = await findUserByEmail(auth.db, email);
-    const userId = existing?.id ?? randomUUID();
-    if (!existing) {
-      await put(auth, projectId, { resourceType: 'User', id: userId, firstName, lastName, email, project: { reference: `Project/${projectId}` } });
+  // One transaction for the profile, the User, its password and the membership: all or nothing.
+  const membership = await withAccountWrites(auth, async (writes) => {
+    // Concurrent invites of one externalId into one project queue here; the first creates the
+    // membership and the others, seeing it, get 409 (as a repeated invite does).
+    await writes.lock(`invite:${projectId}:${externalId}`);
+    if ((await membershipsByExternalId(writes.tx, externalId, projectId)).length > 0) {
+      throw errors.conflict(`A membership with externalId "${externalId}" already exists in this project`);
     }
-    if (password && !existing) await storePassword(auth, userId, projectId, password);
-    userRef = `User/${userId}`;
-  }
-  const membership = await put(auth, projectId, {
-    resourceType: 'ProjectMembership',
-    id: randomUUID(),
-    project: { reference: `Project/${projectId}`, display: project.name },
-    user: { reference: userRef ?? `${resourceType}/${profile.id}`, display: name },
-    profile: { reference: `${resourceType}/${profile.id}`, display: name },
-    userName: name,
-    externalId,
-    admin: body.admin === true,
-    accessPolicy,
+    const profile = await writes.create(projectId, {
+      resourceType,
+      id: randomUUID(),
+      name: [{ given: [firstName], family: lastName }],
+      ...(email ? { telecom: [{ system: 'email', value: email }] } : {}),
+    });
+    let userRef: string | undefined;
+    if (email) {
+      // Under a lock on the email: concurrent invites of one new email make one User.
+      const { user, created } = await writes.userByEmail(email, projectId, {
+        firstName,
+        lastName,
+        project: { reference: `Project/${projectId}` },
+      });
+      if (created && passwordHash) await writes.storePasswordHash(user.id, projectId, passwordHash);
+      userRef = `User/${user.id}`;
+    }
+    return writes.create(projectId, {
+      resourceType: 'ProjectMembership',
+      id: randomUUID(),
+      project: { reference: `Project/${projectId}`, display: project.name },
+      user: { reference: userRef ?? `${resourceType}/${profile.id}`, display: name },
+      profile: { reference: `${resourceType}/${profile.id}`, display: name },
+      userName: name,
+      externalId,
+      admin: body.admin === true,
+      accessPolicy,
+    });
   });
   return fhirJson(membership, 201);
 }

@@ -7,7 +7,9 @@ import { errors } from '../fhir/outcome.js';
 import type { Project, Reference } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
 import { binaryKey } from '../storage/binary-storage.js';
+import { writeHookOf } from '../storage/repository.js';
 import { insertFirstVersion } from '../storage/sql.js';
+import { copyIndexedConcepts } from '../terminology/indexing.js';
 import { validateResource } from '../validation/validator.js';
 import type { Operation } from '../operations/registry.js';
 
@@ -35,8 +37,10 @@ interface Row {
  * scanned (at most 1000 resources per type), filtered by `resourceTypes`, `includeIds` and
  * `excludeIds` (an id in both is excluded), and copied with new ids; every reference to a cloned
  * resource (`Type/id`, absolute URLs of this server, Binary urls in attachments) is rewritten.
- * Binary bytes are copied; ClientApplications get new secrets; Bot secrets are dropped. The whole
- * clone is one transaction: a failure leaves nothing behind. The caller owns the new Project.
+ * Binary bytes are copied; ClientApplications get new secrets; Bot secrets are dropped. Each copy
+ * runs its type's write hook, as any write does, so cloned CodeSystems are indexed for the
+ * terminology operations (with the concepts $import added to the source). The whole clone is one
+ * transaction: a failure leaves nothing behind. The caller owns the new Project.
  */
 export async function cloneProject(auth: AuthService, identity: Identity, sourceId: string, request: CloneRequest): Promise<Project> {
   if (!identity.superAdmin) throw errors.forbidden('Only a super admin can clone a project');
@@ -70,7 +74,7 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
   const { superAdmin: _superAdmin, ...copied } = rewrite(source);
   const project: Project = { ...copied, id: newProjectId, ...(name ? { name } : {}), ...(owner ? { owner } : {}) };
   const secrets: { clientId: string; secret: string }[] = [];
-  const resources: { resource: Resource; binaryFrom?: string }[] = [{ resource: project }];
+  const resources: { resource: Resource; sourceResourceId?: string; binaryFrom?: string }[] = [{ resource: project }];
   for (const row of selected) {
     const resource = rewrite(JSON.parse(row.content) as Resource);
     resource.id = ids.get(`${row.resourceType}/${row.id}`)!;
@@ -84,15 +88,19 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
     if (row.resourceType === 'Bot') {
       for (const key of ['secret', 'secrets', 'runAsUser']) delete resource[key];
     }
-    resources.push({ resource, binaryFrom: row.resourceType === 'Binary' ? binaryKey(sourceId, row.id, row.versionId) : undefined });
+    resources.push({ resource, sourceResourceId: row.id, binaryFrom: row.resourceType === 'Binary' ? binaryKey(sourceId, row.id, row.versionId) : undefined });
   }
   const hashed = await Promise.all(secrets.map(async (s) => ({ ...s, hash: await hashSecret(s.secret) })));
   await auth.db.transaction(async (tx) => {
-    for (const { resource, binaryFrom } of resources) {
+    for (const { resource, sourceResourceId, binaryFrom } of resources) {
       const versionId = randomUUID();
       const stamped = { ...resource, meta: { ...(resource.meta ?? {}), versionId, lastUpdated: now, project: newProjectId } };
       validateResource(stamped, { expectedType: stamped.resourceType });
       await insertFirstVersion(tx, stamped);
+      // As on every write: the type's write hook (CodeSystem: concept indexing) in the transaction.
+      await writeHookOf(stamped.resourceType)?.(tx, { resourceType: stamped.resourceType, id: stamped.id!, projectId: newProjectId, resource: stamped });
+      // Concepts added by CodeSystem/$import live only in the source's index: copy them too.
+      if (sourceResourceId && stamped.resourceType === 'CodeSystem') await copyIndexedConcepts(tx, sourceResourceId, stamped.id!);
       if (binaryFrom) {
         await tx.execute(
           `INSERT INTO binary_content (key, "projectId", "contentType", size, data)

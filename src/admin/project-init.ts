@@ -1,5 +1,5 @@
-import { findUserByEmail, parseReference, readAny } from '../auth/accounts.js';
-import { createProject, put } from '../auth/projects.js';
+import { parseReference, readAny } from '../auth/accounts.js';
+import { prepareClientSecret, withAccountWrites } from '../auth/projects.js';
 import { errors } from '../fhir/outcome.js';
 import type { Reference, User } from '../fhir/resources.js';
 import type { OperationDefinition } from '../operations/definition.js';
@@ -47,26 +47,16 @@ export const projectInitOperation: Operation<InitInput> = {
     if (name === '') throw errors.invalid('The required input parameter "name" is expected to be a non-empty string', 'Parameters.parameter');
     const auth = ctx.auth;
     const projectId = randomUUID();
-    let owner: { userId: string; firstName?: string; lastName?: string };
+    let owner: Owner | undefined;
+    let ownerEmail: string | undefined;
     if (input.owner) {
       const ref = parseReference(input.owner.reference);
       const user = ref?.[0] === 'User' ? await readAny(auth.db, 'User', ref[1]) : undefined;
       if (!user) throw errors.invalid('"owner" must reference an existing User/<id>', 'Parameters.parameter');
       owner = ownerOf(user);
     } else if (input.ownerEmail) {
-      const email = input.ownerEmail.trim();
-      if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw errors.invalid('"ownerEmail" must be an email address', 'Parameters.parameter');
-      const existing = await findUserByEmail(auth.db, email);
-      owner = existing ? ownerOf(existing) : { userId: randomUUID(), firstName: email.split('@')[0], lastName: 'Owner' };
-      if (!existing) {
-        await put(auth, projectId, {
-          resourceType: 'User',
-          id: owner.userId,
-          firstName: owner.firstName,
-          lastName: owner.lastName,
-          email,
-        });
-      }
+      ownerEmail = input.ownerEmail.trim();
+      if (!/^[^@\s]+@[^@\s]+$/.test(ownerEmail)) throw errors.invalid('"ownerEmail" must be an email address', 'Parameters.parameter');
     } else {
       const subject = parseReference(ctx.identity.subject);
       const user = subject?.[0] === 'User' ? await readAny(auth.db, 'User', subject[1]) : undefined;
@@ -78,11 +68,26 @@ export const projectInitOperation: Operation<InitInput> = {
       }
       owner = ownerOf(user);
     }
-    const created = await createProject(auth, { id: projectId, name, owner });
+    const secret = await prepareClientSecret(auth);
+    // One transaction: the owner User (for ownerEmail), the Project, the owner's profile and
+    // membership, the default client, its membership and its secret all commit, or none does.
+    const created = await withAccountWrites(auth, async (writes) => {
+      if (ownerEmail) {
+        const { user } = await writes.userByEmail(ownerEmail, projectId, { firstName: ownerEmail.split('@')[0], lastName: 'Owner' });
+        owner = ownerOf(user);
+      }
+      return writes.createProject({ id: projectId, name, owner }, secret);
+    });
     return { return: created.project };
   },
 };
 
-function ownerOf(user: User): { userId: string; firstName?: string; lastName?: string } {
+interface Owner {
+  userId: string;
+  firstName?: string;
+  lastName?: string;
+}
+
+function ownerOf(user: User): Owner {
   return { userId: user.id!, firstName: user.firstName, lastName: user.lastName };
 }

@@ -1,5 +1,5 @@
 import type { Services } from '../context.js';
-import type { Database } from '../db/database.js';
+import type { SqlExecutor } from '../db/database.js';
 import type { ProjectMembership, ResourceType, ResourceTypeMap, User } from '../fhir/resources.js';
 import { Repository } from '../storage/repository.js';
 
@@ -22,24 +22,25 @@ export function parseReference(reference: string | undefined): [string, string] 
  * Stored resources of type K (the SQL selects that type): every stored resource passed validation
  * against the definitions its generated type comes from.
  */
-async function contents<K extends ResourceType>(db: Database, sql: string, args: unknown[]): Promise<ResourceTypeMap[K][]> {
+async function contents<K extends ResourceType>(db: SqlExecutor, sql: string, args: unknown[]): Promise<ResourceTypeMap[K][]> {
   const rows = await db.query<{ content: string }>(sql, args);
   return rows.map((row) => JSON.parse(row.content) as ResourceTypeMap[K]);
 }
 
 /** Users are server-wide: an email names one User whatever project holds it. */
-export async function findUserByEmail(db: Database, email: string): Promise<User | undefined> {
+export async function findUserByEmail(db: SqlExecutor, email: string): Promise<User | undefined> {
   const users = await contents<'User'>(
     db,
     `SELECT content::text AS content FROM resource
-     WHERE "resourceType" = 'User' AND NOT deleted AND lower(content->>'email') = lower($1) LIMIT 1`,
+     WHERE "resourceType" = 'User' AND NOT deleted AND lower(content->>'email') = lower($1)
+     ORDER BY "lastUpdated", id LIMIT 1`,
     [email],
   );
   return users[0];
 }
 
 /** Active memberships whose `field` (user, profile) references `reference`. */
-export function membershipsReferencing(db: Database, field: 'user' | 'profile', reference: string): Promise<ProjectMembership[]> {
+export function membershipsReferencing(db: SqlExecutor, field: 'user' | 'profile', reference: string): Promise<ProjectMembership[]> {
   return contents<'ProjectMembership'>(
     db,
     `SELECT content::text AS content FROM resource
@@ -50,7 +51,7 @@ export function membershipsReferencing(db: Database, field: 'user' | 'profile', 
 }
 
 /** Memberships carrying an externalId, in every project (SPEC 5 rule 7: it must be unique). */
-export function membershipsByExternalId(db: Database, externalId: string, projectId?: string): Promise<ProjectMembership[]> {
+export function membershipsByExternalId(db: SqlExecutor, externalId: string, projectId?: string): Promise<ProjectMembership[]> {
   return contents<'ProjectMembership'>(
     db,
     `SELECT content::text AS content FROM resource
@@ -61,7 +62,7 @@ export function membershipsByExternalId(db: Database, externalId: string, projec
 }
 
 /** Reads one resource as the system, as its generated type; undefined when absent or deleted. */
-export async function readAny<K extends ResourceType>(db: Database, resourceType: K, id: string): Promise<ResourceTypeMap[K] | undefined> {
+export async function readAny<K extends ResourceType>(db: SqlExecutor, resourceType: K, id: string): Promise<ResourceTypeMap[K] | undefined> {
   const list = await contents<K>(
     db,
     'SELECT content::text AS content FROM resource WHERE "resourceType" = $1 AND id = $2 AND NOT deleted',
@@ -77,13 +78,13 @@ export interface Credential {
   sealed: string | null;
 }
 
-export async function readCredential(db: Database, id: string): Promise<Credential | undefined> {
+export async function readCredential(db: SqlExecutor, id: string): Promise<Credential | undefined> {
   const rows = await db.query<Credential>('SELECT id, "projectId", hash, sealed FROM auth_credential WHERE id = $1', [id]);
   return rows[0];
 }
 
 /** Writes a credential; with `onlyIfAbsent`, keeps an existing one and reports whether it wrote. */
-export async function writeCredential(db: Database, credential: Credential, onlyIfAbsent = false): Promise<boolean> {
+export async function writeCredential(db: SqlExecutor, credential: Credential, onlyIfAbsent = false): Promise<boolean> {
   const conflict = onlyIfAbsent
     ? 'DO NOTHING'
     : 'DO UPDATE SET hash = EXCLUDED.hash, sealed = EXCLUDED.sealed, "projectId" = EXCLUDED."projectId", "updatedAt" = now()';

@@ -1,6 +1,21 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { asResourceOf, type Project, type ProjectMembership, type ResourceType, type ResourceTypeMap } from '../fhir/resources.js';
-import { readCredential, writeCredential } from './accounts.js';
+import type { SqlExecutor } from '../db/database.js';
+import { errors } from '../fhir/outcome.js';
+import {
+  asResourceOf,
+  type Project,
+  type ProjectMembership,
+  type Reference,
+  type ResourceType,
+  type ResourceTypeMap,
+  type User,
+} from '../fhir/resources.js';
+import type { Resource } from '../fhir/types.js';
+import { isUniqueViolation } from '../storage/db-errors.js';
+import { writeHookOf } from '../storage/repository.js';
+import { insertFirstVersion } from '../storage/sql.js';
+import { validateResource } from '../validation/validator.js';
+import { findUserByEmail, readCredential, writeCredential } from './accounts.js';
 import { hashSecret, randomSecret, seal, unseal } from './secrets.js';
 import type { AuthService } from './service.js';
 
@@ -56,62 +71,172 @@ export interface CreatedProject {
   client: { id: string; secret: string; membership: ProjectMembership };
 }
 
-/**
- * A new Project (`strictMode: true`), its owner's admin membership with a Practitioner profile,
- * and the default ClientApplication with a secret and its own admin membership (DESIGN 5).
- */
-export async function createProject(auth: AuthService, request: NewProject): Promise<CreatedProject> {
-  const projectId = request.id ?? randomUUID();
-  const project = await put(auth, projectId, {
-    resourceType: 'Project',
-    id: projectId,
-    name: request.name,
-    strictMode: true,
-    ...(request.superAdmin ? { superAdmin: true } : {}),
-    ...(request.owner ? { owner: { reference: `User/${request.owner.userId}` } } : {}),
-  });
-  let ownerMembership: ProjectMembership | undefined;
-  if (request.owner) {
-    const first = request.owner.firstName ?? 'Project';
-    const last = request.owner.lastName ?? 'Admin';
-    const practitioner = await put(auth, projectId, {
-      resourceType: 'Practitioner',
-      id: randomUUID(),
-      name: [{ given: [first], family: last }],
-    });
-    ownerMembership = await put(auth, projectId, {
-      resourceType: 'ProjectMembership',
-      id: randomUUID(),
-      project: { reference: `Project/${projectId}`, display: request.name },
-      user: { reference: `User/${request.owner.userId}`, display: `${first} ${last}` },
-      profile: { reference: `Practitioner/${practitioner.id}`, display: `${first} ${last}` },
-      userName: `${first} ${last}`,
-      admin: true,
-    });
-  }
-  const client = await createClientApplication(auth, projectId, `${request.name} Default Client`, { admin: true });
-  return { project, ownerMembership, client };
+/** A client secret ready to store: hashed and sealed before any transaction opens (scrypt is slow). */
+export interface PreparedSecret {
+  secret: string;
+  hash: string;
+  sealed: string;
 }
 
-/** A ClientApplication with a fresh secret and a membership in its project. */
-export async function createClientApplication(
-  auth: AuthService,
-  projectId: string,
-  name: string,
-  options: { admin?: boolean; id?: string; secret?: string } = {},
-): Promise<CreatedProject['client']> {
-  const clientId = options.id ?? randomUUID();
-  const secret = options.secret ?? randomSecret();
-  await storeClientSecret(auth, clientId, projectId, secret);
-  await put(auth, projectId, { resourceType: 'ClientApplication', id: clientId, name });
-  const membership = await put(auth, projectId, {
-    resourceType: 'ProjectMembership',
-    id: stableId(`client-membership:${clientId}`),
-    project: { reference: `Project/${projectId}` },
-    user: { reference: `ClientApplication/${clientId}`, display: name },
-    profile: { reference: `ClientApplication/${clientId}`, display: name },
-    userName: name,
-    admin: options.admin === true,
+export async function prepareClientSecret(auth: AuthService, secret: string = randomSecret()): Promise<PreparedSecret> {
+  return { secret, hash: await hashSecret(secret), sealed: seal(auth.keys.sealingKey, secret) };
+}
+
+/**
+ * Account writes that commit or roll back together (Project/$init, invite): every resource and
+ * credential goes through one transaction, so a failure part-way leaves nothing behind. Only new
+ * resources are written (fresh ids), each validated, stamped and indexed as the repository would,
+ * with its type's write hook run in the transaction. Inside, read only through `tx` (PGlite has
+ * one connection: a query on the outer database would wait for this transaction forever).
+ */
+export class AccountWrites {
+  private readonly afterCommit: (() => void)[] = [];
+
+  constructor(
+    readonly auth: AuthService,
+    readonly tx: SqlExecutor,
+  ) {}
+
+  /**
+   * Serialises the transactions that name the same key until they end (a PostgreSQL advisory
+   * lock held to commit or rollback): a check-then-create under it cannot race.
+   */
+  async lock(key: string): Promise<void> {
+    await this.tx.execute('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`flint:${key}`]);
+  }
+
+  /** Creates a resource with a new id in a project; an id already taken is 409. */
+  async create<K extends ResourceType>(
+    projectId: string,
+    resource: ResourceTypeMap[K] & { resourceType: K; id: string },
+  ): Promise<ResourceTypeMap[K] & { id: string }> {
+    const input: unknown = compact(resource);
+    validateResource(input, { expectedType: resource.resourceType });
+    const { resourceType, id, meta, ...rest } = input;
+    const stamped: Resource = {
+      resourceType,
+      id,
+      meta: { ...meta, versionId: randomUUID(), lastUpdated: new Date().toISOString(), project: projectId },
+      ...rest,
+    };
+    try {
+      await insertFirstVersion(this.tx, stamped);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw errors.conflict(`${resourceType}/${id} already exists`);
+      throw error;
+    }
+    await writeHookOf(resourceType)?.(this.tx, { resourceType, id: resource.id, projectId, resource: stamped });
+    return { ...asResourceOf(stamped, resource.resourceType), id: resource.id };
+  }
+
+  async storeClientSecret(clientId: string, projectId: string, prepared: PreparedSecret): Promise<void> {
+    const id = `ClientApplication/${clientId}`;
+    await writeCredential(this.tx, { id, projectId, hash: prepared.hash, sealed: prepared.sealed });
+    this.afterCommit.push(() => this.auth.secrets.remember(id, prepared.secret, prepared.hash));
+  }
+
+  /** Stores a password hash (from hashSecret, computed before the transaction). */
+  async storePasswordHash(userId: string, projectId: string, hash: string): Promise<void> {
+    await writeCredential(this.tx, { id: `User/${userId}`, projectId, hash, sealed: null });
+  }
+
+  /**
+   * The User with this email, created (in `projectId`) when none exists. Under a lock on the
+   * email, so concurrent account writes naming one new email create one User.
+   */
+  async userByEmail(
+    email: string,
+    projectId: string,
+    fields: { firstName: string; lastName: string; project?: Reference },
+  ): Promise<{ user: User & { id: string }; created: boolean }> {
+    await this.lock(`user-email:${email.toLowerCase()}`);
+    const existing = await findUserByEmail(this.tx, email);
+    if (existing) return { user: { ...existing, id: existing.id! }, created: false };
+    const user = await this.create(projectId, { resourceType: 'User', id: randomUUID(), ...fields, email });
+    return { user, created: true };
+  }
+
+  /**
+   * A new Project (`strictMode: true`), its owner's admin membership with a Practitioner profile,
+   * and the default ClientApplication with a secret and its own admin membership (DESIGN 5).
+   */
+  async createProject(request: NewProject, clientSecret: PreparedSecret): Promise<CreatedProject> {
+    const projectId = request.id ?? randomUUID();
+    const project = await this.create(projectId, {
+      resourceType: 'Project',
+      id: projectId,
+      name: request.name,
+      strictMode: true,
+      ...(request.superAdmin ? { superAdmin: true } : {}),
+      ...(request.owner ? { owner: { reference: `User/${request.owner.userId}` } } : {}),
+    });
+    let ownerMembership: ProjectMembership | undefined;
+    if (request.owner) {
+      const first = request.owner.firstName ?? 'Project';
+      const last = request.owner.lastName ?? 'Admin';
+      const practitioner = await this.create(projectId, {
+        resourceType: 'Practitioner',
+        id: randomUUID(),
+        name: [{ given: [first], family: last }],
+      });
+      ownerMembership = await this.create(projectId, {
+        resourceType: 'ProjectMembership',
+        id: randomUUID(),
+        project: { reference: `Project/${projectId}`, display: request.name },
+        user: { reference: `User/${request.owner.userId}`, display: `${first} ${last}` },
+        profile: { reference: `Practitioner/${practitioner.id}`, display: `${first} ${last}` },
+        userName: `${first} ${last}`,
+        admin: true,
+      });
+    }
+    const client = await this.createClientApplication(projectId, `${request.name} Default Client`, clientSecret, { admin: true });
+    return { project, ownerMembership, client };
+  }
+
+  /** A ClientApplication with the prepared secret and a membership in its project. */
+  async createClientApplication(
+    projectId: string,
+    name: string,
+    secret: PreparedSecret,
+    options: { admin?: boolean; id?: string } = {},
+  ): Promise<CreatedProject['client']> {
+    const clientId = options.id ?? randomUUID();
+    await this.create(projectId, { resourceType: 'ClientApplication', id: clientId, name });
+    await this.storeClientSecret(clientId, projectId, secret);
+    const membership = await this.create(projectId, {
+      resourceType: 'ProjectMembership',
+      id: stableId(`client-membership:${clientId}`),
+      project: { reference: `Project/${projectId}` },
+      user: { reference: `ClientApplication/${clientId}`, display: name },
+      profile: { reference: `ClientApplication/${clientId}`, display: name },
+      userName: name,
+      admin: options.admin === true,
+    });
+    return { id: clientId, secret: secret.secret, membership };
+  }
+
+  /** Runs after commit: in-memory state (the verified-secret cache) never sees rolled-back writes. */
+  committed(): void {
+    for (const effect of this.afterCommit.splice(0)) effect();
+  }
+}
+
+/** Runs `work` in one transaction of account writes; effects on memory follow the commit. */
+export async function withAccountWrites<T>(auth: AuthService, work: (writes: AccountWrites) => Promise<T>): Promise<T> {
+  let writes: AccountWrites | undefined;
+  const result = await auth.db.transaction((tx) => {
+    writes = new AccountWrites(auth, tx);
+    return work(writes);
   });
-  return { id: clientId, secret, membership };
+  writes?.committed();
+  return result;
+}
+
+/**
+ * A new Project with its owner's membership and its default ClientApplication (see
+ * AccountWrites.createProject), all in one transaction.
+ */
+export async function createProject(auth: AuthService, request: NewProject): Promise<CreatedProject> {
+  const secret = await prepareClientSecret(auth);
+  return withAccountWrites(auth, (writes) => writes.createProject(request, secret));
 }

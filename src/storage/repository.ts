@@ -79,6 +79,15 @@ export function registerWriteHook(resourceType: string, hook: WriteHook): void {
   writeHooks.set(resourceType, hook);
 }
 
+/**
+ * The write hook of a resource type, for code that writes resource rows inside a transaction of
+ * its own (Project/$init, invite, Project/$clone): it runs the hook in that transaction, after the
+ * row is written, as the repository does.
+ */
+export function writeHookOf(resourceType: string): WriteHook | undefined {
+  return writeHooks.get(resourceType);
+}
+
 interface CurrentRow {
   projectId: string;
   versionId: string;

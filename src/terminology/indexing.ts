@@ -195,6 +195,40 @@ export async function deleteSystem(tx: SqlExecutor, where: string, args: unknown
 }
 
 /**
+ * Gives the system indexed from CodeSystem `toResourceId` the concept rows of the system indexed
+ * from `fromResourceId` (Project/$clone, after the copy's write hook indexed it): concepts,
+ * displays and flags added by CodeSystem/$import are not in the resource, so indexing the copied
+ * resource alone would lose them. Nothing happens unless both systems are indexed.
+ */
+export async function copyIndexedConcepts(tx: SqlExecutor, fromResourceId: string, toResourceId: string): Promise<void> {
+  const pair = `pair AS (SELECT s.id AS src, d.id AS dst FROM terminology_system s, terminology_system d
+                         WHERE s."resourceId" = $1 AND d."resourceId" = $2)`;
+  await tx.execute(
+    `WITH ${pair},
+       c AS (DELETE FROM terminology_concept WHERE "systemId" IN (SELECT dst FROM pair)),
+       d AS (DELETE FROM terminology_designation WHERE "systemId" IN (SELECT dst FROM pair)),
+       p AS (DELETE FROM terminology_property WHERE "systemId" IN (SELECT dst FROM pair)),
+       x AS (DELETE FROM terminology_closure WHERE "systemId" IN (SELECT dst FROM pair))
+     DELETE FROM terminology_hierarchy WHERE "systemId" IN (SELECT dst FROM pair)`,
+    [fromResourceId, toResourceId],
+  );
+  await tx.execute(
+    `WITH ${pair},
+       c AS (INSERT INTO terminology_concept ("systemId", code, seq, display, definition, abstract, inactive)
+         SELECT pair.dst, code, seq, display, definition, abstract, inactive FROM terminology_concept t JOIN pair ON t."systemId" = pair.src),
+       d AS (INSERT INTO terminology_designation ("systemId", code, seq, language, "useSystem", "useCode", "useDisplay", value)
+         SELECT pair.dst, code, seq, language, "useSystem", "useCode", "useDisplay", value FROM terminology_designation t JOIN pair ON t."systemId" = pair.src),
+       p AS (INSERT INTO terminology_property ("systemId", code, seq, property, type, value)
+         SELECT pair.dst, code, seq, property, type, value FROM terminology_property t JOIN pair ON t."systemId" = pair.src),
+       h AS (INSERT INTO terminology_hierarchy ("systemId", parent, child)
+         SELECT pair.dst, parent, child FROM terminology_hierarchy t JOIN pair ON t."systemId" = pair.src)
+     INSERT INTO terminology_closure ("systemId", ancestor, descendant, seq)
+       SELECT pair.dst, ancestor, descendant, seq FROM terminology_closure t JOIN pair ON t."systemId" = pair.src`,
+    [fromResourceId, toResourceId],
+  );
+}
+
+/**
  * The write hook of CodeSystem: its concepts are re-indexed in the write's transaction. An update
  * that carries no concept list and keeps url and version keeps the concepts already indexed (those
  * added by CodeSystem/$import).

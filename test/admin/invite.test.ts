@@ -1,12 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { useTestServer } from '../helpers/server.js';
-import { addMemberClient, bearer, sendJson, tokenRequest } from '../auth/helpers.js';
+import { addMemberClient, bearer, getJson, sendJson, tokenRequest } from '../auth/helpers.js';
 
 const api = await useTestServer();
 
 const invite = async (projectId: string, token: string, body: Record<string, unknown>) =>
   sendJson(api, 'POST', `/admin/projects/${projectId}/invite`, body, bearer(token));
+
+/** Search as the super admin (every project): the matching resources. */
+async function find(query: string): Promise<any[]> {
+  const res = await getJson(api, `/fhir/R4/${query}`, bearer(await api.superAdmin.token()));
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return (res.body.entry ?? []).map((e: any) => e.resource);
+}
 
 describe('POST /admin/projects/{id}/invite', () => {
   it('creates the profile, the user and the membership carrying externalId; 409 on a repeated externalId', async () => {
@@ -73,5 +80,42 @@ describe('POST /admin/projects/{id}/invite', () => {
     const bad = await invite(admin.projectId, await admin.token(), { resourceType: 'Practitioner', firstName: 'A' });
     expect(bad.status).toBe(400);
     expect(bad.body.issue[0].code).toBe('invalid');
+  });
+
+  it('makes one User and one membership of concurrent invites of one email and externalId; the others get 409', async () => {
+    const admin = api.newProject();
+    const token = await admin.token();
+    const externalId = `auth0|${randomUUID()}`;
+    const email = `${randomUUID()}@example.org`;
+    const lastName = `L${randomUUID().slice(0, 8)}`;
+    const body = { resourceType: 'Practitioner', firstName: 'Ada', lastName, externalId, email, password: 'pa55word!' };
+    const results = await Promise.all(Array.from({ length: 6 }, () => invite(admin.projectId, token, body)));
+    expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+    for (const lost of results.filter((r) => r.status === 409)) {
+      expect(lost.body).toMatchObject({ resourceType: 'OperationOutcome', issue: [{ code: 'conflict' }] });
+    }
+    const users = await find(`User?email=${encodeURIComponent(email)}`);
+    expect(users).toHaveLength(1);
+    const memberships = await find(`ProjectMembership?external-id=${encodeURIComponent(externalId)}`);
+    expect(memberships).toHaveLength(1);
+    expect(memberships[0].user.reference).toBe(`User/${users[0].id}`);
+    expect(memberships[0]).toEqual(results.find((r) => r.status === 201)!.body);
+    // The losers left no profile behind.
+    expect(await find(`Practitioner?family=${lastName}`)).toHaveLength(1);
+  });
+
+  it('makes one User of concurrent invites of one new email with different externalIds', async () => {
+    const admin = api.newProject();
+    const token = await admin.token();
+    const email = `${randomUUID()}@example.org`;
+    const results = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        invite(admin.projectId, token, { resourceType: 'Practitioner', firstName: 'Bo', lastName: `B${i}`, externalId: randomUUID(), email }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201]);
+    const users = await find(`User?email=${encodeURIComponent(email)}`);
+    expect(users).toHaveLength(1);
+    expect(new Set(results.map((r) => r.body.user.reference))).toEqual(new Set([`User/${users[0].id}`]));
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { patientBody, useTestServer } from '../helpers/server.js';
+import { clientCredentialsToken, lazyToken, patientBody, projectClient, useTestServer } from '../helpers/server.js';
 import { addMemberClient } from '../auth/helpers.js';
+import { out, params as terminologyParams, SYSTEM, withAnimals, withValueSet } from '../terminology/fixtures.js';
 
 const api = await useTestServer();
 
@@ -159,5 +160,71 @@ describe('Project/$clone with a plain JSON body (SPEC 4.7)', () => {
     const source = await sourceProject();
     const res = await plainClone(await source.admin.token(), source.admin.projectId, { colour: 'blue' });
     expect(res.status).toBe(403);
+  });
+});
+
+describe('Project/$clone of terminology resources', () => {
+  const VS = 'http://flint.test/ValueSet/mammals';
+  const MAP = 'http://flint.test/ConceptMap/animals-to-latin';
+  const LATIN = 'http://flint.test/CodeSystem/latin';
+
+  /** A client of the cloned project, as its (cloned, admin) default ClientApplication. */
+  async function clientOfClone(projectId: string) {
+    const clients = (await contentsOf(projectId)).filter((r) => r.resourceType === 'ClientApplication');
+    expect(clients).toHaveLength(1);
+    const read = await api.raw(`/fhir/R4/ClientApplication/${clients[0].id}`, { headers: await api.superAdmin.authHeaders() });
+    const { secret } = await read.json();
+    return projectClient(api.fhir, projectId, lazyToken(() => clientCredentialsToken(api.url, clients[0].id, secret)));
+  }
+
+  it('indexes cloned CodeSystems (imported concepts included) for $lookup, $subsumes, $validate-code and $translate', async () => {
+    const source = api.newProject();
+    const codeSystemId = await withAnimals(source);
+    // A concept that exists only in the concept tables (CodeSystem/$import), not in the resource.
+    const imported = await source.post(
+      '/CodeSystem/$import',
+      terminologyParams(
+        { name: 'system', valueUri: SYSTEM },
+        { name: 'concept', valueCoding: { code: 'wolf', display: 'Wolf' } },
+        { name: 'property', part: [{ name: 'code', valueCode: 'wolf' }, { name: 'property', valueCode: 'parent' }, { name: 'value', valueCode: 'mammal' }] },
+      ),
+    );
+    expect(imported.status).toBe(200);
+    await withValueSet(source, VS, { include: [{ system: SYSTEM, filter: [{ property: 'concept', op: 'is-a', value: 'mammal' }] }] });
+    const map = await source.post('/ConceptMap', {
+      resourceType: 'ConceptMap',
+      url: MAP,
+      status: 'active',
+      group: [{ source: SYSTEM, target: LATIN, element: [{ code: 'dog', target: [{ code: 'canis', equivalence: 'equivalent' }] }] }],
+    });
+    expect(map.status).toBe(201);
+    const res = await clone(await api.superAdmin.token(), source.projectId, params({ name: 'Terminology copy' }));
+    expect(res.status).toBe(201);
+    const copy = await clientOfClone(res.body.id);
+    const [clonedCodeSystem] = (await contentsOf(res.body.id)).filter((r) => r.resourceType === 'CodeSystem');
+    expect(clonedCodeSystem.id).not.toBe(codeSystemId);
+    // The clone's index stands on its own: deleting the source CodeSystem (and its index) changes nothing.
+    expect((await source.delete(`/CodeSystem/${codeSystemId}`)).status).toBeLessThan(300);
+    expect((await source.get(`/CodeSystem/$lookup?system=${encodeURIComponent(SYSTEM)}&code=dog`)).status).toBe(404);
+
+    const dog = await copy.get(`/CodeSystem/$lookup?system=${encodeURIComponent(SYSTEM)}&code=dog`);
+    expect(dog.status, dog.text).toBe(200);
+    expect(out(dog.body, 'display')).toEqual([{ name: 'display', valueString: 'Dog' }]);
+    expect(out(dog.body, 'name')).toEqual([{ name: 'name', valueString: 'Animals and plants' }]);
+    expect(out(dog.body, 'designation')).toHaveLength(1);
+    const wolf = await copy.get(`/CodeSystem/${clonedCodeSystem.id}/$lookup?code=wolf`);
+    expect(wolf.status, wolf.text).toBe(200);
+    expect(out(wolf.body, 'display')).toEqual([{ name: 'display', valueString: 'Wolf' }]);
+    const subsumes = await copy.get(`/CodeSystem/$subsumes?system=${encodeURIComponent(SYSTEM)}&codeA=animal&codeB=wolf`);
+    expect(out(subsumes.body, 'outcome')).toEqual([{ name: 'outcome', valueCode: 'subsumes' }]);
+    const member = await copy.get(`/ValueSet/$validate-code?url=${encodeURIComponent(VS)}&system=${encodeURIComponent(SYSTEM)}&code=wolf`);
+    expect(out(member.body, 'result')).toEqual([{ name: 'result', valueBoolean: true }]);
+    const outside = await copy.get(`/ValueSet/$validate-code?url=${encodeURIComponent(VS)}&system=${encodeURIComponent(SYSTEM)}&code=tree`);
+    expect(out(outside.body, 'result')).toEqual([{ name: 'result', valueBoolean: false }]);
+    const translated = await copy.get(`/ConceptMap/$translate?url=${encodeURIComponent(MAP)}&system=${encodeURIComponent(SYSTEM)}&code=dog`);
+    expect(out(translated.body, 'result')).toEqual([{ name: 'result', valueBoolean: true }]);
+    expect(out(translated.body, 'match')[0].part[1].valueCoding).toMatchObject({ system: LATIN, code: 'canis' });
+    const unknown = await copy.get(`/CodeSystem/$lookup?system=${encodeURIComponent(SYSTEM)}&code=unicorn`);
+    expect(unknown.status).toBe(404);
   });
 });

@@ -94,4 +94,23 @@ describe('Project/$init', () => {
     ]);
     expect(missing.status).toBe(400);
   });
+
+  it('makes one owner User of concurrent $init calls naming one new ownerEmail', async () => {
+    const token = await api.newProject().token();
+    const email = `${randomUUID()}@example.org`;
+    const results = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        init(token, [
+          { name: 'name', valueString: `Race ${i}` },
+          { name: 'ownerEmail', valueString: email },
+        ]),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201]);
+    const users = await getJson(api, `/fhir/R4/User?email=${encodeURIComponent(email)}`, bearer(await api.superAdmin.token()));
+    expect(users.body.entry).toHaveLength(1);
+    const owner = `User/${users.body.entry[0].resource.id}`;
+    expect(results.map((r) => r.body.owner.reference)).toEqual([owner, owner, owner, owner]);
+  });
 });
+
