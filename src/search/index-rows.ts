@@ -11,6 +11,7 @@ export interface IndexRows {
   quantity: QuantityRow[];
   reference: ReferenceRow[];
   uri: UriRow[];
+  composite: CompositeRow[];
 }
 
 export interface TokenRow {
@@ -62,6 +63,31 @@ export interface UriRow {
   value: string;
 }
 
+/** Components a composite row holds at most (R4's composites have two or three). */
+export const MAX_COMPONENTS = 3;
+
+/** The columns of one component of a composite row; `n` is the component's position (1-based). */
+export type ComponentColumn = `${'system' | 'value' | 'number' | 'start' | 'end'}${1 | 2 | 3}`;
+
+/**
+ * One tuple of a composite parameter (`code-value-quantity`): values of its components taken from
+ * the same element (the same Observation.component, the same useContext), component `n` in the
+ * columns ending in `n`, laid out by the component's kind:
+ *
+ * | kind | system | value | number | start, end |
+ * |---|---|---|---|---|
+ * | token | system | code | | |
+ * | quantity | system | unit code | value | |
+ * | number | | | value | |
+ * | date | | | | range |
+ * | string | | normalised text | | |
+ * | reference | target type | target id, or the URL | | |
+ * | uri | | uri | | |
+ *
+ * An element gives one row per combination of its components' values; unused columns are null.
+ */
+export type CompositeRow = { code: string } & Record<ComponentColumn, string | null>;
+
 export function emptyIndexRows(): IndexRows {
-  return { token: [], string: [], date: [], number: [], quantity: [], reference: [], uri: [] };
+  return { token: [], string: [], date: [], number: [], quantity: [], reference: [], uri: [], composite: [] };
 }

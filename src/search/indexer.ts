@@ -2,6 +2,7 @@ import { isResourceType } from '../fhir/definitions.js';
 import type { Resource } from '../fhir/types.js';
 import { emptyIndexRows, type IndexRows } from './index-rows.js';
 import { collectRows } from './indexing/collect.js';
+import { collectComposites, getCompositePlans } from './indexing/composite.js';
 import { getIndexPlan } from './indexing/plan.js';
 
 /**
@@ -12,13 +13,19 @@ import { getIndexPlan } from './indexing/plan.js';
  * type and cached. Duplicate rows are removed; data of an unexpected shape gives no rows, never an
  * error.
  *
- * Not indexed: composite and special parameters, `_id` and `_lastUpdated` (columns of the resource
- * table), References with only an identifier, contained targets (`#id`), Range, Ratio and
- * SampledData values, and resources as values (`Bundle.entry[0].resource`).
+ * Composite parameters get rows of their own, one per element and combination of component
+ * values (indexing/composite.ts). A Reference's `identifier` is stored as a token row under the
+ * code `<param>:identifier`, for the `:identifier` modifier.
+ *
+ * Not indexed: special parameters, `_id` and `_lastUpdated` (columns of the resource table),
+ * contained targets (`#id`), Range, Ratio and SampledData values, and resources as values
+ * (`Bundle.entry[0].resource`).
  */
 export function buildIndexRows(resource: Resource): IndexRows {
   // Unknown types are refused before storage; not building (and caching) plans for them keeps
   // arbitrary client input from growing the plan cache.
   if (typeof resource?.resourceType !== 'string' || !isResourceType(resource.resourceType)) return emptyIndexRows();
-  return collectRows(resource, getIndexPlan(resource.resourceType));
+  const rows = collectRows(resource, getIndexPlan(resource.resourceType));
+  rows.composite = collectComposites(resource, getCompositePlans(resource.resourceType));
+  return rows;
 }

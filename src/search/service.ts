@@ -6,9 +6,10 @@ import { errors, issue, OperationOutcomeError, outcome } from '../fhir/outcome.j
 import { parseSummary, type SummaryMode } from '../fhir/summary.js';
 import type { OperationOutcomeIssue } from '../fhir/types.js';
 import { policyAllowsType, policyCriteria } from './policy.js';
-import { compileParameter, findParameter, isSearchable, type CompileContext } from './query/conditions.js';
+import { compileParameter, findParameter, isSearchable, type CompileContext, type ValueSetMember } from './query/conditions.js';
 import { decodeCursor, encodeCursor, searchSignature, type CursorPosition } from './query/cursor.js';
 import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
+import { expandForSearch } from './value-sets.js';
 
 /**
  * The search service (http://hl7.org/fhir/R4/search.html, SPEC 4.8 and 8), transport-free: REST
@@ -114,7 +115,10 @@ export async function search(
     try {
       return work();
     } catch (error) {
-      if (lenient && error instanceof OperationOutcomeError && error.status === 400) {
+      // A parameter that is understood but too costly is refused even under lenient handling:
+      // ignoring it would widen the search.
+      const tooCostly = error instanceof OperationOutcomeError && error.outcome.issue.some((i) => i.code === 'too-costly');
+      if (lenient && error instanceof OperationOutcomeError && error.status === 400 && !tooCostly) {
         warnings.push(...error.outcome.issue.map((i) => ({ ...i, severity: 'warning' as const })));
         return undefined;
       }
@@ -141,7 +145,8 @@ export async function search(
   // Filters ---------------------------------------------------------------------------------------
   const args = new SqlArgs();
   const scope = scopeOf(services.identity);
-  const ctx: CompileContext = { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0 };
+  const valueSets = await expandValueSets(services, scope, typeList, paramTypes, params);
+  const ctx: CompileContext = { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets };
   const where: string[] = [];
   if (typeList) {
     where.push(
@@ -229,7 +234,7 @@ export async function search(
       if (rows.more) paging.next = { offset: offset + count };
       if (offset > 0) paging.previous = { offset: Math.max(0, offset - count) };
     }
-    result.includes = await restrictToPolicy(services, scope, await includes(services, scope, params, result.matches, tolerate));
+    result.includes = await restrictToPolicy(services, scope, await includes(services, scope, params, result.matches, tolerate), valueSets);
   }
 
   if (summary === 'count' || totalMode !== 'none') {
@@ -245,6 +250,53 @@ export async function search(
 
 function scopeOf(identity: Identity): Scope {
   return { projectIds: identity.superAdmin ? undefined : [identity.projectId] };
+}
+
+/** Whether a parameter name ends in the `:in` or `:not-in` modifier (also at the end of a chain or `_has`). */
+function usesValueSet(name: string): boolean {
+  return name.endsWith(':in') || name.endsWith(':not-in');
+}
+
+/**
+ * The value sets named by `:in`/`:not-in` in the search (and in the caller's AccessPolicy criteria
+ * for its types, which search applies too), each expanded once. Which URLs are needed comes from
+ * a discovery pass that compiles those parameters with throwaway arguments: it sees through
+ * chains and `_has`, and skips parameters that are invalid anyway (their own error is reported
+ * when the search compiles them for real). Failures are kept per URL and raised by the parameter
+ * that uses it, so lenient handling treats them like any other bad value.
+ */
+async function expandValueSets(
+  services: SearchServices,
+  scope: Scope,
+  typeList: readonly string[] | undefined,
+  paramTypes: readonly string[],
+  params: readonly [string, string][],
+  known?: CompileContext['valueSets'],
+): Promise<Map<string, readonly ValueSetMember[] | OperationOutcomeError> | undefined> {
+  const lists: { types: readonly string[]; params: [string, string][] }[] = [];
+  const wanted = params.filter(([name]) => usesValueSet(name));
+  if (wanted.length > 0) lists.push({ types: paramTypes, params: wanted });
+  for (const type of typeList ?? []) {
+    const criteria = policyCriteria(services.identity, type)?.filter(([name]) => usesValueSet(name));
+    if (criteria?.length) lists.push({ types: [type], params: criteria });
+  }
+  if (lists.length === 0) return undefined;
+  const urls = new Map<string, string>();
+  for (const list of lists) {
+    for (const [name, value] of list.params) {
+      const found = new Set<string>();
+      const discovery: CompileContext = { args: new SqlArgs(), scope, fhirBase: services.config.fhirBaseUrl, depth: 0, wantedValueSets: found };
+      try {
+        compileParameter(name, value, list.types, 'r', discovery);
+      } catch {
+        // Reported when the parameter is compiled for the search.
+      }
+      for (const url of found) if (!urls.has(url) && !known?.has(url)) urls.set(url, name);
+    }
+  }
+  const expansions = new Map<string, readonly ValueSetMember[] | OperationOutcomeError>();
+  for (const [url, name] of urls) expansions.set(url, await expandForSearch(services.db, services.identity, url, name));
+  return expansions;
 }
 
 // Result-control parameters -----------------------------------------------------------------------
@@ -295,7 +347,7 @@ function parseSort(raw: string | undefined, types: readonly string[]): SortKey[]
       } catch {
         throw errors.invalid(`Cannot sort by "${code}": it is not a search parameter of ${types.join(', ')}`, '_sort');
       }
-      if (!isSearchable(param)) throw errors.invalid(`Cannot sort by ${code} (${param.type})`, '_sort');
+      if (!isSearchable(param)) throw errors.invalid(`Cannot sort by ${code}: ${param.type} parameters do not sort`, '_sort');
     }
     return { code, descending };
   });
@@ -562,15 +614,23 @@ function policyCondition(identity: Identity, type: string, ctx: CompileContext):
  * Included resources pass the same AccessPolicy as matches: types the policy does not list are
  * dropped, and a type with criteria keeps only the resources that meet them.
  */
-async function restrictToPolicy(services: SearchServices, scope: Scope, rows: SearchRow[]): Promise<SearchRow[]> {
+async function restrictToPolicy(
+  services: SearchServices,
+  scope: Scope,
+  rows: SearchRow[],
+  valueSets: CompileContext['valueSets'],
+): Promise<SearchRow[]> {
   const identity = services.identity;
   if (!identity.accessPolicy || identity.superAdmin || rows.length === 0) return rows;
   const allowed = rows.filter((row) => policyAllowsType(identity, row.resourceType));
   const kept = new Set<string>();
+  // Included types can have criteria with `:in` that the search's own types did not need.
+  const more = await expandValueSets(services, scope, [...new Set(allowed.map((row) => row.resourceType))], [], [], valueSets);
+  if (more) valueSets = new Map([...(valueSets ?? []), ...more]);
   for (const type of new Set(allowed.map((row) => row.resourceType))) {
     const ids = allowed.filter((row) => row.resourceType === type).map((row) => row.id);
     const args = new SqlArgs();
-    const condition = policyCondition(identity, type, { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0 });
+    const condition = policyCondition(identity, type, { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets });
     if (!condition) {
       for (const id of ids) kept.add(`${type}/${id}`);
       continue;

@@ -18,6 +18,19 @@ const INDEX_TABLES: Record<keyof IndexRows, { table: string; columns: [string, s
     columns: [['code', 'text'], ['targetType', 'text'], ['targetId', 'text'], ['url', 'text']],
   },
   uri: { table: 'uri_index', columns: [['code', 'text'], ['value', 'text']] },
+  composite: {
+    table: 'composite_index',
+    columns: [
+      ['code', 'text'],
+      ...[1, 2, 3].flatMap((n): [string, string][] => [
+        [`system${n}`, 'text'],
+        [`value${n}`, 'text'],
+        [`number${n}`, 'float8'],
+        [`start${n}`, 'timestamptz'],
+        [`end${n}`, 'timestamptz'],
+      ]),
+    ],
+  },
 };
 
 export const INDEX_TABLE_NAMES = Object.values(INDEX_TABLES).map((t) => t.table);

@@ -16,7 +16,8 @@ import type { TypedValue } from './typed-value.js';
  * fhirpath.js. Where fhirpath.js throws (`as` on several values), this evaluator filters instead.
  */
 
-interface Node extends TypedValue {
+/** A value with the slot it was read from, so that further steps can be compiled against it. */
+export interface Node extends TypedValue {
   slot: Slot;
 }
 
@@ -62,10 +63,12 @@ class Compiler {
   constructor(
     private readonly tokens: Token[],
     private readonly resourceType: string,
+    /** Slots of the nodes the expression starts from: the resource's root unless given. */
+    private readonly input?: Slot[],
   ) {}
 
   compile(): Compiled {
-    const result = this.union([resourceSlot(this.resourceType)]);
+    const result = this.union(this.input ?? [resourceSlot(this.resourceType)]);
     if (this.position !== this.tokens.length) throw new Unsupported('trailing tokens');
     return result;
   }
@@ -223,4 +226,33 @@ export function compileFastPath(expression: string, resourceType: string): Evalu
   const root = resourceSlot(resourceType);
   const run = compiled.run;
   return (resource) => run([{ value: resource, type: resourceType, slot: root }]);
+}
+
+/**
+ * A compiled path over nodes rather than a whole resource: composite parameters evaluate their
+ * element expression (`Observation.component`) to nodes, then each component (`code`,
+ * `value.as(Quantity)`) relative to those nodes.
+ */
+export interface NodePath {
+  run: (nodes: Node[]) => Node[];
+  /** Slots the results can have (the input of paths compiled relative to these results). */
+  slots: Slot[];
+}
+
+/**
+ * `expression` compiled to start from nodes in `input` slots (the root of a `resourceType` resource
+ * when not given), or undefined when outside the fast-path subset.
+ */
+export function compileNodePath(expression: string, resourceType: string, input?: Slot[]): NodePath | undefined {
+  try {
+    return new Compiler(tokenize(expression), resourceType, input).compile();
+  } catch (error) {
+    if (error instanceof Unsupported) return undefined;
+    throw error;
+  }
+}
+
+/** The root node of a resource, the input of paths compiled without `input`. */
+export function rootNode(resource: object, resourceType: string): Node {
+  return { value: resource, type: resourceType, slot: resourceSlot(resourceType) };
 }

@@ -75,8 +75,9 @@ export function compileTerm(
 }
 
 /**
- * Not indexed: `composite` (a match needs its components' values from the same element, e.g. one
- * Observation.component, as a tuple, which these per-kind tables cannot hold), `special`
+ * Not indexed here: `composite` (a match needs its components' values from the same element, e.g.
+ * one Observation.component, as a tuple, which the per-kind tables cannot hold: composite.ts gives
+ * them rows of their own), `special`
  * (`near` and `_text`/`_content` need their own machinery), parameters without an expression, and
  * `_id`/`_lastUpdated`.
  */

@@ -162,14 +162,22 @@ const addQuantity: RowAdder = (rows, code, type, value) => {
 
 // reference and uri -------------------------------------------------------------------------------
 
+/** Token rows of a reference parameter's Reference.identifier are stored under `<code>:identifier`. */
+export const IDENTIFIER_SUFFIX = ':identifier';
+
 const addReference: RowAdder = (rows, code, type, value) => {
   if (typeof value === 'string') {
     const url = clean(value);
     if (url && !url.startsWith('#')) rows.reference.push(cappedReference({ code, ...parseCanonical(url) }));
     return;
   }
-  // A Reference with only an identifier names no resource this server could hold: no row.
   if (!isJson(value) || type !== 'Reference') return;
+  // Reference.identifier, for `:identifier`: a token row under a code of its own, so the token
+  // index answers it (a reference with only an identifier names no resource: no reference row).
+  if (isJson(value.identifier)) {
+    const identifier = value.identifier;
+    pushToken(rows, `${code}${IDENTIFIER_SUFFIX}`, identifier.system, identifier.value, (identifier.type as Json | undefined)?.text);
+  }
   const reference = clean(value.reference);
   const target = reference ? parseReference(reference) : undefined;
   if (target) rows.reference.push(cappedReference({ code, ...target }));

@@ -1,10 +1,12 @@
 import { getSearchParametersFor, isResourceType, type SearchParameter } from '../../fhir/definitions.js';
-import { errors } from '../../fhir/outcome.js';
-import { isIndexedType } from '../indexing/rows.js';
+import { errors, issue, OperationOutcomeError, outcome } from '../../fhir/outcome.js';
+import { MAX_COMPONENTS } from '../index-rows.js';
+import { findCompositePlan, type CompositePlan } from '../indexing/composite.js';
+import { IDENTIFIER_SUFFIX, isIndexedType } from '../indexing/rows.js';
 import { parseReference } from '../indexing/references.js';
 import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from '../indexing/text.js';
 import { likeEscape, scopeSql, type Scope, type SqlArgs } from './sql-builder.js';
-import { parseDateValue, parseNumberValue, splitOr, splitPipe, unescape, type Prefix } from './values.js';
+import { parseDateValue, parseNumberValue, splitComponents, splitOr, splitPipe, unescape, type Prefix } from './values.js';
 
 /**
  * Turns one search parameter (name with modifiers, chains or `_has`, and its comma-separated
@@ -20,6 +22,19 @@ export interface CompileContext {
   fhirBase: string;
   /** Nesting depth of chains and `_has`, for unique aliases and a limit. */
   depth: number;
+  /**
+   * Expansions of the value sets named by `:in`/`:not-in`, by the URL as written (service.ts
+   * expands them once per search), or the error that expanding gave.
+   */
+  valueSets?: ReadonlyMap<string, readonly ValueSetMember[] | OperationOutcomeError>;
+  /** Set during the discovery pass: URLs of value sets the search needs, collected instead of compiled. */
+  wantedValueSets?: Set<string>;
+}
+
+/** One code of a value set expansion. */
+export interface ValueSetMember {
+  system: string;
+  code: string;
 }
 
 const MAX_CHAIN_DEPTH = 4;
@@ -32,7 +47,38 @@ const TABLE_BY_TYPE: Partial<Record<SearchParameter['type'], string>> = {
   quantity: 'quantity_index',
   reference: 'reference_index',
   uri: 'uri_index',
+  composite: 'composite_index',
 };
+
+/**
+ * Search features of FHIR that this server does not offer, refused with a 400 `not-supported`
+ * (or a warning under lenient handling) that says so, rather than as unknown parameters.
+ */
+const UNSUPPORTED_PARAMETERS = new Map<string, string>([
+  ['_filter', '_filter (the FHIR filter expression language) is not supported: use search parameters, chains and _has'],
+  ['_text', '_text (search on the narrative) is not supported: no full-text index is kept'],
+  ['_content', '_content (full-text search on the whole resource) is not supported: no full-text index is kept'],
+  ['_list', '_list is not supported: search the List and _include=List:item instead'],
+  ['_query', '_query (named queries) is not supported'],
+  ['_contained', '_contained is not supported: contained resources are not indexed'],
+  ['_containedType', '_containedType is not supported: contained resources are not indexed'],
+]);
+
+/** Modifiers FHIR R4 defines (or a resource type, for references): others are reported as unknown. */
+const KNOWN_MODIFIERS = new Set(['missing', 'exact', 'contains', 'text', 'not', 'above', 'below', 'in', 'not-in', 'of-type', 'identifier']);
+
+/** 400 `not-supported`: a known FHIR feature this server does not offer. */
+export function notSupported(text: string, expression: string): OperationOutcomeError {
+  return new OperationOutcomeError(outcome([issue('not-supported', text, expression)]), 400);
+}
+
+function unsupportedModifier(name: string, modifier: string, kind: string): OperationOutcomeError {
+  const code = name.split(':')[0];
+  const text = KNOWN_MODIFIERS.has(modifier) || isResourceType(modifier)
+    ? `Modifier :${modifier} is not supported on ${kind} parameter ${code}`
+    : `Unknown modifier :${modifier} on ${kind} parameter ${code}`;
+  return errors.invalid(text, name);
+}
 
 /** The definition of a parameter on every one of `types` (same kind everywhere), or a 400. */
 export function findParameter(code: string, types: readonly string[], name = code): SearchParameter {
@@ -51,14 +97,16 @@ export function findParameter(code: string, types: readonly string[], name = cod
   return found;
 }
 
-/** Whether a parameter can be searched (indexed kinds plus the resource columns). */
+/** Whether a parameter can be searched (indexed kinds plus the resource columns); composites: findCompositePlan. */
 export function isSearchable(param: SearchParameter): boolean {
   return param.code === '_id' || param.code === '_lastUpdated' || (param.expression !== undefined && isIndexedType(param.type));
 }
 
 /** The parameters of a type that search answers (for the CapabilityStatement). */
 export function searchableParameters(resourceType: string): SearchParameter[] {
-  return getSearchParametersFor(resourceType).filter(isSearchable);
+  return getSearchParametersFor(resourceType).filter(
+    (param) => isSearchable(param) || (param.type === 'composite' && findCompositePlan(resourceType, param.code) !== undefined),
+  );
 }
 
 /**
@@ -85,9 +133,17 @@ export function compileParameter(
     const ids = splitOr(value).map(unescape);
     return `${alias}."projectId" IN (${ids.map((id) => ctx.args.add(id)).join(', ')})`;
   }
+  const unsupported = UNSUPPORTED_PARAMETERS.get(code);
+  if (unsupported) throw notSupported(unsupported, name);
   const param = findParameter(code, types, name);
+  if (param.type === 'composite') return compileComposite(name, code, modifier, value, types, alias, ctx);
   if (!isSearchable(param)) {
-    throw errors.invalid(`Search parameter "${name}" (${param.type}) is not supported by this server`, name);
+    const why = param.type === 'special' ? ' (special parameters such as near need their own index)' : '';
+    throw notSupported(`Search parameter "${code}" (${param.type}) is not supported by this server${why}`, name);
+  }
+  if (modifier === 'identifier') {
+    if (param.type !== 'reference') throw unsupportedModifier(name, modifier, param.type);
+    return compileReferenceIdentifier(name, code, value, alias, ctx);
   }
   const table = TABLE_BY_TYPE[param.type]!;
   const codeArg = ctx.args.add(code);
@@ -110,24 +166,28 @@ export function compileParameter(
     case 'string':
       return rowsOf(orJoin(values.map((v) => stringCondition(name, modifier, unescape(v), x, ctx))));
     case 'token': {
+      // `:not` and `:not-in` also find resources without any value (search.html, token `:not`).
       if (modifier === 'not') {
-        return `NOT ${rowsOf(orJoin(values.map((v) => tokenCondition(name, undefined, v, x, ctx))))}`;
+        return `NOT ${rowsOf(orJoin(values.map((v) => tokenCondition(name, undefined, v, tokenColumns(x), ctx))))}`;
       }
-      return rowsOf(orJoin(values.map((v) => tokenCondition(name, modifier, v, x, ctx))));
+      if (modifier === 'not-in') {
+        return `NOT ${rowsOf(orJoin(values.map((v) => tokenCondition(name, 'in', v, tokenColumns(x), ctx))))}`;
+      }
+      return rowsOf(orJoin(values.map((v) => tokenCondition(name, modifier, v, tokenColumns(x), ctx))));
     }
     case 'date':
-      noModifier(name, modifier);
+      noModifier(name, modifier, 'date');
       return rowsOf(orJoin(values.map((v) => dateCondition(name, v, `${x}.start`, `${x}."end"`, ctx))));
     case 'number':
-      noModifier(name, modifier);
+      noModifier(name, modifier, 'number');
       return rowsOf(orJoin(values.map((v) => numberCondition(name, v, `${x}.value`, ctx))));
     case 'quantity':
-      noModifier(name, modifier);
-      return rowsOf(orJoin(values.map((v) => quantityCondition(name, v, x, ctx))));
+      noModifier(name, modifier, 'quantity');
+      return rowsOf(orJoin(values.map((v) => quantityCondition(name, v, quantityColumns(x), ctx))));
     case 'reference':
-      return rowsOf(orJoin(values.map((v) => referenceCondition(name, modifier, param, unescape(v), x, ctx))));
+      return rowsOf(orJoin(values.map((v) => referenceCondition(name, modifier, unescape(v), referenceColumns(x), ctx))));
     case 'uri':
-      return rowsOf(orJoin(values.map((v) => uriCondition(name, modifier, unescape(v), x, ctx))));
+      return rowsOf(orJoin(values.map((v) => uriCondition(name, modifier, unescape(v), `${x}.value`, ctx))));
     default:
       throw errors.invalid(`Search parameter "${name}" (${param.type}) is not supported by this server`, name);
   }
@@ -137,8 +197,108 @@ function orJoin(conditions: string[]): string {
   return conditions.length === 1 ? conditions[0] : `(${conditions.join(') OR (')})`;
 }
 
-function noModifier(name: string, modifier: string | undefined): void {
-  if (modifier !== undefined) throw errors.invalid(`Modifier :${modifier} is not supported on ${name.split(':')[0]}`, name);
+function noModifier(name: string, modifier: string | undefined, kind: string): void {
+  if (modifier !== undefined) throw unsupportedModifier(name, modifier, kind);
+}
+
+/** EXISTS over the rows of `table` with `code` that belong to the resource `alias`. */
+function existsRows(table: string, code: string, alias: string, ctx: CompileContext, condition: string | undefined): string {
+  const x = `x${ctx.depth}`;
+  return (
+    `EXISTS (SELECT 1 FROM ${table} ${x} WHERE ${x}."projectId" = ${alias}."projectId" AND ${x}."resourceType" = ${alias}."resourceType"` +
+    ` AND ${x}."resourceId" = ${alias}.id AND ${x}.code = ${ctx.args.add(code)}${condition ? ` AND (${condition})` : ''})`
+  );
+}
+
+// reference :identifier ---------------------------------------------------------------------------
+
+/**
+ * `subject:identifier=system|value`: a Reference whose `identifier` matches, as a token. The
+ * indexer stores Reference.identifier as token rows under the code `subject:identifier`.
+ */
+function compileReferenceIdentifier(name: string, code: string, value: string, alias: string, ctx: CompileContext): string {
+  const x = `x${ctx.depth}`;
+  const values = splitOr(value);
+  if (values.some((v) => v === '')) throw errors.invalid(`Empty value in search parameter ${name}`, name);
+  return existsRows('token_index', `${code}${IDENTIFIER_SUFFIX}`, alias, ctx, orJoin(values.map((v) => tokenCondition(name, undefined, v, tokenColumns(x), ctx))));
+}
+
+// composite ---------------------------------------------------------------------------------------
+
+/**
+ * `code-value-quantity=http://loinc.org|8480-6$gt100`: components separated by `$`, each matched by
+ * its own kind's rules, all in one row of composite_index (one element of the resource). Commas
+ * separate alternatives, as everywhere. No modifiers but `:missing`.
+ */
+function compileComposite(
+  name: string,
+  code: string,
+  modifier: string | undefined,
+  value: string,
+  types: readonly string[],
+  alias: string,
+  ctx: CompileContext,
+): string {
+  const plans: CompositePlan[] = [];
+  for (const type of types) {
+    const plan = findCompositePlan(type, code);
+    if (!plan) throw notSupported(`Composite search parameter "${code}" is not supported on ${type}: its definition cannot be indexed`, name);
+    plans.push(plan);
+  }
+  const kinds = plans[0].components.map((component) => component.type);
+  if (plans.some((plan) => plan.components.map((component) => component.type).join() !== kinds.join())) {
+    throw errors.invalid(`Composite search parameter "${code}" has different components on ${types.join(', ')}`, name);
+  }
+  if (modifier === 'missing') {
+    if (value !== 'true' && value !== 'false') throw errors.invalid(`${name} must be true or false, not "${value}"`, name);
+    const rows = existsRows('composite_index', code, alias, ctx, undefined);
+    return value === 'true' ? `NOT ${rows}` : rows;
+  }
+  if (modifier !== undefined) throw unsupportedModifier(name, modifier, 'composite');
+  const x = `x${ctx.depth}`;
+  const usage = plans[0].components.map((component) => component.code).join('$');
+  const alternatives = splitOr(value).map((alternative) => {
+    const parts = splitComponents(alternative);
+    if (parts.length !== kinds.length) {
+      throw errors.invalid(
+        `Invalid value "${alternative}" for composite parameter ${code}: give ${kinds.length} components separated by $ (${usage})`,
+        name,
+      );
+    }
+    return parts
+      .map((part, index) => {
+        if (part === '') throw errors.invalid(`Empty component ${index + 1} (${plans[0].components[index].code}) in ${name}`, name);
+        return `(${componentCondition(name, kinds[index], part, index + 1, x, ctx)})`;
+      })
+      .join(' AND ');
+  });
+  return existsRows('composite_index', code, alias, ctx, orJoin(alternatives));
+}
+
+/** One component's condition on the columns of its position `n` (index-rows.ts, CompositeRow). */
+function componentCondition(name: string, kind: SearchParameter['type'], raw: string, n: number, x: string, ctx: CompileContext): string {
+  if (n > MAX_COMPONENTS) throw errors.invalid(`Too many components in ${name}`, name);
+  const column = (prefix: string): string => `${x}."${prefix}${n}"`;
+  switch (kind) {
+    case 'token':
+      return tokenCondition(name, undefined, raw, { system: column('system'), value: column('value') }, ctx);
+    case 'quantity':
+      return quantityCondition(name, raw, { value: column('number'), system: column('system'), unit: column('value') }, ctx);
+    case 'number':
+      return numberCondition(name, raw, column('number'), ctx);
+    case 'date':
+      return dateCondition(name, raw, column('start'), column('end'), ctx);
+    case 'string': {
+      const text = normaliseForIndex(unescape(raw));
+      return `${column('value')} LIKE ${ctx.args.add(`${likeEscape(text)}%`)}`;
+    }
+    case 'reference':
+      return referenceCondition(name, undefined, unescape(raw), { targetType: column('system'), targetId: column('value'), url: column('value') }, ctx);
+    case 'uri':
+      return uriCondition(name, undefined, unescape(raw), column('value'), ctx);
+    default:
+      throw notSupported(`Composite parameter ${name} has a ${kind} component, which is not supported`, name);
+  }
 }
 
 // string ------------------------------------------------------------------------------------------
@@ -153,36 +313,75 @@ function stringCondition(name: string, modifier: string | undefined, value: stri
     case 'contains':
       return `${x}.value LIKE ${ctx.args.add(`%${likeEscape(normalised)}%`)}`;
     default:
-      throw errors.invalid(`Modifier :${modifier} is not supported on string parameter ${name.split(':')[0]}`, name);
+      throw unsupportedModifier(name, modifier, 'string');
   }
 }
 
 // token -------------------------------------------------------------------------------------------
 
-function tokenCondition(name: string, modifier: string | undefined, raw: string, x: string, ctx: CompileContext): string {
-  if (modifier === 'text') {
+/** Columns a token condition reads: token_index's own, or a composite row's component. */
+interface TokenColumns {
+  system: string;
+  value: string;
+  /** Absent where there is no display text (composite components): `:text` is refused. */
+  text?: string;
+}
+
+function tokenColumns(x: string): TokenColumns {
+  return { system: `${x}.system`, value: `${x}.value`, text: `${x}.text` };
+}
+
+function tokenCondition(name: string, modifier: string | undefined, raw: string, cols: TokenColumns, ctx: CompileContext): string {
+  if (modifier === 'text' && cols.text) {
     const text = normalise(unescape(raw).trim());
     if (text === '') throw errors.invalid(`Empty value in search parameter ${name}`, name);
     const escaped = likeEscape(text);
-    return `${x}.text LIKE ${ctx.args.add(`${escaped}%`)} OR ${x}.text LIKE ${ctx.args.add(`% ${escaped}%`)}`;
+    return `${cols.text} LIKE ${ctx.args.add(`${escaped}%`)} OR ${cols.text} LIKE ${ctx.args.add(`% ${escaped}%`)}`;
   }
-  if (modifier !== undefined) {
-    const hint = modifier === 'in' || modifier === 'not-in' ? ' (ValueSet membership needs terminology)' : '';
-    throw errors.invalid(`Modifier :${modifier} is not supported on token parameter ${name.split(':')[0]}${hint}`, name);
-  }
+  if (modifier === 'in') return valueSetCondition(name, unescape(raw), cols, ctx);
+  if (modifier !== undefined) throw unsupportedModifier(name, modifier, 'token');
   const parts = splitPipe(raw);
   if (parts.length > 2) throw errors.invalid(`Invalid token "${raw}" for ${name}: use code, system|code, |code or system|`, name);
   const value = (text: string): string => ctx.args.add(capUtf8(unescape(text), MAX_INDEXED_VALUE_BYTES));
   const system = (text: string): string => ctx.args.add(capUtf8(unescape(text), MAX_INDEXED_SYSTEM_BYTES));
   if (parts.length === 1) {
     if (parts[0] === '') throw errors.invalid(`Empty value in search parameter ${name}`, name);
-    return `${x}.value = ${value(parts[0])}`;
+    return `${cols.value} = ${value(parts[0])}`;
   }
   const [sys, code] = parts;
   if (sys === '' && code === '') throw errors.invalid(`Invalid token "|" for ${name}`, name);
-  if (sys === '') return `${x}.value = ${value(code)} AND ${x}.system IS NULL`;
-  if (code === '') return `${x}.system = ${system(sys)}`;
-  return `${x}.value = ${value(code)} AND ${x}.system = ${system(sys)}`;
+  if (sys === '') return `${cols.value} = ${value(code)} AND ${cols.system} IS NULL`;
+  if (code === '') return `${cols.system} = ${system(sys)}`;
+  return `${cols.value} = ${value(code)} AND ${cols.system} = ${system(sys)}`;
+}
+
+/**
+ * `:in` (and, negated by the caller, `:not-in`): a coding whose system and code are in the
+ * expansion of the ValueSet `url` (or a value without a system whose code is), expanded once per
+ * search before compiling (service.ts, `expandValueSets`): the codes travel as two arrays, so the
+ * index serves `value = ANY(...)`.
+ */
+function valueSetCondition(name: string, url: string, cols: TokenColumns, ctx: CompileContext): string {
+  if (url === '') throw errors.invalid(`Empty value in search parameter ${name}: give a ValueSet's canonical URL`, name);
+  const expansion = ctx.valueSets?.get(url);
+  if (expansion === undefined) {
+    // The discovery pass (service.ts) collects the value sets a search needs before they are expanded.
+    if (ctx.wantedValueSets) {
+      ctx.wantedValueSets.add(url);
+      return 'false';
+    }
+    throw errors.invalid(`${name}: ValueSet ${url} could not be expanded here`, name);
+  }
+  if (expansion instanceof OperationOutcomeError) throw expansion;
+  if (expansion.length === 0) return 'false';
+  const codes = ctx.args.add(expansion.map((member) => capUtf8(member.code, MAX_INDEXED_VALUE_BYTES)), 'text[]');
+  const systems = ctx.args.add(expansion.map((member) => capUtf8(member.system, MAX_INDEXED_SYSTEM_BYTES)), 'text[]');
+  // A value without a system is a `code` element (Patient.gender), whose system is implied by its
+  // binding: it matches by code alone. A coding with a system must match system and code.
+  return (
+    `${cols.value} = ANY(${codes}) AND (${cols.system} IS NULL OR (${cols.system}, ${cols.value}) IN ` +
+    `(SELECT v.s, v.c FROM unnest(${systems}, ${codes}) AS v(s, c)))`
+  );
 }
 
 // _id and _lastUpdated (columns of the resource table) -------------------------------------------
@@ -192,12 +391,12 @@ function compileId(name: string, modifier: string | undefined, value: string, al
   if (ids.some((id) => id === '')) throw errors.invalid(`Empty value in search parameter ${name}`, name);
   const list = `${alias}.id IN (${ids.map((id) => ctx.args.add(id)).join(', ')})`;
   if (modifier === 'not') return `NOT (${list})`;
-  noModifier(name, modifier);
+  noModifier(name, modifier, 'token');
   return list;
 }
 
 function compileLastUpdated(name: string, modifier: string | undefined, value: string, alias: string, ctx: CompileContext): string {
-  noModifier(name, modifier);
+  noModifier(name, modifier, 'date');
   const column = `${alias}."lastUpdated"`;
   return orJoin(splitOr(value).map((v) => dateCondition(name, v, column, column, ctx)));
 }
@@ -277,36 +476,47 @@ function numberComparison(prefix: Prefix, value: number, halfUnit: number, colum
   }
 }
 
-function quantityCondition(name: string, raw: string, x: string, ctx: CompileContext): string {
+interface QuantityColumns {
+  value: string;
+  system: string;
+  unit: string;
+}
+
+function quantityColumns(x: string): QuantityColumns {
+  return { value: `${x}.value`, system: `${x}.system`, unit: `${x}.unit` };
+}
+
+function quantityCondition(name: string, raw: string, cols: QuantityColumns, ctx: CompileContext): string {
   const parts = splitPipe(raw);
   if (parts.length !== 1 && parts.length !== 3) {
     throw errors.invalid(`Invalid quantity "${raw}" for ${name}: use [prefix]value, or [prefix]value|system|code`, name);
   }
   const { prefix, value, halfUnit } = parseNumberValue(name, parts[0]);
-  const conditions = [numberComparison(prefix, value, halfUnit, `${x}.value`, ctx)];
+  const conditions = [numberComparison(prefix, value, halfUnit, cols.value, ctx)];
   if (parts.length === 3) {
     const [, system, code] = parts.map(unescape);
-    if (system !== '') conditions.push(`${x}.system = ${ctx.args.add(system)}`);
-    if (code !== '') conditions.push(`${x}.unit = ${ctx.args.add(code)}`);
+    if (system !== '') conditions.push(`${cols.system} = ${ctx.args.add(system)}`);
+    if (code !== '') conditions.push(`${cols.unit} = ${ctx.args.add(code)}`);
   }
   return conditions.join(' AND ');
 }
 
 // reference ---------------------------------------------------------------------------------------
 
-function referenceCondition(
-  name: string,
-  modifier: string | undefined,
-  param: SearchParameter,
-  value: string,
-  x: string,
-  ctx: CompileContext,
-): string {
+interface ReferenceColumns {
+  targetType: string;
+  targetId: string;
+  url: string;
+}
+
+function referenceColumns(x: string): ReferenceColumns {
+  return { targetType: `${x}."targetType"`, targetId: `${x}."targetId"`, url: `${x}.url` };
+}
+
+function referenceCondition(name: string, modifier: string | undefined, value: string, cols: ReferenceColumns, ctx: CompileContext): string {
   let typeFilter: string | undefined;
   if (modifier !== undefined) {
-    if (modifier === 'identifier' || modifier === 'missing' || !isResourceType(modifier)) {
-      throw errors.invalid(`Modifier :${modifier} is not supported on reference parameter ${name.split(':')[0]}`, name);
-    }
+    if (!isResourceType(modifier)) throw unsupportedModifier(name, modifier, 'reference');
     typeFilter = modifier;
   }
   const cap = (text: string): string => ctx.args.add(capUtf8(text, MAX_INDEXED_VALUE_BYTES));
@@ -314,34 +524,34 @@ function referenceCondition(
   if (value.startsWith(`${ctx.fhirBase}/`)) local = value.slice(ctx.fhirBase.length + 1);
   if (/^[A-Za-z0-9\-.]{1,64}$/.test(local)) {
     // A bare id: of the :Type given, or of any type.
-    const typeCondition = typeFilter ? ` AND ${x}."targetType" = ${ctx.args.add(typeFilter)}` : '';
-    return `${x}."targetId" = ${cap(local)}${typeCondition}`;
+    const typeCondition = typeFilter ? ` AND ${cols.targetType} = ${ctx.args.add(typeFilter)}` : '';
+    return `${cols.targetId} = ${cap(local)}${typeCondition}`;
   }
   const target = parseReference(local);
   if (target && target.url === null && target.targetType && target.targetId) {
     if (typeFilter && typeFilter !== target.targetType) return 'false';
-    return `${x}."targetId" = ${cap(target.targetId)} AND ${x}."targetType" = ${ctx.args.add(target.targetType)}`;
+    return `${cols.targetId} = ${cap(target.targetId)} AND ${cols.targetType} = ${ctx.args.add(target.targetType)}`;
   }
   if (!/^[a-z][a-z0-9+.-]*:/i.test(value)) {
     throw errors.invalid(`Invalid reference "${value}" for ${name}: use Type/id, id or an absolute URL`, name);
   }
-  return `${x}.url = ${cap(value)}`;
+  return `${cols.url} = ${cap(value)}`;
 }
 
 // uri ---------------------------------------------------------------------------------------------
 
-function uriCondition(name: string, modifier: string | undefined, value: string, x: string, ctx: CompileContext): string {
+function uriCondition(name: string, modifier: string | undefined, value: string, column: string, ctx: CompileContext): string {
   const capped = capUtf8(value, MAX_INDEXED_VALUE_BYTES);
   switch (modifier) {
     case undefined:
-      return `${x}.value = ${ctx.args.add(capped)}`;
+      return `${column} = ${ctx.args.add(capped)}`;
     case 'below':
-      return `${x}.value LIKE ${ctx.args.add(`${likeEscape(capped)}%`)}`;
+      return `${column} LIKE ${ctx.args.add(`${likeEscape(capped)}%`)}`;
     case 'above':
       // The stored uri is a prefix of the value (the value is "below" the stored one).
-      return `${ctx.args.add(capped)} LIKE (replace(replace(replace(${x}.value, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%')`;
+      return `${ctx.args.add(capped)} LIKE (replace(replace(replace(${column}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%')`;
     default:
-      throw errors.invalid(`Modifier :${modifier} is not supported on uri parameter ${name.split(':')[0]}`, name);
+      throw unsupportedModifier(name, modifier, 'uri');
   }
 }
 

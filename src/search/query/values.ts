@@ -19,6 +19,11 @@ export function splitPipe(value: string): string[] {
   return splitUnescaped(value, '|');
 }
 
+/** Splits a composite value at unescaped `$` (`code$value`; `\$` is a literal dollar sign). */
+export function splitComponents(value: string): string[] {
+  return splitUnescaped(value, '$');
+}
+
 /** Splits at each `separator` not preceded by a backslash; backslash escapes stay in the parts. */
 function splitUnescaped(value: string, separator: string): string[] {
   const parts: string[] = [];
