@@ -130,22 +130,14 @@ export class Repository {
   }
 
   private async loadCurrent(resourceType: string, id: string): Promise<StoredVersion | undefined> {
-    const rows = await this.db.query<{ projectId: string; versionId: string; lastUpdated: unknown; deleted: boolean; content: string | null }>(
-      `SELECT "projectId", "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content
+    const rows = await this.db.query<VersionRow>(
+      `SELECT "projectId", id, "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content
        FROM resource WHERE "resourceType" = $1 AND id = $2`,
       [resourceType, id],
     );
     const row = rows[0];
     if (!row) return undefined;
-    const version: StoredVersion = {
-      resourceType,
-      projectId: row.projectId,
-      id,
-      versionId: row.versionId,
-      lastUpdated: toInstant(row.lastUpdated),
-      deleted: row.deleted,
-      text: row.content,
-    };
+    const version = toStoredVersion(resourceType, row);
     this.cache.fill(version);
     return version;
   }
@@ -180,28 +172,12 @@ export class Repository {
 
   /** One statement for any number of keys: the (resourceType, id) pairs travel as one JSON argument. */
   private async loadCurrentMany(keys: readonly ResourceKey[]): Promise<StoredVersion[]> {
-    const rows = await this.db.query<{
-      resourceType: string;
-      id: string;
-      projectId: string;
-      versionId: string;
-      lastUpdated: unknown;
-      deleted: boolean;
-      content: string | null;
-    }>(
+    const rows = await this.db.query<VersionRow & { resourceType: string }>(
       `SELECT "resourceType", id, "projectId", "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content
        FROM resource WHERE ("resourceType", id) IN (SELECT k->>0, k->>1 FROM json_array_elements($1::json) AS k)`,
       [JSON.stringify(keys.map((key) => [key.resourceType, key.id]))],
     );
-    return rows.map((row) => ({
-      resourceType: row.resourceType,
-      projectId: row.projectId,
-      id: row.id,
-      versionId: row.versionId,
-      lastUpdated: toInstant(row.lastUpdated),
-      deleted: row.deleted,
-      text: row.content,
-    }));
+    return rows.map((row) => toStoredVersion(row.resourceType, row));
   }
 
   async readResource(resourceType: string, id: string): Promise<Resource> {
@@ -400,7 +376,7 @@ export class Repository {
       where.push(`"lastUpdated" >= $${args.length}::timestamptz`);
     }
     args.push(options.count + 1, options.offset);
-    const rows = await this.db.query<{ id: string; projectId: string; versionId: string; lastUpdated: unknown; deleted: boolean; content: string | null; first: boolean }>(
+    const rows = await this.db.query<VersionRow & { first: boolean }>(
       `SELECT id, "projectId", "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content,
          NOT EXISTS (SELECT 1 FROM resource_history p WHERE p."resourceType" = h."resourceType" AND p.id = h.id
                      AND p."lastUpdated" < h."lastUpdated") AS first
@@ -408,16 +384,7 @@ export class Repository {
        ORDER BY "lastUpdated" DESC, "versionId" DESC LIMIT $${args.length - 1} OFFSET $${args.length}`,
       args,
     );
-    const versions = rows.slice(0, options.count).map((row) => ({
-      resourceType,
-      projectId: row.projectId,
-      id: row.id,
-      versionId: row.versionId,
-      lastUpdated: toInstant(row.lastUpdated),
-      deleted: row.deleted,
-      text: row.content,
-      first: row.first,
-    }));
+    const versions = rows.slice(0, options.count).map((row) => ({ ...toStoredVersion(resourceType, row), first: row.first }));
     return { versions, hasMore: rows.length > options.count };
   }
 
@@ -584,6 +551,28 @@ function stableStringify(value: unknown): string {
 
 function isUuid(value: string): boolean {
   return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+}
+
+/** A version row as the read statements select it (`lastUpdated` as the driver returns it). */
+interface VersionRow {
+  projectId: string;
+  id: string;
+  versionId: string;
+  lastUpdated: unknown;
+  deleted: boolean;
+  content: string | null;
+}
+
+function toStoredVersion(resourceType: string, row: VersionRow): StoredVersion {
+  return {
+    resourceType,
+    projectId: row.projectId,
+    id: row.id,
+    versionId: row.versionId,
+    lastUpdated: toInstant(row.lastUpdated),
+    deleted: row.deleted,
+    text: row.content,
+  };
 }
 
 export function parseStored(version: StoredVersion): Resource {
