@@ -19,6 +19,7 @@ import type {
 import { defaultFieldResolver, getNullableType, isListType, isObjectType, Kind } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import { errors, type OperationOutcomeError } from '../fhir/outcome.js';
+import { findOperation, fragmentsOf } from './documents.js';
 import { outcomeToGraphQLError } from './errors.js';
 
 /**
@@ -499,20 +500,6 @@ function responsePathKey(path: GraphQLResolveInfo['path']): string {
   const keys: (string | number)[] = [];
   for (let current: GraphQLResolveInfo['path'] | undefined = path; current; current = current.prev) keys.push(current.key);
   return keys.reverse().join('.');
-}
-
-function findOperation(document: DocumentNode, operationName: string | null | undefined): OperationDefinitionNode | undefined {
-  const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
-  if (operationName) return operations.find((operation) => operation.name?.value === operationName);
-  return operations.length === 1 ? operations[0] : undefined;
-}
-
-function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  }
-  return fragments;
 }
 
 function withErrors(result: ExecutionResult, extra: readonly GraphQLError[]): ExecutionResult {

@@ -58,6 +58,8 @@ export const maskError: YogaMaskedErrorOpts['maskError'] = (error) => toClientEr
 /**
  * Execution errors, before yoga's masking sees them: each unexpected one is logged with its cause on
  * the request's logger (so with its request id) and masked; OperationOutcomeErrors carry their outcome.
+ * They are listed in the order of their fields in the response, not in the order they happened
+ * (which follows database timing): the same query on the same data gives the same response.
  */
 export function useExecutionErrors(): Plugin<GraphQLContext> {
   return {
@@ -73,11 +75,36 @@ export function useExecutionErrors(): Plugin<GraphQLContext> {
             }
             return client.error as GraphQLError;
           });
-          setResult({ ...result, errors });
+          setResult({ ...result, errors: inResponseOrder(errors, result.data) });
         },
       };
     },
   };
+}
+
+/** Errors sorted by their path's place in `data` (errors without a path first); a stable sort otherwise. */
+function inResponseOrder(errors: GraphQLError[], data: unknown): GraphQLError[] {
+  if (errors.length < 2) return errors;
+  return errors
+    .map((error, index) => ({ error, index }))
+    .sort((a, b) => comparePaths(a.error.path, b.error.path, data) || a.index - b.index)
+    .map(({ error }) => error);
+}
+
+function comparePaths(a: readonly (string | number)[] | undefined, b: readonly (string | number)[] | undefined, data: unknown): number {
+  if (!a || !b) return (a ? 1 : 0) - (b ? 1 : 0);
+  let node: unknown = data;
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    const [x, y] = [a[i], b[i]];
+    if (x !== y) {
+      if (typeof x === 'number' && typeof y === 'number') return x - y;
+      // Response keys: in the order the response lists them (the query's order).
+      const keys = typeof node === 'object' && node !== null ? Object.keys(node) : [];
+      return keys.indexOf(String(x)) - keys.indexOf(String(y));
+    }
+    node = typeof node === 'object' && node !== null ? (node as Record<string | number, unknown>)[x] : undefined;
+  }
+  return a.length - b.length;
 }
 
 /** The innermost cause of an error that graphql or yoga may have wrapped, possibly several times. */

@@ -22,6 +22,7 @@ import type { Plugin } from 'graphql-yoga';
 import type { Config } from '../config.js';
 import { issue, outcome, OperationOutcomeError } from '../fhir/outcome.js';
 import { DEFAULT_COUNT } from '../search/service.js';
+import { findOperation, fragmentsOf } from './documents.js';
 import { outcomeToGraphQLError } from './errors.js';
 
 /** What a query may ask for; from the GRAPHQL_* settings. */
@@ -305,16 +306,3 @@ function rootType(schema: GraphQLSchema, operation: OperationDefinitionNode): Gr
   return schema.getSubscriptionType() ?? undefined;
 }
 
-function findOperation(document: DocumentNode, operationName: string | null | undefined): OperationDefinitionNode | undefined {
-  const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
-  if (operationName) return operations.find((operation) => operation.name?.value === operationName);
-  return operations.length === 1 ? operations[0] : undefined;
-}
-
-function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  }
-  return fragments;
-}

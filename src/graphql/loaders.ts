@@ -14,8 +14,12 @@ import { keyOf, parseStored, type ResourceKey } from '../storage/repository.js';
  * is shared between callers.
  */
 export interface Loaders {
-  /** Current version of `Type/id` as FHIR JSON; null when missing, deleted or not visible to the caller. */
-  readonly references: DataLoader<string, Resource | null>;
+  /**
+   * Current version of `Type/id` as FHIR JSON; null when missing, deleted or not visible to the
+   * caller. A resource the request already holds (see `remember`) comes back at once; the others
+   * are loaded in batches.
+   */
+  reference(key: string): Resource | null | Promise<Resource | null>;
   /** The resource whose `contained` list an object sits in, for `#id` references (see `remember`). */
   containerOf(value: object): Resource | undefined;
   /**
@@ -46,6 +50,10 @@ export function createLoaders(ctx: RequestContext): Loaders {
     if (!Array.isArray(resource.contained) || resource.contained.length === 0) return;
     markInside(resource, resource, containers);
   };
+  // Resources the request obtained by a read or search, by `Type/id`: as DataLoader.prime would
+  // (the first one kept), without a settled promise per resource (a page of 100 search matches).
+  const known = new Map<string, Resource>();
+  const requested = new Set<string>();
   const references = new DataLoader<string, Resource | null>(
     async (keys) => {
       const versions = await ctx.repo.readVersions(keys.map(parseKey));
@@ -72,11 +80,19 @@ export function createLoaders(ctx: RequestContext): Loaders {
   };
   return {
     reverse,
-    references,
+    reference: (key) => {
+      const resource = known.get(key);
+      if (resource) return resource;
+      requested.add(key);
+      return references.load(key);
+    },
     containerOf: (value) => containers.get(value),
     remember: (resource) => {
       recordContainer(resource);
-      if (resource.id) references.prime(keyOf({ resourceType: resource.resourceType, id: resource.id }), resource);
+      if (resource.id) {
+        const key = keyOf({ resourceType: resource.resourceType, id: resource.id });
+        if (!known.has(key) && !requested.has(key)) known.set(key, resource);
+      }
       return resource;
     },
   };

@@ -28,7 +28,7 @@ export const resolvers: Resolvers = {
     profile: async (_me, _args, { requestContext, loaders }) => {
       const [resourceType, id] = requestContext.identity.profile?.split('/') ?? [];
       if (!resourceType || !id) return null;
-      return loaders.references.load(`${resourceType}/${id}`);
+      return loaders.reference(`${resourceType}/${id}`);
     },
   },
 };

@@ -357,7 +357,7 @@ async function resolveReference(parent: ReferenceValue, wanted: string | undefin
   // A reference that names another type is not loaded at all.
   if ('resourceType' in target && wanted && target.resourceType !== wanted) return 'other-type';
   const resource =
-    'contained' in target ? containedTarget(parent, target.contained, context) : await context.loaders.references.load(`${target.resourceType}/${target.id}`);
+    'contained' in target ? containedTarget(parent, target.contained, context) : await context.loaders.reference(`${target.resourceType}/${target.id}`);
   if (resource && wanted && resource.resourceType !== wanted) return 'other-type';
   return resource;
 }

@@ -1,10 +1,18 @@
-import { createYoga } from 'graphql-yoga';
+import {
+  createYoga,
+  processRegularResult,
+  type GraphQLParams,
+  type Plugin,
+  type YogaServerInstance,
+} from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { RequestContext } from '../context.js';
 import { OperationOutcomeError } from '../fhir/outcome.js';
 import { maskError, outcomeToGraphQLError, UNEXPECTED_ERROR_MESSAGE, useExecutionErrors } from './errors.js';
+import { useCompiledQueries } from './compiled.js';
 import { useFhirDirectives } from './directives.js';
+import { assertFastPathPlugins, fastPathRequest } from './http-fast-path.js';
 import { INSTANCE_ENDPOINT_PATTERN, useInstanceGraphQL } from './instance.js';
 import { useQueryLimits } from './limits.js';
 import { createLoaders } from './loaders.js';
@@ -21,12 +29,47 @@ export const GRAPHQL_PATHS = ['/graphql', '/fhir/R4/$graphql'] as const;
 const GRAPHQL_ENDPOINT_PATTERN = `/(graphql|fhir/R4/(?:\\$|%24)graphql|${INSTANCE_ENDPOINT_PATTERN})`;
 
 export interface GraphQLHandlerOptions {
-  /** Builds the request context (authentication, project-scoped repository, logger). */
-  getContext(request: Request): Promise<RequestContext>;
+  /**
+   * Builds the request context (authentication, project-scoped repository, logger). `requestId` is
+   * the HTTP layer's id of the request, when it gave one.
+   */
+  getContext(request: Request, requestId: string | undefined): Promise<RequestContext>;
   /** The server's logger, for what happens outside a request context. */
   log: Logger;
   /** Limits and switches of the GraphQL endpoint. */
   config: Config;
+}
+
+/** A GraphQL request as the HTTP layer has it: the body already read (see GraphQLHandler.handle). */
+export interface GraphQLHttpRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Headers;
+  /** The body as text (POST); undefined for GET. */
+  readonly body: string | undefined;
+  readonly requestId: string;
+}
+
+/** A GraphQL response for the HTTP layer: header names in lower case, the body as text. */
+export interface GraphQLHttpResponse {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string | null;
+}
+
+/**
+ * The GraphQL endpoint. Called as a function it is a fetch handler (Request in, Response out), for
+ * tests and any runtime; `handle` is the HTTP layer's cheaper entry, for a request whose body it has
+ * already read: no web stream is built on either side.
+ */
+export interface GraphQLHandler {
+  (request: Request): Promise<Response>;
+  handle(request: GraphQLHttpRequest): Promise<GraphQLHttpResponse>;
+}
+
+/** What yoga passes on from the caller to the context factory (its "server context"). */
+interface ServerContext {
+  requestId?: string;
 }
 
 /**
@@ -34,27 +77,34 @@ export interface GraphQLHandlerOptions {
  * for browsers (GET with `Accept: text/html`), unexpected errors masked as "Unexpected error." and
  * logged, OperationOutcomeErrors shown with the OperationOutcome in `extensions.resource`.
  */
-export function createGraphQLHandler(options: GraphQLHandlerOptions): (request: Request) => Promise<Response> {
+export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHandler {
   const started = performance.now();
   const schema = buildSchema();
   // The issue's start-up figure (schema ready in under 2 s) is read off this line.
   options.log.info({ ms: Math.round(performance.now() - started) }, 'GraphQL schema built');
-  const yoga = createYoga({
+  // Limits first: a refused query stops before the instance-level read.
+  const plugins = [
+    useQueryLimits(options.config),
+    useFhirDirectives(),
+    useInstanceGraphQL(schema),
+    useExecutionErrors(),
+    // Last: it replaces the executor only after every other plugin's onExecute (which may stop execution or set the root).
+    useCompiledQueries(),
+  ];
+  assertFastPathPlugins(plugins as Plugin[]);
+  const yoga = createYoga<ServerContext>({
     schema,
     graphqlEndpoint: GRAPHQL_ENDPOINT_PATTERN,
-    // Native Request/Response, so the HTTP layer gets a Response it knows (yoga's default is a ponyfill).
-    fetchAPI: { Request, Response, Headers },
-    context: async ({ request }) => {
-      const requestContext = await buildRequestContext(options, request);
+    // yoga's default fetch API (@whatwg-node's ponyfill on Node), not the native one: its Request and
+    // Response keep a string body a string, where undici's wrap it in web streams (measured as most
+    // of the HTTP cost of a small query). The HTTP layer limits body sizes before GraphQL sees them,
+    // for REST and GraphQL alike; yoga's own limit would wrap every body in a stream to count it.
+    maxRequestBodySize: false,
+    context: async ({ request, requestId }) => {
+      const requestContext = await buildRequestContext(options, request, requestId);
       return { requestContext, loaders: createLoaders(requestContext) };
     },
-    // Limits first: a refused query stops before the instance-level read.
-    plugins: [
-      useQueryLimits(options.config),
-      useFhirDirectives(),
-      useInstanceGraphQL(schema),
-      useExecutionErrors(),
-    ],
+    plugins,
     maskedErrors: { maskError, errorMessage: UNEXPECTED_ERROR_MESSAGE },
     graphiql: (request) => ({ title: 'Flint GraphiQL', endpoint: new URL(request.url).pathname }),
     landingPage: false,
@@ -62,13 +112,59 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): (request: 
     cors: false,
     logging: yogaLogger(options.log),
   });
-  return async (request) => yoga.fetch(request);
+  const { Request: YogaRequest } = yoga.fetchAPI;
+  const handler = (async (request: Request) => yoga.fetch(request, {})) as GraphQLHandler;
+  handler.handle = async (http) => {
+    const serverContext = { requestId: http.requestId, waitUntil: yoga.waitUntil };
+    const fast = fastPathRequest(http.method, http.headers, http.body);
+    if (fast) {
+      // yoga's own Request class: built around the string body, no stream (the context reads its headers and URL).
+      const request = new YogaRequest(http.url, { method: http.method, headers: http.headers, body: http.body });
+      const result = await fastResult(yoga, fast.params, request, serverContext);
+      if (result !== undefined) return fromYogaResponse(processRegularResult(result, yoga.fetchAPI, fast.mediaType));
+    }
+    // Everything else (GET, GraphiQL, refusals) through yoga whole, with the fetch Request any runtime
+    // would give it; handleRequest, not fetch, which would also tie the response to the request's AbortSignal.
+    const request = new Request(http.url, { method: http.method, headers: http.headers, body: http.body });
+    return fromYogaResponse(await yoga.handleRequest(request, serverContext));
+  };
+  return handler;
+}
+
+type Yoga = YogaServerInstance<ServerContext, object>;
+type YogaResult = Awaited<ReturnType<Yoga['getResultForParams']>>;
+
+/**
+ * yoga's result for parsed parameters, or undefined when its parameter checks refused them: they
+ * throw before anything runs, and yoga's full path then gives its own answer (the HTTP status and
+ * headers of the refusal).
+ */
+async function fastResult(yoga: Yoga, params: GraphQLParams, request: Request, context: ServerContext & { waitUntil: Yoga['waitUntil'] }): Promise<NonNullable<YogaResult> | undefined> {
+  try {
+    return (await yoga.getResultForParams({ params, request }, context)) ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Status, headers and body of yoga's response: its JSON (or GraphiQL's HTML) as the string it built
+ * (`body` would wrap it in a stream). A result yoga streams (event stream, multipart) is read whole:
+ * the schema has no subscriptions or incremental delivery, so such a stream is one result and ends.
+ */
+async function fromYogaResponse(response: Response): Promise<GraphQLHttpResponse> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name.toLowerCase()] = value;
+  });
+  const text = await response.text();
+  return { status: response.status, headers, body: text === '' ? null : text };
 }
 
 /** A failure to build the context (e.g. authentication) answers with the OperationOutcome's status. */
-async function buildRequestContext(options: GraphQLHandlerOptions, request: Request): Promise<RequestContext> {
+async function buildRequestContext(options: GraphQLHandlerOptions, request: Request, requestId: string | undefined): Promise<RequestContext> {
   try {
-    return await options.getContext(request);
+    return await options.getContext(request, requestId);
   } catch (error) {
     if (error instanceof OperationOutcomeError) throw outcomeToGraphQLError(error, undefined, true);
     throw error;

@@ -9,7 +9,8 @@ import { INSTANCE_GRAPHQL_ROUTE } from '../graphql/instance.js';
 import { createGraphQLHandler, GRAPHQL_PATHS } from '../graphql/yoga.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
-import type { AppEnv } from './fhir-handlers.js';
+import { readRequestText } from '../graphql/http-body.js';
+import type { AppEnv, HonoContext } from './fhir-handlers.js';
 import { outcomeResponse } from './responses.js';
 import { ROUTES } from './routes.js';
 
@@ -26,6 +27,8 @@ export function createApp(services: Services): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestLogging(services));
   app.use(crossOrigin(services));
+  // Before the body limit middleware: GraphQL reads its body itself, within the same limit (graphql/http-body.ts).
+  mountGraphQL(app, services, bearerAuthentication);
   app.use(
     bodyLimit({
       maxSize: services.config.maxBodyBytes,
@@ -39,7 +42,6 @@ export function createApp(services: Services): Hono<AppEnv> {
     if (route.public) app.on(route.method, route.path, (c) => route.handler(c));
     else app.on(route.method, route.path, authenticated, (c) => route.handler(c));
   }
-  mountGraphQL(app, services, bearerAuthentication);
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname;
     const typeMatch = /^\/fhir\/R4\/([A-Za-z]+)(\/|$)/.exec(path);
@@ -63,25 +65,29 @@ export function createApp(services: Services): Hono<AppEnv> {
  * one yoga instance, built here once, with the same authentication and request context as REST.
  */
 function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authenticator): void {
-  const requestIds = new WeakMap<Request, string>();
   const graphql = createGraphQLHandler({
     log: services.log,
     config: services.config,
-    getContext: async (request) =>
-      createRequestContext(services, await authenticate(request, services), requestIds.get(request) ?? randomUUID()),
+    getContext: async (request, requestId) =>
+      createRequestContext(services, await authenticate(request, services), requestId ?? randomUUID()),
   });
-  for (const path of GRAPHQL_PATHS) {
-    app.on(['GET', 'POST'], path, (c) => {
-      requestIds.set(c.req.raw, c.get('requestId'));
-      return graphql(c.req.raw);
+  const handle = async (c: HonoContext): Promise<Response> => {
+    const method = c.req.method;
+    const result = await graphql.handle({
+      method,
+      url: c.req.url,
+      headers: c.req.raw.headers,
+      body: method === 'POST' ? await readRequestText(c, services.config.maxBodyBytes) : undefined,
+      requestId: c.get('requestId'),
     });
-  }
+    return new Response(result.body, { status: result.status, headers: result.headers });
+  };
+  for (const path of GRAPHQL_PATHS) app.on(['GET', 'POST'], path, handle);
   app.on(['GET', 'POST'], INSTANCE_GRAPHQL_ROUTE, (c) => {
     const type = c.req.param('type') as string;
     // As REST answers for an unknown type, before authentication or GraphQL parsing.
     if (!isResourceType(type)) throw errors.notSupported(`Unknown resource type "${type}"`);
-    requestIds.set(c.req.raw, c.get('requestId'));
-    return graphql(c.req.raw);
+    return handle(c);
   });
 }
 
