@@ -16,7 +16,7 @@ import type {
   ValidationContext,
   ValueNode,
 } from 'graphql';
-import { defaultFieldResolver, getNullableType, isListType, isObjectType, Kind } from 'graphql';
+import { defaultFieldResolver, getNullableType, isListType, isObjectType, Kind, valueFromASTUntyped } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import { errors, type OperationOutcomeError } from '../fhir/outcome.js';
 import { findOperation, fragmentsOf } from './documents.js';
@@ -478,21 +478,13 @@ function directiveArgument(node: FieldNode, directive: string, argument: string)
 }
 
 function stringValue(value: ValueNode, variables: Readonly<Record<string, unknown>>): string | undefined {
-  if (value.kind === Kind.STRING) return value.value;
-  if (value.kind === Kind.VARIABLE) {
-    const given = variables[value.name.value];
-    return typeof given === 'string' ? given : undefined;
-  }
-  return undefined;
+  const given = valueFromASTUntyped(value, variables);
+  return typeof given === 'string' ? given : undefined;
 }
 
 function booleanValue(value: ValueNode, variables: Readonly<Record<string, unknown>>): boolean | undefined {
-  if (value.kind === Kind.BOOLEAN) return value.value;
-  if (value.kind === Kind.VARIABLE) {
-    const given = variables[value.name.value];
-    return typeof given === 'boolean' ? given : undefined;
-  }
-  return undefined;
+  const given = valueFromASTUntyped(value, variables);
+  return typeof given === 'boolean' ? given : undefined;
 }
 
 /** `a.0.b`: the response path of a field, as execution reports it in `info.path`. */
