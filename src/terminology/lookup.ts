@@ -2,7 +2,9 @@ import { errors } from '../fhir/outcome.js';
 import type { Coding, Resource } from '../fhir/types.js';
 import { coreOperationDefinition } from '../operations/definition.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
+import { requestCache } from './cache.js';
 import { readConcept, readSystemAndConcept, type ConceptDetail } from './concepts.js';
+import { designationIn } from './language.js';
 import { requireSystem, systemOfResource, type SystemRef } from './systems.js';
 
 interface LookupInput {
@@ -11,6 +13,7 @@ interface LookupInput {
   version?: string;
   coding?: Coding;
   property?: string[];
+  displayLanguage?: string;
 }
 
 interface LookupOutput {
@@ -37,13 +40,23 @@ export const lookupOperation: Operation<LookupInput, LookupOutput> = {
     if (request.level === 'type') return lookupByUrl(input, request);
     const system = await systemFor(request);
     if (code === undefined) throw errors.invalid('Give the code to look up: code, or coding.code', 'Parameters.parameter');
-    const concept = await readConcept(request.db, system.id, code);
+    const concept = await conceptOf(request, system, code);
     if (!concept) throw errors.notFound(`Code "${code}" not found in code system ${system.url}`);
-    return lookupOutput(system, concept, input.property);
+    return lookupOutput(system, concept, input.property, input.displayLanguage);
   },
 };
 
-/** Type level: system and concept in one statement; a shipped code system is indexed on first use. */
+/** One concept of a system: from memory when the system is held there (cache.ts), else one statement. */
+async function conceptOf(request: OperationRequest, system: SystemRef, code: string): Promise<ConceptDetail | undefined> {
+  const cache = await requestCache(request.ctx, request.db);
+  const loaded = cache && (await cache.system(system.id));
+  return loaded ? loaded.byCode.get(code) : readConcept(request.db, system.id, code);
+}
+
+/**
+ * Type level: from memory when the code system is held there; otherwise system and concept in
+ * one statement. A shipped code system is indexed on first use.
+ */
 async function lookupByUrl(input: LookupInput, request: OperationRequest): Promise<LookupOutput> {
   const url = input.coding?.system ?? input.system;
   const code = input.coding ? input.coding.code : input.code;
@@ -52,6 +65,12 @@ async function lookupByUrl(input: LookupInput, request: OperationRequest): Promi
     throw errors.invalid('$lookup needs code together with system (optionally version), or coding with system and code', 'Parameters.parameter');
   }
   const version = input.coding?.version ?? input.version;
+  if (await requestCache(request.ctx, request.db)) {
+    const system = await requireSystem(request.ctx, request.db, url, version);
+    const concept = await conceptOf(request, system, code);
+    if (!concept) throw errors.notFound(`Code "${code}" not found in code system ${system.url}`);
+    return lookupOutput(system, concept, input.property, input.displayLanguage);
+  }
   const projectId = request.ctx.identity.projectId;
   let found = await readSystemAndConcept(request.db, projectId, url, version, code);
   if (!found) {
@@ -60,16 +79,16 @@ async function lookupByUrl(input: LookupInput, request: OperationRequest): Promi
   }
   if (!found) throw errors.notFound(`Code system ${url} not found`);
   if (!found.concept) throw errors.notFound(`Code "${code}" not found in code system ${found.system.url}`);
-  return lookupOutput(found.system, found.concept, input.property);
+  return lookupOutput(found.system, found.concept, input.property, input.displayLanguage);
 }
 
 /** Instance level: the system indexed from that CodeSystem resource. */
 async function systemFor(request: OperationRequest): Promise<SystemRef> {
   const codeSystem: Resource = await request.ctx.repo.readResource('CodeSystem', request.id!);
-  return systemOfResource(request.db, codeSystem);
+  return systemOfResource(request.db, codeSystem, request.ctx);
 }
 
-export function lookupOutput(system: SystemRef, concept: ConceptDetail, wanted?: string[]): LookupOutput {
+export function lookupOutput(system: SystemRef, concept: ConceptDetail, wanted?: string[], displayLanguage?: string): LookupOutput {
   const descriptions = new Map(system.properties.map((p) => [p.code, p.description]));
   const include = (code: string) => !wanted?.length || wanted.includes(code);
   const property: LookupOutput['property'] = [];
@@ -84,7 +103,7 @@ export function lookupOutput(system: SystemRef, concept: ConceptDetail, wanted?:
   return {
     name: system.name ?? system.url,
     ...(system.version ? { version: system.version } : {}),
-    display: concept.display ?? concept.code,
+    display: designationIn(displayLanguage, concept.designations) ?? concept.display ?? concept.code,
     designation: include('designation')
       ? concept.designations.map((d) => ({
           ...(d.language ? { language: d.language } : {}),

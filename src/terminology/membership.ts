@@ -2,6 +2,10 @@ import type { Database } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
 import { isObject, type Resource } from '../fhir/types.js';
 import type { OperationRequest } from '../operations/registry.js';
+import { requestCache, type LoadedSystem } from './cache.js';
+import type { ConceptDetail } from './concepts.js';
+import { compileElement, type ConceptTest } from './in-memory.js';
+import type { LanguageDesignation } from './language.js';
 import { findValueSet } from './resources.js';
 import { findSystem, type SystemRef } from './systems.js';
 
@@ -11,6 +15,8 @@ import { findSystem, type SystemRef } from './systems.js';
  * cannot disagree. Rules (R4 ValueSet.compose): a code is a member when some include matches it
  * and no exclude does; an include matches a code of its `system` that is in its concept list (or
  * any code when there is none) and passes every filter, and is in every value set it imports.
+ * A code system held in memory (cache.ts) is evaluated there by the same rules (in-memory.ts), for
+ * both operations alike; filters only SQL evaluates send both to SQL.
  */
 export interface ComposeFilter {
   property: string;
@@ -33,7 +39,7 @@ export interface Member {
   display?: string;
   abstract: boolean;
   inactive: boolean;
-  designations: string[];
+  designations: LanguageDesignation[];
 }
 
 interface ConceptRowOut {
@@ -54,7 +60,11 @@ export class Membership {
   private readonly db: Database;
   private readonly systems = new Map<string, Promise<SystemRef | undefined>>();
 
-  constructor(private readonly request: OperationRequest) {
+  /** `designations`: expansions carry each member's designations (for displayLanguage). */
+  constructor(
+    private readonly request: OperationRequest,
+    private readonly options: { designations?: boolean } = {},
+  ) {
     this.db = request.db;
   }
 
@@ -128,10 +138,61 @@ export class Membership {
       }
       throw errors.invalid(`The value set includes code system ${element.system}, which is not known to this server`);
     }
+    const page = (await this.expandInMemory(element, system, exclude, options)) ?? (await this.expandInSql(element, system, exclude, options));
+    let { members, total } = page;
+    if (element.valueSet?.length) {
+      const imported = await this.importedValueSets(element, depth);
+      const kept: Member[] = [];
+      for (const member of members) if (await this.inAll(imported, member.system, member.code, depth)) kept.push(member);
+      total -= members.length - kept.length;
+      members = kept;
+    }
+    return { members, total };
+  }
+
+  /** The page of one system's members from memory; undefined when the system or a filter needs SQL. */
+  private async expandInMemory(
+    element: ComposeElement,
+    system: SystemRef,
+    exclude: ComposeElement[],
+    options: { filter?: string; offset: number; count?: number },
+  ): Promise<{ members: Member[]; total: number } | undefined> {
+    const loaded = await this.loaded(system);
+    if (!loaded) return undefined;
+    const include = compileElement(element, loaded, unsupportedFilter);
+    if (!include) return undefined;
+    const excluded: ConceptTest[] = [];
+    for (const e of exclude) {
+      if (e.system === undefined || e.system !== element.system || (await this.system(e.system, e.version))?.id !== system.id) continue;
+      const test = compileElement(e, loaded, unsupportedFilter);
+      if (!test) return undefined;
+      excluded.push(test);
+    }
+    const needle = options.filter ? options.filter.toLowerCase() : undefined;
+    const end = options.count === undefined ? Infinity : options.offset + options.count;
+    const members: Member[] = [];
+    let total = 0;
+    for (const c of loaded.concepts) {
+      if (!include(c) || (excluded.length > 0 && excluded.some((test) => test(c)))) continue;
+      if (needle !== undefined && !c.code.toLowerCase().includes(needle) && !(c.display ?? '').toLowerCase().includes(needle)) continue;
+      // Counted for the total; built only when on the page.
+      if (total >= options.offset && total < end) members.push(conceptMember(element, system, c));
+      total++;
+    }
+    return { members, total };
+  }
+
+  /** The page of one system's members, paged and counted by the database. */
+  private async expandInSql(
+    element: ComposeElement,
+    system: SystemRef,
+    exclude: ComposeElement[],
+    options: { filter?: string; offset: number; count?: number },
+  ): Promise<{ members: Member[]; total: number }> {
     const args: unknown[] = [system.id];
     const where = [`c."systemId" = $1::uuid`, this.predicate(element, args)];
     for (const e of exclude) {
-      if (e.system !== element.system) continue;
+      if (e.system === undefined || e.system !== element.system) continue;
       const excludedSystem = await this.system(e.system, e.version);
       if (excludedSystem?.id === system.id) where.push(`NOT (${this.predicate(e, args)})`);
     }
@@ -146,20 +207,20 @@ export class Membership {
       paging += ` LIMIT $${args.length}`;
     }
     const rows = await this.db.query<ConceptRowOut & { total: number | string }>(
-      `SELECT c.code, c.display, c.abstract, c.inactive, c.seq, NULL AS designations, count(*) OVER () AS total
+      `SELECT c.code, c.display, c.abstract, c.inactive, c.seq, ${this.options.designations ? DESIGNATIONS : 'NULL'} AS designations,
+         count(*) OVER () AS total
        FROM terminology_concept c WHERE ${where.join(' AND ')} ORDER BY c.seq ${paging}`,
       args,
     );
-    let members = rows.map((row) => toMember(element, system, row));
-    let total = rows.length > 0 ? Number(rows[0].total) : await this.countOnly(where, args, options);
-    if (element.valueSet?.length) {
-      const imported = await this.importedValueSets(element, depth);
-      const kept: Member[] = [];
-      for (const member of members) if (await this.inAll(imported, member.system, member.code, depth)) kept.push(member);
-      total -= members.length - kept.length;
-      members = kept;
-    }
+    const members = rows.map((row) => toMember(element, system, row));
+    const total = rows.length > 0 ? Number(rows[0].total) : await this.countOnly(where, args, options);
     return { members, total };
+  }
+
+  /** The code system in memory, when this request may use the cache and the system is small enough. */
+  private async loaded(system: SystemRef): Promise<LoadedSystem | undefined> {
+    const cache = await requestCache(this.request.ctx, this.db);
+    return cache?.system(system.id);
   }
 
   /** The total when the page is past the end (no row carries it). */
@@ -183,15 +244,22 @@ export class Membership {
         if (listed && !element.filter?.length) member = listedMember(element, listed);
         else return { reason: `Code system ${element.system} is not known to this server` };
       } else {
-        const args: unknown[] = [known.id, code];
-        const rows = await this.db.query<ConceptRowOut>(
-          `SELECT c.code, c.display, c.abstract, c.inactive, c.seq,
-             (SELECT json_agg(d.value)::text FROM terminology_designation d WHERE d."systemId" = c."systemId" AND d.code = c.code) AS designations
-           FROM terminology_concept c WHERE c."systemId" = $1::uuid AND c.code = $2 AND ${this.predicate(element, args)}`,
-          args,
-        );
-        if (!rows[0]) return {};
-        member = toMember(element, known, rows[0]);
+        const loaded = await this.loaded(known);
+        const test = loaded && compileElement(element, loaded, unsupportedFilter);
+        if (loaded && test) {
+          const concept = loaded.byCode.get(code);
+          if (!concept || !test(concept)) return {};
+          member = conceptMember(element, known, concept);
+        } else {
+          const args: unknown[] = [known.id, code];
+          const rows = await this.db.query<ConceptRowOut>(
+            `SELECT c.code, c.display, c.abstract, c.inactive, c.seq, ${DESIGNATIONS} AS designations
+             FROM terminology_concept c WHERE c."systemId" = $1::uuid AND c.code = $2 AND ${this.predicate(element, args)}`,
+            args,
+          );
+          if (!rows[0]) return {};
+          member = toMember(element, known, rows[0]);
+        }
       }
     }
     if (element.valueSet?.length) {
@@ -245,6 +313,14 @@ export class Membership {
   }
 }
 
+/** The designations of concept `c`, as JSON, in the shape of LanguageDesignation. */
+const DESIGNATIONS = `(SELECT json_agg(json_build_object('language', d.language, 'useCode', d."useCode", 'value', d.value) ORDER BY d.seq)::text
+   FROM terminology_designation d WHERE d."systemId" = c."systemId" AND d.code = c.code)`;
+
+function unsupportedFilter(filter: ComposeFilter): never {
+  throw errors.invalid(`Value set filter operator "${filter.op}" is not supported (property ${filter.property})`);
+}
+
 function compose(valueSet: Resource): { include: ComposeElement[]; exclude: ComposeElement[] } {
   const value = isObject(valueSet.compose) ? valueSet.compose : {};
   return {
@@ -287,9 +363,10 @@ function filterSql(filter: ComposeFilter, args: unknown[]): string {
     case 'not-in':
       return `NOT ${valueTest(property, onCode, (column) => `${column} = ANY(string_to_array(${v}, ','))`)}`;
     case 'exists':
-      return `(${v} = 'true') = ${valueTest(property, onCode, () => 'TRUE')}`;
+      // A display exists when the concept has one (valueTest would read a missing display as false).
+      return `(${v} = 'true') = ${!onCode && property === 'display' ? '(c.display IS NOT NULL)' : valueTest(property, onCode, () => 'TRUE')}`;
     default:
-      throw errors.invalid(`Value set filter operator "${op}" is not supported (property ${property})`);
+      return unsupportedFilter(filter);
   }
 }
 
@@ -306,8 +383,21 @@ function valueTest(property: string, onCode: boolean, test: (column: string) => 
             AND (${test('p.value')} OR (p.type = 'Coding' AND ${test(`(p.value::json->>'code')`)})))`;
 }
 
+const listedDisplayCache = new WeakMap<ComposeElement, Map<string, string | undefined>>();
+
+/** The displays a concept list gives, by code (looked up once per member of an expansion). */
+function listedDisplays(element: ComposeElement): Map<string, string | undefined> {
+  let found = listedDisplayCache.get(element);
+  if (!found) {
+    found = new Map();
+    for (const c of element.concept ?? []) if (!found.has(c.code)) found.set(c.code, c.display);
+    listedDisplayCache.set(element, found);
+  }
+  return found;
+}
+
 function toMember(element: ComposeElement, system: SystemRef, row: ConceptRowOut): Member {
-  const listed = element.concept?.find((c) => c.code === row.code)?.display;
+  const listed = element.concept?.length ? listedDisplays(element).get(row.code) : undefined;
   return {
     system: system.url,
     ...(system.version ? { version: system.version } : {}),
@@ -315,7 +405,20 @@ function toMember(element: ComposeElement, system: SystemRef, row: ConceptRowOut
     display: listed ?? row.display ?? undefined,
     abstract: row.abstract,
     inactive: row.inactive,
-    designations: row.designations ? (JSON.parse(row.designations) as string[]) : [],
+    designations: row.designations ? (JSON.parse(row.designations) as LanguageDesignation[]) : [],
+  };
+}
+
+function conceptMember(element: ComposeElement, system: SystemRef, concept: ConceptDetail): Member {
+  const listed = element.concept?.length ? listedDisplays(element).get(concept.code) : undefined;
+  return {
+    system: system.url,
+    ...(system.version ? { version: system.version } : {}),
+    code: concept.code,
+    display: listed ?? concept.display ?? undefined,
+    abstract: concept.abstract,
+    inactive: concept.inactive,
+    designations: concept.designations,
   };
 }
 

@@ -4,6 +4,7 @@ import { errors } from '../fhir/outcome.js';
 import type { ResourceType, ResourceTypeMap, ValueSet } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
 import type { OperationRequest } from '../operations/registry.js';
+import { requestCache } from './cache.js';
 import { shippedValueSet } from './catalogue.js';
 
 /** The newest resource of `resourceType` with canonical `url` in the caller's project (uri index). */
@@ -26,9 +27,15 @@ export async function findByUrl<K extends ResourceType>(
   return version === undefined ? resources[0] : resources.find((r) => 'version' in r && r.version === version);
 }
 
-/** A ValueSet by url: the caller's project first, then the shipped R4 value sets. */
+/**
+ * A ValueSet by url: the caller's project first, then the shipped R4 value sets. Kept in memory
+ * per project until the next terminology change (ValueSet writes raise the revision: cache.ts);
+ * callers treat the value set as read-only.
+ */
 export async function findValueSet(ctx: RequestContext, db: Database, url: string): Promise<ValueSet | undefined> {
-  return (await findByUrl(ctx, db, 'ValueSet', url)) ?? shippedValueSet(url.split('|')[0]);
+  const cache = await requestCache(ctx, db);
+  const find = async () => (await findByUrl(ctx, db, 'ValueSet', url)) ?? shippedValueSet(url.split('|')[0]);
+  return cache ? cache.resolved(`ValueSet|${ctx.identity.projectId}|${url}`, find) : find();
 }
 
 /**

@@ -24,7 +24,7 @@ export const subsumesOperation: Operation<SubsumesInput, { outcome: string }> = 
     }
     let system: SystemRef;
     if (request.level === 'instance') {
-      system = await systemOfResource(request.db, await request.ctx.repo.readResource('CodeSystem', request.id!));
+      system = await systemOfResource(request.db, await request.ctx.repo.readResource('CodeSystem', request.id!), request.ctx);
     } else {
       const url = input.system ?? input.codingA?.system ?? input.codingB?.system;
       if (url === undefined) throw errors.invalid('$subsumes needs system (or codings with a system)', 'Parameters.parameter');

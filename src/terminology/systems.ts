@@ -3,6 +3,7 @@ import type { Database } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
 import type { CodeSystem, CodeSystemProperty as FhirCodeSystemProperty, WithRequired } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
+import { requestCache } from './cache.js';
 import { shippedCodeSystem } from './catalogue.js';
 import { deleteSystem, indexCodeSystem } from './indexing.js';
 
@@ -39,6 +40,12 @@ const sharedLoads = new WeakMap<Database, Map<string, Promise<void>>>();
  * project first, then the shared R4 code systems (indexed on first use). Undefined when unknown.
  */
 export async function findSystem(ctx: RequestContext, db: Database, url: string, version?: string): Promise<SystemRef | undefined> {
+  const cache = await requestCache(ctx, db);
+  if (!cache) return resolveSystem(ctx, db, url, version);
+  return cache.resolved(`CodeSystem|${ctx.identity.projectId}|${url}|${version ?? ''}`, () => resolveSystem(ctx, db, url, version));
+}
+
+async function resolveSystem(ctx: RequestContext, db: Database, url: string, version?: string): Promise<SystemRef | undefined> {
   const found = await querySystem(db, ctx.identity.projectId, url, version);
   if (found) return found;
   const shipped = shippedCodeSystem(url);
@@ -57,7 +64,13 @@ export async function requireSystem(ctx: RequestContext, db: Database, url: stri
 }
 
 /** The system indexed from one CodeSystem resource (instance-level operations). */
-export async function systemOfResource(db: Database, codeSystem: Resource): Promise<SystemRef> {
+export async function systemOfResource(db: Database, codeSystem: Resource, ctx?: RequestContext): Promise<SystemRef> {
+  const cache = ctx && (await requestCache(ctx, db));
+  if (!cache) return readSystemOfResource(db, codeSystem);
+  return cache.resolved(`CodeSystem/${codeSystem.id}`, () => readSystemOfResource(db, codeSystem));
+}
+
+async function readSystemOfResource(db: Database, codeSystem: Resource): Promise<SystemRef> {
   const rows = await db.query<SystemRow>(
     `SELECT id::text AS id, url, version, name, properties::text AS properties, "resourceId" FROM terminology_system WHERE "resourceId" = $1`,
     [codeSystem.id],

@@ -3,6 +3,7 @@ import type { CodeableConcept, Coding, ConceptMapEquivalence, ConceptMapGroup } 
 import type { Resource } from '../fhir/types.js';
 import { coreOperationDefinition } from '../operations/definition.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
+import { shippedConceptMap, shippedConceptMaps } from './catalogue.js';
 import { findByUrl } from './resources.js';
 
 interface TranslateInput {
@@ -30,7 +31,9 @@ const MAX_MAPS = 1000;
 
 /**
  * ConceptMap/$translate (R4): from the named map (url, instance or inline), or every map of the
- * project whose source/target value sets fit. `reverse=true` maps targets back to sources.
+ * project, and every FHIR R4 concept map shipped with the server, whose source/target value sets
+ * fit. A project's map hides a shipped one of the same url. `reverse=true` maps targets back to
+ * sources.
  */
 export const translateOperation: Operation<TranslateInput, { result: boolean; message?: string; match: Match[] }> = {
   definition: coreOperationDefinition('ConceptMap-translate'),
@@ -107,7 +110,7 @@ async function mapsFor(input: TranslateInput, request: OperationRequest): Promis
   if (request.level === 'instance') return [await request.ctx.repo.readResource('ConceptMap', request.id!)];
   if (input.conceptMap) return [input.conceptMap];
   if (input.url !== undefined) {
-    const map = await findByUrl(request.ctx, request.db, 'ConceptMap', input.url);
+    const map = (await findByUrl(request.ctx, request.db, 'ConceptMap', input.url)) ?? shippedMap(input.url);
     if (!map) throw errors.invalid(`ConceptMap ${input.url} not found`, 'Parameters.parameter');
     return [map];
   }
@@ -117,10 +120,18 @@ async function mapsFor(input: TranslateInput, request: OperationRequest): Promis
     [request.ctx.identity.projectId],
   );
   const [sourceKey, targetKey] = input.reverse ? ['target', 'source'] : ['source', 'target'];
-  return rows
-    .map((row) => JSON.parse(row.content) as Resource)
+  const own = rows.map((row) => JSON.parse(row.content) as Resource);
+  const ownUrls = new Set(own.map((map) => map.url));
+  return [...own, ...shippedConceptMaps().filter((map) => !ownUrls.has(map.url))]
     .filter((map) => input.source === undefined || canonicalOf(map, sourceKey) === input.source)
     .filter((map) => input.target === undefined || canonicalOf(map, targetKey) === input.target);
+}
+
+/** A shipped concept map by url (`|version` must be the shipped one's version). */
+function shippedMap(url: string): Resource | undefined {
+  const [base, version] = url.split('|');
+  const map = shippedConceptMap(base);
+  return map && (version === undefined || map.version === version) ? map : undefined;
 }
 
 function canonicalOf(map: Resource, side: string): unknown {

@@ -2,6 +2,7 @@ import { errors } from '../fhir/outcome.js';
 import type { Coding, Resource } from '../fhir/types.js';
 import { coreOperationDefinition } from '../operations/definition.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
+import { designationIn } from './language.js';
 import { Membership, type Member } from './membership.js';
 import { subjectResource } from './resources.js';
 import { systemOfResource } from './systems.js';
@@ -17,6 +18,7 @@ interface ValidateInput {
   coding?: Coding;
   codeableConcept?: { coding?: Coding[] };
   abstract?: boolean;
+  displayLanguage?: string;
 }
 
 interface ValidateOutput {
@@ -42,7 +44,7 @@ export const codeSystemValidateCodeOperation: Operation<ValidateInput, ValidateO
     let url: string;
     let version = input.version;
     if (request.level === 'instance') {
-      const system = await systemOfResource(request.db, await request.ctx.repo.readResource('CodeSystem', request.id!));
+      const system = await systemOfResource(request.db, await request.ctx.repo.readResource('CodeSystem', request.id!), request.ctx);
       url = system.url;
       version = system.version || undefined;
     } else if (input.codeSystem) {
@@ -95,18 +97,22 @@ async function validate(request: OperationRequest, valueSet: Resource, codings: 
       continue;
     }
     const display = coding.display ?? (codings.length === 1 ? input.display : undefined);
+    // R4: the display returned is the one in displayLanguage where the code system has it.
+    const correct = designationIn(input.displayLanguage, member.designations) ?? member.display;
     if (display !== undefined && !displayMatches(member, display)) {
       return {
         result: false,
-        message: `The display "${display}" is not a valid display for ${name}; the correct display is "${member.display ?? member.code}"`,
-        display: member.display ?? member.code,
+        message: `The display "${display}" is not a valid display for ${name}; the correct display is "${correct ?? member.code}"`,
+        display: correct ?? member.code,
       };
     }
-    return { result: true, ...(member.display !== undefined ? { display: member.display } : {}) };
+    return { result: true, ...(correct !== undefined ? { display: correct } : {}) };
   }
   return { result: false, message: problems.join('; ') };
 }
 
 function displayMatches(member: Member, display: string): boolean {
-  return member.display === display || member.designations.includes(display) || (member.display === undefined && display === member.code);
+  return (
+    member.display === display || member.designations.some((d) => d.value === display) || (member.display === undefined && display === member.code)
+  );
 }
