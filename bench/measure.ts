@@ -7,6 +7,8 @@
  * bench/RESULTS.md.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_measure_bench npx tsx bench/measure.ts
+ *
+ * BENCH_RESULTS=<file> appends there instead of bench/RESULTS.md.
  */
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
@@ -20,7 +22,8 @@ const BASE = `http://127.0.0.1:${PORT}`;
 const FHIR = `${BASE}/fhir/R4`;
 const CLIENT_ID = 'search-bench-admin';
 const CLIENT_SECRET = 'search-bench-secret-0123456789';
-const RESULTS = new URL('./RESULTS.md', import.meta.url).pathname;
+/** BENCH_RESULTS: a file to append to instead of bench/RESULTS.md (trial runs). */
+const RESULTS = process.env.BENCH_RESULTS ?? new URL('./RESULTS.md', import.meta.url).pathname;
 
 async function startFlint(): Promise<ChildProcess> {
   return launchFlint(PORT, { DATABASE_URL, LOG_LEVEL: 'warn', SUPER_ADMIN_CLIENT_ID: CLIENT_ID, SUPER_ADMIN_CLIENT_SECRET: CLIENT_SECRET });

@@ -7,7 +7,8 @@
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench npx tsx bench/search.ts
  *
  * BENCH_PATIENTS / BENCH_OBSERVATIONS change the sizes; data already present in the bench project
- * is reused; BENCH_DURATION is seconds per scenario (default 10); BENCH_SCENARIOS=a,b selects.
+ * is reused; BENCH_DURATION is seconds per scenario (default 10); BENCH_SCENARIOS=a,b selects;
+ * BENCH_RESULTS=<file> appends there instead of bench/RESULTS.md.
  */
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
@@ -30,7 +31,8 @@ const FHIR = `${BASE}/fhir/R4`;
 const PROJECT = 'search-bench';
 const CLIENT_ID = 'search-bench-admin';
 const CLIENT_SECRET = 'search-bench-secret-0123456789';
-const RESULTS = new URL('./RESULTS.md', import.meta.url).pathname;
+/** BENCH_RESULTS: a file to append to instead of bench/RESULTS.md (trial runs). */
+const RESULTS = process.env.BENCH_RESULTS ?? new URL('./RESULTS.md', import.meta.url).pathname;
 
 const rand = (n: number) => Math.floor(Math.random() * n);
 const pick = <T>(list: readonly T[]) => list[rand(list.length)];
@@ -145,7 +147,8 @@ async function cursorWalk(auth: string): Promise<{ pages: number; resources: num
 /** The SQL the search service runs for a scenario, captured, then EXPLAIN ANALYZEd on PostgreSQL. */
 async function plans(pool: pg.Pool): Promise<string[]> {
   const out: string[] = [];
-  const shapes: [string, string, string][] = [
+  // The last element says which statement to explain: the page (default) or the exact count.
+  const shapes: [string, string, string, 'count'?][] = [
     ['Patient by name prefix', 'Patient', 'name=smi'],
     ['Patient by identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242'],
     ['Observation by subject and code', 'Observation', 'subject=Patient/pat-4242&code=http://loinc.org|8867-4'],
@@ -153,8 +156,11 @@ async function plans(pool: pg.Pool): Promise<string[]> {
     ['chained', 'Observation', 'subject:Patient.identifier=MRN4242'],
     ['_sort=-_lastUpdated', 'Observation', '_sort=-_lastUpdated&_count=20'],
     ['cursor page (deep)', 'Patient', '_sort=_lastUpdated&_count=1000'],
+    ['_include=Observation:subject (by code)', 'Observation', 'code=http://loinc.org|8867-4&_include=Observation:subject'],
+    ['_total=accurate (by code), the count', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate', 'count'],
+    ['date range count (a measure period)', 'Observation', 'date=ge2015-01-01&date=le2030-12-31&_summary=count', 'count'],
   ];
-  for (const [name, type, query] of shapes) {
+  for (const [name, type, query, which] of shapes) {
     const captured: { sql: string; args: readonly unknown[] }[] = [];
     const executor: SqlExecutor = {
       query: async <R>(sql: string, args: readonly unknown[] = []) => {
@@ -164,11 +170,15 @@ async function plans(pool: pg.Pool): Promise<string[]> {
       execute: async (sql: string, args: readonly unknown[] = []) => (await pool.query(sql, args as unknown[])).rowCount ?? 0,
     };
     await search(
-      { db: executor, identity: { projectId: PROJECT, superAdmin: false }, config: { fhirBaseUrl: FHIR, accurateCountThreshold: 1_000_000 } },
+      { db: executor, identity: { projectId: PROJECT, superAdmin: false }, config: { fhirBaseUrl: FHIR, accurateCountThreshold: Number.MAX_SAFE_INTEGER } },
       type,
       [...new URLSearchParams(query).entries()],
     );
-    const page = captured[0];
+    // The search also reads the project's SearchParameters (cached): pick the statement by its shape.
+    const page =
+      which === 'count'
+        ? captured.find((c) => c.sql.includes('::int AS n'))!
+        : captured.find((c) => c.sql.startsWith('SELECT r."resourceType", r.id'))!;
     const explained = await pool.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) ${page.sql}`, page.args as unknown[]);
     out.push(`### ${name}: \`${type}?${query}\``, '', '```', ...explained.rows.map((r) => r['QUERY PLAN'] as string), '```', '');
   }

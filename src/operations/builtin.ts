@@ -6,6 +6,7 @@ import { registerOperation, type Operation } from './registry.js';
 import { terminologyOperations } from '../terminology/operations.js';
 import { evaluateMeasureOperation } from './measure/evaluate-measure.js';
 import { projectOperations } from '../admin/project-operations.js';
+import { reindexOperation } from '../search/operations.js';
 
 /**
  * The built-in operations: the ones the committed GraphQL schema has fields for (operations that
@@ -14,3 +15,7 @@ import { projectOperations } from '../admin/project-operations.js';
 export const builtinOperations: readonly Operation[] = [...terminologyOperations, evaluateMeasureOperation, ...projectOperations];
 
 for (const operation of builtinOperations) registerOperation(operation);
+
+// REST only for now: it joins builtinOperations (and GraphQL) once the committed SDL is
+// regenerated with it (`npm run generate:schema`, `npm run codegen`).
+registerOperation(reindexOperation);

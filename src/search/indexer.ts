@@ -4,6 +4,7 @@ import { emptyIndexRows, type IndexRows } from './index-rows.js';
 import { collectRows } from './indexing/collect.js';
 import { collectComposites, getCompositePlans } from './indexing/composite.js';
 import { getIndexPlan } from './indexing/plan.js';
+import type { ProjectParameters } from './parameters.js';
 
 /**
  * Search index rows for a resource, from the SearchParameters of its type: each parameter's
@@ -17,15 +18,19 @@ import { getIndexPlan } from './indexing/plan.js';
  * values (indexing/composite.ts). A Reference's `identifier` is stored as a token row under the
  * code `<param>:identifier`, for the `:identifier` modifier.
  *
+ * `parameters`: the SearchParameters of the resource's project (src/search/parameters.ts), indexed
+ * after the built-in ones with the same row builders.
+ *
  * Not indexed: special parameters, `_id` and `_lastUpdated` (columns of the resource table),
  * contained targets (`#id`), Range, Ratio and SampledData values, and resources as values
  * (`Bundle.entry[0].resource`).
  */
-export function buildIndexRows(resource: Resource): IndexRows {
+export function buildIndexRows(resource: Resource, parameters?: ProjectParameters): IndexRows {
   // Unknown types are refused before storage; not building (and caching) plans for them keeps
   // arbitrary client input from growing the plan cache.
   if (typeof resource?.resourceType !== 'string' || !isResourceType(resource.resourceType)) return emptyIndexRows();
-  const rows = collectRows(resource, getIndexPlan(resource.resourceType));
+  const plan = parameters ? parameters.indexPlan(resource.resourceType) : getIndexPlan(resource.resourceType);
+  const rows = collectRows(resource, plan);
   rows.composite = collectComposites(resource, getCompositePlans(resource.resourceType));
   return rows;
 }

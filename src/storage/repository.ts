@@ -7,6 +7,8 @@ import type { Resource } from '../fhir/types.js';
 import { validateResource } from '../validation/validator.js';
 import { applyJsonPatch } from './patch.js';
 import { isUniqueViolation } from './db-errors.js';
+import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
+import { projectParameters, searchParametersChanged } from '../search/parameters.js';
 import { indexDeleteClauses, insertFirstVersion, versionWrite } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
 import type { ResourceCache } from './resource-cache.js';
@@ -19,7 +21,10 @@ export interface StoredVersion {
   versionId: string;
   lastUpdated: string;
   deleted: boolean;
-  /** The resource JSON as stored; null for a delete. */
+  /**
+   * The resource JSON as stored; null for a delete, and for a version the caller of readVersions
+   * said it already holds (`ReadKey.heldVersionId`), whose text was not loaded.
+   */
   text: string | null;
 }
 
@@ -27,6 +32,19 @@ export interface StoredVersion {
 export interface ResourceKey {
   resourceType: string;
   id: string;
+}
+
+/**
+ * A key for readVersions. `heldVersionId`: the version of the resource the caller already holds
+ * (parsed); when that is still the current version, its text is not loaded (`text` is null).
+ */
+export interface ReadKey extends ResourceKey {
+  heldVersionId?: string;
+}
+
+/** An exact version of a resource, as a search returns it. */
+export interface VersionKey extends ResourceKey {
+  versionId: string;
 }
 
 /** `Type/id`: the key of readVersions' result. */
@@ -103,12 +121,15 @@ export interface StorageServices {
   readonly db: Database;
   readonly binaryStorage: BinaryStorage;
   readonly resourceCache: ResourceCache;
+  /** Tells every server's caches about committed writes of the types they watch (absent: nobody watches). */
+  readonly bus?: InvalidationBus;
 }
 
 export class Repository {
   private readonly db: Database;
   private readonly binaries: BinaryStorage;
   private readonly cache: ResourceCache;
+  private readonly bus: InvalidationBus | undefined;
 
   constructor(
     services: StorageServices,
@@ -117,6 +138,15 @@ export class Repository {
     this.db = services.db;
     this.binaries = services.binaryStorage;
     this.cache = services.resourceCache;
+    this.bus = services.bus;
+  }
+
+  /**
+   * Whether this server keeps recently used versions in memory (the embedded database): a caller
+   * that finds resources by a search can then get their text from memory (readVersionTexts).
+   */
+  get cachesVersions(): boolean {
+    return this.cache.enabled;
   }
 
   /** Reads the current version as stored text (the read hot path: no parse, no re-serialise). */
@@ -147,11 +177,11 @@ export class Repository {
    * `Reference.resource`): cached versions from the cache, the rest in one statement. Unlike
    * readVersion it never throws for a single key: a key of an unknown type, a malformed id, a
    * missing or deleted resource, or one of a project the caller cannot see is simply absent from
-   * the result (keyed `Type/id`).
+   * the result (keyed `Type/id`). A key's `heldVersionId` spares loading a text the caller holds.
    */
-  async readVersions(keys: readonly ResourceKey[]): Promise<Map<string, StoredVersion>> {
+  async readVersions(keys: readonly ReadKey[]): Promise<Map<string, StoredVersion>> {
     const found = new Map<string, StoredVersion>();
-    const missing = new Map<string, ResourceKey>();
+    const missing = new Map<string, ReadKey>();
     for (const key of keys) {
       if (!isResourceType(key.resourceType) || !ID_PATTERN.test(key.id)) continue;
       const cached = this.cache.get(key.resourceType, key.id);
@@ -160,7 +190,8 @@ export class Repository {
     }
     if (missing.size > 0) {
       for (const version of await this.loadCurrentMany([...missing.values()])) {
-        this.cache.fill(version);
+        // A held version came without its text: nothing to cache.
+        if (version.text !== null || version.deleted) this.cache.fill(version);
         found.set(keyOf(version), version);
       }
     }
@@ -170,14 +201,42 @@ export class Repository {
     return found;
   }
 
-  /** One statement for any number of keys: the (resourceType, id) pairs travel as one JSON argument. */
-  private async loadCurrentMany(keys: readonly ResourceKey[]): Promise<StoredVersion[]> {
+  /**
+   * One statement for any number of keys: the (resourceType, id, held version) triples travel as
+   * one JSON argument. The text of a version the caller holds is not sent (nor cached: it is null).
+   */
+  private async loadCurrentMany(keys: readonly ReadKey[]): Promise<StoredVersion[]> {
     const rows = await this.db.query<VersionRow & { resourceType: string }>(
-      `SELECT "resourceType", id, "projectId", "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content
-       FROM resource WHERE ("resourceType", id) IN (SELECT k->>0, k->>1 FROM json_array_elements($1::json) AS k)`,
-      [JSON.stringify(keys.map((key) => [key.resourceType, key.id]))],
+      `SELECT r."resourceType", r.id, r."projectId", r."versionId"::text AS "versionId", r."lastUpdated", r.deleted,
+         CASE WHEN r."versionId"::text = k->>2 THEN NULL ELSE r.content::text END AS content
+       FROM json_array_elements($1::json) AS k JOIN resource r ON r."resourceType" = k->>0 AND r.id = k->>1`,
+      [JSON.stringify(keys.map((key) => [key.resourceType, key.id, key.heldVersionId ?? null]))],
     );
     return rows.map((row) => toStoredVersion(row.resourceType, row));
+  }
+
+  /**
+   * The stored JSON text of exact versions (keyed by versionId), for callers that found them with
+   * a search that returned no content (GraphQL lists on the embedded database): from the cache
+   * when it holds that very version, the others from the history in one statement. The caller's
+   * search already decided they are visible; a version id that does not exist is left out.
+   */
+  async readVersionTexts(versions: readonly VersionKey[]): Promise<Map<string, string>> {
+    const texts = new Map<string, string>();
+    const missing: string[] = [];
+    for (const version of versions) {
+      const cached = this.cache.get(version.resourceType, version.id);
+      if (cached?.versionId === version.versionId && cached.text !== null) texts.set(version.versionId, cached.text);
+      else if (isUuid(version.versionId)) missing.push(version.versionId);
+    }
+    if (missing.length === 0) return texts;
+    const rows = await this.db.query<{ versionId: string; content: string | null }>(
+      `SELECT "versionId"::text AS "versionId", content::text AS content FROM resource_history
+       WHERE "versionId" IN (SELECT json_array_elements_text($1::json)::uuid)`,
+      [JSON.stringify(missing)],
+    );
+    for (const row of rows) if (row.content !== null) texts.set(row.versionId, row.content);
+    return texts;
   }
 
   async readResource(resourceType: string, id: string): Promise<Resource> {
@@ -354,7 +413,11 @@ export class Repository {
       await this.afterWrite(tx, null, { resourceType, id, projectId: current.projectId });
       return version;
     });
-    if (deletion) this.cache.set(deletion);
+    if (deletion) {
+      this.cache.set(deletion);
+      if (resourceType === 'SearchParameter') searchParametersChanged(deletion.projectId);
+      this.announce(resourceType, deletion.projectId, id);
+    }
   }
 
   /** History of one resource (id given) or of a whole type in the caller's project, newest first. */
@@ -458,10 +521,14 @@ export class Repository {
     };
   }
 
-  /** One statement: resource row, history row and index rows (a single statement is atomic). */
+  /**
+   * One statement: resource row, history row and index rows (a single statement is atomic). The
+   * index rows include those of the project's own SearchParameters (src/search/parameters.ts).
+   */
   private async insertNew(executor: SqlExecutor, resource: Resource): Promise<string> {
+    const parameters = await projectParameters(executor, resource.meta!.project!);
     try {
-      return await insertFirstVersion(executor, resource);
+      return await insertFirstVersion(executor, resource, parameters);
     } catch (error) {
       if (isUniqueViolation(error)) throw new CreateRace();
       throw error;
@@ -474,7 +541,7 @@ export class Repository {
       resource.resourceType,
       resource.id,
     ]);
-    const { text, args, clauses } = versionWrite(resource, projectId);
+    const { text, args, clauses } = versionWrite(resource, projectId, await projectParameters(executor, projectId));
     await executor.execute(
       `WITH ${clauses.join(',\n')}
        UPDATE resource SET "versionId" = $4::uuid, "lastUpdated" = $5::timestamptz, deleted = false, content = $6::json
@@ -496,6 +563,14 @@ export class Repository {
       deleted: false,
       text,
     });
+    if (resource.resourceType === 'SearchParameter') searchParametersChanged(meta.project!);
+    this.announce(resource.resourceType, meta.project!, resource.id!);
+  }
+
+  /** After commit: other servers drop what they cached of this resource (only watched types are sent). */
+  private announce(resourceType: string, projectId: string, id: string): void {
+    const topic = resourceChangedTopic(resourceType);
+    if (this.bus?.hasSubscribers(topic)) void this.bus.publish(topic, `${projectId}/${id}`);
   }
 
   /** Two update-as-creates of one new id race on the primary key; the loser retries as an update. */

@@ -7,6 +7,8 @@ import type { StoredVersion } from './repository.js';
  * The repository updates an entry only after its write has committed.
  */
 export interface ResourceCache {
+  /** False for the no-op cache (PostgreSQL, or RESOURCE_CACHE_SIZE=0). */
+  readonly enabled: boolean;
   get(resourceType: string, id: string): StoredVersion | undefined;
   /** After a committed write: replaces the entry unless the cache already holds a newer version. */
   set(version: StoredVersion): void;
@@ -18,6 +20,7 @@ export interface ResourceCache {
 }
 
 export const noResourceCache: ResourceCache = {
+  enabled: false,
   get: () => undefined,
   set: () => undefined,
   fill: () => undefined,
@@ -28,6 +31,7 @@ const MAX_CACHED_TEXT_LENGTH = 64 * 1024;
 
 /** A least-recently-used cache bounded by entry count (a Map keeps insertion order). */
 export class LruResourceCache implements ResourceCache {
+  readonly enabled = true;
   private readonly entries = new Map<string, StoredVersion>();
 
   constructor(private readonly maxEntries: number) {}

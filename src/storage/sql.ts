@@ -2,9 +2,10 @@ import type { SqlExecutor } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
 import type { IndexRows } from '../search/index-rows.js';
 import { buildIndexRows } from '../search/indexer.js';
+import type { ProjectParameters } from '../search/parameters.js';
 
 /** Column lists of the index tables, in the order the JSON row objects are unpacked. */
-const INDEX_TABLES: Record<keyof IndexRows, { table: string; columns: [string, string][] }> = {
+export const INDEX_TABLES: Record<keyof IndexRows, { table: string; columns: [string, string][] }> = {
   token: { table: 'token_index', columns: [['code', 'text'], ['system', 'text'], ['value', 'text'], ['text', 'text']] },
   string: { table: 'string_index', columns: [['code', 'text'], ['value', 'text'], ['exact', 'text']] },
   date: { table: 'date_index', columns: [['code', 'text'], ['start', 'timestamptz'], ['end', 'timestamptz']] },
@@ -74,9 +75,10 @@ export function indexDeleteClauses(placeholders: { type: string; id: string }): 
 /**
  * Writes the first version of a stamped resource (id and meta set): resource row, history row and
  * index rows in one statement, which is atomic on its own. Returns the stored JSON text.
+ * `parameters`: the project's own SearchParameters to index too (none when not given).
  */
-export async function insertFirstVersion(executor: SqlExecutor, resource: Resource): Promise<string> {
-  const { text, args, clauses } = versionWrite(resource, resource.meta!.project!);
+export async function insertFirstVersion(executor: SqlExecutor, resource: Resource, parameters?: ProjectParameters): Promise<string> {
+  const { text, args, clauses } = versionWrite(resource, resource.meta!.project!, parameters);
   await executor.execute(
     `WITH ${clauses.join(',\n')}
      INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
@@ -90,14 +92,18 @@ export async function insertFirstVersion(executor: SqlExecutor, resource: Resour
  * The parts every version write shares: arguments $1..$6 (type, id, project, versionId,
  * lastUpdated, JSON text) and CTE clauses adding the history row and the index rows.
  */
-export function versionWrite(resource: Resource, projectId: string): { text: string; args: unknown[]; clauses: string[] } {
+export function versionWrite(
+  resource: Resource,
+  projectId: string,
+  parameters?: ProjectParameters,
+): { text: string; args: unknown[]; clauses: string[] } {
   const meta = resource.meta!;
   const text = JSON.stringify(resource);
   const args: unknown[] = [resource.resourceType, resource.id, projectId, meta.versionId, meta.lastUpdated, text];
   const clauses = [
     `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
            VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, false, $6::json))`,
-    ...indexInsertClauses(buildIndexRows(resource), { type: '$1', id: '$2', project: '$3' }, args),
+    ...indexInsertClauses(buildIndexRows(resource, parameters), { type: '$1', id: '$2', project: '$3' }, args),
   ];
   return { text, args, clauses };
 }

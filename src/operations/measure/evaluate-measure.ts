@@ -83,14 +83,13 @@ export const evaluateMeasureOperation: Operation<EvaluateInput, { return: Measur
         const extra = strat.criteria?.expression ?? '';
         if (strat.criteria?.language !== FHIR_QUERY) throw onlyFhirQuery(at, strat.criteria?.language);
         const stratumParams = [...new URLSearchParams(extra.includes('?') ? extra.slice(extra.indexOf('?') + 1) : extra)];
-        const population = [];
-        for (const [p, pop] of populations.entries()) {
-          const query = parseCriteria(pop.criteria, `Measure.group[${g}].population[${p}].criteria`);
-          population.push({
+        // Like the populations, a stratum's counts are independent: run them together.
+        const population = await Promise.all(
+          populations.map(async (pop, p) => ({
             ...(pop.code ? { code: pop.code } : {}),
-            count: await count(request, { type: query.type, params: [...query.params, ...stratumParams] }, input),
-          });
-        }
+            count: await count(request, { type: queries[p].type, params: [...queries[p].params, ...stratumParams] }, input),
+          })),
+        );
         // MeasureReport.group.stratifier.code repeats (0..*), Measure's does not (0..1).
         stratifier.push({ ...(strat.code ? { code: [strat.code] } : {}), stratum: [{ value: { text: extra }, population }] });
       }

@@ -87,15 +87,20 @@ function isIndexed(param: SearchParameter): boolean {
 
 /** The plan for a resource type, uncached: use getIndexPlan. */
 export function buildPlan(resourceType: string, engine: EngineChoice = 'auto'): ParamPlan[] {
-  const result: ParamPlan[] = [];
-  for (const param of getSearchParametersFor(resourceType)) {
-    if (!isIndexed(param)) continue;
-    const terms = splitUnion(param.expression ?? '')
-      .filter((term) => termAppliesTo(term, resourceType))
-      .flatMap((term) => compileTerm(term, resourceType, engine) ?? []);
-    if (terms.length > 0) result.push({ code: param.code, type: param.type, terms });
-  }
-  return result;
+  return getSearchParametersFor(resourceType).flatMap((param) => compileParamPlan(param, resourceType, engine) ?? []);
+}
+
+/**
+ * One parameter's plan on a resource type, or undefined when it is not indexed or none of its
+ * terms applies to the type or compiles. Built-in plans are cached by getIndexPlan; a project's
+ * own SearchParameters (src/search/parameters.ts) are compiled with it too, and cached there.
+ */
+export function compileParamPlan(param: SearchParameter, resourceType: string, engine: EngineChoice = 'auto'): ParamPlan | undefined {
+  if (!isIndexed(param)) return undefined;
+  const terms = splitUnion(param.expression ?? '')
+    .filter((term) => termAppliesTo(term, resourceType))
+    .flatMap((term) => compileTerm(term, resourceType, engine) ?? []);
+  return terms.length > 0 ? { code: param.code, type: param.type, terms } : undefined;
 }
 
 /** The compiled parameters for a resource type (built on first use, then cached). */

@@ -5,8 +5,9 @@ import { findCompositePlan, type CompositePlan } from '../indexing/composite.js'
 import { IDENTIFIER_SUFFIX, isIndexedType } from '../indexing/rows.js';
 import { parseReference } from '../indexing/references.js';
 import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from '../indexing/text.js';
+import type { ProjectParameters } from '../parameters.js';
 import { likeEscape, scopeSql, type Scope, type SqlArgs } from './sql-builder.js';
-import { parseDateValue, parseNumberValue, splitComponents, splitOr, splitPipe, unescape, type Prefix } from './values.js';
+import { parseDateValue, parseNumberValue, splitComponents, splitOr, splitPipe, takePrefix, unescape, type Prefix } from './values.js';
 
 /**
  * Turns one search parameter (name with modifiers, chains or `_has`, and its comma-separated
@@ -29,6 +30,24 @@ export interface CompileContext {
   valueSets?: ReadonlyMap<string, readonly ValueSetMember[] | OperationOutcomeError>;
   /** Set during the discovery pass: URLs of value sets the search needs, collected instead of compiled. */
   wantedValueSets?: Set<string>;
+  /** The SearchParameters of the searching project (src/search/parameters.ts), beside the built-in ones. */
+  parameters?: ProjectParameters;
+  /**
+   * Told of every "some index row matches" condition built (service.ts counts from the index
+   * tables with it). A condition at depth 0 whose SQL starts with EXISTS is exactly that test.
+   */
+  onRows?: (rows: IndexRowsCondition) => void;
+}
+
+/** `EXISTS (row of table with code and condition)`, the shape of a plain parameter's condition. */
+export interface IndexRowsCondition {
+  table: string;
+  /** The placeholder holding the parameter's code. */
+  codeArg: string;
+  /** The condition on the row, over the columns of `alias`. */
+  condition: string | undefined;
+  alias: string;
+  depth: number;
 }
 
 /** One code of a value set expansion. */
@@ -80,11 +99,14 @@ function unsupportedModifier(name: string, modifier: string, kind: string): Oper
   return errors.invalid(text, name);
 }
 
-/** The definition of a parameter on every one of `types` (same kind everywhere), or a 400. */
-export function findParameter(code: string, types: readonly string[], name = code): SearchParameter {
+/**
+ * The definition of a parameter on every one of `types` (same kind everywhere), or a 400: a
+ * built-in one, or one of the searching project's own (`parameters`).
+ */
+export function findParameter(code: string, types: readonly string[], name = code, parameters?: ProjectParameters): SearchParameter {
   let found: SearchParameter | undefined;
   for (const type of types) {
-    const param = getSearchParametersFor(type).find((p) => p.code === code);
+    const param = getSearchParametersFor(type).find((p) => p.code === code) ?? parameters?.find(type, code);
     if (!param) {
       throw errors.invalid(`Unknown search parameter "${name}" for ${type}`, name);
     }
@@ -135,7 +157,7 @@ export function compileParameter(
   }
   const unsupported = UNSUPPORTED_PARAMETERS.get(code);
   if (unsupported) throw notSupported(unsupported, name);
-  const param = findParameter(code, types, name);
+  const param = findParameter(code, types, name, ctx.parameters);
   if (param.type === 'composite') return compileComposite(name, code, modifier, value, types, alias, ctx);
   if (!isSearchable(param)) {
     const why = param.type === 'special' ? ' (special parameters such as near need their own index)' : '';
@@ -148,9 +170,13 @@ export function compileParameter(
   const table = TABLE_BY_TYPE[param.type]!;
   const codeArg = ctx.args.add(code);
   const x = `x${ctx.depth}`;
-  const rowsOf = (condition: string | undefined): string =>
-    `EXISTS (SELECT 1 FROM ${table} ${x} WHERE ${x}."projectId" = ${alias}."projectId" AND ${x}."resourceType" = ${alias}."resourceType"` +
-    ` AND ${x}."resourceId" = ${alias}.id AND ${x}.code = ${codeArg}${condition ? ` AND (${condition})` : ''})`;
+  const rowsOf = (condition: string | undefined): string => {
+    ctx.onRows?.({ table, codeArg, condition, alias: x, depth: ctx.depth });
+    return (
+      `EXISTS (SELECT 1 FROM ${table} ${x} WHERE ${x}."projectId" = ${alias}."projectId" AND ${x}."resourceType" = ${alias}."resourceType"` +
+      ` AND ${x}."resourceId" = ${alias}.id AND ${x}.code = ${codeArg}${condition ? ` AND (${condition})` : ''})`
+    );
+  };
 
   if (modifier === 'missing') {
     if (value !== 'true' && value !== 'false') {
@@ -445,6 +471,69 @@ export function dateCondition(name: string, raw: string, start: string, end: str
   }
 }
 
+/**
+ * The SQL expression of a date_index row's range, null bounds open, a reversed range (end before
+ * start, which bad data can hold) turned round so the expression never fails. Spelled exactly as
+ * the GiST index `date_index_range_idx` of migration 0006, so the planner matches it.
+ */
+export function dateRowRange(x: string): string {
+  return `(CASE WHEN ${x}.start > ${x}."end" THEN tstzrange(${x}."end", ${x}.start, '[]') ELSE tstzrange(${x}.start, ${x}."end", '[]') END)`;
+}
+
+/** Whether a date parameter value bounds the matches from below (ge, gt) or from above (le, lt). */
+export function dateBoundKind(raw: string): 'lower' | 'upper' | undefined {
+  if (splitOr(raw).length !== 1) return undefined;
+  const { prefix } = takePrefix(raw);
+  if (prefix === 'ge' || prefix === 'gt') return 'lower';
+  if (prefix === 'le' || prefix === 'lt') return 'upper';
+  return undefined;
+}
+
+/**
+ * A redundant condition for `name=ge<A>&name=le<B>` (gt/lt alike) that an index can serve; the
+ * caller keeps both parameters' own conditions. Neither bound alone is selective (each half the
+ * data), and FHIR lets each bound match a different value of the resource, so the two EXISTS
+ * cannot simply be merged into one. This condition is
+ *   EXISTS (a row of the parameter that meets both bounds and overlaps [A, B]) OR (a row of it with seq > 1)
+ * and it is implied by the two conditions, hence adds nothing to and removes nothing from the
+ * result: a resource with at most one row of the parameter meets both bounds with that one row
+ * (so the first branch holds), and a resource with two or more rows has one with seq > 1 (seq
+ * numbers the rows of one resource in one table from 1, src/storage/sql.ts). Rows meeting both
+ * bounds overlap [A, B] (the lower bound asks end >= A, the upper start <= B), which the GiST
+ * index on the row range finds; the partial index on seq > 1 finds the rest (empty when the
+ * parameter has one value per resource, the usual case). When A > B a row meets both only by
+ * containing [B, A].
+ */
+export function dateRangeCondition(
+  name: string,
+  lower: string,
+  upper: string,
+  types: readonly string[],
+  alias: string,
+  ctx: CompileContext,
+): string | undefined {
+  if (name.includes(':') || name.includes('.') || name.startsWith('_')) return undefined;
+  if (dateBoundKind(lower) !== 'lower' || dateBoundKind(upper) !== 'upper') return undefined;
+  const param = findParameter(name, types, name, ctx.parameters);
+  if (param.type !== 'date' || !isSearchable(param)) return undefined;
+  const low = parseDateValue(name, lower);
+  const high = parseDateValue(name, upper);
+  // The row's end must reach A, its start must not pass B (looser than gt/lt, as a hint may be).
+  const a = low.prefix === 'ge' ? low.range.start : low.range.end;
+  const b = high.prefix === 'le' ? high.range.end : high.range.start;
+  const [aTime, bTime] = [Date.parse(a), Date.parse(b)];
+  if (Number.isNaN(aTime) || Number.isNaN(bTime)) return undefined;
+  const x = `x${ctx.depth}`;
+  const start = `${x}.start`;
+  const end = `${x}."end"`;
+  const both = `${dateCondition(name, lower, start, end, ctx)} AND ${dateCondition(name, upper, start, end, ctx)}`;
+  const overlap =
+    aTime <= bTime
+      ? `${dateRowRange(x)} && tstzrange(${ctx.args.add(a, 'timestamptz')}, ${ctx.args.add(b, 'timestamptz')}, '[]')`
+      : `${dateRowRange(x)} @> tstzrange(${ctx.args.add(b, 'timestamptz')}, ${ctx.args.add(a, 'timestamptz')}, '[]')`;
+  return existsRows('date_index', name, alias, ctx, `(${both} AND ${overlap}) OR ${x}.seq > 1`);
+}
+
 // number and quantity -----------------------------------------------------------------------------
 
 function numberCondition(name: string, raw: string, column: string, ctx: CompileContext): string {
@@ -571,14 +660,16 @@ function compileChain(name: string, dot: number, value: string, types: readonly 
   const head = name.slice(0, dot);
   const rest = name.slice(dot + 1);
   const [code, typeModifier] = head.split(':');
-  const param = findParameter(code, types, name);
+  const param = findParameter(code, types, name, ctx.parameters);
   if (param.type !== 'reference') throw errors.invalid(`Cannot chain "${name}": ${code} is not a reference parameter`, name);
   if (typeModifier !== undefined && !isResourceType(typeModifier)) {
     throw errors.invalid(`Unknown resource type "${typeModifier}" in chain "${name}"`, name);
   }
   const restCode = rest.split(/[:.]/)[0];
   const candidates = typeModifier ? [typeModifier] : (param.target ?? []).filter((t) => isResourceType(t));
-  const targets = candidates.filter((t) => getSearchParametersFor(t).some((p) => p.code === restCode) || restCode.startsWith('_'));
+  const targets = candidates.filter(
+    (t) => getSearchParametersFor(t).some((p) => p.code === restCode) || ctx.parameters?.find(t, restCode) || restCode.startsWith('_'),
+  );
   if (targets.length === 0) {
     throw errors.invalid(`Unknown search parameter "${restCode}" on the targets of ${code} in chain "${name}"`, name);
   }
@@ -608,7 +699,7 @@ function compileHas(name: string, value: string, _types: readonly string[], alia
     throw errors.invalid(`Invalid _has "${name}": use _has:Type:referenceParameter:parameter`, name);
   }
   const [, type, code, rest] = match;
-  const param = findParameter(code, [type], name);
+  const param = findParameter(code, [type], name, ctx.parameters);
   if (param.type !== 'reference') throw errors.invalid(`In "${name}", ${code} is not a reference parameter of ${type}`, name);
   const inner = nextDepth(ctx, name);
   const ri = `h${inner.depth}`;

@@ -1,0 +1,139 @@
+import type { Database, SqlExecutor } from '../db/database.js';
+import { getResourceTypes, isResourceType } from '../fhir/definitions.js';
+import { errors } from '../fhir/outcome.js';
+import type { Resource } from '../fhir/types.js';
+import { INDEX_TABLE_NAMES, INDEX_TABLES } from '../storage/sql.js';
+import type { IndexRows } from './index-rows.js';
+import { buildIndexRows } from './indexer.js';
+import { loadProjectParameters, type ProjectParameters } from './parameters.js';
+
+/**
+ * Rebuilds the search index rows of stored resources from their current content, with the row
+ * builder writes use (buildIndexRows, with each project's own SearchParameters): for resources
+ * written before an indexing change (migration 0005 added composite and `:identifier` rows), and
+ * for resources written before a project's SearchParameter existed.
+ *
+ * Resources are visited type by type in primary-key order, a batch at a time (keyset paging on
+ * the id, so memory and the cost of a batch do not grow with the table). Each batch is one
+ * transaction that locks its resource rows (FOR UPDATE, as writes do), so a concurrent update
+ * either lands before the batch reads the content or waits for it: rows never come from stale
+ * content. Versions, history and `lastUpdated` are not touched.
+ */
+
+export const DEFAULT_BATCH_SIZE = 500;
+
+export interface ReindexOptions {
+  /** Only this project's resources (all projects when absent). */
+  projectId?: string;
+  /** Only these resource types (every type when absent). */
+  resourceTypes?: readonly string[];
+  batchSize?: number;
+  /** Called after every batch. */
+  onProgress?: (progress: ReindexProgress) => void;
+}
+
+export interface ReindexProgress {
+  resourceType: string;
+  /** Resources of `resourceType` reindexed so far. */
+  resources: number;
+  /** Resources of every type reindexed so far. */
+  total: number;
+}
+
+export interface ReindexResult {
+  /** Resources whose index rows were rebuilt (deleted resources are not counted). */
+  resources: number;
+  /** Per type, for the types that had resources. */
+  byType: { resourceType: string; resources: number }[];
+}
+
+interface ResourceRow {
+  id: string;
+  projectId: string;
+  content: string | null;
+}
+
+export async function reindex(db: Database, options: ReindexOptions = {}): Promise<ReindexResult> {
+  const types = options.resourceTypes ?? getResourceTypes();
+  for (const type of types) {
+    if (!isResourceType(type)) throw errors.invalid(`Unknown resource type "${type}" to reindex`, 'type');
+  }
+  const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  // Read once per run, uncached: a reindex must use the definitions as they are now.
+  const parameters = new Map<string, ProjectParameters>();
+  const result: ReindexResult = { resources: 0, byType: [] };
+  for (const resourceType of types) {
+    let after = '';
+    let done = 0;
+    for (;;) {
+      const batch = await db.transaction((tx) => reindexBatch(tx, resourceType, after, batchSize, options.projectId, parameters));
+      if (batch.rows === 0) break;
+      after = batch.lastId;
+      done += batch.live;
+      result.resources += batch.live;
+      options.onProgress?.({ resourceType, resources: done, total: result.resources });
+      if (batch.rows < batchSize) break;
+    }
+    if (done > 0) result.byType.push({ resourceType, resources: done });
+  }
+  return result;
+}
+
+/** One batch: the next resources after `after`, locked, their index rows replaced. */
+async function reindexBatch(
+  tx: SqlExecutor,
+  resourceType: string,
+  after: string,
+  batchSize: number,
+  projectId: string | undefined,
+  parameters: Map<string, ProjectParameters>,
+): Promise<{ rows: number; live: number; lastId: string }> {
+  const args: unknown[] = [resourceType, after, batchSize];
+  if (projectId !== undefined) args.push(projectId);
+  const rows = await tx.query<ResourceRow>(
+    `SELECT id, "projectId", content::text AS content FROM resource
+     WHERE "resourceType" = $1 AND id > $2${projectId !== undefined ? ' AND "projectId" = $4' : ''}
+     ORDER BY id LIMIT $3 FOR UPDATE`,
+    args,
+  );
+  if (rows.length === 0) return { rows: 0, live: 0, lastId: after };
+  const built: { row: ResourceRow; rows: IndexRows }[] = [];
+  for (const row of rows) {
+    if (row.content === null) continue;
+    if (!parameters.has(row.projectId)) parameters.set(row.projectId, await loadProjectParameters(tx, row.projectId));
+    built.push({ row, rows: buildIndexRows(JSON.parse(row.content) as Resource, parameters.get(row.projectId)) });
+  }
+  await deleteIndexRows(tx, resourceType, rows.map((row) => row.id));
+  await insertIndexRows(tx, resourceType, built);
+  return { rows: rows.length, live: built.length, lastId: rows[rows.length - 1].id };
+}
+
+/** Every index row of the resources `ids` of one type, all tables, in one statement. */
+async function deleteIndexRows(tx: SqlExecutor, resourceType: string, ids: readonly string[]): Promise<void> {
+  const clauses = INDEX_TABLE_NAMES.map(
+    (table) =>
+      `d_${table} AS (DELETE FROM ${table} WHERE "resourceType" = $1 AND "resourceId" IN (SELECT json_array_elements_text($2::json)))`,
+  );
+  await tx.execute(`WITH ${clauses.join(',\n')} SELECT 1`, [resourceType, JSON.stringify(ids)]);
+}
+
+/**
+ * The rows of many resources, one statement per index table: each row carries its resource's id,
+ * project and position (`seq`, 1-based per resource and table, as a single write numbers them).
+ */
+async function insertIndexRows(tx: SqlExecutor, resourceType: string, built: readonly { row: ResourceRow; rows: IndexRows }[]): Promise<void> {
+  for (const [kind, spec] of Object.entries(INDEX_TABLES) as [keyof IndexRows, (typeof INDEX_TABLES)[keyof IndexRows]][]) {
+    const records = built.flatMap(({ row, rows }) =>
+      rows[kind].map((indexRow, index) => ({ ...indexRow, projectId: row.projectId, resourceId: row.id, seq: index + 1 })),
+    );
+    if (records.length === 0) continue;
+    const names = spec.columns.map(([name]) => `"${name}"`).join(', ');
+    const recordType = spec.columns.map(([name, type]) => `"${name}" ${type}`).join(', ');
+    await tx.execute(
+      `INSERT INTO ${spec.table} ("projectId", "resourceType", "resourceId", seq, ${names})
+       SELECT "projectId", $1, "resourceId", seq, ${names}
+       FROM json_to_recordset($2::json) AS x("projectId" text, "resourceId" text, seq int, ${recordType})`,
+      [resourceType, JSON.stringify(records)],
+    );
+  }
+}

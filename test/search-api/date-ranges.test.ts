@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { useTestServer, type ProjectClient } from '../helpers/server.js';
+import { create, found, sorted } from './helpers.js';
+
+/**
+ * `p=ge<A>&p=le<B>` on a date parameter: the search adds an index-friendly condition for the pair
+ * (conditions.ts, dateRangeCondition) and counts such searches from the index tables
+ * (service.ts, countDateRange). These pin the FHIR semantics both must keep: each bound may be
+ * met by a different value of the resource, and a single value meets both when it overlaps.
+ */
+const api = await useTestServer();
+
+/** A Goal whose `target-date` parameter has one value per due date (Goal.target is 0..*). */
+function goal(...dueDates: string[]) {
+  return {
+    resourceType: 'Goal',
+    lifecycleStatus: 'active',
+    description: { text: 'walk more' },
+    subject: { reference: 'Patient/p1' },
+    target: dueDates.map((dueDate) => ({ dueDate })),
+  };
+}
+
+function encounter(start?: string, end?: string) {
+  return { resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, period: { ...(start ? { start } : {}), ...(end ? { end } : {}) } };
+}
+
+/** The matches of a search and its exact count, which must agree. */
+async function matchesAndCount(p: ProjectClient, query: string): Promise<{ ids: string[]; count: number }> {
+  const ids = await found(p, `${query}&_count=100`);
+  const counted = await p.get(`${query}&_summary=count`);
+  expect(counted.status, counted.text).toBe(200);
+  return { ids, count: counted.body.total };
+}
+
+describe('date ranges with several values per resource', () => {
+  it('a resource matches when one value meets the lower bound and another the upper bound', async () => {
+    const p = api.newProject();
+    const spread = await create(p, goal('2022-06-01', '2024-06-01'));
+    await create(p, goal('2022-06-01'));
+    await create(p, goal('2024-06-01'));
+    const { ids, count } = await matchesAndCount(p, '/Goal?target-date=ge2023-01-01&target-date=le2023-12-31');
+    expect(ids).toEqual([spread]);
+    expect(count).toBe(1);
+  });
+
+  it('a resource with several values inside the range is found and counted once', async () => {
+    const p = api.newProject();
+    const inside = await create(p, goal('2023-02-01', '2023-03-01', '2023-04-01'));
+    const mixed = await create(p, goal('2021-01-01', '2023-05-05'));
+    await create(p, goal('2021-01-01', '2021-02-01'));
+    const { ids, count } = await matchesAndCount(p, '/Goal?target-date=ge2023-01-01&target-date=le2023-12-31');
+    expect(ids).toEqual(sorted(inside, mixed));
+    expect(count).toBe(2);
+  });
+
+  it('gt and lt bounds compare strictly, value by value', async () => {
+    const p = api.newProject();
+    const spread = await create(p, goal('2023-01-01', '2023-12-31'));
+    await create(p, goal('2023-01-01'));
+    const { ids, count } = await matchesAndCount(p, '/Goal?target-date=gt2023-06-01&target-date=lt2023-06-01');
+    expect(ids).toEqual([spread]);
+    expect(count).toBe(1);
+  });
+
+  it('a lower bound after the upper bound matches values on both sides of the gap', async () => {
+    const p = api.newProject();
+    const both = await create(p, goal('2022-01-01', '2025-01-01'));
+    await create(p, goal('2025-01-01'));
+    const { ids, count } = await matchesAndCount(p, '/Goal?target-date=ge2024-01-01&target-date=le2023-01-01');
+    expect(ids).toEqual([both]);
+    expect(count).toBe(1);
+  });
+});
+
+describe('date ranges with one value per resource', () => {
+  it('finds periods inside and spanning the range, not those outside', async () => {
+    const p = api.newProject();
+    const inside = await create(p, encounter('2023-03-01T10:00:00Z', '2023-03-01T11:00:00Z'));
+    // ge asks for a value ending after the day or lying within it (search.html): this one does neither.
+    await create(p, encounter('2023-02-28T22:00:00Z', '2023-03-01T01:00:00Z'));
+    const spans = await create(p, encounter('2022-01-01', '2024-01-01'));
+    const openEnded = await create(p, encounter('2023-01-01'));
+    await create(p, encounter('2023-03-02T00:00:00Z', '2023-03-03T00:00:00Z'));
+    await create(p, encounter('2023-02-01', '2023-02-27'));
+    const { ids, count } = await matchesAndCount(p, '/Encounter?date=ge2023-03-01&date=le2023-03-01');
+    expect(ids).toEqual(sorted(inside, spans, openEnded));
+    expect(count).toBe(3);
+  });
+
+  it('a lower bound after the upper bound matches a single period containing both', async () => {
+    const p = api.newProject();
+    const long = await create(p, encounter('2022-01-01', '2025-12-31'));
+    await create(p, encounter('2023-06-01', '2023-07-01'));
+    const { ids, count } = await matchesAndCount(p, '/Encounter?date=ge2024-01-01&date=le2023-01-01');
+    expect(ids).toEqual([long]);
+    expect(count).toBe(1);
+  });
+
+  it('the pair combines with other parameters in matches and counts', async () => {
+    const p = api.newProject();
+    const wanted = await create(p, { ...encounter('2023-03-01T10:00:00Z', '2023-03-01T11:00:00Z'), status: 'finished' });
+    await create(p, { ...encounter('2023-03-01T10:00:00Z', '2023-03-01T11:00:00Z'), status: 'cancelled' });
+    await create(p, { ...encounter('2023-05-01', '2023-05-02'), status: 'finished' });
+    const { ids, count } = await matchesAndCount(p, '/Encounter?status=finished&date=ge2023-03-01&date=le2023-03-01');
+    expect(ids).toEqual([wanted]);
+    expect(count).toBe(1);
+  });
+});

@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/server.js';
+import { create } from './helpers.js';
+
+/**
+ * Exact counts (`_summary=count`, `_total=accurate`) are read from the index tables when the
+ * search allows it (service.ts, indexCountQuery). These pin what such a count must agree with:
+ * deleted resources are not counted, a resource with several matching values counts once, and
+ * the other parameters of the search still apply.
+ */
+const api = await useTestServer();
+
+const observation = (codes: string[], status = 'final') => ({
+  resourceType: 'Observation',
+  status,
+  code: { coding: codes.map((code) => ({ system: 'http://loinc.org', code })) },
+});
+
+describe('exact counts', () => {
+  it('a type without parameters counts its resources, not the deleted ones', async () => {
+    const p = api.newProject();
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await create(p, { resourceType: 'Patient', gender: 'male' }));
+    expect((await p.delete(`/Patient/${ids[0]}`)).status).toBe(200);
+    const res = await p.get('/Patient?_summary=count');
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.total).toBe(2);
+  });
+
+  it('a deleted resource is not counted by a parameter it matched', async () => {
+    const p = api.newProject();
+    const gone = await create(p, observation(['8867-4']));
+    await create(p, observation(['8867-4']));
+    expect((await p.delete(`/Observation/${gone}`)).status).toBe(200);
+    const res = await p.get('/Observation?code=http://loinc.org|8867-4&_total=accurate&_count=0');
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.total).toBe(1);
+  });
+
+  it('a resource matching with several values counts once', async () => {
+    const p = api.newProject();
+    await create(p, observation(['8867-4', '8867-4', '8310-5']));
+    await create(p, observation(['8867-4']));
+    const res = await p.get('/Observation?code=8867-4,8310-5&_summary=count');
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.total).toBe(2);
+  });
+
+  it('every parameter of the search applies to the count', async () => {
+    const p = api.newProject();
+    await create(p, observation(['8867-4'], 'final'));
+    await create(p, observation(['8867-4'], 'final'));
+    await create(p, observation(['8867-4'], 'preliminary'));
+    await create(p, observation(['8310-5'], 'final'));
+    const res = await p.get('/Observation?code=http://loinc.org|8867-4&status:not=preliminary&_summary=count');
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.total).toBe(2);
+  });
+
+  it('a super admin counts across projects, narrowed by _project', async () => {
+    const a = api.newProject();
+    const b = api.newProject();
+    await create(a, observation(['8867-4']));
+    await create(b, observation(['8867-4']));
+    await create(b, observation(['8867-4'], 'preliminary'));
+    const one = await api.superAdmin.get(`/Observation?code=8867-4&_summary=count&_project=${b.projectId}`);
+    expect(one.status, one.text).toBe(200);
+    expect(one.body.total).toBe(2);
+    const both = await api.superAdmin.get(`/Observation?code=8867-4&status=final&_summary=count&_project=${a.projectId},${b.projectId}`);
+    expect(both.status, both.text).toBe(200);
+    expect(both.body.total).toBe(2);
+    const patients = await api.superAdmin.get(`/Patient?_summary=count&_project=${b.projectId}`);
+    expect(patients.status, patients.text).toBe(200);
+    expect(patients.body.total).toBe(0);
+  });
+
+  it('counts only the caller’s project', async () => {
+    const mine = api.newProject();
+    const theirs = api.newProject();
+    await create(mine, observation(['8867-4']));
+    await create(theirs, observation(['8867-4']));
+    await create(theirs, observation(['8867-4']));
+    const res = await mine.get('/Observation?code=8867-4&_summary=count');
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.total).toBe(1);
+  });
+});
