@@ -1,14 +1,20 @@
 /**
  * `npx tsx bench/auth.ts`: the identity figures of issue 3, on the embedded database (or on
- * PostgreSQL with BENCH_DATABASE_URL), appended to bench/RESULTS.md.
+ * PostgreSQL with BENCH_DATABASE_URL), appended to bench/RESULTS.md (or to the file named by
+ * BENCH_RESULTS; BENCH_RESULTS=none prints only). BENCH_SCENARIOS picks some of
+ * `token,read,userinfo,inprocess` (all by default).
  *
  * - token issue by client credentials (autocannon, 16 connections): target ≥1,000/s
  * - read Patient by id with a bearer token, and the in-process cost of authenticating a request
  *   (cached token; first sight of a token): target under 0.2 ms added per request
  * - GET /oauth2/userinfo with a cached external token (fake IDP on loopback): target ≥3,000/s
+ *
+ * Next to each throughput figure: the server process's CPU time per request (all its threads, read
+ * from /proc on Linux), which a loaded machine changes far less than it changes requests/s. On
+ * PostgreSQL the database's own CPU is not in it.
  */
 import type { ChildProcess } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import { pino } from 'pino';
@@ -23,7 +29,8 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const PORT = Number(process.env.BENCH_PORT ?? 18081);
 const BASE = `http://127.0.0.1:${PORT}`;
 const CLIENT = { id: 'bench-client', secret: 'bench-client-secret' };
-const RESULTS = new URL('./RESULTS.md', import.meta.url).pathname;
+const RESULTS = process.env.BENCH_RESULTS || new URL('./RESULTS.md', import.meta.url).pathname;
+const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'token,read,userinfo,inprocess').split(','));
 const DB_ENV = process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : { DATABASE_URL: '', DATA_DIR: 'memory://' };
 
 function load(options: autocannon.Options): Promise<autocannon.Result> {
@@ -42,20 +49,30 @@ async function main(): Promise<void> {
   const idp = await startFakeIdp();
   const child = await startFlint({ EXTERNAL_AUTH_PROVIDERS: JSON.stringify([{ issuer: idp.issuer, userInfoUrl: idp.userInfoUrl }]) });
   const rows: string[] = [];
-  const row = (name: string, result: autocannon.Result, target: string) => {
-    const line = `| ${name} | ${Math.round(result.requests.average)} | ${result.latency.p50} | ${result.latency.p99} | ${result.errors + result.non2xx} | ${target} |`;
+  const row = async (name: string, options: autocannon.Options, target: string) => {
+    const before = processCpu(child.pid!);
+    const result = await load(options);
+    const after = processCpu(child.pid!);
+    const served = Math.max(1, result.requests.total);
+    const cpu = (ms: number) => ((ms * 1000) / served).toFixed(0);
+    const busiest = busiestOtherThread(child.pid!, before.threads, after.threads);
+    const line = `| ${name} | ${Math.round(result.requests.average)} | ${result.latency.p50} | ${result.latency.p99} | ${result.errors + result.non2xx} | ${cpu(after.total - before.total)} (main ${cpu(after.main - before.main)}, busiest other thread ${cpu(busiest)}) | ${target} |`;
     console.log(line);
     rows.push(line);
   };
   try {
     const tokenRequest = { method: 'POST' as const, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form };
-    await load({ url: `${BASE}/oauth2/token`, duration: 2, requests: [tokenRequest] });
-    row('token by client credentials', await load({ url: `${BASE}/oauth2/token`, requests: [tokenRequest] }), '≥1,000/s');
+    if (SCENARIOS.has('token')) {
+      await load({ url: `${BASE}/oauth2/token`, duration: 2, requests: [tokenRequest] });
+      await row('token by client credentials', { url: `${BASE}/oauth2/token`, requests: [tokenRequest] }, '≥1,000/s');
+    }
 
     const token = ((await (await fetch(`${BASE}/oauth2/token`, { method: 'POST', headers: tokenRequest.headers, body: form })).json()) as { access_token: string }).access_token;
     const auth = { authorization: `Bearer ${token}` };
     const patient = (await (await fetch(`${BASE}/fhir/R4/Patient`, { method: 'POST', headers: { ...auth, 'content-type': 'application/fhir+json' }, body: JSON.stringify(typicalPatient()) })).json()) as { id: string };
-    row('read Patient by id (bearer)', await load({ url: `${BASE}/fhir/R4/Patient/${patient.id}`, headers: auth }), 'see in-process cost below');
+    if (SCENARIOS.has('read')) {
+      await row('read Patient by id (bearer)', { url: `${BASE}/fhir/R4/Patient/${patient.id}`, headers: auth }, 'see in-process cost below');
+    }
 
     // An invited user with an externalId, and an external token for it.
     const sub = `bench|${Date.now()}`;
@@ -71,13 +88,19 @@ async function main(): Promise<void> {
     });
     const external = await idp.issue({ sub });
     const calls = idp.userinfoCalls;
-    row('userinfo, cached external token', await load({ url: `${BASE}/oauth2/userinfo`, headers: { authorization: `Bearer ${external}` } }), '≥3,000/s');
-    console.log(`provider userinfo calls during that run: ${idp.userinfoCalls - calls}`);
+    if (SCENARIOS.has('userinfo')) {
+      await row('userinfo, cached external token', { url: `${BASE}/oauth2/userinfo`, headers: { authorization: `Bearer ${external}` } }, '≥3,000/s');
+      console.log(`provider userinfo calls during that run: ${idp.userinfoCalls - calls}`);
+    }
   } finally {
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
     await exited;
     await idp.close();
+  }
+  if (!SCENARIOS.has('inprocess')) {
+    record(rows, []);
+    return;
   }
 
   // In-process: what authentication adds to a request.
@@ -118,7 +141,34 @@ async function main(): Promise<void> {
   }
 }
 
+/**
+ * CPU milliseconds a process has used so far, in all its threads and in its main thread
+ * (/proc/<pid>/task/<tid>/stat, utime + stime in clock ticks of 10 ms). Zeros elsewhere than Linux.
+ */
+function processCpu(pid: number): { total: number; main: number; threads: Map<string, number> } {
+  const ticks = (tid: string) => {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  };
+  const threads = new Map<string, number>();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) threads.set(tid, ticks(tid));
+  } catch {
+    return { total: 0, main: 0, threads };
+  }
+  return { total: [...threads.values()].reduce((a, b) => a + b, 0), main: threads.get(String(pid)) ?? 0, threads };
+}
+
+/** The thread that worked most between two readings other than the main one (PGlite's worker on the embedded database). */
+function busiestOtherThread(pid: number, before: Map<string, number>, after: Map<string, number>): number {
+  let most = 0;
+  for (const [tid, ms] of after) if (tid !== String(pid)) most = Math.max(most, ms - (before.get(tid) ?? 0));
+  return most;
+}
+
 function record(rows: string[], costs: string[]): void {
+  if (RESULTS === 'none') return;
   const machine = `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
   appendFileSync(
     RESULTS,
@@ -128,14 +178,11 @@ function record(rows: string[], costs: string[]): void {
       '',
       `${machine}; autocannon, 16 connections, ${DURATION} s per scenario, client, server and database on one machine.`,
       '',
-      '| scenario | req/s | p50 ms | p99 ms | errors | target |',
-      '|---|---:|---:|---:|---:|---|',
+      '| scenario | req/s | p50 ms | p99 ms | errors | server CPU µs/request | target |',
+      '|---|---:|---:|---:|---:|---:|---|',
       ...rows,
       '',
-      '| cost of authentication | per request |',
-      '|---|---:|',
-      ...costs,
-      '',
+      ...(costs.length > 0 ? ['| cost of authentication | per request |', '|---|---:|', ...costs, ''] : []),
     ].join('\n'),
   );
 }

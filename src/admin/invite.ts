@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { membershipsByExternalId, parseReference, readAny } from '../auth/accounts.js';
+import { parseReference, readAny } from '../auth/accounts.js';
 import { withAccountWrites } from '../auth/projects.js';
 import { hashSecret } from '../auth/secrets.js';
+import { assertExternalIdFree } from '../auth/uniqueness.js';
 import { errors } from '../fhir/outcome.js';
 import type { Reference } from '../fhir/resources.js';
 import type { HonoContext } from '../http/fhir-handlers.js';
@@ -18,7 +19,7 @@ function isProfileType(type: string): type is ProfileType {
  * `POST /admin/projects/{projectId}/invite` (SPEC 4.3), for that project's admins and super
  * admins: creates the profile resource, the User when an email is given (reused when one exists)
  * and the ProjectMembership carrying `externalId`; 201 with the membership. An `externalId` already
- * used in the project gives 409, also when two invites race (a lock in the transaction orders
+ * used by any membership gives 409, also when two invites race (a lock in the transaction orders
  * them). Everything is written in one transaction: a failure part-way leaves nothing behind.
  */
 export async function inviteHandler(c: HonoContext): Promise<Response> {
@@ -51,12 +52,10 @@ export async function inviteHandler(c: HonoContext): Promise<Response> {
   const name = `${firstName} ${lastName}`;
   // One transaction for the profile, the User, its password and the membership: all or nothing.
   const membership = await withAccountWrites(auth, async (writes) => {
-    // Concurrent invites of one externalId into one project queue here; the first creates the
-    // membership and the others, seeing it, get 409 (as a repeated invite does).
-    await writes.lock(`invite:${projectId}:${externalId}`);
-    if ((await membershipsByExternalId(writes.tx, externalId, projectId)).length > 0) {
-      throw errors.conflict(`A membership with externalId "${externalId}" already exists in this project`);
-    }
+    // externalId is unique across all memberships (SPEC 5 rule 7): checked before anything is
+    // written, under a lock on the value, so concurrent invites of one externalId queue here and
+    // all but the first get 409 (the membership's write hook checks again, under the same lock).
+    await assertExternalIdFree(writes.tx, externalId);
     const profile = await writes.create(projectId, {
       resourceType,
       id: randomUUID(),

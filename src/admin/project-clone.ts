@@ -15,8 +15,12 @@ import type { Operation } from '../operations/registry.js';
 
 /** SPEC 4.7 rule 1: resources scanned per type. */
 export const CLONE_LIMIT_PER_TYPE = 1000;
-/** SPEC 4.7 rule 6: login history, audit logs and jobs stay behind. */
-const NOT_CLONED = new Set(['Project', 'Login', 'AuditEvent', 'AsyncJob']);
+/**
+ * SPEC 4.7 rule 6: login history, audit logs and jobs stay behind. Users too: they are server-wide
+ * accounts (one per email, src/auth/uniqueness.ts), not project data (rule 5 does not list them);
+ * the cloned memberships keep referencing the same Users, so the same people are members of both.
+ */
+const NOT_CLONED = new Set(['Project', 'Login', 'AuditEvent', 'AsyncJob', 'User']);
 
 export interface CloneRequest {
   name?: string;
@@ -37,7 +41,8 @@ interface Row {
  * scanned (at most 1000 resources per type), filtered by `resourceTypes`, `includeIds` and
  * `excludeIds` (an id in both is excluded), and copied with new ids; every reference to a cloned
  * resource (`Type/id`, absolute URLs of this server, Binary urls in attachments) is rewritten.
- * Binary bytes are copied; ClientApplications get new secrets; Bot secrets are dropped. Each copy
+ * Binary bytes are copied; ClientApplications get new secrets; Bot secrets are dropped; Users are
+ * not copied and memberships lose their externalId (both name one account server-wide). Each copy
  * runs its type's write hook, as any write does, so cloned CodeSystems are indexed for the
  * terminology operations (with the concepts $import added to the source). The whole clone is one
  * transaction: a failure leaves nothing behind. The caller owns the new Project.
@@ -78,8 +83,11 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
   for (const row of selected) {
     const resource = rewrite(JSON.parse(row.content) as Resource);
     resource.id = ids.get(`${row.resourceType}/${row.id}`)!;
-    if (row.resourceType === 'ProjectMembership' && name && isRecord(resource.project)) {
-      resource.project = { ...resource.project, display: name };
+    if (row.resourceType === 'ProjectMembership') {
+      if (name && isRecord(resource.project)) resource.project = { ...resource.project, display: name };
+      // externalId is unique across all memberships (SPEC 2.5, 5 rule 7): a copy would make the
+      // source's external sign-in ambiguous (401). The clone's memberships get theirs by PUT.
+      delete resource.externalId;
     }
     if (row.resourceType === 'ClientApplication') {
       if (name && typeof resource.name === 'string' && / Default Client$/.test(resource.name)) resource.name = `${name} Default Client`;
@@ -118,6 +126,8 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
       ]);
     }
   });
+  // New ids, so nothing was cached for them; forgotten all the same, as after any credential write.
+  for (const { clientId } of hashed) auth.clientCredentials.forget(`ClientApplication/${clientId}`);
   return (await readAny(auth.db, 'Project', newProjectId))!;
 }
 

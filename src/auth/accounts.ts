@@ -8,7 +8,7 @@ import { Repository } from '../storage/repository.js';
  * AccessPolicy). Authentication reads and writes them as the system: across every project, writing
  * into the project it names.
  */
-export function systemRepository(services: Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'>, projectId: string): Repository {
+export function systemRepository(services: Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'> & Partial<Pick<Services, 'bus'>>, projectId: string): Repository {
   return new Repository(services, { projectId, superAdmin: true });
 }
 
@@ -93,4 +93,42 @@ export async function writeCredential(db: SqlExecutor, credential: Credential, o
     [credential.id, credential.projectId, credential.hash, credential.sealed],
   );
   return count > 0;
+}
+
+/**
+ * Stored hashes of client secrets by credential id, kept in memory only when this server is its
+ * database's one writer (the embedded database: one process opens it), where every change of a
+ * credential goes through this process and calls `forget`. With PostgreSQL several servers may
+ * change a secret, so it reads the database every time. A read that was in flight when a
+ * credential changed does not store what it read (generation check).
+ */
+export class CredentialCache {
+  private readonly hashes = new Map<string, string>();
+  private generation = 0;
+
+  constructor(
+    readonly enabled: boolean,
+    private readonly capacity = 10_000,
+  ) {}
+
+  get(id: string): string | undefined {
+    return this.enabled ? this.hashes.get(id) : undefined;
+  }
+
+  /** The current generation, to pass to `fill` with what a read started now returns. */
+  get current(): number {
+    return this.generation;
+  }
+
+  fill(id: string, hash: string, readAt: number): void {
+    if (!this.enabled || readAt !== this.generation) return;
+    if (this.hashes.size >= this.capacity) this.hashes.delete(this.hashes.keys().next().value!);
+    this.hashes.set(id, hash);
+  }
+
+  /** After (and, inside a transaction, also before commit of) any write of the credential. */
+  forget(id: string): void {
+    this.generation++;
+    this.hashes.delete(id);
+  }
 }

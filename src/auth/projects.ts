@@ -18,6 +18,7 @@ import { validateResource } from '../validation/validator.js';
 import { findUserByEmail, readCredential, writeCredential } from './accounts.js';
 import { hashSecret, randomSecret, seal, unseal } from './secrets.js';
 import type { AuthService } from './service.js';
+import { lockKeys, lockValue } from './uniqueness.js';
 
 /** A UUID-shaped id derived from a name: the same on every server, so bootstrap is idempotent. */
 export function stableId(name: string): string {
@@ -33,8 +34,11 @@ export function compact<T extends object>(value: T): T {
 /** Stores a client secret: scrypt hash to verify it, sealed copy so project admins can read it. */
 export async function storeClientSecret(auth: AuthService, clientId: string, projectId: string, secret: string): Promise<void> {
   const hash = await hashSecret(secret);
-  await writeCredential(auth.db, { id: `ClientApplication/${clientId}`, projectId, hash, sealed: seal(auth.keys.sealingKey, secret) });
-  auth.secrets.remember(`ClientApplication/${clientId}`, secret, hash);
+  const id = `ClientApplication/${clientId}`;
+  auth.clientCredentials.forget(id);
+  await writeCredential(auth.db, { id, projectId, hash, sealed: seal(auth.keys.sealingKey, secret) });
+  auth.clientCredentials.forget(id);
+  auth.secrets.remember(id, secret, hash);
 }
 
 export async function readClientSecret(auth: AuthService, clientId: string): Promise<string | undefined> {
@@ -101,8 +105,8 @@ export class AccountWrites {
    * Serialises the transactions that name the same key until they end (a PostgreSQL advisory
    * lock held to commit or rollback): a check-then-create under it cannot race.
    */
-  async lock(key: string): Promise<void> {
-    await this.tx.execute('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`flint:${key}`]);
+  lock(key: string): Promise<void> {
+    return lockValue(this.tx, key);
   }
 
   /** Creates a resource with a new id in a project; an id already taken is 409. */
@@ -131,8 +135,12 @@ export class AccountWrites {
 
   async storeClientSecret(clientId: string, projectId: string, prepared: PreparedSecret): Promise<void> {
     const id = `ClientApplication/${clientId}`;
+    this.auth.clientCredentials.forget(id);
     await writeCredential(this.tx, { id, projectId, hash: prepared.hash, sealed: prepared.sealed });
-    this.afterCommit.push(() => this.auth.secrets.remember(id, prepared.secret, prepared.hash));
+    this.afterCommit.push(() => {
+      this.auth.clientCredentials.forget(id);
+      this.auth.secrets.remember(id, prepared.secret, prepared.hash);
+    });
   }
 
   /** Stores a password hash (from hashSecret, computed before the transaction). */
@@ -149,7 +157,7 @@ export class AccountWrites {
     projectId: string,
     fields: { firstName: string; lastName: string; project?: Reference },
   ): Promise<{ user: User & { id: string }; created: boolean }> {
-    await this.lock(`user-email:${email.toLowerCase()}`);
+    await this.lock(lockKeys.email(email));
     const existing = await findUserByEmail(this.tx, email);
     if (existing) return { user: { ...existing, id: existing.id! }, created: false };
     const user = await this.create(projectId, { resourceType: 'User', id: randomUUID(), ...fields, email });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { AccessRules, Identity, Services } from '../context.js';
 import type { Database } from '../db/database.js';
@@ -10,15 +11,31 @@ import {
   type Project,
   type ProjectMembership,
 } from '../fhir/resources.js';
-import { parseReference, readAny, systemRepository } from './accounts.js';
+import { CredentialCache, parseReference, readAny, systemRepository } from './accounts.js';
 import { ExternalAuth } from './external.js';
 import { loadServerKeys, type ServerKeys } from './keys.js';
 import { randomSecret, safeEqual, sha256Base64Url, VerifiedSecrets } from './secrets.js';
 import { LoginThrottle } from './throttle.js';
 import { compact } from './projects.js';
+import { writeHookOf, type ResourceKey, type StoredVersion } from '../storage/repository.js';
+import { validateResource } from '../validation/validator.js';
+import { LoginWriter } from './login-writer.js';
+import { changedResourceOf, resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
+// Registers the write hooks keeping externalId and User email unique (every server runs them).
+import './uniqueness.js';
 import { ACCESS_TOKEN_SECONDS, IdentityCache, REFRESH_TOKEN_SECONDS, TokenError, TokenSigner } from './tokens.js';
 
-type StorageServices = Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'>;
+type StorageServices = Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'> & Partial<Pick<Services, 'bus'>>;
+
+/** The resources a cached Identity is made of, and which identities a change of one affects. */
+const IDENTITY_SOURCES: Record<string, (identity: Identity, id: string) => boolean> = {
+  Login: (identity, id) => identity.loginId === id,
+  ProjectMembership: (identity, id) => identity.membershipId === id,
+  AccessPolicy: (identity, id) => identity.accessPolicy?.policyId === id,
+  Project: (identity, id) => identity.projectId === id,
+  ClientApplication: (identity, id) => identity.clientId === id,
+  User: (identity, id) => identity.subject === `User/${id}`,
+};
 
 /** What a token response carries (RFC 6749 5.1 plus the project and profile references). */
 export interface TokenResponse {
@@ -52,9 +69,13 @@ export interface LoginRequest {
 export class AuthService {
   readonly identities = new IdentityCache();
   readonly secrets = new VerifiedSecrets();
+  /** Client secret hashes in memory, on the embedded database only (see CredentialCache). */
+  readonly clientCredentials: CredentialCache;
   readonly signer: TokenSigner;
   readonly external: ExternalAuth;
   readonly throttle = new LoginThrottle();
+  /** New Logins, grouped into one statement per turn under load (see LoginWriter). */
+  private readonly logins: LoginWriter;
 
   private constructor(
     private readonly storage: StorageServices,
@@ -63,14 +84,41 @@ export class AuthService {
   ) {
     this.signer = new TokenSigner(config, keys);
     this.external = new ExternalAuth(config);
+    this.clientCredentials = new CredentialCache(storage.db.kind === 'pglite');
+    this.logins = new LoginWriter(storage.db);
   }
 
   static async start(storage: StorageServices, config: Config): Promise<AuthService> {
     return new AuthService(storage, config, await loadServerKeys(storage.db));
   }
 
+  /**
+   * Keeps this server's caches in step with the others: a committed change of a Login (logout),
+   * membership, access policy, project, client or user evicts the cached identities built from it
+   * on every server, and login failures count on every server (LoginThrottle).
+   */
+  shareThrough(bus: InvalidationBus): void {
+    for (const [resourceType, affects] of Object.entries(IDENTITY_SOURCES)) {
+      bus.subscribe(resourceChangedTopic(resourceType), (key) => {
+        const changed = changedResourceOf(key);
+        if (changed) this.identities.evict((identity) => affects(identity, changed.id));
+        else this.identities.clear();
+      });
+    }
+    this.throttle.shareThrough(bus);
+  }
+
   get db(): Database {
     return this.storage.db;
+  }
+
+  /**
+   * Current versions of resources in any project, through the resource cache: no statement for
+   * cached ones (the embedded database), one for the rest. Deleted and missing ones are absent.
+   */
+  readCurrent(keys: readonly ResourceKey[]): Promise<Map<string, StoredVersion>> {
+    // A system repository reads across projects; the project it is made for only matters to writes.
+    return systemRepository(this.storage, '').readVersions(keys);
   }
 
   repo(projectId: string) {
@@ -175,8 +223,18 @@ export class AuthService {
       ...(request.codeChallenge ? { codeChallenge: request.codeChallenge, codeChallengeMethod: request.codeChallengeMethod ?? 'S256' } : {}),
       ...extra,
     };
-    const result = await this.repo(projectId).createResource('Login', compact(login));
-    return asResourceOf(result.resource, 'Login');
+    // Through the repository only if something must run in a Login's write transaction (a hook).
+    if (writeHookOf('Login')) {
+      return asResourceOf((await this.repo(projectId).createResource('Login', compact(login))).resource, 'Login');
+    }
+    const input: unknown = compact(login);
+    validateResource(input, { expectedType: 'Login' });
+    // Stamped as the repository stamps a new resource (same fields, same order).
+    const { resourceType, ...rest } = asResourceOf(input, 'Login');
+    const meta = { versionId: randomUUID(), lastUpdated: new Date().toISOString(), project: projectId };
+    const stamped: Login = { resourceType, id: randomUUID(), meta, ...rest };
+    await this.logins.write(stamped);
+    return stamped;
   }
 
   /**

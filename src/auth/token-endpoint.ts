@@ -1,7 +1,7 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { HonoContext } from '../http/fhir-handlers.js';
 import type { ClientApplication, ProjectMembership } from '../fhir/resources.js';
-import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny } from './accounts.js';
+import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny, readCredential } from './accounts.js';
 import { checkPassword, chooseMembership } from './logins.js';
 import { oauth, OAuthError, readForm } from './oauth-errors.js';
 import { stableId } from './projects.js';
@@ -79,26 +79,15 @@ async function clientCredentials(auth: AuthService, header: string | undefined, 
   const addressKey = `address:${address}`;
   const wait = auth.throttle.retryAfter(addressKey, ADDRESS_RULE);
   if (wait > 0) throw oauth.throttled(wait);
-  // One statement: the client, its credential and its default membership (stable id).
-  const rows = /^[A-Za-z0-9\-.]{1,64}$/.test(id)
-    ? await auth.db.query<{ client: string; hash: string | null; membership: string | null }>(
-        `SELECT r.content::text AS client, c.hash, m.content::text AS membership
-         FROM resource r
-         LEFT JOIN auth_credential c ON c.id = 'ClientApplication/' || r.id
-         LEFT JOIN resource m ON m."resourceType" = 'ProjectMembership' AND m.id = $2 AND NOT m.deleted
-         WHERE r."resourceType" = 'ClientApplication' AND r.id = $1 AND NOT r.deleted`,
-        [id, stableId(`client-membership:${id}`)],
-      )
-    : [];
-  const row = rows[0];
-  const client = row ? (JSON.parse(row.client) as ClientApplication) : undefined;
-  if (!client || !row.hash || !(await auth.secrets.verify(`ClientApplication/${id}`, secret, row.hash))) {
+  const found = /^[A-Za-z0-9\-.]{1,64}$/.test(id) ? await findClient(auth, id) : undefined;
+  const client = found?.client;
+  if (!client || !found.hash || !(await auth.secrets.verify(`ClientApplication/${id}`, secret, found.hash))) {
     auth.throttle.fail(addressKey, ADDRESS_RULE);
     throw oauth.invalidClient('Unknown client or wrong secret', basic);
   }
   if (client.status === 'off') throw oauth.invalidClient('This client application is switched off', basic);
   const subject = `ClientApplication/${id}`;
-  const stable = row.membership ? (JSON.parse(row.membership) as ProjectMembership) : undefined;
+  const stable = found.membership;
   const membership =
     (stable && stable.active !== false ? stable : undefined) ??
     (await membershipsReferencing(auth.db, 'profile', subject)).find((m) => m.meta?.project === client.meta?.project);
@@ -114,6 +103,60 @@ async function clientCredentials(auth: AuthService, header: string | undefined, 
     remoteAddress: address,
   });
   return auth.issueTokens(login, false, membership);
+}
+
+interface FoundClient {
+  client: ClientApplication;
+  /** The stored hash of its secret. */
+  hash: string | undefined;
+  /** Its default membership (the stable id every client made by the server has), when live. */
+  membership: ProjectMembership | undefined;
+}
+
+/**
+ * A client, the hash of its secret and its default membership. On the embedded database, from
+ * memory once seen (the resource cache and the client credential cache: no statement at all,
+ * which is most of the cost of a token there); on PostgreSQL, where other servers may change
+ * them, one statement every time.
+ */
+async function findClient(auth: AuthService, id: string): Promise<FoundClient | undefined> {
+  const membershipId = stableId(`client-membership:${id}`);
+  const credentialId = `ClientApplication/${id}`;
+  if (!auth.clientCredentials.enabled) {
+    const rows = await auth.db.query<{ client: string; hash: string | null; membership: string | null }>(
+      `SELECT r.content::text AS client, c.hash, m.content::text AS membership
+       FROM resource r
+       LEFT JOIN auth_credential c ON c.id = 'ClientApplication/' || r.id
+       LEFT JOIN resource m ON m."resourceType" = 'ProjectMembership' AND m.id = $2 AND NOT m.deleted
+       WHERE r."resourceType" = 'ClientApplication' AND r.id = $1 AND NOT r.deleted`,
+      [id, membershipId],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    return {
+      client: JSON.parse(row.client) as ClientApplication,
+      hash: row.hash ?? undefined,
+      membership: row.membership ? (JSON.parse(row.membership) as ProjectMembership) : undefined,
+    };
+  }
+  const readAt = auth.clientCredentials.current;
+  const versions = await auth.readCurrent([
+    { resourceType: 'ClientApplication', id },
+    { resourceType: 'ProjectMembership', id: membershipId },
+  ]);
+  const client = versions.get(`ClientApplication/${id}`);
+  if (!client?.text) return undefined;
+  let hash = auth.clientCredentials.get(credentialId);
+  if (hash === undefined) {
+    hash = (await readCredential(auth.db, credentialId))?.hash;
+    if (hash !== undefined) auth.clientCredentials.fill(credentialId, hash, readAt);
+  }
+  const membership = versions.get(`ProjectMembership/${membershipId}`)?.text;
+  return {
+    client: JSON.parse(client.text) as ClientApplication,
+    hash,
+    membership: membership ? (JSON.parse(membership) as ProjectMembership) : undefined,
+  };
 }
 
 async function passwordGrant(auth: AuthService, c: HonoContext, form: URLSearchParams, address: string): Promise<TokenResponse> {

@@ -72,8 +72,9 @@ export class TokenSigner {
 
 /**
  * Verified tokens, kept briefly (at most a minute, never past their expiry) so that a request with
- * a token seen recently costs one map lookup. Revocation (logout) evicts entries at once on this
- * server; other servers notice within the minute.
+ * a token seen recently costs one map lookup. Revocation (logout) and changes of the resources an
+ * identity is made of evict entries at once on every server (AuthService.shareThrough); should a
+ * notice be lost, the minute bounds the staleness.
  */
 export class IdentityCache {
   private readonly entries = new Map<string, { identity: Identity; until: number }>();
@@ -99,6 +100,15 @@ export class IdentityCache {
   }
 
   evictLogin(loginId: string): void {
-    for (const [token, entry] of this.entries) if (entry.identity.loginId === loginId) this.entries.delete(token);
+    this.evict((identity) => identity.loginId === loginId);
+  }
+
+  /** Drops every token whose identity matches (a changed membership, policy, project...). */
+  evict(matches: (identity: Identity) => boolean): void {
+    for (const [token, entry] of this.entries) if (matches(entry.identity)) this.entries.delete(token);
+  }
+
+  clear(): void {
+    this.entries.clear();
   }
 }

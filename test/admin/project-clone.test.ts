@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { clientCredentialsToken, lazyToken, patientBody, projectClient, useTestServer } from '../helpers/server.js';
 import { addMemberClient } from '../auth/helpers.js';
@@ -129,6 +130,32 @@ describe('Project/$clone', () => {
     });
     expect(token.status).toBe(200);
     expect((await token.json()).project.reference).toBe(`Project/${res.body.id}`);
+  });
+
+  it('keeps externalId and User email unique: the clone memberships lose externalId and keep the same User', async () => {
+    const admin = api.newProject();
+    const externalId = `idp|${randomUUID()}`;
+    const email = `${randomUUID()}@example.org`;
+    const invited = await api.raw(`/admin/projects/${admin.projectId}/invite`, {
+      method: 'POST',
+      headers: { ...(await admin.authHeaders()), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ resourceType: 'Practitioner', firstName: 'Ida', lastName: 'Ext', externalId, email }),
+    });
+    expect(invited.status).toBe(201);
+    const source = await invited.json();
+    const res = await clone(await api.superAdmin.token(), admin.projectId, params({ name: 'Copy' }));
+    expect(res.status).toBe(201);
+    const cloned = await contentsOf(res.body.id);
+    expect(cloned.filter((r) => r.resourceType === 'User')).toEqual([]);
+    const copy = cloned.find((r) => r.resourceType === 'ProjectMembership' && r.user?.reference === source.user.reference);
+    expect(copy).toBeDefined();
+    expect(copy.externalId).toBeUndefined();
+    expect(copy.profile.reference).not.toBe(source.profile.reference);
+    // External sign-in by this sub still finds exactly the source membership.
+    const withId = await api.raw(`/fhir/R4/ProjectMembership?external-id=${encodeURIComponent(externalId)}`, { headers: await api.superAdmin.authHeaders() });
+    expect(((await withId.json()).entry ?? []).map((e: any) => e.resource.id)).toEqual([source.id]);
+    const users = await api.raw(`/fhir/R4/User?email=${encodeURIComponent(email)}`, { headers: await api.superAdmin.authHeaders() });
+    expect((await users.json()).entry).toHaveLength(1);
   });
 });
 

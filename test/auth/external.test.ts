@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { Resource } from '../../src/fhir/types.js';
+import { insertFirstVersion } from '../../src/storage/sql.js';
 import { patientBody, useTestServer } from '../helpers/server.js';
 import { startFakeIdp } from './fake-idp.js';
 import { bearer, getJson, sendJson } from './helpers.js';
@@ -23,6 +25,9 @@ async function invitee(externalId: string, project = api.newProject()) {
 }
 
 const userinfo = (token: string) => getJson(api, '/oauth2/userinfo', bearer(token));
+
+/** Stores a resource as the storage layer does, without the write hooks that enforce uniqueness. */
+const storedBeforeTheRule = (resource: Resource) => insertFirstVersion(api.server.services.db, resource);
 
 describe('direct external authentication', () => {
   it('matches sub to ProjectMembership.externalId and returns claims plus our credentials', async () => {
@@ -89,19 +94,23 @@ describe('direct external authentication', () => {
     idp.reject(refused);
     expect((await userinfo(refused)).status).toBe(401);
     expect((await userinfo(await idp.issue({ sub: `nobody|${randomUUID()}` }))).status).toBe(401);
+    // externalId is unique across all memberships (test/auth/uniqueness.test.ts), so two can share
+    // one only in data stored before that rule: written here past the write path's check.
     const shared = `shared|${randomUUID()}`;
-    await invitee(shared);
-    await invitee(shared);
+    const { membership } = await invitee(shared);
+    const other = api.newProject();
+    await other.token();
+    await storedBeforeTheRule({ ...membership, id: randomUUID(), meta: { ...membership.meta, versionId: randomUUID(), project: other.projectId } });
     const ambiguous = await userinfo(await idp.issue({ sub: shared }));
     expect(ambiguous.status).toBe(401);
     expect(ambiguous.body.issue[0].details.text).toMatch(/ambiguous/);
     expect(ambiguous.headers.get('www-authenticate')).toMatch(/^Bearer/);
     // An unknown issuer is not a provider: the token is judged as ours and refused.
-    const other = await startFakeIdp();
+    const otherIdp = await startFakeIdp();
     try {
-      expect((await userinfo(await other.issue({ sub })).then((r) => r.status))).toBe(401);
+      expect((await userinfo(await otherIdp.issue({ sub })).then((r) => r.status))).toBe(401);
     } finally {
-      await other.close();
+      await otherIdp.close();
     }
   });
 });

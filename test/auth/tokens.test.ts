@@ -60,6 +60,59 @@ describe('POST /oauth2/token', () => {
     expect((await clientToken(api, 'no-such-client', 'x')).status).toBe(401);
   });
 
+  it('applies a change to a client to its next token: new secret, switched off, membership inactive', async () => {
+    const client = api.newProject();
+    const { clientId, clientSecret } = await api.credentialsOf(client);
+    // A first token, so that whatever the server keeps about the client is warm.
+    expect((await clientToken(api, clientId, clientSecret)).status).toBe(200);
+    const current = await client.get(`/ClientApplication/${clientId}`);
+    const { secret: _secret, ...application } = current.body;
+    expect((await client.put(`/ClientApplication/${clientId}`, { ...application, secret: 'rotated-secret' })).status).toBe(200);
+    expect((await clientToken(api, clientId, clientSecret)).status).toBe(401);
+    expect((await clientToken(api, clientId, 'rotated-secret')).status).toBe(200);
+    const superAdmin = bearer(await api.superAdmin.token());
+    const memberships = await getJson(api, `/fhir/R4/ProjectMembership?profile=ClientApplication/${clientId}`, superAdmin);
+    const [membership] = memberships.body.entry.map((e: any) => e.resource);
+    const inactive = await api.raw(`/fhir/R4/ProjectMembership/${membership.id}`, {
+      method: 'PUT',
+      headers: { ...superAdmin, 'Content-Type': 'application/fhir+json' },
+      body: JSON.stringify({ ...membership, active: false }),
+    });
+    expect(inactive.status).toBe(200);
+    expect((await clientToken(api, clientId, 'rotated-secret')).body.error).toBe('invalid_client');
+    const off = await api.raw(`/fhir/R4/ClientApplication/${clientId}`, {
+      method: 'PUT',
+      headers: { ...superAdmin, 'Content-Type': 'application/fhir+json' },
+      body: JSON.stringify({ ...application, status: 'off', secret: 'rotated-secret' }),
+    });
+    expect(off.status).toBe(200);
+    const refused = await clientToken(api, clientId, 'rotated-secret');
+    expect(refused.status).toBe(401);
+    expect(refused.body.error_description).toMatch(/switched off/);
+  });
+
+  it('gives each of many concurrent client credentials tokens its own stored Login', async () => {
+    const client = api.newProject();
+    const { clientId, clientSecret } = await api.credentialsOf(client);
+    const results = await Promise.all(Array.from({ length: 20 }, () => clientToken(api, clientId, clientSecret)));
+    expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
+    const loginIds = results.map((r) => decodeJwt(r.body.access_token).login_id as string);
+    expect(new Set(loginIds).size).toBe(20);
+    const superAdmin = bearer(await api.superAdmin.token());
+    for (const [index, loginId] of loginIds.entries()) {
+      const login = await getJson(api, `/fhir/R4/Login/${loginId}`, superAdmin);
+      expect(login.status).toBe(200);
+      expect(login.body).toMatchObject({ resourceType: 'Login', authMethod: 'client', user: { reference: `ClientApplication/${clientId}` }, meta: { project: client.projectId } });
+      expect((await getJson(api, '/fhir/R4/Patient/none', bearer(results[index].body.access_token))).status).toBe(404);
+    }
+    // Indexed like any write: search finds every one.
+    const found = await getJson(api, `/fhir/R4/Login?user=ClientApplication/${clientId}&_count=100`, superAdmin);
+    expect(found.body.entry.map((e: any) => e.resource.id)).toEqual(expect.arrayContaining(loginIds));
+    // The history holds their first versions.
+    const history = await getJson(api, `/fhir/R4/Login/${loginIds[0]}/_history`, superAdmin);
+    expect(history.body.entry).toHaveLength(1);
+  });
+
   it('answers anything but a form with 400 and an OAuth error', async () => {
     const res = await api.raw('/oauth2/token', {
       method: 'POST',
