@@ -7,6 +7,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { SqlDriverAdapter, SqlQuery, Transaction } from '@prisma/driver-adapter-utils';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { openPGlite } from './pglite.js';
+import { PlanStatistics } from './plan-statistics.js';
 import type { WorkerRequest, WorkerResponse } from './worker-protocol.js';
 
 const port = parentPort!;
@@ -15,6 +16,14 @@ const pglite = await openPGlite(dataDir);
 // pglite-prisma-adapter is typed against an older driver-adapter-utils; same interface at run time.
 const adapter = (await new PrismaPGlite(pglite).connect()) as unknown as SqlDriverAdapter;
 const transactions = new Map<number, Transaction>();
+// PGlite has no autovacuum: planner statistics are kept up to date here (plan-statistics.ts).
+const statistics = new PlanStatistics({
+  query: async <R>(sql: string) => (await pglite.query<R>(sql)).rows,
+  exec: async (sql: string) => {
+    await pglite.exec(sql);
+  },
+});
+statistics.start();
 let nextTransaction = 1;
 
 async function handle(request: WorkerRequest): Promise<unknown> {
@@ -22,6 +31,7 @@ async function handle(request: WorkerRequest): Promise<unknown> {
     case 'query':
       return queryable(request.tx).queryRaw(request.query as SqlQuery);
     case 'execute':
+      statistics.noteWrite();
       return queryable(request.tx).executeRaw(request.query as SqlQuery);
     case 'script':
       return adapter.executeScript(request.script);
@@ -39,6 +49,7 @@ async function handle(request: WorkerRequest): Promise<unknown> {
       return request.op === 'commit' ? tx.commit() : tx.rollback();
     }
     case 'close':
+      await statistics.close();
       await pglite.close();
       return undefined;
   }

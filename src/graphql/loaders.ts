@@ -4,7 +4,8 @@ import type { Resource } from '../fhir/types.js';
 import { collectRows } from '../search/indexing/collect.js';
 import { getIndexPlan } from '../search/indexing/plan.js';
 import { DEFAULT_COUNT, MAX_COUNT, search, type SearchServices } from '../search/service.js';
-import { keyOf, parseStored, type ResourceKey } from '../storage/repository.js';
+import { keyOf, type ReadKey } from '../storage/repository.js';
+import { parsedResources } from './parsed-cache.js';
 
 /**
  * Per-request batching loaders (DataLoader), so nested reference loads cost a constant number of
@@ -56,11 +57,19 @@ export function createLoaders(ctx: RequestContext): Loaders {
   const requested = new Set<string>();
   const references = new DataLoader<string, Resource | null>(
     async (keys) => {
-      const versions = await ctx.repo.readVersions(keys.map(parseKey));
+      // Versions already parsed need no text: the statement sends only those that changed.
+      const held = new Map<string, Resource>();
+      const readKeys = keys.map((key): ReadKey => {
+        const entry = parsedResources.held(key);
+        if (entry) held.set(key, entry.resource);
+        return { ...parseKey(key), heldVersionId: entry?.versionId };
+      });
+      const versions = await ctx.repo.readVersions(readKeys);
       return keys.map((key) => {
         const version = versions.get(key);
         if (!version) return null;
-        const resource = parseStored(version);
+        const resource = version.text === null ? held.get(key) : parsedResources.parse(key, version.versionId, version.text);
+        if (!resource) return null;
         recordContainer(resource);
         return resource;
       });
@@ -98,7 +107,7 @@ export function createLoaders(ctx: RequestContext): Loaders {
   };
 }
 
-function parseKey(key: string): ResourceKey {
+function parseKey(key: string): ReadKey {
   const slash = key.indexOf('/');
   return { resourceType: key.slice(0, slash), id: key.slice(slash + 1) };
 }
@@ -149,7 +158,8 @@ async function reverseSearch(
   const params: [string, string][] = [[query.code, parents], ...paging];
   if (query.sort !== undefined) params.push(['_sort', query.sort]);
   const result = await search(services, query.source, params);
-  return { resources: result.matches.map((row) => JSON.parse(row.text) as Resource), complete: !result.paging.next };
+  const resources = result.matches.map((row) => parsedResources.parse(keyOf(row), row.versionId, row.text));
+  return { resources, complete: !result.paging.next };
 }
 
 function offsetParam(query: ReverseQuery): [string, string][] {

@@ -11,8 +11,9 @@ import { getResourceTypes, getSearchParametersFor, isResourceType } from '../fhi
 import { allOk, errors } from '../fhir/outcome.js';
 import type { OperationOutcome, Resource } from '../fhir/types.js';
 import type { Resolvers } from '../generated/graphql.js';
-import { MAX_COUNT, MAX_OFFSET, search, type Paging, type SearchResult, type SearchServices } from '../search/service.js';
-import { parseStored, type WriteResult } from '../storage/repository.js';
+import { MAX_COUNT, MAX_OFFSET, search, type Paging, type SearchResult, type SearchRow, type SearchServices } from '../search/service.js';
+import { keyOf, type WriteResult } from '../storage/repository.js';
+import { parsedResources } from './parsed-cache.js';
 import type { GraphQLContext } from './context.js';
 import { isKind, nullableOf } from './list-fields.js';
 import type { ReverseQuery } from './loaders.js';
@@ -58,7 +59,12 @@ type Args = Record<string, unknown>;
 // Search arguments ----------------------------------------------------------------------------------
 
 /** Result-control arguments: the rest are search parameters, named by their code with `-` as `_`. */
-const CONTROL_ARGS = new Set(['_count', '_offset', '_sort', '_cursor', '_total']);
+const CONTROL_ARGS = new Set(['_count', '_offset', '_sort', '_cursor', '_total', '_params']);
+/**
+ * REST parameters `_params` may not carry: paging and totals have arguments of their own (checked
+ * there), and the shape of the answer is the selection set's business.
+ */
+const RESULT_PARAMETERS = new Set(['_count', '_offset', '_sort', '_cursor', '_total', '_include', '_revinclude', '_summary', '_elements', '_format', '_pretty', '_contained', '_containedType']);
 
 const argumentCodes = new Map<string, Map<string, string>>();
 
@@ -88,8 +94,22 @@ export function searchParams(type: string, args: Args): [string, string][] {
       if (item !== null && item !== undefined) params.push([code, String(item)]);
     }
   }
+  params.push(...rawParams(args._params));
   params.push(...controlParams(args));
   return params;
+}
+
+/** `_params: [{name, value}]`: REST parameters as written in a URL; the search engine checks them. */
+function rawParams(value: unknown): [string, string][] {
+  if (!Array.isArray(value)) return [];
+  return value.map((item: { name: string; value: string }, index) => {
+    const name = item.name.trim();
+    const base = name.split(':')[0];
+    if (RESULT_PARAMETERS.has(base)) {
+      throw errors.invalid(`_params cannot carry ${base}: use the field's own argument or the selection set`, `_params[${index}].name`);
+    }
+    return [name, item.value];
+  });
 }
 
 function controlParams(args: Args): [string, string][] {
@@ -150,34 +170,61 @@ function searchServices(context: GraphQLContext, overrides: Partial<SearchServic
   return { db: ctx.database, identity: ctx.identity, config: { ...ctx.config, ...overrides } };
 }
 
-/** The search service, behind the same type check REST applies at its route (AccessPolicy types). */
+/**
+ * The search service, behind the same type check REST applies at its route (AccessPolicy types),
+ * with the matches as FHIR JSON, remembered by the request's loaders (later references to them
+ * cost nothing). Where the server keeps recent versions in memory (the embedded database), the
+ * search returns only the matches' versions, and their JSON comes from memory (or, for versions
+ * not there, from one more statement): sending a page of resources is most of that database's
+ * cost of a search. Versions parsed before are not parsed again (parsed-cache.ts).
+ */
 async function runSearch(
   context: GraphQLContext,
   type: string,
   params: [string, string][],
   overrides?: Partial<SearchServices['config']>,
-): Promise<SearchResult> {
+): Promise<{ result: SearchResult; resources: Resource[] }> {
   assertTypeAccess(context.requestContext.identity, type, false);
-  return search(searchServices(context, overrides), type, params);
+  const withoutContent = context.requestContext.repo.cachesVersions;
+  const result = await search(searchServices(context, overrides), type, params, { withoutContent });
+  const known = withoutContent ? await versionsOf(context, result.matches) : undefined;
+  const resources = result.matches.map((row) => {
+    const resource = known ? known.get(row.versionId) : parsedResources.parse(keyOf(row), row.versionId, row.text);
+    if (!resource) throw new Error(`Version ${row.versionId} of ${keyOf(row)} could not be read`);
+    return context.loaders.remember(resource);
+  });
+  return { result, resources };
 }
 
-/** Matches as FHIR JSON, remembered by the request's loaders (later references to them cost nothing). */
-function matchedResources(context: GraphQLContext, result: SearchResult): Resource[] {
-  return result.matches.map((row) => context.loaders.remember(JSON.parse(row.text) as Resource));
+/** The parsed resources of a search's matches without content (by versionId): parsed before, or read and parsed now. */
+async function versionsOf(context: GraphQLContext, rows: readonly SearchRow[]): Promise<Map<string, Resource>> {
+  const found = new Map<string, Resource>();
+  const unparsed: SearchRow[] = [];
+  for (const row of rows) {
+    const resource = parsedResources.get(keyOf(row), row.versionId);
+    if (resource) found.set(row.versionId, resource);
+    else unparsed.push(row);
+  }
+  if (unparsed.length === 0) return found;
+  const texts = await context.requestContext.repo.readVersionTexts(unparsed);
+  for (const row of unparsed) {
+    const text = texts.get(row.versionId);
+    if (text !== undefined) found.set(row.versionId, parsedResources.parse(keyOf(row), row.versionId, text));
+  }
+  return found;
 }
 
 /** `T(id)`: the REST read, with its 404 and 410 as errors carrying the OperationOutcome. */
 function readResolver(type: string): FieldResolver {
   return async (_parent: unknown, args: { id: string }, context: GraphQLContext) => {
     const version = await context.requestContext.repo.readVersion(type, args.id);
-    return context.loaders.remember(parseStored(version));
+    return context.loaders.remember(parsedResources.parse(keyOf(version), version.versionId, version.text ?? 'null'));
   };
 }
 
 /** `TList(...)`: the matches of one page of the REST search. */
 function listResolver(type: string): FieldResolver {
-  return async (_parent: unknown, args: Args, context: GraphQLContext) =>
-    matchedResources(context, await runSearch(context, type, searchParams(type, args)));
+  return async (_parent: unknown, args: Args, context: GraphQLContext) => (await runSearch(context, type, searchParams(type, args))).resources;
 }
 
 interface Connection {
@@ -202,8 +249,8 @@ function connectionResolver(type: string): FieldResolver {
     const params = searchParams(type, args);
     const implicitTotal = args._total === undefined || args._total === null ? selectsField(info, 'count') : false;
     if (implicitTotal) params.push(['_total', 'accurate']);
-    const result = await runSearch(context, type, params, implicitTotal ? { accurateCountOverThreshold: 'estimate' } : {});
-    return toConnection(result, matchedResources(context, result));
+    const { result, resources } = await runSearch(context, type, params, implicitTotal ? { accurateCountOverThreshold: 'estimate' } : {});
+    return toConnection(result, resources);
   };
 }
 

@@ -29,14 +29,7 @@ export function createApp(services: Services): Hono<AppEnv> {
   app.use(crossOrigin(services));
   // Before the body limit middleware: GraphQL reads its body itself, within the same limit (graphql/http-body.ts).
   mountGraphQL(app, services, bearerAuthentication);
-  app.use(
-    bodyLimit({
-      maxSize: services.config.maxBodyBytes,
-      onError: () => {
-        throw errors.tooLarge(`The request body exceeds the limit of ${services.config.maxBodyBytes} bytes`);
-      },
-    }),
-  );
+  app.use(requestBodyLimit(services.config.maxBodyBytes));
   const authenticated = authentication(services, bearerAuthentication);
   for (const route of ROUTES) {
     if (route.public) app.on(route.method, route.path, (c) => route.handler(c));
@@ -89,6 +82,22 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
     if (!isResourceType(type)) throw errors.notSupported(`Unknown resource type "${type}"`);
     return handle(c);
   });
+}
+
+/**
+ * Larger bodies get 413 with an OperationOutcome. GET and HEAD requests cannot have a body, and
+ * skip the check: Hono's middleware asks for the request's body, which makes the Node adapter
+ * build a full fetch Request for every read (a quarter of the CPU of a cached REST read: 0.19 ms
+ * against 0.14 ms measured).
+ */
+function requestBodyLimit(maxBytes: number): MiddlewareHandler<AppEnv> {
+  const limit = bodyLimit({
+    maxSize: maxBytes,
+    onError: () => {
+      throw errors.tooLarge(`The request body exceeds the limit of ${maxBytes} bytes`);
+    },
+  });
+  return (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limit(c, next));
 }
 
 /**

@@ -119,6 +119,60 @@ async function walk(client: ProjectClient, variables: Record<string, unknown>): 
   return { ids: pages.flatMap((p) => p.edges.map((edge) => edge.resource.id)), pages };
 }
 
+describe('TList: _params, REST parameters a typed argument cannot spell', () => {
+  it('takes a modifier (name:exact) and matches what REST matches', async () => {
+    const client = api.newProject();
+    await patients(client, 2, (i) => ({ name: [{ family: i === 0 ? 'Smith' : 'Smithson' }] }));
+    const body = await data(api, client, `{ PatientList(_params: [{ name: "family:exact", value: "Smith" }]) { id } }`);
+    const rest = await restIds(client, '/Patient?family:exact=Smith');
+    expect(rest).toHaveLength(1);
+    expect(body.PatientList.map((p: { id: string }) => p.id)).toEqual(rest);
+  });
+
+  it('takes a chained parameter, combined with typed arguments (AND)', async () => {
+    const client = api.newProject();
+    const [ann, bob] = await patients(client, 2, (i) => ({ name: [{ family: i === 0 ? 'Annable' : 'Bobbins' }] }));
+    await create(client, { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: `Patient/${ann}` } });
+    const wanted = await create(client, { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: `Patient/${bob}` } });
+    await create(client, { resourceType: 'Observation', status: 'preliminary', code: { text: 'x' }, subject: { reference: `Patient/${bob}` } });
+    const body = await data(api, client, `{ ObservationList(status: "final", _params: [{ name: "subject:Patient.family", value: "Bobbins" }]) { id } }`);
+    expect(body.ObservationList).toEqual([{ id: wanted.id }]);
+  });
+
+  it('takes a search parameter the project defined itself', async () => {
+    const client = api.newProject();
+    const parameter = await client.post('/SearchParameter', {
+      resourceType: 'SearchParameter',
+      url: 'http://example.org/SearchParameter/patient-nickname',
+      name: 'nickname',
+      status: 'active',
+      description: 'A nickname',
+      code: 'nickname',
+      base: ['Patient'],
+      type: 'string',
+      expression: "Patient.name.where(use = 'nickname').given",
+    });
+    expect(parameter.status).toBe(201);
+    const [ace] = await patients(client, 2, (i) => ({ name: [{ use: i === 0 ? 'nickname' : 'official', given: ['Ace'] }] }));
+    const body = await data(api, client, `{ PatientList(_params: [{ name: "nickname", value: "ace" }]) { id } }`);
+    expect(body.PatientList).toEqual([{ id: ace }]);
+  });
+
+  it('refuses an unknown modifier with the search error as OperationOutcome', async () => {
+    const client = api.newProject();
+    const error = onlyError(await graphql(api, client, `{ PatientList(_params: [{ name: "family:nonsense", value: "x" }]) { id } }`));
+    expect(error.code).toBe('invalid');
+    expect(error.text).toContain('nonsense');
+  });
+
+  it('refuses result parameters, which have arguments of their own', async () => {
+    const client = api.newProject();
+    const error = onlyError(await graphql(api, client, `{ PatientList(_params: [{ name: "_count", value: "5000" }]) { id } }`));
+    expect(error.code).toBe('invalid');
+    expect(error.outcome.issue[0].expression).toEqual(['_params[0].name']);
+  });
+});
+
 describe('TConnection: paging', () => {
   it('gives count, offset, pageSize and match edges', async () => {
     const client = api.newProject();

@@ -11,6 +11,7 @@ import { block, sdlFile, type SdlArgument, type SdlField } from './sdl.js';
 
 /** Arguments every search field has; a search parameter of the same name would be shadowed, so it is left out. */
 const PAGING_ARGS: readonly SdlArgument[] = [
+  { name: '_params', type: '[SearchParam!]' },
   { name: '_count', type: 'Int' },
   { name: '_offset', type: 'Int' },
   { name: '_sort', type: 'String' },
