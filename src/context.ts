@@ -6,6 +6,7 @@ import type { ResourceCache } from './storage/resource-cache.js';
 import type { Repository } from './storage/repository.js';
 import { GuardedRepository } from './auth/access.js';
 import type { AuthService } from './auth/service.js';
+import type { InvalidationBus } from './cache/invalidation.js';
 
 /** Who is calling, as decided by authentication. */
 export interface Identity {
@@ -46,6 +47,8 @@ export interface Services {
   readonly resourceCache: ResourceCache;
   /** Keys, token signing and verification, and the caches that keep them cheap (src/auth). */
   readonly auth: AuthService;
+  /** Notices that keep several servers' in-memory caches honest (src/cache/invalidation.ts). */
+  readonly bus: InvalidationBus;
 }
 
 /** Built once per request and passed down; REST handlers and GraphQL resolvers get the same one. */

@@ -6,6 +6,8 @@ import type { Config } from './config.js';
 import type { Services } from './context.js';
 import { bootstrapSuperAdmin } from './auth/bootstrap.js';
 import { AuthService } from './auth/service.js';
+import { openInvalidationBus, type InvalidationBus } from './cache/invalidation.js';
+import { watchSearchParameters } from './search/parameters.js';
 import { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { createApp } from './http/app.js';
@@ -33,8 +35,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await db.close();
     throw error;
   }
+  let bus: InvalidationBus;
+  try {
+    bus = await openInvalidationBus({ redisUrl: config.redisUrl, postgresUrl: db.kind === 'postgres' ? config.databaseUrl : undefined }, log);
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
   const storage = {
     db,
+    bus,
     binaryStorage: new DatabaseBinaryStorage(db),
     // Only the embedded database has this process as its sole writer (see ResourceCache).
     resourceCache: db.kind === 'pglite' && config.resourceCacheSize > 0 ? new LruResourceCache(config.resourceCacheSize) : noResourceCache,
@@ -43,12 +53,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   try {
     // Keys generated once and stored in the database; super admin ensured (idempotent, race-safe).
     auth = await AuthService.start(storage, config);
+    auth.shareThrough(bus);
+    watchSearchParameters(bus);
     await bootstrapSuperAdmin(auth, log);
   } catch (error) {
-    await db.close();
+    await Promise.all([bus.close(), db.close()]);
     throw error;
   }
-  const services: Services = { config, log, ...storage, auth };
+  const services: Services = { config, log, ...storage, auth, bus };
   const app = createApp(services);
   const server = await listen(app.fetch, config.port);
   const port = (server.address() as AddressInfo).port;
@@ -56,7 +68,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   return {
     url: `http://127.0.0.1:${port}`,
     services,
-    close: () => shutdown(server, db, config.shutdownTimeoutMs),
+    close: () => shutdown(server, db, bus, config.shutdownTimeoutMs),
   };
 }
 
@@ -68,11 +80,12 @@ function listen(fetch: (request: Request) => Response | Promise<Response>, port:
 }
 
 /** Drains: no new connections, idle keep-alive sockets closed, busy ones finish (up to a timeout). */
-async function shutdown(server: Server, db: Database, timeoutMs: number): Promise<void> {
+async function shutdown(server: Server, db: Database, bus: InvalidationBus, timeoutMs: number): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
   await closed;
   clearTimeout(timer);
+  await bus.close();
   await db.close();
 }

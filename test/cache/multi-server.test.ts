@@ -1,0 +1,127 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { projectClient, TEST_SUPER_ADMIN, testEnv, useTestServer, type ProjectClient, type TestServer } from '../helpers/server.js';
+
+/**
+ * Two servers on one PostgreSQL database, the second in a process of its own (so no module state
+ * is shared), keep their in-memory state in step through the invalidation bus: PostgreSQL LISTEN/NOTIFY by default, Redis pub/sub when REDIS_URL is set.
+ * Without the bus each case below would stay wrong on the second server for up to a minute (the
+ * token cache) or ten seconds (custom search parameters), or not count at all (login failures).
+ */
+const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') === true;
+const redisUrl = process.env.TEST_REDIS_URL;
+
+/** Polls `probe` until it returns `expected` (a notice takes milliseconds); the last value otherwise. */
+async function eventually<T>(probe: () => Promise<T>, expected: T): Promise<T> {
+  let value = await probe();
+  for (let i = 0; i < 40 && value !== expected; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    value = await probe();
+  }
+  return value;
+}
+
+/** A Flint server in a child process, as `npm start` runs it; resolves once it answers /healthcheck. */
+async function startChildServer(overrides: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const env = { ...process.env, ...testEnv({ PORT: String(port), ...overrides }) };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined)),
+    stdio: 'ignore',
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if (await fetch(`${url}/healthcheck`).then((r) => r.ok, () => false)) return { url, child };
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  child.kill();
+  throw new Error('the second server did not start');
+}
+
+function passwordAttempt(baseUrl: string, password: string): Promise<Response> {
+  return fetch(`${baseUrl}/oauth2/token`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'password', username: TEST_SUPER_ADMIN.email, password }),
+  });
+}
+
+function twoServerCases(overrides: Record<string, string>): void {
+  let api: TestServer;
+  let other: { url: string; child: ChildProcess };
+  /** `client`'s project, with `client`'s token, through the other server. */
+  const onOther = async (client: ProjectClient) => {
+    const token = await client.token();
+    return projectClient(`${other.url}/fhir/R4`, client.projectId, async () => token);
+  };
+
+  it('starts two servers on one database', async () => {
+    api = await useTestServer(overrides);
+    expect(api.server.services.bus.kind).toBe(overrides.REDIS_URL ? 'redis' : 'postgres');
+    other = await startChildServer(overrides);
+    afterAll(() => {
+      other.child.kill('SIGTERM');
+    });
+  }, 60_000);
+
+  it('ends a token on the other server as soon as it is logged out', async () => {
+    const client = api.newProject();
+    const viaOther = await onOther(client);
+    // The other server verifies the token and keeps it in its token cache.
+    expect((await viaOther.get('/Patient?_count=1')).status).toBe(200);
+    const logout = await fetch(`${api.url}/oauth2/logout`, { method: 'POST', headers: await client.authHeaders() });
+    expect(logout.status).toBe(200);
+    expect(await eventually(async () => (await viaOther.get('/Patient?_count=1')).status, 401)).toBe(401);
+  });
+
+  it('applies a new AccessPolicy of a membership on the other server at once', async () => {
+    const client = api.newProject();
+    const viaOther = await onOther(client);
+    expect((await viaOther.get('/Observation?_count=1')).status).toBe(200);
+    const policy = await client.post('/AccessPolicy', { resourceType: 'AccessPolicy', resource: [{ resourceType: 'Patient' }] });
+    expect(policy.status).toBe(201);
+    const { clientId } = await api.credentialsOf(client);
+    const found = await client.get(`/ProjectMembership?profile=ClientApplication/${clientId}`);
+    const membership = found.body.entry[0].resource;
+    const updated = await client.put(`/ProjectMembership/${membership.id}`, { ...membership, accessPolicy: { reference: `AccessPolicy/${policy.body.id}` } });
+    expect(updated.status).toBe(200);
+    expect(await eventually(async () => (await viaOther.get('/Observation?_count=1')).status, 403)).toBe(403);
+  });
+
+  it('lets the other server search by a SearchParameter created a moment ago', async () => {
+    const client = api.newProject();
+    const viaOther = await onOther(client);
+    const code = `nickname${randomUUID().slice(0, 8)}`;
+    // The other server reads (and caches) the project's custom parameters: none yet.
+    expect((await viaOther.get(`/Patient?${code}=ace`)).status).toBe(400);
+    const parameter = await client.post('/SearchParameter', {
+      resourceType: 'SearchParameter',
+      url: `http://example.org/SearchParameter/${code}`,
+      name: code,
+      status: 'active',
+      description: 'A nickname',
+      code,
+      base: ['Patient'],
+      type: 'string',
+      expression: 'Patient.name.where(use = \'nickname\').given',
+    });
+    expect(parameter.status).toBe(201);
+    const patient = await client.post('/Patient', { resourceType: 'Patient', name: [{ use: 'nickname', given: ['Ace'] }] });
+    expect(patient.status).toBe(201);
+    expect(await eventually(async () => (await viaOther.get(`/Patient?${code}=ace`)).status, 200)).toBe(200);
+    const search = await viaOther.get(`/Patient?${code}=ace`);
+    expect(search.body.entry.map((entry: { resource: { id: string } }) => entry.resource.id)).toEqual([patient.body.id]);
+  });
+
+  it('counts failed logins on one server when another server decides', async () => {
+    for (let i = 0; i < 5; i++) expect((await passwordAttempt(api.url, 'wrong')).status).toBe(400);
+    // One attempt only: a success would clear the count. Notices take milliseconds.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await passwordAttempt(other.url, TEST_SUPER_ADMIN.password)).status).toBe(429);
+  });
+}
+
+describe.runIf(onPostgres)('two servers, PostgreSQL LISTEN/NOTIFY', () => twoServerCases({}));
+
+describe.runIf(onPostgres && redisUrl)('two servers, Redis pub/sub', () => twoServerCases({ REDIS_URL: redisUrl ?? '' }));
