@@ -8,6 +8,7 @@ import type { Project, Reference } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
 import { binaryKey } from '../storage/binary-storage.js';
 import { writeHookOf } from '../storage/repository.js';
+import { loadProjectParameters, type ProjectParameters } from '../search/parameters.js';
 import { insertFirstVersion } from '../storage/sql.js';
 import { copyIndexedConcepts } from '../terminology/indexing.js';
 import { validateResource } from '../validation/validator.js';
@@ -99,12 +100,16 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
     resources.push({ resource, sourceResourceId: row.id, binaryFrom: row.resourceType === 'Binary' ? binaryKey(sourceId, row.id, row.versionId) : undefined });
   }
   const hashed = await Promise.all(secrets.map(async (s) => ({ ...s, hash: await hashSecret(s.secret) })));
+  // The project's own SearchParameters go first: every other resource is indexed by them too.
+  resources.sort((a, b) => Number(b.resource.resourceType === 'SearchParameter') - Number(a.resource.resourceType === 'SearchParameter'));
   await auth.db.transaction(async (tx) => {
+    let parameters: ProjectParameters | undefined;
     for (const { resource, sourceResourceId, binaryFrom } of resources) {
       const versionId = randomUUID();
       const stamped = { ...resource, meta: { ...(resource.meta ?? {}), versionId, lastUpdated: now, project: newProjectId } };
       validateResource(stamped, { expectedType: stamped.resourceType });
-      await insertFirstVersion(tx, stamped);
+      if (stamped.resourceType !== 'SearchParameter') parameters ??= await loadProjectParameters(tx, newProjectId);
+      await insertFirstVersion(tx, stamped, parameters);
       // As on every write: the type's write hook (CodeSystem: concept indexing) in the transaction.
       await writeHookOf(stamped.resourceType)?.(tx, { resourceType: stamped.resourceType, id: stamped.id!, projectId: newProjectId, resource: stamped });
       // Concepts added by CodeSystem/$import live only in the source's index: copy them too.

@@ -254,4 +254,28 @@ describe('Project/$clone of terminology resources', () => {
     const unknown = await copy.get(`/CodeSystem/$lookup?system=${encodeURIComponent(SYSTEM)}&code=unicorn`);
     expect(unknown.status).toBe(404);
   });
+
+  it("indexes the cloned resources by the project's own SearchParameters", async () => {
+    const source = api.newProject();
+    const parameter = await source.post('/SearchParameter', {
+      resourceType: 'SearchParameter',
+      url: 'http://example.org/SearchParameter/patient-nickname',
+      name: 'nickname',
+      status: 'active',
+      description: 'A nickname',
+      code: 'nickname',
+      base: ['Patient'],
+      type: 'string',
+      expression: "Patient.name.where(use = 'nickname').given",
+    });
+    expect(parameter.status).toBe(201);
+    expect((await source.post('/Patient', { resourceType: 'Patient', name: [{ use: 'nickname', given: ['Ace'] }] })).status).toBe(201);
+    const res = await clone(await api.superAdmin.token(), source.projectId, params({ name: 'Parameters copy' }));
+    expect(res.status).toBe(201);
+    const copy = await clientOfClone(res.body.id);
+    const [clonedPatient] = (await contentsOf(res.body.id)).filter((r) => r.resourceType === 'Patient');
+    const found = await copy.get('/Patient?nickname=ace');
+    expect(found.status, found.text).toBe(200);
+    expect(found.body.entry.map((entry: { resource: { id: string } }) => entry.resource.id)).toEqual([clonedPatient.id]);
+  });
 });
