@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { clientCredentialsToken, lazyToken, patientBody, projectClient, useTestServer } from '../helpers/server.js';
+import { clientCredentialsToken, lazyToken, nicknameSearchParameter, patientBody, projectClient, useTestServer } from '../helpers/server.js';
 import { addMemberClient } from '../auth/helpers.js';
 import { out, params as terminologyParams, SYSTEM, withAnimals, withValueSet } from '../terminology/fixtures.js';
 
@@ -257,17 +257,7 @@ describe('Project/$clone of terminology resources', () => {
 
   it("indexes the cloned resources by the project's own SearchParameters", async () => {
     const source = api.newProject();
-    const parameter = await source.post('/SearchParameter', {
-      resourceType: 'SearchParameter',
-      url: 'http://example.org/SearchParameter/patient-nickname',
-      name: 'nickname',
-      status: 'active',
-      description: 'A nickname',
-      code: 'nickname',
-      base: ['Patient'],
-      type: 'string',
-      expression: "Patient.name.where(use = 'nickname').given",
-    });
+    const parameter = await source.post('/SearchParameter', nicknameSearchParameter());
     expect(parameter.status).toBe(201);
     expect((await source.post('/Patient', { resourceType: 'Patient', name: [{ use: 'nickname', given: ['Ace'] }] })).status).toBe(201);
     const res = await clone(await api.superAdmin.token(), source.projectId, params({ name: 'Parameters copy' }));

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { projectClient, TEST_SUPER_ADMIN, testEnv, useTestServer, type ProjectClient, type TestServer } from '../helpers/server.js';
+import { nicknameSearchParameter, projectClient, TEST_SUPER_ADMIN, testEnv, useTestServer, type ProjectClient, type TestServer } from '../helpers/server.js';
 
 /**
  * Two servers on one PostgreSQL database, the second in a process of its own (so no module state
@@ -95,17 +95,7 @@ function twoServerCases(overrides: Record<string, string>): void {
     const code = `nickname${randomUUID().slice(0, 8)}`;
     // The other server reads (and caches) the project's custom parameters: none yet.
     expect((await viaOther.get(`/Patient?${code}=ace`)).status).toBe(400);
-    const parameter = await client.post('/SearchParameter', {
-      resourceType: 'SearchParameter',
-      url: `http://example.org/SearchParameter/${code}`,
-      name: code,
-      status: 'active',
-      description: 'A nickname',
-      code,
-      base: ['Patient'],
-      type: 'string',
-      expression: 'Patient.name.where(use = \'nickname\').given',
-    });
+    const parameter = await client.post('/SearchParameter', nicknameSearchParameter(code));
     expect(parameter.status).toBe(201);
     const patient = await client.post('/Patient', { resourceType: 'Patient', name: [{ use: 'nickname', given: ['Ace'] }] });
     expect(patient.status).toBe(201);

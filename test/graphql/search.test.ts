@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { patientBody, useTestServer, type ProjectClient } from '../helpers/server.js';
+import { nicknameSearchParameter, patientBody, useTestServer, type ProjectClient } from '../helpers/server.js';
 import { create, data, graphql, onlyError } from './resource-helpers.js';
 
 const api = await useTestServer();
@@ -141,17 +141,7 @@ describe('TList: _params, REST parameters a typed argument cannot spell', () => 
 
   it('takes a search parameter the project defined itself', async () => {
     const client = api.newProject();
-    const parameter = await client.post('/SearchParameter', {
-      resourceType: 'SearchParameter',
-      url: 'http://example.org/SearchParameter/patient-nickname',
-      name: 'nickname',
-      status: 'active',
-      description: 'A nickname',
-      code: 'nickname',
-      base: ['Patient'],
-      type: 'string',
-      expression: "Patient.name.where(use = 'nickname').given",
-    });
+    const parameter = await client.post('/SearchParameter', nicknameSearchParameter());
     expect(parameter.status).toBe(201);
     const [ace] = await patients(client, 2, (i) => ({ name: [{ use: i === 0 ? 'nickname' : 'official', given: ['Ace'] }] }));
     const body = await data(api, client, `{ PatientList(_params: [{ name: "nickname", value: "ace" }]) { id } }`);

@@ -190,3 +190,21 @@ export const patientBody = (overrides: Record<string, unknown> = {}) => ({
   address: [{ line: ['534 Erewhon St'], city: 'PleasantVille', state: 'Vic', postalCode: '3999' }],
   ...overrides,
 });
+
+/**
+ * A project SearchParameter `code` on Patient matching the given names of a `use: nickname` name
+ * (tests of custom parameters through other features: clone, GraphQL, several servers).
+ */
+export function nicknameSearchParameter(code = 'nickname'): Record<string, unknown> {
+  return {
+    resourceType: 'SearchParameter',
+    url: `http://example.org/SearchParameter/${code}`,
+    name: code,
+    status: 'active',
+    description: 'A nickname',
+    code,
+    base: ['Patient'],
+    type: 'string',
+    expression: "Patient.name.where(use = 'nickname').given",
+  };
+}
