@@ -7,6 +7,7 @@ import type { Services } from './context.js';
 import { bootstrapSuperAdmin } from './auth/bootstrap.js';
 import { AuthService } from './auth/service.js';
 import { openInvalidationBus, type InvalidationBus } from './cache/invalidation.js';
+import { RedisStore, type SharedStore } from './cache/shared-store.js';
 import { watchSearchParameters } from './search/parameters.js';
 import { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
@@ -42,6 +43,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await db.close();
     throw error;
   }
+  let store: SharedStore | undefined;
+  try {
+    store = config.redisUrl ? await RedisStore.open(config.redisUrl, log) : undefined;
+  } catch (error) {
+    await Promise.all([bus.close(), db.close()]);
+    throw error;
+  }
   const storage = {
     db,
     bus,
@@ -53,11 +61,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   try {
     // Keys generated once and stored in the database; super admin ensured (idempotent, race-safe).
     auth = await AuthService.start(storage, config);
-    auth.shareThrough(bus);
+    auth.shareThrough(bus, store);
     watchSearchParameters(bus);
     await bootstrapSuperAdmin(auth, log);
   } catch (error) {
-    await Promise.all([bus.close(), db.close()]);
+    await Promise.all([bus.close(), store?.close(), db.close()]);
     throw error;
   }
   const services: Services = { config, log, ...storage, auth, bus };
@@ -68,7 +76,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   return {
     url: `http://127.0.0.1:${port}`,
     services,
-    close: () => shutdown(server, db, bus, config.shutdownTimeoutMs),
+    close: () => shutdown(server, db, [bus, ...(store ? [store] : [])], config.shutdownTimeoutMs),
   };
 }
 
@@ -80,12 +88,12 @@ function listen(fetch: (request: Request) => Response | Promise<Response>, port:
 }
 
 /** Drains: no new connections, idle keep-alive sockets closed, busy ones finish (up to a timeout). */
-async function shutdown(server: Server, db: Database, bus: InvalidationBus, timeoutMs: number): Promise<void> {
+async function shutdown(server: Server, db: Database, channels: readonly { close(): Promise<void> }[], timeoutMs: number): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
   await closed;
   clearTimeout(timer);
-  await bus.close();
+  await Promise.all(channels.map((channel) => channel.close()));
   await db.close();
 }

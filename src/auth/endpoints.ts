@@ -91,6 +91,7 @@ async function externalUserinfo(auth: AuthService, token: string): Promise<Respo
       scope: 'openid',
     });
     result.credentials = await auth.issueTokens(login, false);
+    await auth.external.shareCredentials(token, result);
   }
   const claims = await claimsOf(auth, subject, result.membership.profile?.reference, result.claims);
   const credentials = result.credentials;

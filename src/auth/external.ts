@@ -4,6 +4,7 @@ import type { Identity } from '../context.js';
 import type { ProjectMembership } from '../fhir/resources.js';
 import { membershipsByExternalId, membershipsReferencing, parseReference } from './accounts.js';
 import { sha256Base64Url } from './secrets.js';
+import type { SharedStore } from '../cache/shared-store.js';
 import type { AuthService, TokenResponse } from './service.js';
 import { TokenError } from './tokens.js';
 
@@ -23,13 +24,15 @@ export interface ExternalResult {
 /**
  * Direct external authentication (SPEC 5): a JWT from a configured issuer is validated by calling
  * the provider's userinfo endpoint with it, then mapped to one ProjectMembership by `fhirUser`
- * (or `ext.fhirUser`) or else by `sub` = `ProjectMembership.externalId`. Results are cached in
- * memory for an hour, never past the token's `exp`, keyed by issuer and a hash of the token.
+ * (or `ext.fhirUser`) or else by `sub` = `ProjectMembership.externalId`. Results are cached for an
+ * hour, never past the token's `exp`, keyed by issuer and a hash of the token: in memory, and in
+ * Redis when REDIS_URL is set, so that several servers call the provider once per token.
  */
 export class ExternalAuth {
   private readonly cache = new Map<string, ExternalResult>();
   /** Calls in flight, so concurrent first uses of one token call the provider once. */
   private readonly pending = new Map<string, Promise<ExternalResult>>();
+  private shared: SharedStore | undefined;
 
   constructor(
     private readonly config: Config,
@@ -48,25 +51,57 @@ export class ExternalAuth {
     return provider ? { provider, claims } : undefined;
   }
 
+  /** From now on validations (and the credentials issued for them) are shared through `store`. */
+  shareThrough(store: SharedStore): void {
+    this.shared = store;
+  }
+
   async validate(auth: AuthService, token: string): Promise<ExternalResult> {
     const found = this.providerOf(token);
     if (!found) throw new TokenError('The token was not issued by a configured identity provider');
     const { provider, claims } = found;
     const now = Date.now();
     if (typeof claims.exp !== 'number' || claims.exp * 1000 <= now) throw new TokenError('The external token has expired');
-    const key = `${provider.issuer} ${sha256Base64Url(token)}`;
+    const key = cacheKey(provider, token);
     const cached = this.cache.get(key);
     if (cached && cached.until > now) return cached;
     if (cached) this.cache.delete(key);
     let inFlight = this.pending.get(key);
     if (!inFlight) {
-      inFlight = this.resolve(auth, provider, token, claims).finally(() => this.pending.delete(key));
+      inFlight = this.sharedOrResolved(auth, key, provider, token, claims).finally(() => this.pending.delete(key));
       this.pending.set(key, inFlight);
     }
     const result = await inFlight;
     if (this.cache.size >= this.capacity) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(key, result);
     return result;
+  }
+
+  /** After our credentials were issued for a validation: the other servers hand out the same ones. */
+  async shareCredentials(token: string, result: ExternalResult): Promise<void> {
+    const found = this.providerOf(token);
+    if (found) await this.share(cacheKey(found.provider, token), result);
+  }
+
+  private async sharedOrResolved(
+    auth: AuthService,
+    key: string,
+    provider: ExternalAuthProvider,
+    token: string,
+    claims: JWTPayload & Record<string, unknown>,
+  ): Promise<ExternalResult> {
+    const stored = await this.shared?.get(key);
+    if (stored) {
+      const result = JSON.parse(stored) as ExternalResult;
+      if (result.until > Date.now()) return result;
+    }
+    const result = await this.resolve(auth, provider, token, claims);
+    await this.share(key, result);
+    return result;
+  }
+
+  private async share(key: string, result: ExternalResult): Promise<void> {
+    await this.shared?.set(key, JSON.stringify(result), result.until - Date.now());
   }
 
   private async resolve(
@@ -80,6 +115,11 @@ export class ExternalAuth {
     const identity = await auth.identityFor(membership, { subject: membership.user?.reference, scope: 'openid' });
     return { claims, userinfo, membership, identity, until: Math.min(Date.now() + CACHE_MS, (claims.exp as number) * 1000) };
   }
+}
+
+/** Issuer and a hash of the token: the token itself is never stored. */
+function cacheKey(provider: ExternalAuthProvider, token: string): string {
+  return `external:${provider.issuer} ${sha256Base64Url(token)}`;
 }
 
 async function callUserInfo(provider: ExternalAuthProvider, token: string): Promise<Record<string, unknown>> {

@@ -21,6 +21,7 @@ import { writeHookOf, type ResourceKey, type StoredVersion } from '../storage/re
 import { validateResource } from '../validation/validator.js';
 import { LoginWriter } from './login-writer.js';
 import { changedResourceOf, resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
+import type { SharedStore } from '../cache/shared-store.js';
 // Registers the write hooks keeping externalId and User email unique (every server runs them).
 import './uniqueness.js';
 import { ACCESS_TOKEN_SECONDS, IdentityCache, REFRESH_TOKEN_SECONDS, TokenError, TokenSigner } from './tokens.js';
@@ -95,9 +96,11 @@ export class AuthService {
   /**
    * Keeps this server's caches in step with the others: a committed change of a Login (logout),
    * membership, access policy, project, client or user evicts the cached identities built from it
-   * on every server, and login failures count on every server (LoginThrottle).
+   * on every server, and login failures count on every server (LoginThrottle). With a shared
+   * store (Redis), external token validations are shared too (ExternalAuth).
    */
-  shareThrough(bus: InvalidationBus): void {
+  shareThrough(bus: InvalidationBus, store?: SharedStore): void {
+    if (store) this.external.shareThrough(store);
     for (const [resourceType, affects] of Object.entries(IDENTITY_SOURCES)) {
       bus.subscribe(resourceChangedTopic(resourceType), (key) => {
         const changed = changedResourceOf(key);

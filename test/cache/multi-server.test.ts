@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nicknameSearchParameter, projectClient, TEST_SUPER_ADMIN, testEnv, useTestServer, type ProjectClient, type TestServer } from '../helpers/server.js';
+import { startFakeIdp, type FakeIdp } from '../auth/fake-idp.js';
 
 /**
  * Two servers on one PostgreSQL database, the second in a process of its own (so no module state
@@ -47,7 +48,9 @@ function passwordAttempt(baseUrl: string, password: string): Promise<Response> {
   });
 }
 
-function twoServerCases(overrides: Record<string, string>): void {
+function twoServerCases(redis: Record<string, string>): void {
+  let idp: FakeIdp;
+  let overrides: Record<string, string>;
   let api: TestServer;
   let other: { url: string; child: ChildProcess };
   /** `client`'s project, with `client`'s token, through the other server. */
@@ -57,8 +60,11 @@ function twoServerCases(overrides: Record<string, string>): void {
   };
 
   it('starts two servers on one database', async () => {
+    idp = await startFakeIdp();
+    afterAll(() => idp.close());
+    overrides = { ...redis, EXTERNAL_AUTH_PROVIDERS: JSON.stringify([{ issuer: idp.issuer, userInfoUrl: idp.userInfoUrl }]) };
     api = await useTestServer(overrides);
-    expect(api.server.services.bus.kind).toBe(overrides.REDIS_URL ? 'redis' : 'postgres');
+    expect(api.server.services.bus.kind).toBe(redis.REDIS_URL ? 'redis' : 'postgres');
     other = await startChildServer(overrides);
     afterAll(() => {
       other.child.kill('SIGTERM');
@@ -102,6 +108,27 @@ function twoServerCases(overrides: Record<string, string>): void {
     expect(await eventually(async () => (await viaOther.get(`/Patient?${code}=ace`)).status, 200)).toBe(200);
     const search = await viaOther.get(`/Patient?${code}=ace`);
     expect(search.body.entry.map((entry: { resource: { id: string } }) => entry.resource.id)).toEqual([patient.body.id]);
+  });
+
+  it.runIf(redis.REDIS_URL)('validates an external token with its provider once for both servers (Redis)', async () => {
+    const admin = api.newProject();
+    const externalId = `idp|${randomUUID()}`;
+    const invite = await fetch(`${api.url}/admin/projects/${admin.projectId}/invite`, {
+      method: 'POST',
+      headers: { ...(await admin.authHeaders()), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ resourceType: 'Practitioner', firstName: 'Ext', lastName: 'User', externalId }),
+    });
+    expect(invite.status).toBe(201);
+    const token = await idp.issue({ sub: externalId });
+    const before = idp.userinfoCalls;
+    const userinfo = (baseUrl: string) => fetch(`${baseUrl}/oauth2/userinfo`, { headers: { Authorization: `Bearer ${token}` } });
+    const first = await userinfo(api.url);
+    expect(first.status).toBe(200);
+    const second = await userinfo(other.url);
+    expect(second.status).toBe(200);
+    expect(idp.userinfoCalls - before).toBe(1);
+    // The other server hands out the credentials the first one issued for this validation.
+    expect(((await second.json()) as { access_token: string }).access_token).toBe(((await first.json()) as { access_token: string }).access_token);
   });
 
   it('counts failed logins on one server when another server decides', async () => {
