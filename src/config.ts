@@ -24,6 +24,12 @@ export interface Config {
   /** `_total=accurate` when the estimate reaches the threshold: return the estimate, or refuse (400). */
   readonly accurateCountOverThreshold: 'estimate' | 'refuse';
   readonly redisUrl: string | undefined;
+  /**
+   * Names the cache-notice channel (PostgreSQL and Redis) and the Redis key prefix: the servers of
+   * one deployment share it; two deployments sharing a Redis (or test servers sharing a database)
+   * must not.
+   */
+  readonly cacheNamespace: string;
   readonly logLevel: string;
   readonly shutdownTimeoutMs: number;
   readonly resourceCacheSize: number;
@@ -104,6 +110,7 @@ export function loadConfig(env: Env = process.env): Config {
     accurateCountThreshold: int('ACCURATE_COUNT_THRESHOLD', 1_000_000),
     accurateCountOverThreshold: oneOf('ACCURATE_COUNT_OVER_THRESHOLD', ['estimate', 'refuse'] as const, 'estimate'),
     redisUrl: merged.REDIS_URL || undefined,
+    cacheNamespace: namespace(merged.CACHE_NAMESPACE, problems),
     logLevel: merged.LOG_LEVEL || 'info',
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000),
     resourceCacheSize: int('RESOURCE_CACHE_SIZE', 10_000),
@@ -159,4 +166,12 @@ function parseProviders(raw: string | undefined, problems: string[]): ExternalAu
     }
     return [{ issuer: entry.issuer, userInfoUrl: entry.userInfoUrl }];
   });
+}
+
+/** CACHE_NAMESPACE: lower-case letters, digits and `_` (it becomes part of a PostgreSQL channel name). */
+function namespace(raw: string | undefined, problems: string[]): string {
+  if (raw === undefined || raw === '') return 'flint';
+  if (/^[a-z0-9_]{1,40}$/.test(raw)) return raw;
+  problems.push(`CACHE_NAMESPACE must be 1-40 lower-case letters, digits or _, got "${raw}"`);
+  return 'flint';
 }

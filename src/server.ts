@@ -38,14 +38,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   }
   let bus: InvalidationBus;
   try {
-    bus = await openInvalidationBus({ redisUrl: config.redisUrl, postgresUrl: db.kind === 'postgres' ? config.databaseUrl : undefined }, log);
+    bus = await openInvalidationBus(
+      { redisUrl: config.redisUrl, namespace: config.cacheNamespace, postgresUrl: db.kind === 'postgres' ? config.databaseUrl : undefined },
+      log,
+    );
   } catch (error) {
     await db.close();
     throw error;
   }
   let store: SharedStore | undefined;
   try {
-    store = config.redisUrl ? await RedisStore.open(config.redisUrl, log) : undefined;
+    store = config.redisUrl ? await RedisStore.open(config.redisUrl, config.cacheNamespace, log) : undefined;
   } catch (error) {
     await Promise.all([bus.close(), db.close()]);
     throw error;

@@ -32,7 +32,11 @@ export const ALL_KEYS = '*';
 
 /** Longest message: PostgreSQL refuses NOTIFY payloads of 8,000 bytes or more. */
 const MAX_MESSAGE_BYTES = 7_900;
-const CHANNEL = 'flint_invalidation';
+
+/** The channel of a namespace (config CACHE_NAMESPACE: `[a-z0-9_]+`, so a valid identifier once quoted). */
+export function channelOf(namespace: string): string {
+  return `${namespace}_invalidation`;
+}
 const RECONNECT_DELAY_MS = 1_000;
 
 interface Message {
@@ -120,13 +124,14 @@ export class PostgresBus extends Subscribers implements InvalidationBus {
 
   private constructor(
     private readonly connectionString: string,
+    private readonly channel: string,
     log: Logger,
   ) {
     super(log);
   }
 
-  static async open(connectionString: string, log: Logger): Promise<PostgresBus> {
-    const bus = new PostgresBus(connectionString, log);
+  static async open(connectionString: string, channel: string, log: Logger): Promise<PostgresBus> {
+    const bus = new PostgresBus(connectionString, channel, log);
     await bus.connect();
     return bus;
   }
@@ -136,7 +141,7 @@ export class PostgresBus extends Subscribers implements InvalidationBus {
     const client = this.client;
     if (!client) return;
     try {
-      await client.query('SELECT pg_notify($1, $2)', [CHANNEL, this.encode(topic, key)]);
+      await client.query('SELECT pg_notify($1, $2)', [this.channel, this.encode(topic, key)]);
     } catch (error) {
       this.log.warn({ err: error, topic }, 'could not send a cache invalidation notice');
     }
@@ -153,12 +158,12 @@ export class PostgresBus extends Subscribers implements InvalidationBus {
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.connectionString, application_name: 'flint-invalidation' });
     client.on('notification', (notice) => {
-      if (notice.channel === CHANNEL && notice.payload) this.receive(notice.payload);
+      if (notice.channel === this.channel && notice.payload) this.receive(notice.payload);
     });
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client));
     await client.connect();
-    await client.query(`LISTEN ${CHANNEL}`);
+    await client.query(`LISTEN "${this.channel}"`);
     this.client = client;
   }
 
@@ -197,26 +202,27 @@ export class RedisBus extends Subscribers implements InvalidationBus {
   private constructor(
     private readonly subscriber: Redis,
     private readonly publisher: Redis,
+    private readonly channel: string,
     log: Logger,
   ) {
     super(log);
   }
 
-  static async open(url: string, log: Logger): Promise<RedisBus> {
+  static async open(url: string, channel: string, log: Logger): Promise<RedisBus> {
     const options = { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false };
     const subscriber = new Redis(url, options);
     const publisher = new Redis(url, options);
-    const bus = new RedisBus(subscriber, publisher, log);
+    const bus = new RedisBus(subscriber, publisher, channel, log);
     try {
       await Promise.all([subscriber.connect(), publisher.connect()]);
-      await subscriber.subscribe(CHANNEL);
+      await subscriber.subscribe(channel);
     } catch (error) {
       subscriber.disconnect();
       publisher.disconnect();
       throw error;
     }
-    subscriber.on('message', (channel: string, text: string) => {
-      if (channel === CHANNEL) bus.receive(text);
+    subscriber.on('message', (received: string, text: string) => {
+      if (received === channel) bus.receive(text);
     });
     let ready = true;
     subscriber.on('close', () => {
@@ -238,7 +244,7 @@ export class RedisBus extends Subscribers implements InvalidationBus {
   async publish(topic: string, key: string): Promise<void> {
     this.dispatch(topic, key);
     try {
-      await this.publisher.publish(CHANNEL, this.encode(topic, key));
+      await this.publisher.publish(this.channel, this.encode(topic, key));
     } catch (error) {
       this.log.warn({ err: error, topic }, 'could not send a cache invalidation notice');
     }
@@ -266,13 +272,16 @@ export function changedResourceOf(key: string): { projectId: string; id: string 
 
 export interface BusSettings {
   readonly redisUrl: string | undefined;
+  /** CACHE_NAMESPACE: servers with the same one hear each other. */
+  readonly namespace: string;
   /** Set when the database is PostgreSQL. */
   readonly postgresUrl: string | undefined;
 }
 
 /** Redis when configured, else PostgreSQL's channel, else in-process (embedded database). */
 export async function openInvalidationBus(settings: BusSettings, log: Logger): Promise<InvalidationBus> {
-  if (settings.redisUrl) return RedisBus.open(settings.redisUrl, log);
-  if (settings.postgresUrl) return PostgresBus.open(settings.postgresUrl, log);
+  const channel = channelOf(settings.namespace);
+  if (settings.redisUrl) return RedisBus.open(settings.redisUrl, channel, log);
+  if (settings.postgresUrl) return PostgresBus.open(settings.postgresUrl, channel, log);
   return new LocalBus(log);
 }

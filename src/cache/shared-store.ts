@@ -13,25 +13,25 @@ export interface SharedStore {
   close(): Promise<void>;
 }
 
-const PREFIX = 'flint:';
-
 export class RedisStore implements SharedStore {
   private constructor(
     private readonly client: Redis,
+    private readonly prefix: string,
     private readonly log: Logger,
   ) {}
 
-  static async open(url: string, log: Logger): Promise<RedisStore> {
+  /** Keys are `<namespace>:<key>` (config CACHE_NAMESPACE). */
+  static async open(url: string, namespace: string, log: Logger): Promise<RedisStore> {
     const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
     await client.connect();
     // Errors are retried by ioredis; without a listener they would be unhandled.
     client.on('error', (error: Error) => log.debug({ err: error }, 'Redis store error'));
-    return new RedisStore(client, log);
+    return new RedisStore(client, `${namespace}:`, log);
   }
 
   async get(key: string): Promise<string | undefined> {
     try {
-      return (await this.client.get(PREFIX + key)) ?? undefined;
+      return (await this.client.get(this.prefix + key)) ?? undefined;
     } catch (error) {
       this.log.warn({ err: error }, 'shared store read failed; treating it as a miss');
       return undefined;
@@ -41,7 +41,7 @@ export class RedisStore implements SharedStore {
   async set(key: string, value: string, ttlMs: number): Promise<void> {
     if (ttlMs <= 0) return;
     try {
-      await this.client.set(PREFIX + key, value, 'PX', Math.ceil(ttlMs));
+      await this.client.set(this.prefix + key, value, 'PX', Math.ceil(ttlMs));
     } catch (error) {
       this.log.warn({ err: error }, 'shared store write failed');
     }

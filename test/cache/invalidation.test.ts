@@ -2,7 +2,7 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ALL_KEYS, LocalBus, PostgresBus, RedisBus, type InvalidationBus } from '../../src/cache/invalidation.js';
+import { ALL_KEYS, channelOf, LocalBus, PostgresBus, RedisBus, type InvalidationBus } from '../../src/cache/invalidation.js';
 
 /**
  * The channel that keeps several servers' caches honest. The PostgreSQL cases run when the suite
@@ -11,6 +11,8 @@ import { ALL_KEYS, LocalBus, PostgresBus, RedisBus, type InvalidationBus } from 
 const log = pino({ level: 'silent' });
 const postgresUrl = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined;
 const redisUrl = process.env.TEST_REDIS_URL;
+/** A channel of this file's own: other suites' servers share the database and Redis. */
+const channel = channelOf(`test_${Math.random().toString(36).slice(2, 10)}`);
 
 const opened: InvalidationBus[] = [];
 afterEach(async () => {
@@ -98,7 +100,7 @@ function sharedChannelCases(open: () => Promise<InvalidationBus>, interrupt: () 
 
 describe.runIf(postgresUrl)('PostgresBus', () => {
   sharedChannelCases(
-    () => PostgresBus.open(postgresUrl!, log),
+    () => PostgresBus.open(postgresUrl!, channel, log),
     async () => {
       const admin = new pg.Client({ connectionString: postgresUrl });
       await admin.connect();
@@ -113,7 +115,7 @@ describe.runIf(postgresUrl)('PostgresBus', () => {
 
 describe.runIf(redisUrl)('RedisBus', () => {
   sharedChannelCases(
-    () => RedisBus.open(redisUrl!, log),
+    () => RedisBus.open(redisUrl!, channel, log),
     async () => {
       const admin = new Redis(redisUrl!);
       try {

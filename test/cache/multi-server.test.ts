@@ -62,7 +62,12 @@ function twoServerCases(redis: Record<string, string>): void {
   it('starts two servers on one database', async () => {
     idp = await startFakeIdp();
     afterAll(() => idp.close());
-    overrides = { ...redis, EXTERNAL_AUTH_PROVIDERS: JSON.stringify([{ issuer: idp.issuer, userInfoUrl: idp.userInfoUrl }]) };
+    overrides = {
+      ...redis,
+      // The two servers of this case hear each other, and no other test server.
+      CACHE_NAMESPACE: `test_${randomUUID().replace(/-/g, '').slice(0, 12)}`,
+      EXTERNAL_AUTH_PROVIDERS: JSON.stringify([{ issuer: idp.issuer, userInfoUrl: idp.userInfoUrl }]),
+    };
     api = await useTestServer(overrides);
     expect(api.server.services.bus.kind).toBe(redis.REDIS_URL ? 'redis' : 'postgres');
     other = await startChildServer(overrides);

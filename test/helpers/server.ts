@@ -85,6 +85,10 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     SUPER_ADMIN_PASSWORD: TEST_SUPER_ADMIN.password,
     SUPER_ADMIN_CLIENT_ID: TEST_SUPER_ADMIN.clientId,
     SUPER_ADMIN_CLIENT_SECRET: TEST_SUPER_ADMIN.clientSecret,
+    // Cache notices of this server only: test servers share one database (and Redis), and one
+    // file's failed logins must not throttle another file's server. Servers meant to hear each
+    // other pass the same CACHE_NAMESPACE.
+    CACHE_NAMESPACE: `test_${randomUUID().replace(/-/g, '').slice(0, 12)}`,
     ...overrides,
   };
 }
