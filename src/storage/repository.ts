@@ -8,7 +8,7 @@ import { validateResource } from '../validation/validator.js';
 import { applyJsonPatch } from './patch.js';
 import { isUniqueViolation } from './db-errors.js';
 import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
-import { projectParameters, searchParametersChanged } from '../search/parameters.js';
+import { projectParameters } from '../search/parameters.js';
 import { indexDeleteClauses, insertFirstVersion, versionWrite } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
 import type { ResourceCache } from './resource-cache.js';
@@ -415,7 +415,6 @@ export class Repository {
     });
     if (deletion) {
       this.cache.set(deletion);
-      if (resourceType === 'SearchParameter') searchParametersChanged(deletion.projectId);
       this.announce(resourceType, deletion.projectId, id);
     }
   }
@@ -563,11 +562,13 @@ export class Repository {
       deleted: false,
       text,
     });
-    if (resource.resourceType === 'SearchParameter') searchParametersChanged(meta.project!);
     this.announce(resource.resourceType, meta.project!, resource.id!);
   }
 
-  /** After commit: other servers drop what they cached of this resource (only watched types are sent). */
+  /**
+   * After commit: every server, this one included, drops what it cached of this resource (only
+   * watched types are sent: auth's identities, a project's SearchParameters).
+   */
   private announce(resourceType: string, projectId: string, id: string): void {
     const topic = resourceChangedTopic(resourceType);
     if (this.bus?.hasSubscribers(topic)) void this.bus.publish(topic, `${projectId}/${id}`);

@@ -99,31 +99,27 @@ const MAX_BELOW_SETS = 64;
  * parent links leads up to it), computed once per loaded system and code.
  */
 function belowOrSelf(system: LoadedSystem, code: string): ReadonlySet<string> {
-  let found = system.below.get(code);
+  const found = system.below.get(code);
   if (found) return found;
-  const below = new Set<string>([code]);
-  const stack = [code];
-  while (stack.length > 0) {
-    for (const child of system.childrenOf.get(stack.pop()!) ?? []) {
-      if (!below.has(child)) {
-        below.add(child);
-        stack.push(child);
-      }
-    }
-  }
+  const below = reachable(code, system.childrenOf);
   if (system.below.size >= MAX_BELOW_SETS) system.below.clear();
   system.below.set(code, below);
   return below;
 }
 
 function ancestorsOrSelf(system: LoadedSystem, code: string): Set<string> {
+  return reachable(code, system.parentsOf);
+}
+
+/** `code` and every code reached from it through `links` (children or parents), cycles tolerated. */
+function reachable(code: string, links: ReadonlyMap<string, readonly string[]>): Set<string> {
   const found = new Set<string>([code]);
   const stack = [code];
   while (stack.length > 0) {
-    for (const parent of system.parentsOf.get(stack.pop()!) ?? []) {
-      if (!found.has(parent)) {
-        found.add(parent);
-        stack.push(parent);
+    for (const next of links.get(stack.pop()!) ?? []) {
+      if (!found.has(next)) {
+        found.add(next);
+        stack.push(next);
       }
     }
   }

@@ -1,7 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { nicknameSearchParameter, projectClient, TEST_SUPER_ADMIN, testEnv, useTestServer, type ProjectClient, type TestServer } from '../helpers/server.js';
+import { nicknameSearchParameter, projectClient, startServerProcess, TEST_SUPER_ADMIN, testEnv, useTestServer, type ProjectClient, type TestServer } from '../helpers/server.js';
 import { startFakeIdp, type FakeIdp } from '../auth/fake-idp.js';
 
 /**
@@ -21,23 +21,6 @@ async function eventually<T>(probe: () => Promise<T>, expected: T): Promise<T> {
     value = await probe();
   }
   return value;
-}
-
-/** A Flint server in a child process, as `npm start` runs it; resolves once it answers /healthcheck. */
-async function startChildServer(overrides: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const env = { ...process.env, ...testEnv({ PORT: String(port), ...overrides }) };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined)),
-    stdio: 'ignore',
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if (await fetch(`${url}/healthcheck`).then((r) => r.ok, () => false)) return { url, child };
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  child.kill();
-  throw new Error('the second server did not start');
 }
 
 function passwordAttempt(baseUrl: string, password: string): Promise<Response> {
@@ -70,7 +53,7 @@ function twoServerCases(redis: Record<string, string>): void {
     };
     api = await useTestServer(overrides);
     expect(api.server.services.bus.kind).toBe(redis.REDIS_URL ? 'redis' : 'postgres');
-    other = await startChildServer(overrides);
+    other = await startServerProcess(overrides);
     afterAll(() => {
       other.child.kill('SIGTERM');
     });

@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll } from 'vitest';
@@ -211,4 +212,25 @@ export function nicknameSearchParameter(code = 'nickname'): Record<string, unkno
     type: 'string',
     expression: "Patient.name.where(use = 'nickname').given",
   };
+}
+
+/**
+ * A Flint server in a child process (`src/main.ts`, as `npm start` runs it) with testEnv(overrides)
+ * on a random port; resolves once it answers /healthcheck. For what needs a process of its own:
+ * signals, or a second server sharing no module state with this one.
+ */
+export async function startServerProcess(overrides: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const env = { ...process.env, ...testEnv({ PORT: String(port), ...overrides }) };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined)),
+    stdio: 'ignore',
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if (await fetch(`${url}/healthcheck`).then((r) => r.ok, () => false)) return { url, child };
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  child.kill();
+  throw new Error('the server process did not start');
 }

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +5,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
-import { patientBody, superAdminClient, testEnv } from '../helpers/server.js';
+import { patientBody, startServerProcess, superAdminClient, testEnv } from '../helpers/server.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'flint-lifecycle-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -14,10 +13,6 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 async function start(env: Record<string, string> = {}) {
   const config = loadConfig(testEnv({ DATA_DIR: dataDir, ...env }));
   return startServer(config, { log: pino({ level: 'silent' }) });
-}
-
-function definedOnly(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined));
 }
 
 describe('server lifecycle', () => {
@@ -53,17 +48,9 @@ describe('server lifecycle', () => {
   });
 
   it('finishes in-flight requests on SIGTERM, then exits 0', async () => {
-    const port = 20000 + Math.floor(Math.random() * 20000);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: definedOnly({ ...process.env, ...testEnv({ PORT: String(port), DATA_DIR: 'memory://' }) }),
-      stdio: 'ignore',
-    });
+    const { url, child } = await startServerProcess({ DATA_DIR: 'memory://' });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    for (let i = 0; i < 150; i++) {
-      if (await fetch(`http://127.0.0.1:${port}/healthcheck`).then((r) => r.ok, () => false)) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    const client = superAdminClient(`http://127.0.0.1:${port}`);
+    const client = superAdminClient(url);
     await client.token();
     const inFlight = Array.from({ length: 20 }, () => client.post('/Patient', patientBody()));
     await new Promise((r) => setTimeout(r, 5));
