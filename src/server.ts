@@ -14,6 +14,7 @@ import { migrate } from './db/migrate.js';
 import { createApp } from './http/app.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
 import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
+import { CountCache } from './search/count-cache.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -53,9 +54,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await Promise.all([bus.close(), db.close()]);
     throw error;
   }
+  const counts = new CountCache();
+  counts.shareThrough(bus);
   const storage = {
     db,
     bus,
+    counts,
     binaryStorage: new DatabaseBinaryStorage(db),
     // Only the embedded database has this process as its sole writer (see ResourceCache).
     resourceCache: db.kind === 'pglite' && config.resourceCacheSize > 0 ? new LruResourceCache(config.resourceCacheSize) : noResourceCache,

@@ -1,6 +1,7 @@
 import type { Database, SqlExecutor } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
 import type { IndexRows } from '../search/index-rows.js';
+import type { CountCache } from '../search/count-cache.js';
 import { buildIndexRows } from '../search/indexer.js';
 import { projectParameters } from '../search/parameters.js';
 import { INDEX_TABLES } from '../storage/sql.js';
@@ -35,7 +36,10 @@ export class LoginWriter {
    */
   private readonly concurrency: number;
 
-  constructor(private readonly db: Database) {
+  constructor(
+    private readonly db: Database,
+    private readonly counts?: CountCache,
+  ) {
     this.concurrency = db.kind === 'pglite' ? 1 : 4;
   }
 
@@ -63,6 +67,7 @@ export class LoginWriter {
   private async runStatement(batch: Pending[]): Promise<void> {
     try {
       await insertNewResources(this.db, batch.map((pending) => pending.resource));
+      for (const project of new Set(batch.map((pending) => pending.resource.meta!.project!))) this.counts?.written(project, 'Login');
       for (const pending of batch) pending.resolve();
     } catch (error) {
       for (const pending of batch) pending.reject(error);

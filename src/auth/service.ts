@@ -25,8 +25,9 @@ import type { SharedStore } from '../cache/shared-store.js';
 // Registers the write hooks keeping externalId and User email unique (every server runs them).
 import './uniqueness.js';
 import { ACCESS_TOKEN_SECONDS, IdentityCache, REFRESH_TOKEN_SECONDS, TokenError, TokenSigner } from './tokens.js';
+import type { CountCache } from '../search/count-cache.js';
 
-type StorageServices = Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'> & Partial<Pick<Services, 'bus'>>;
+type StorageServices = Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'> & Partial<Pick<Services, 'bus' | 'counts'>>;
 
 /** The resources a cached Identity is made of, and which identities a change of one affects. */
 const IDENTITY_SOURCES: Record<string, (identity: Identity, id: string) => boolean> = {
@@ -86,7 +87,7 @@ export class AuthService {
     this.signer = new TokenSigner(config, keys);
     this.external = new ExternalAuth(config);
     this.clientCredentials = new CredentialCache(storage.db.kind === 'pglite');
-    this.logins = new LoginWriter(storage.db);
+    this.logins = new LoginWriter(storage.db, storage.counts);
   }
 
   static async start(storage: StorageServices, config: Config): Promise<AuthService> {
@@ -113,6 +114,11 @@ export class AuthService {
 
   get db(): Database {
     return this.storage.db;
+  }
+
+  /** Exact search counts, for writers outside the Repository to void after their commits. */
+  get counts(): CountCache | undefined {
+    return this.storage.counts;
   }
 
   /**

@@ -20,6 +20,7 @@ import { decodeCursor, encodeCursor, searchSignature, type CursorPosition } from
 import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
 import { parametersForSearch, type ProjectParameters } from './parameters.js';
 import { expandForSearch } from './value-sets.js';
+import type { CountCache, CountDependency } from './count-cache.js';
 
 /**
  * The search service (http://hl7.org/fhir/R4/search.html, SPEC 4.8 and 8), transport-free: REST
@@ -40,6 +41,8 @@ export interface SearchServices {
   config: Pick<Config, 'fhirBaseUrl' | 'accurateCountThreshold'> & Partial<Pick<Config, 'accurateCountOverThreshold'>>;
   /** The searching project's own SearchParameters (src/search/parameters.ts); search() reads them when absent. */
   parameters?: ProjectParameters;
+  /** Exact counts kept until a write could change them (count-cache.ts); absent: every count is taken anew. */
+  counts?: CountCache;
 }
 
 export interface SearchOptions {
@@ -266,7 +269,8 @@ export async function search(
         : undefined;
     const proven = result.matches.length + offset + (result.paging.next ? 1 : 0);
     const exactCount = () => exactCountQuery(services, typeList, scope, filterParams, valueSets);
-    result.total = await total(services, args, whereSql, summary === 'count' ? 'accurate' : totalMode, known, proven, exactCount);
+    const dependency = countDependency(services.identity, scope, typeList, filterParams);
+    result.total = await total(services, args, whereSql, summary === 'count' ? 'accurate' : totalMode, known, proven, exactCount, dependency);
   }
   return result;
 }
@@ -512,15 +516,15 @@ async function total(
   known: number | undefined,
   seen: number,
   exactCount: () => Promise<{ sql: string; args: unknown[] } | undefined>,
+  dependency: CountDependency | undefined,
 ): Promise<SearchTotal> {
   if (known !== undefined) return { value: known, exact: true };
-  const rows = await services.db.query<{ 'QUERY PLAN': unknown }>(
-    `EXPLAIN (FORMAT JSON) SELECT 1 FROM resource r WHERE ${where}`,
-    args.values,
-  );
-  const plan = rows[0]?.['QUERY PLAN'];
-  const parsed = (typeof plan === 'string' ? JSON.parse(plan) : plan) as { Plan: { 'Plan Rows': number } }[];
-  const estimate = Math.max(Math.round(parsed[0]?.Plan?.['Plan Rows'] ?? 0), seen);
+  const counts = mode === 'accurate' && dependency ? services.counts : undefined;
+  const statement = counts ? await countStatement(exactCount, where, args) : undefined;
+  const cacheKey = statement && `${statement.sql}\u0000${JSON.stringify(statement.args)}`;
+  const cached = cacheKey ? counts!.get(cacheKey) : undefined;
+  if (cached !== undefined) return { value: cached, exact: true };
+  const estimate = Math.max(await plannerEstimate(services, where, args), seen);
   if (mode !== 'accurate') return { value: estimate, exact: false };
   const threshold = services.config.accurateCountThreshold;
   if (estimate >= threshold) {
@@ -538,11 +542,55 @@ async function total(
     }
     return { value: estimate, exact: false };
   }
-  const fast = await exactCount();
-  const counted = fast
-    ? await services.db.query<{ n: unknown }>(fast.sql, fast.args)
-    : await services.db.query<{ n: unknown }>(`SELECT count(*)::int AS n FROM resource r WHERE ${where}`, args.values);
-  return { value: Number(counted[0]?.n ?? 0), exact: true };
+  const { sql, args: values } = statement ?? (await countStatement(exactCount, where, args));
+  const at = counts?.now();
+  const counted = await services.db.query<{ n: unknown }>(sql, values);
+  const value = Number(counted[0]?.n ?? 0);
+  if (counts && cacheKey && at !== undefined) counts.set(cacheKey, dependency!, at, value);
+  return { value, exact: true };
+}
+
+/** The planner's row estimate for the search (EXPLAIN, no rows read), kept a few seconds (count-cache.ts). */
+async function plannerEstimate(services: SearchServices, where: string, args: SqlArgs): Promise<number> {
+  const sql = `EXPLAIN (FORMAT JSON) SELECT 1 FROM resource r WHERE ${where}`;
+  const key = services.counts && `${sql}\u0000${JSON.stringify(args.values)}`;
+  const kept = key ? services.counts!.getEstimate(key) : undefined;
+  if (kept !== undefined) return kept;
+  const rows = await services.db.query<{ 'QUERY PLAN': unknown }>(sql, args.values);
+  const plan = rows[0]?.['QUERY PLAN'];
+  const parsed = (typeof plan === 'string' ? JSON.parse(plan) : plan) as { Plan: { 'Plan Rows': number } }[];
+  const estimate = Math.round(parsed[0]?.Plan?.['Plan Rows'] ?? 0);
+  if (key) services.counts!.setEstimate(key, estimate);
+  return estimate;
+}
+
+/** The statement of an exact count: from the index tables when the search allows, else through `resource`. */
+async function countStatement(
+  exactCount: () => Promise<{ sql: string; args: unknown[] } | undefined>,
+  where: string,
+  args: SqlArgs,
+): Promise<{ sql: string; args: unknown[] }> {
+  return (await exactCount()) ?? { sql: `SELECT count(*)::int AS n FROM resource r WHERE ${where}`, args: args.values };
+}
+
+/**
+ * Whose writes can change the count of a search (count-cache.ts), or undefined when it must not be
+ * kept: a value set's expansion changes with terminology writes that are not resource writes. A
+ * search of one or more named types whose parameters read only those types' own index rows depends
+ * on writes of those types; one that follows references elsewhere (chains, _has), on any write of
+ * the project. The caller's AccessPolicy criteria are parameters of the same search.
+ */
+function countDependency(
+  identity: Identity,
+  scope: Scope,
+  typeList: readonly string[] | undefined,
+  filters: readonly [string, string][],
+): CountDependency | undefined {
+  const criteria = (typeList ?? []).flatMap((type) => policyCriteria(identity, type) ?? []);
+  const names = [...filters, ...criteria].map(([name]) => name);
+  if (names.some(usesValueSet)) return undefined;
+  const ownRowsOnly = names.every((name) => !name.includes('.') && !name.startsWith('_has'));
+  return { projectIds: scope.projectIds, types: ownRowsOnly ? typeList : undefined };
 }
 
 /**

@@ -119,6 +119,19 @@ function twoServerCases(redis: Record<string, string>): void {
     expect(((await second.json()) as { access_token: string }).access_token).toBe(((await first.json()) as { access_token: string }).access_token);
   });
 
+  it('counts on the other server a resource created here', async () => {
+    const client = api.newProject();
+    const viaOther = await onOther(client);
+    const code = `code-${randomUUID()}`;
+    const observation = { resourceType: 'Observation', status: 'final', code: { coding: [{ system: 'http://x', code }] } };
+    expect((await client.post('/Observation', observation)).status).toBe(201);
+    const count = async () => (await viaOther.get(`/Observation?code=http://x|${code}&_summary=count`)).body.total;
+    // The other server counts, and keeps the count.
+    expect(await count()).toBe(1);
+    expect((await client.post('/Observation', observation)).status).toBe(201);
+    expect(await eventually(count, 2)).toBe(2);
+  });
+
   it('counts failed logins on one server when another server decides', async () => {
     for (let i = 0; i < 5; i++) expect((await passwordAttempt(api.url, 'wrong')).status).toBe(400);
     // One attempt only: a success would clear the count. Notices take milliseconds.

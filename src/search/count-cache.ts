@@ -1,0 +1,184 @@
+import { ALL_KEYS, type InvalidationBus } from '../cache/invalidation.js';
+
+/**
+ * Exact search counts (`_total=accurate`, `_summary=count`) kept until a write could change them.
+ * An exact count of 50,000 matches reads 50,000 index rows (10-20 ms of a core); sixteen clients
+ * asking at once for the same few totals would queue on a small machine. A count stays valid while
+ * no write has been heard of for what it depends on: the searched types in its project (or the
+ * whole project, when the search follows references to other types or reads value sets).
+ *
+ * Soundness rests on the order "commit, then tell": every writer of resources or index rows calls
+ * `written` after its commit (Repository, the Login writer, reindex, $clone), and a count remembers
+ * the clock from before its statement was sent. A write told after that point invalidates the
+ * count, whether or not the count saw it; a write told before it committed before the count's
+ * snapshot, so the count includes it. Other servers' writes arrive through the invalidation bus,
+ * batched for a few milliseconds: across servers a count may lag a write by that delay (and after
+ * a lost channel every count is dropped). Entries also expire after MAX_AGE_MS, a bound for a
+ * notice lost without the channel noticing.
+ */
+
+/** The bus topic of resource writes; keys are `project/type` pairs joined by commas. */
+export const RESOURCES_WRITTEN_TOPIC = 'resources-written';
+
+const MAX_ENTRIES = 2_000;
+const MAX_AGE_MS = 60_000;
+/**
+ * Planner estimates (`_total=estimate`) are kept for this long, whatever is written: they come from
+ * table statistics, which change only when the table is analysed, and are approximate by contract.
+ */
+const ESTIMATE_AGE_MS = 10_000;
+/** How long writes are collected before other servers are told (one notice for many writes). */
+const PUBLISH_DELAY_MS = 5;
+/** Keys per notice, well under the bus's payload limit. */
+const KEYS_PER_NOTICE = 100;
+/** The type of a write that may have touched every type of a project. */
+const ANY_TYPE = '#';
+
+/** Whose writes a count depends on: the projects (undefined: every project) and types (undefined: every type). */
+export interface CountDependency {
+  readonly projectIds: readonly string[] | undefined;
+  readonly types: readonly string[] | undefined;
+}
+
+interface Entry {
+  readonly value: number;
+  readonly keys: readonly string[];
+  readonly at: number;
+  readonly expires: number;
+}
+
+export class CountCache {
+  /** A logical clock: every write heard of and every forget moves it on. */
+  private clock = 0;
+  /** Counts taken before this clock value are void (everything was forgotten). */
+  private floor = 0;
+  /** The clock value of the last write heard of, by dependency key. */
+  private readonly lastWrite = new Map<string, number>();
+  private readonly entries = new Map<string, Entry>();
+  private readonly estimates = new Map<string, { value: number; expires: number }>();
+  private pending = new Set<string>();
+  private publishTimer: NodeJS.Timeout | undefined;
+  private bus: InvalidationBus | undefined;
+
+  /** Other servers' writes void this server's counts, and this server's writes are told to them. */
+  shareThrough(bus: InvalidationBus): void {
+    this.bus = bus.kind === 'local' ? undefined : bus;
+    bus.subscribe(RESOURCES_WRITTEN_TOPIC, (key) => {
+      if (key === ALL_KEYS) this.forgetAll();
+      else for (const pair of key.split(',')) this.heard(pair);
+    });
+  }
+
+  /** Call before sending a count's statement; pass the result to `set`. */
+  now(): number {
+    return this.clock;
+  }
+
+  get(statement: string, now = Date.now()): number | undefined {
+    const entry = this.entries.get(statement);
+    if (!entry) return undefined;
+    if (entry.expires <= now || !this.stillValid(entry)) {
+      this.entries.delete(statement);
+      return undefined;
+    }
+    // Least recently used goes first: move this one to the end.
+    this.entries.delete(statement);
+    this.entries.set(statement, entry);
+    return entry.value;
+  }
+
+  set(statement: string, dependency: CountDependency, at: number, value: number): void {
+    const entry: Entry = { value, keys: dependencyKeys(dependency), at, expires: Date.now() + MAX_AGE_MS };
+    // A write heard of while the count ran: the count may or may not include it.
+    if (!this.stillValid(entry)) return;
+    this.entries.delete(statement);
+    this.entries.set(statement, entry);
+    if (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  /** The planner's estimate for a search's statement, when one was taken in the last ESTIMATE_AGE_MS. */
+  getEstimate(statement: string, now = Date.now()): number | undefined {
+    const entry = this.estimates.get(statement);
+    if (entry && entry.expires > now) return entry.value;
+    if (entry) this.estimates.delete(statement);
+    return undefined;
+  }
+
+  setEstimate(statement: string, value: number): void {
+    this.estimates.delete(statement);
+    this.estimates.set(statement, { value, expires: Date.now() + ESTIMATE_AGE_MS });
+    if (this.estimates.size > MAX_ENTRIES) this.estimates.delete(this.estimates.keys().next().value!);
+  }
+
+  /** After a commit that wrote resources (or their index rows) of `resourceType` in `projectId`. */
+  written(projectId: string, resourceType: string): void {
+    const pair = `${projectId}/${resourceType}`;
+    this.heard(pair);
+    if (this.bus) this.queueNotice(pair);
+  }
+
+  /** After writes to any types of a project (a clone into it), or of every project when none is named. */
+  writtenAnywhere(projectId?: string): void {
+    if (projectId === undefined) {
+      this.forgetAll();
+      void this.bus?.publish(RESOURCES_WRITTEN_TOPIC, ALL_KEYS);
+    } else {
+      this.written(projectId, ANY_TYPE);
+    }
+  }
+
+  forgetAll(): void {
+    this.floor = ++this.clock;
+    this.entries.clear();
+    this.estimates.clear();
+  }
+
+  /** Stops the pending notice timer (server shutdown). */
+  close(): void {
+    clearTimeout(this.publishTimer);
+  }
+
+  private heard(pair: string): void {
+    const slash = pair.indexOf('/');
+    const project = pair.slice(0, slash);
+    const type = pair.slice(slash + 1);
+    const tick = ++this.clock;
+    if (type === ANY_TYPE) {
+      this.lastWrite.set(`${project}/${ANY_TYPE}`, tick);
+      this.lastWrite.set(`*/${ANY_TYPE}`, tick);
+      return;
+    }
+    // A write of one type in one project changes what four kinds of count see: of that type in that
+    // project, of any type in that project, of that type in every project (a super admin's), of all.
+    for (const key of [`${project}/${type}`, `${project}/*`, `*/${type}`, '*/*']) this.lastWrite.set(key, tick);
+  }
+
+  private stillValid(entry: Entry): boolean {
+    if (entry.at < this.floor) return false;
+    const after = (key: string) => (this.lastWrite.get(key) ?? 0) > entry.at;
+    return !entry.keys.some((key) => after(key) || after(`${key.slice(0, key.indexOf('/'))}/${ANY_TYPE}`));
+  }
+
+  private queueNotice(pair: string): void {
+    this.pending.add(pair);
+    if (this.publishTimer) return;
+    this.publishTimer = setTimeout(() => this.publishPending(), PUBLISH_DELAY_MS);
+    this.publishTimer.unref();
+  }
+
+  private publishPending(): void {
+    this.publishTimer = undefined;
+    const pairs = [...this.pending];
+    this.pending = new Set();
+    for (let i = 0; i < pairs.length; i += KEYS_PER_NOTICE) {
+      void this.bus?.publish(RESOURCES_WRITTEN_TOPIC, pairs.slice(i, i + KEYS_PER_NOTICE).join(','));
+    }
+  }
+}
+
+/** The keys a count depends on: `project/type`, `*` standing for every project or every type. */
+function dependencyKeys({ projectIds, types }: CountDependency): string[] {
+  const projects = projectIds ?? ['*'];
+  const typeKeys = types ?? ['*'];
+  return projects.flatMap((project) => typeKeys.map((type) => `${project}/${type}`));
+}
