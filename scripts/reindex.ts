@@ -9,6 +9,9 @@ import { pathToFileURL } from 'node:url';
 import { loadConfig } from '../src/config.js';
 import { Database } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
+import { pino } from 'pino';
+import { openInvalidationBus } from '../src/cache/invalidation.js';
+import { CountCache } from '../src/search/count-cache.js';
 import { DEFAULT_BATCH_SIZE, reindex, type ReindexResult } from '../src/search/reindex.js';
 
 export interface ReindexArguments {
@@ -37,9 +40,20 @@ export function parseArguments(argv: readonly string[]): ReindexArguments {
   return result;
 }
 
-/** Opens the database of `env`, migrates it and reindexes; progress lines go to `log`. */
+/**
+ * Opens the database of `env`, migrates it and reindexes; progress lines go to `log`. Running
+ * servers hear of every batch through the cache notices (their kept search counts are void); the
+ * embedded database has no other server to tell.
+ */
 export async function runReindex(args: ReindexArguments, env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<ReindexResult> {
-  const db = await Database.open(loadConfig(env));
+  const config = loadConfig(env);
+  const db = await Database.open(config);
+  const counts = new CountCache();
+  const bus =
+    db.kind === 'postgres'
+      ? await openInvalidationBus({ redisUrl: config.redisUrl, namespace: config.cacheNamespace, postgresUrl: config.databaseUrl }, pino({ level: 'warn' }))
+      : undefined;
+  if (bus) counts.shareThrough(bus);
   try {
     await migrate(db);
     const started = Date.now();
@@ -48,6 +62,7 @@ export async function runReindex(args: ReindexArguments, env: NodeJS.ProcessEnv,
       projectId: args.projectId,
       resourceTypes: args.resourceTypes,
       batchSize: args.batchSize,
+      counts,
       onProgress: (progress) => {
         // At most one line a second; the counts per type are printed at the end.
         const now = Date.now();
@@ -58,7 +73,8 @@ export async function runReindex(args: ReindexArguments, env: NodeJS.ProcessEnv,
       },
     });
   } finally {
-    await db.close();
+    await counts.flush();
+    await Promise.all([bus?.close(), db.close()]);
   }
 }
 

@@ -20,7 +20,7 @@ import { MAX_COUNT, search } from '../search/service.js';
 /** Types only project admins (or super admins) may create, change or delete. */
 const ADMIN_TYPES = new Set(['ProjectMembership', 'ClientApplication', 'AccessPolicy', 'User']);
 /** Types written only by the server itself or a super admin. */
-const SYSTEM_TYPES = new Set(['Login', 'Project']);
+const SYSTEM_TYPES = new Set(['Login', 'Project', 'AsyncJob']);
 
 /** Whether the identity may read (`write` false) or write resources of a type; throws 403 otherwise. */
 export function assertTypeAccess(identity: Identity, resourceType: string, write: boolean): void {

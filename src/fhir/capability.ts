@@ -1,15 +1,19 @@
 import type { Config } from '../config.js';
+import type { Identity } from '../context.js';
+import type { SqlExecutor } from '../db/database.js';
 import type { Route, SystemInteraction, TypeInteraction } from '../http/routes.js';
 import { searchableParameters } from '../search/query/conditions.js';
 import { getResourceTypes } from './definitions.js';
 import type {
   CapabilityStatement,
+  CapabilityStatementRestResource,
   CapabilityStatementRestResourceOperation,
   CapabilityStatementRestResourceSearchParam,
   CapabilityStatementRestSecurity,
 } from './resources.js';
 import { listsResourceType } from '../operations/definition.js';
 import { listOperations } from '../operations/registry.js';
+import { NO_PROJECT_PARAMETERS, projectParameters, type ProjectParameters } from '../search/parameters.js';
 
 export const SERVER_VERSION = '0.1.0';
 
@@ -73,6 +77,38 @@ function operationsOf(type: string): { operation?: CapabilityStatementRestResour
 /** The search parameters the search service answers for a type (issue 4). */
 function searchParamsOf(type: string): CapabilityStatementRestResourceSearchParam[] {
   return searchableParameters(type).map((param) => ({ name: param.code, definition: param.url, type: param.type }));
+}
+
+/** Statements with a project's own parameters, by the parameters object (replaced when they change) and the public text. */
+const projectStatements = new WeakMap<ProjectParameters, { base: string; text: string }>();
+
+/**
+ * The CapabilityStatement as the caller's project sees it: `base` (the public statement, as JSON
+ * text) plus, under each base type, the project's own SearchParameters (src/search/parameters.ts:
+ * the ones its searches accept), with `definition` = the SearchParameter's url. A project without
+ * any gets `base` itself. Built once per version of the project's definitions.
+ */
+export async function projectCapabilityText(db: SqlExecutor, identity: Identity, base: string): Promise<string> {
+  const parameters = await projectParameters(db, identity.projectId);
+  if (parameters === NO_PROJECT_PARAMETERS) return base;
+  const known = projectStatements.get(parameters);
+  if (known?.base === base) return known.text;
+  const statement = JSON.parse(base) as CapabilityStatement;
+  const resources = new Map<string, CapabilityStatementRestResource>();
+  for (const resource of statement.rest?.[0]?.resource ?? []) resources.set(String(resource.type), resource);
+  for (const { resourceType, definition } of parameters.definitions()) {
+    const resource = resources.get(resourceType);
+    if (!resource?.searchParam) continue;
+    resource.searchParam.push({
+      name: definition.code,
+      ...(definition.url ? { definition: definition.url } : {}),
+      type: definition.type,
+      ...(definition.description ? { documentation: definition.description } : {}),
+    });
+  }
+  const text = JSON.stringify(statement);
+  projectStatements.set(parameters, { base, text });
+  return text;
 }
 
 /** How clients authenticate (SMART on FHIR OAuth URIs extension; issue 3). */

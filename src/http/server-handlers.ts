@@ -1,4 +1,5 @@
-import { buildCapabilityStatement, SERVER_VERSION } from '../fhir/capability.js';
+import { authenticateRequest } from '../auth/authenticate.js';
+import { buildCapabilityStatement, projectCapabilityText, SERVER_VERSION } from '../fhir/capability.js';
 import { isDatabaseHealthy, type Services } from '../context.js';
 import type { HonoContext } from './fhir-handlers.js';
 import { assertJsonAcceptable } from './negotiation.js';
@@ -15,6 +16,10 @@ export async function metadataHandler(c: HonoContext): Promise<Response> {
   if (!text) {
     text = JSON.stringify(buildCapabilityStatement(services.config, ROUTES));
     capabilityByServices.set(services, text);
+  }
+  // Public; with a bearer token (checked as on every route), the caller's project's own search parameters too.
+  if (c.req.header('authorization') !== undefined) {
+    text = await projectCapabilityText(services.db, await authenticateRequest(services.auth, c.req.raw), text);
   }
   return fhirText(text, 200, {}, c.req.query('_pretty') === 'true');
 }

@@ -7,6 +7,7 @@ import { terminologyOperations } from '../terminology/operations.js';
 import { evaluateMeasureOperation } from './measure/evaluate-measure.js';
 import { projectOperations } from '../admin/project-operations.js';
 import { reindexOperation } from '../search/operations.js';
+import { asyncJobCancelOperation } from '../admin/async-job.js';
 
 /**
  * The built-in operations: the ones the committed GraphQL schema has fields for (operations that
@@ -16,6 +17,7 @@ export const builtinOperations: readonly Operation[] = [...terminologyOperations
 
 for (const operation of builtinOperations) registerOperation(operation);
 
-// REST only for now: it joins builtinOperations (and GraphQL) once the committed SDL is
+// REST only for now: they join builtinOperations (and GraphQL) once the committed SDL is
 // regenerated with it (`npm run generate:schema`, `npm run codegen`).
 registerOperation(reindexOperation);
+registerOperation(asyncJobCancelOperation);

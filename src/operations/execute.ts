@@ -14,6 +14,7 @@ export interface OperationResult {
  * (REST, GraphQL) takes. Output that breaks the definition is a server bug: 500, logged.
  */
 export async function invokeOperation(operation: Operation, input: OperationInput, request: OperationRequest): Promise<OperationResult> {
+  await operation.check?.(input, request);
   const output = await operation.handler(input, request);
   try {
     return { resource: encodeOutput(operation.definition, output), status: operation.successStatus ?? 200 };

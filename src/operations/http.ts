@@ -2,12 +2,16 @@ import type { HonoContext } from '../http/fhir-handlers.js';
 import { readHandler } from '../http/fhir-handlers.js';
 import { assertJsonAcceptable, assertJsonContentType } from '../http/negotiation.js';
 import { fhirJson } from '../http/responses.js';
-import { errors } from '../fhir/outcome.js';
+import { allOk, errors } from '../fhir/outcome.js';
+import { prefersAsync, startAsyncJob } from '../admin/async-job.js';
 import type { OperationLevel } from './definition.js';
 import { invokeOperation } from './execute.js';
 import { decodeBody, decodeQuery } from './parameters.js';
 import { findOperationDefinition, resolveOperation } from './registry.js';
 import './builtin.js';
+
+/** Where the FHIR API is mounted (src/http/routes.ts). */
+const FHIR_PATH = '/fhir/R4';
 
 /**
  * The REST face of every operation at one level (`/$op`, `/{type}/$op`, `/{type}/{id}/$op`):
@@ -31,6 +35,16 @@ export function operationHandler(level: OperationLevel): (c: HonoContext) => Pro
     } else {
       assertJsonContentType(c.req.header('content-type'));
       input = decodeBody(definition, await readBody(c), { plainJson: operation.acceptsPlainJsonBody });
+    }
+    if (operation.respondsAsync && prefersAsync(c.req.header('prefer'))) {
+      // Checked now: a client's mistake is the answer, not a failed job.
+      await operation.check?.(input, request);
+      const fhirBase = c.get('services').config.fhirBaseUrl;
+      const url = new URL(c.req.url);
+      const id = await startAsyncJob(operation, input, request, `${fhirBase}${url.pathname.slice(FHIR_PATH.length)}${url.search}`);
+      const location = `${fhirBase}/AsyncJob/${id}`;
+      const accepted = allOk(`Accepted: $${definition.code} runs as AsyncJob/${id}; poll ${location} for its status and output`);
+      return fhirJson(accepted, 202, { 'Content-Location': location }, c.req.query('_pretty') === 'true');
     }
     const result = await invokeOperation(operation, input, request);
     return fhirJson(result.resource, result.status, {}, c.req.query('_pretty') === 'true');

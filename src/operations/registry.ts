@@ -13,6 +13,24 @@ export interface OperationRequest {
   readonly ctx: RequestContext;
   /** The database, for services that keep tables of their own (terminology). */
   readonly db: Database;
+  /** Set when the operation runs as an asynchronous job (`Prefer: respond-async`, src/admin/async-job.ts). */
+  readonly job?: AsyncJobControl;
+}
+
+/** What a handler running as an asynchronous job gets from its AsyncJob. */
+export interface AsyncJobControl {
+  /** The AsyncJob's id. */
+  readonly id: string;
+  /**
+   * Aborted once the job is cancelled (AsyncJob/$cancel, on this server or another): the handler
+   * stops at its next safe point and returns what it did.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * Reports the output so far (the handler's output shape, possibly partial); stored as the job's
+   * output at most once a second. Each call also notices a cancellation made on another server.
+   */
+  progress(output: unknown): Promise<void>;
 }
 
 /**
@@ -33,6 +51,17 @@ export interface Operation<I = any, O = any> {
   readonly acceptsPlainJsonBody?: boolean;
   /** Runs before the input is decoded: a refusal (403) comes before any complaint about the body. */
   authorize?(request: OperationRequest): void;
+  /**
+   * Checks the decoded input before the handler runs (invokeOperation), and before an asynchronous
+   * job is started: a client's mistake is answered at once, not recorded as a failed job.
+   */
+  check?(input: I, request: OperationRequest): Promise<void>;
+  /**
+   * With `Prefer: respond-async` the REST call is answered `202 Accepted` at once, with
+   * `Content-Location` naming an AsyncJob, and the handler runs in the background (request.job set;
+   * src/admin/async-job.ts). Without the header it runs within the request as usual.
+   */
+  readonly respondsAsync?: boolean;
 }
 
 /** The one registry of operations: REST routing, the CapabilityStatement and GraphQL read it. */

@@ -133,9 +133,10 @@ export class CountCache {
     this.estimates.clear();
   }
 
-  /** Stops the pending notice timer (server shutdown). */
-  close(): void {
+  /** Sends the notices still waiting for their batch (before the bus closes). */
+  async flush(): Promise<void> {
     clearTimeout(this.publishTimer);
+    await this.publishPending();
   }
 
   private heard(pair: string): void {
@@ -162,17 +163,19 @@ export class CountCache {
   private queueNotice(pair: string): void {
     this.pending.add(pair);
     if (this.publishTimer) return;
-    this.publishTimer = setTimeout(() => this.publishPending(), PUBLISH_DELAY_MS);
+    this.publishTimer = setTimeout(() => void this.publishPending(), PUBLISH_DELAY_MS);
     this.publishTimer.unref();
   }
 
-  private publishPending(): void {
+  private async publishPending(): Promise<void> {
     this.publishTimer = undefined;
     const pairs = [...this.pending];
     this.pending = new Set();
+    const sent: Promise<void>[] = [];
     for (let i = 0; i < pairs.length; i += KEYS_PER_NOTICE) {
-      void this.bus?.publish(RESOURCES_WRITTEN_TOPIC, pairs.slice(i, i + KEYS_PER_NOTICE).join(','));
+      if (this.bus) sent.push(this.bus.publish(RESOURCES_WRITTEN_TOPIC, pairs.slice(i, i + KEYS_PER_NOTICE).join(',')));
     }
+    await Promise.all(sent);
   }
 }
 

@@ -67,24 +67,27 @@ export interface UriRow {
 export const MAX_COMPONENTS = 3;
 
 /** The columns of one component of a composite row; `n` is the component's position (1-based). */
-export type ComponentColumn = `${'system' | 'value' | 'number' | 'start' | 'end'}${1 | 2 | 3}`;
+export type ComponentColumn = `${'system' | 'value' | 'number' | 'high' | 'start' | 'end'}${1 | 2 | 3}`;
 
 /**
  * One tuple of a composite parameter (`code-value-quantity`): values of its components taken from
  * the same element (the same Observation.component, the same useContext), component `n` in the
  * columns ending in `n`, laid out by the component's kind:
  *
- * | kind | system | value | number | start, end |
- * |---|---|---|---|---|
- * | token | system | code | | |
- * | quantity | system | unit code | value | |
- * | number | | | value | |
- * | date | | | | range |
- * | string | | normalised text | | |
- * | reference | target type | target id, or the URL | | |
- * | uri | | uri | | |
+ * | kind | system | value | number | high | start, end |
+ * |---|---|---|---|---|---|
+ * | token | system | code | | | |
+ * | quantity | system | unit code | value | | |
+ * | quantity (a Range) | system | unit code | low | high | |
+ * | number | | | value | | |
+ * | date | | | | | range |
+ * | string | | normalised text | | | |
+ * | reference | target type | target id, or the URL | | | |
+ * | uri | | uri | | | |
  *
- * An element gives one row per combination of its components' values; unused columns are null.
+ * A Range open at one end has `-Infinity` as its low or `Infinity` as its high; `high` is null for
+ * anything but a Range. An element gives one row per combination of its components' values;
+ * unused columns are null.
  */
 export type CompositeRow = { code: string } & Record<ComponentColumn, string | null>;
 

@@ -1,3 +1,4 @@
+import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import { ownOperationDefinition } from '../operations/definition.js';
 import type { Operation } from '../operations/registry.js';
@@ -18,6 +19,7 @@ registerWriteHook('SearchParameter', async (tx, change) => {
 interface ReindexInput {
   type: string[];
   project?: string;
+  batchSize?: number;
 }
 
 interface ReindexOutput {
@@ -25,19 +27,48 @@ interface ReindexOutput {
   byType: { type: string; resources: number }[];
 }
 
-/** `POST /$reindex` (super admins): rebuilds index rows, for some types and one project if given. */
+/** Largest `batchSize` a caller may ask for (one transaction locks that many resources). */
+const MAX_BATCH_SIZE = 10_000;
+
+/**
+ * `POST /$reindex` (super admins): rebuilds index rows, for some types and one project if given.
+ * With `Prefer: respond-async` it runs as an AsyncJob (src/admin/async-job.ts): progress after each
+ * batch, and a cancellation stops it before the next batch.
+ */
 export const reindexOperation: Operation<ReindexInput, ReindexOutput> = {
   definition: ownOperationDefinition('reindex.json'),
+  respondsAsync: true,
   authorize({ ctx }) {
     if (!ctx.identity.superAdmin) throw errors.forbidden('Only a super admin can run $reindex');
   },
-  async handler(input, { db }) {
-    const types = input.type.length > 0 ? input.type : undefined;
+  async check(input, { db }) {
+    for (const type of input.type) {
+      if (!isResourceType(type)) throw errors.invalid(`Unknown resource type "${type}" to reindex`, 'Parameters.parameter');
+    }
+    if (input.batchSize !== undefined && input.batchSize > MAX_BATCH_SIZE) {
+      throw errors.invalid(`batchSize ${input.batchSize} is above the maximum of ${MAX_BATCH_SIZE}`, 'Parameters.parameter');
+    }
     if (input.project !== undefined) {
       const found = await db.query('SELECT 1 FROM resource WHERE "resourceType" = \'Project\' AND id = $1 AND NOT deleted', [input.project]);
       if (found.length === 0) throw errors.invalid(`Project ${input.project} not found`, 'Parameters.parameter');
     }
-    const result = await reindex(db, { projectId: input.project, resourceTypes: types });
+  },
+  async handler(input, { db, job, ctx }) {
+    const byType = new Map<string, number>();
+    const output = (resources: number): ReindexOutput => ({ resources, byType: [...byType].map(([type, count]) => ({ type, resources: count })) });
+    const result = await reindex(db, {
+      projectId: input.project,
+      resourceTypes: input.type.length > 0 ? input.type : undefined,
+      batchSize: input.batchSize,
+      counts: ctx.counts,
+      signal: job?.signal,
+      onProgress: job
+        ? (progress) => {
+            byType.set(progress.resourceType, progress.resources);
+            return job.progress(output(progress.total));
+          }
+        : undefined,
+    });
     return {
       resources: result.resources,
       byType: result.byType.map((entry) => ({ type: entry.resourceType, resources: entry.resources })),

@@ -51,6 +51,11 @@ export class ProjectParameters {
     return this.byType.get(resourceType)?.get(code);
   }
 
+  /** Every definition of the project with the resource types it applies to (the CapabilityStatement lists them). */
+  *definitions(): IterableIterator<{ resourceType: string; definition: SearchParameter }> {
+    for (const [resourceType, codes] of this.byType) for (const definition of codes.values()) yield { resourceType, definition };
+  }
+
   /** The built-in plan of a type followed by the project's own parameters on it. */
   indexPlan(resourceType: string): readonly ParamPlan[] {
     const builtIn = getIndexPlan(resourceType);

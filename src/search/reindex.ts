@@ -6,6 +6,7 @@ import { INDEX_TABLE_NAMES, INDEX_TABLES } from '../storage/sql.js';
 import type { IndexRows } from './index-rows.js';
 import { buildIndexRows } from './indexer.js';
 import { loadProjectParameters, type ProjectParameters } from './parameters.js';
+import type { CountCache } from './count-cache.js';
 
 /**
  * Rebuilds the search index rows of stored resources from their current content, with the row
@@ -28,8 +29,12 @@ export interface ReindexOptions {
   /** Only these resource types (every type when absent). */
   resourceTypes?: readonly string[];
   batchSize?: number;
-  /** Called after every batch. */
-  onProgress?: (progress: ReindexProgress) => void;
+  /** Called after every batch; the next batch waits for a returned promise. */
+  onProgress?: (progress: ReindexProgress) => void | Promise<void>;
+  /** Told of every committed batch: kept search counts of the reindexed resources are void. */
+  counts?: CountCache;
+  /** Checked before every batch: once aborted, the reindex stops there and returns what it did (`stopped`). */
+  signal?: AbortSignal;
 }
 
 export interface ReindexProgress {
@@ -45,6 +50,8 @@ export interface ReindexResult {
   resources: number;
   /** Per type, for the types that had resources. */
   byType: { resourceType: string; resources: number }[];
+  /** True when `signal` stopped it before every batch was done. */
+  stopped: boolean;
 }
 
 interface ResourceRow {
@@ -61,20 +68,27 @@ export async function reindex(db: Database, options: ReindexOptions = {}): Promi
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   // Read once per run, uncached: a reindex must use the definitions as they are now.
   const parameters = new Map<string, ProjectParameters>();
-  const result: ReindexResult = { resources: 0, byType: [] };
+  const result: ReindexResult = { resources: 0, byType: [], stopped: false };
   for (const resourceType of types) {
     let after = '';
     let done = 0;
     for (;;) {
+      if (options.signal?.aborted) {
+        result.stopped = true;
+        break;
+      }
       const batch = await db.transaction((tx) => reindexBatch(tx, resourceType, after, batchSize, options.projectId, parameters));
       if (batch.rows === 0) break;
+      if (options.projectId !== undefined) options.counts?.written(options.projectId, resourceType);
+      else options.counts?.writtenAnywhere();
       after = batch.lastId;
       done += batch.live;
       result.resources += batch.live;
-      options.onProgress?.({ resourceType, resources: done, total: result.resources });
+      await options.onProgress?.({ resourceType, resources: done, total: result.resources });
       if (batch.rows < batchSize) break;
     }
     if (done > 0) result.byType.push({ resourceType, resources: done });
+    if (result.stopped) break;
   }
   return result;
 }

@@ -27,6 +27,7 @@ export const INDEX_TABLES: Record<keyof IndexRows, { table: string; columns: [st
         [`system${n}`, 'text'],
         [`value${n}`, 'text'],
         [`number${n}`, 'float8'],
+        [`high${n}`, 'float8'],
         [`start${n}`, 'timestamptz'],
         [`end${n}`, 'timestamptz'],
       ]),

@@ -38,7 +38,7 @@ async function clientOf(server: RunningServer, projectId: string, credentials: {
   return projectClient(`${server.url}/fhir/R4`, projectId, async () => token);
 }
 
-function runCli(args: string[]): Promise<{ stdout: string; stderr: string }> {
+function runCli(args: string[], namespace?: string): Promise<{ stdout: string; stderr: string }> {
   return promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/reindex.ts', ...args], {
     cwd: new URL('../../', import.meta.url).pathname,
     env: {
@@ -48,8 +48,20 @@ function runCli(args: string[]): Promise<{ stdout: string; stderr: string }> {
       // Vitest sets BASE_URL=/ in this process; the configuration wants an absolute URL.
       BASE_URL: 'http://localhost/',
       LOG_LEVEL: 'silent',
+      // The cache notices of the server under test (each test server has a namespace of its own).
+      ...(namespace ? { CACHE_NAMESPACE: namespace } : {}),
     },
   });
+}
+
+/** Polls `probe` until it returns `expected` (a cache notice takes milliseconds); the last value otherwise. */
+async function eventually<T>(probe: () => Promise<T>, expected: T): Promise<T> {
+  let value = await probe();
+  for (let i = 0; i < 40 && value !== expected; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    value = await probe();
+  }
+  return value;
 }
 
 describe('npm run reindex', () => {
@@ -62,9 +74,11 @@ describe('npm run reindex', () => {
     const id = await create(client, { resourceType: 'Patient', name: [{ family: 'Cliffordson' }] });
     await server.services.db.execute('DELETE FROM string_index WHERE "resourceType" = $1 AND "resourceId" = $2', ['Patient', id]);
     expect(await found(client, '/Patient?name=cliffordson')).toEqual([]);
+    // Counted (and kept) before the reindex; the running server hears of the reindex (PostgreSQL).
+    expect((await client.get('/Patient?name=cliffordson&_summary=count')).body.total).toBe(0);
 
     if (dataDir) await server.close();
-    const { stdout } = await runCli(['--project', projectId, '--type', 'Patient', '--batch-size', '10']);
+    const { stdout } = await runCli(['--project', projectId, '--type', 'Patient', '--batch-size', '10'], server.services.config.cacheNamespace);
     expect(stdout).toContain('Patient\t1');
     expect(stdout).toContain('Reindexed 1 resources');
 
@@ -73,6 +87,7 @@ describe('npm run reindex', () => {
       client = await clientOf(server, projectId, credentials);
     }
     expect(await found(client, '/Patient?name=cliffordson')).toEqual([id]);
+    expect(await eventually(async () => (await client.get('/Patient?name=cliffordson&_summary=count')).body.total, 1)).toBe(1);
   });
 
   it('refuses an unknown option with the usage', () => {

@@ -117,6 +117,16 @@ describe('$reindex', () => {
     expect(await found(p, '/Patient?born=1970')).toEqual([before]);
   });
 
+  it('voids the counts kept of what it reindexed', async () => {
+    const p = api.newProject();
+    const ids = [await create(p, { resourceType: 'Patient', gender: 'other' }), await create(p, { resourceType: 'Patient', gender: 'other' })];
+    await dropIndexRows('Patient', ids[0]);
+    const count = async () => (await p.get('/Patient?gender=other&_summary=count')).body.total;
+    expect(await count()).toBe(1);
+    expect((await runReindex(api.superAdmin, { name: 'project', valueString: p.projectId }, { name: 'type', valueCode: 'Patient' })).status).toBe(200);
+    expect(await count()).toBe(2);
+  });
+
   it('refuses an unknown resource type (400)', async () => {
     const res = await runReindex(api.superAdmin, { name: 'type', valueCode: 'Spaceship' });
     expect(res.status, res.text).toBe(400);

@@ -309,7 +309,13 @@ function componentCondition(name: string, kind: SearchParameter['type'], raw: st
     case 'token':
       return tokenCondition(name, undefined, raw, { system: column('system'), value: column('value') }, ctx);
     case 'quantity':
-      return quantityCondition(name, raw, { value: column('number'), system: column('system'), unit: column('value') }, ctx);
+      // A Range keeps its high in `high` (index-rows.ts, CompositeRow); a Quantity leaves it null.
+      return quantityCondition(
+        name,
+        raw,
+        { value: column('number'), high: `COALESCE(${column('high')}, ${column('number')})`, system: column('system'), unit: column('value') },
+        ctx,
+      );
     case 'number':
       return numberCondition(name, raw, column('number'), ctx);
     case 'date':
@@ -541,26 +547,35 @@ function numberCondition(name: string, raw: string, column: string, ctx: Compile
   return numberComparison(prefix, value, halfUnit, column, ctx);
 }
 
-function numberComparison(prefix: Prefix, value: number, halfUnit: number, column: string, ctx: CompileContext): string {
+/**
+ * A number or quantity prefix against a stored value, or against a stored range [low, high] (a
+ * Range in a composite's quantity component, search.html#prefix): `eq` needs the range inside the
+ * search value's implicit range, `gt`/`ge` its high above the value, `lt`/`le` its low below,
+ * `sa`/`eb` the whole range above/below, `ap` an overlap with the approximate range. A plain value
+ * is the range [value, value] (`high` defaults to `low`), which makes these the value comparisons.
+ */
+function numberComparison(prefix: Prefix, value: number, halfUnit: number, low: string, ctx: CompileContext, high = low): string {
   const v = (): string => ctx.args.add(value, 'float8');
   switch (prefix) {
     case 'eq':
-      return `${column} >= ${ctx.args.add(value - halfUnit, 'float8')} AND ${column} < ${ctx.args.add(value + halfUnit, 'float8')}`;
+      return `${low} >= ${ctx.args.add(value - halfUnit, 'float8')} AND ${high} < ${ctx.args.add(value + halfUnit, 'float8')}`;
     case 'ne':
-      return `NOT (${column} >= ${ctx.args.add(value - halfUnit, 'float8')} AND ${column} < ${ctx.args.add(value + halfUnit, 'float8')})`;
+      return `NOT (${low} >= ${ctx.args.add(value - halfUnit, 'float8')} AND ${high} < ${ctx.args.add(value + halfUnit, 'float8')})`;
     case 'gt':
+      return `${high} > ${v()}`;
     case 'sa':
-      return `${column} > ${v()}`;
+      return `${low} > ${v()}`;
     case 'lt':
+      return `${low} < ${v()}`;
     case 'eb':
-      return `${column} < ${v()}`;
+      return `${high} < ${v()}`;
     case 'ge':
-      return `${column} >= ${v()}`;
+      return `${high} >= ${v()}`;
     case 'le':
-      return `${column} <= ${v()}`;
+      return `${low} <= ${v()}`;
     case 'ap': {
       const margin = Math.max(Math.abs(value) * 0.1, halfUnit);
-      return `${column} >= ${ctx.args.add(value - margin, 'float8')} AND ${column} <= ${ctx.args.add(value + margin, 'float8')}`;
+      return `${high} >= ${ctx.args.add(value - margin, 'float8')} AND ${low} <= ${ctx.args.add(value + margin, 'float8')}`;
     }
   }
 }
@@ -569,6 +584,8 @@ interface QuantityColumns {
   value: string;
   system: string;
   unit: string;
+  /** The upper bound of a stored range, where there can be one (composite rows: COALESCE(high, number)). */
+  high?: string;
 }
 
 function quantityColumns(x: string): QuantityColumns {
@@ -581,7 +598,7 @@ function quantityCondition(name: string, raw: string, cols: QuantityColumns, ctx
     throw errors.invalid(`Invalid quantity "${raw}" for ${name}: use [prefix]value, or [prefix]value|system|code`, name);
   }
   const { prefix, value, halfUnit } = parseNumberValue(name, parts[0]);
-  const conditions = [numberComparison(prefix, value, halfUnit, cols.value, ctx)];
+  const conditions = [numberComparison(prefix, value, halfUnit, cols.value, ctx, cols.high)];
   if (parts.length === 3) {
     const [, system, code] = parts.map(unescape);
     if (system !== '') conditions.push(`${cols.system} = ${ctx.args.add(system)}`);
