@@ -12,22 +12,31 @@ export type AddressInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** home | work | temp | old | billing - purpose of this address */
   use?: AddressUse | null | undefined;
+  _use?: ElementInput | null | undefined;
   /** postal | physical | both */
   type?: AddressType | null | undefined;
+  _type?: ElementInput | null | undefined;
   /** Text representation of the address */
   text?: string | null | undefined;
+  _text?: ElementInput | null | undefined;
   /** Street name, number, direction & P.O. Box etc. */
   line?: Array<string | null | undefined> | null | undefined;
+  _line?: Array<ElementInput | null | undefined> | null | undefined;
   /** Name of city, town etc. */
   city?: string | null | undefined;
+  _city?: ElementInput | null | undefined;
   /** District name (aka county) */
   district?: string | null | undefined;
+  _district?: ElementInput | null | undefined;
   /** Sub-unit of country (abbreviations ok) */
   state?: string | null | undefined;
+  _state?: ElementInput | null | undefined;
   /** Postal code for area */
   postalCode?: string | null | undefined;
+  _postalCode?: ElementInput | null | undefined;
   /** Country (e.g. can be ISO 3166 2 or 3 letter code) */
   country?: string | null | undefined;
+  _country?: ElementInput | null | undefined;
   /** Time period when address was/is in use */
   period?: PeriodInput | null | undefined;
 };
@@ -40,14 +49,19 @@ export type AgeInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Numerical value (with implicit precision) */
   value?: number | null | undefined;
+  _value?: ElementInput | null | undefined;
   /** < | <= | >= | > - how to understand the value */
   comparator?: string | null | undefined;
+  _comparator?: ElementInput | null | undefined;
   /** Unit representation */
   unit?: string | null | undefined;
+  _unit?: ElementInput | null | undefined;
   /** System that defines coded unit form */
   system?: string | null | undefined;
+  _system?: ElementInput | null | undefined;
   /** Coded form of the unit */
   code?: string | null | undefined;
+  _code?: ElementInput | null | undefined;
 };
 
 /** Text node with attribution */
@@ -60,10 +74,13 @@ export type AnnotationInput = {
   authorReference?: ReferenceInput | null | undefined;
   /** Individual responsible for the annotation */
   authorString?: string | null | undefined;
+  _authorString?: ElementInput | null | undefined;
   /** When the annotation was made */
   time?: string | null | undefined;
+  _time?: ElementInput | null | undefined;
   /** The annotation  - text content (as markdown) */
   text?: string | null | undefined;
+  _text?: ElementInput | null | undefined;
 };
 
 /** Content in a format defined elsewhere */
@@ -74,20 +91,28 @@ export type AttachmentInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Mime type of the content, with charset etc. */
   contentType?: string | null | undefined;
+  _contentType?: ElementInput | null | undefined;
   /** Human language of the content (BCP-47) */
   language?: string | null | undefined;
+  _language?: ElementInput | null | undefined;
   /** Data inline, base64ed */
   data?: string | null | undefined;
+  _data?: ElementInput | null | undefined;
   /** Uri where the data can be found */
   url?: string | null | undefined;
+  _url?: ElementInput | null | undefined;
   /** Number of bytes of content (if url provided) */
   size?: number | null | undefined;
+  _size?: ElementInput | null | undefined;
   /** Hash of the data (sha-1, base64ed) */
   hash?: string | null | undefined;
+  _hash?: ElementInput | null | undefined;
   /** Label to display in place of the data */
   title?: string | null | undefined;
+  _title?: ElementInput | null | undefined;
   /** Date attachment was first created */
   creation?: string | null | undefined;
+  _creation?: ElementInput | null | undefined;
 };
 
 /** Concept - reference to a terminology or just  text */
@@ -100,6 +125,7 @@ export type CodeableConceptInput = {
   coding?: Array<CodingInput | null | undefined> | null | undefined;
   /** Plain text representation of the concept */
   text?: string | null | undefined;
+  _text?: ElementInput | null | undefined;
 };
 
 /** A reference to a code defined by a terminology system */
@@ -110,14 +136,19 @@ export type CodingInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Identity of the terminology system */
   system?: string | null | undefined;
+  _system?: ElementInput | null | undefined;
   /** Version of the system - if relevant */
   version?: string | null | undefined;
+  _version?: ElementInput | null | undefined;
   /** Symbol in syntax defined by the system */
   code?: string | null | undefined;
+  _code?: ElementInput | null | undefined;
   /** Representation defined by the system */
   display?: string | null | undefined;
+  _display?: ElementInput | null | undefined;
   /** If this coding was chosen directly by the user */
   userSelected?: boolean | null | undefined;
+  _userSelected?: ElementInput | null | undefined;
 };
 
 /** Contact information */
@@ -128,6 +159,7 @@ export type ContactDetailInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Name of an individual to contact */
   name?: string | null | undefined;
+  _name?: ElementInput | null | undefined;
   /** Contact details for individual or organization */
   telecom?: Array<ContactPointInput | null | undefined> | null | undefined;
 };
@@ -140,12 +172,16 @@ export type ContactPointInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** phone | fax | email | pager | url | sms | other */
   system?: ContactPointSystem | null | undefined;
+  _system?: ElementInput | null | undefined;
   /** The actual contact point details */
   value?: string | null | undefined;
+  _value?: ElementInput | null | undefined;
   /** home | work | temp | old | mobile - purpose of this contact point */
   use?: ContactPointUse | null | undefined;
+  _use?: ElementInput | null | undefined;
   /** Specify preferred order of use (1 = highest) */
   rank?: number | null | undefined;
+  _rank?: ElementInput | null | undefined;
   /** Time period when the contact point was/is in use */
   period?: PeriodInput | null | undefined;
 };
@@ -158,8 +194,10 @@ export type ContributorInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** author | editor | reviewer | endorser */
   type?: ContributorType | null | undefined;
+  _type?: ElementInput | null | undefined;
   /** Who contributed the content */
   name?: string | null | undefined;
+  _name?: ElementInput | null | undefined;
   /** Contact details of the contributor */
   contact?: Array<ContactDetailInput | null | undefined> | null | undefined;
 };
@@ -172,14 +210,19 @@ export type CountInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Numerical value (with implicit precision) */
   value?: number | null | undefined;
+  _value?: ElementInput | null | undefined;
   /** < | <= | >= | > - how to understand the value */
   comparator?: string | null | undefined;
+  _comparator?: ElementInput | null | undefined;
   /** Unit representation */
   unit?: string | null | undefined;
+  _unit?: ElementInput | null | undefined;
   /** System that defines coded unit form */
   system?: string | null | undefined;
+  _system?: ElementInput | null | undefined;
   /** Coded form of the unit */
   code?: string | null | undefined;
+  _code?: ElementInput | null | undefined;
 };
 
 /** Describes a required data item */
@@ -190,20 +233,24 @@ export type DataRequirementInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** The type of the required data */
   type?: FhirAllTypes | null | undefined;
+  _type?: ElementInput | null | undefined;
   /** The profile of the required data */
   profile?: Array<string | null | undefined> | null | undefined;
+  _profile?: Array<ElementInput | null | undefined> | null | undefined;
   /** E.g. Patient, Practitioner, RelatedPerson, Organization, Location, Device */
   subjectCodeableConcept?: CodeableConceptInput | null | undefined;
   /** E.g. Patient, Practitioner, RelatedPerson, Organization, Location, Device */
   subjectReference?: ReferenceInput | null | undefined;
   /** Indicates specific structure elements that are referenced by the knowledge module */
   mustSupport?: Array<string | null | undefined> | null | undefined;
+  _mustSupport?: Array<ElementInput | null | undefined> | null | undefined;
   /** What codes are expected */
   codeFilter?: Array<DataRequirementCodeFilterInput | null | undefined> | null | undefined;
   /** What dates/date ranges are expected */
   dateFilter?: Array<DataRequirementDateFilterInput | null | undefined> | null | undefined;
   /** Number of results */
   limit?: number | null | undefined;
+  _limit?: ElementInput | null | undefined;
   /** Order of the results */
   sort?: Array<DataRequirementSortInput | null | undefined> | null | undefined;
 };
@@ -216,10 +263,13 @@ export type DataRequirementCodeFilterInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** A code-valued attribute to filter on */
   path?: string | null | undefined;
+  _path?: ElementInput | null | undefined;
   /** A coded (token) parameter to search on */
   searchParam?: string | null | undefined;
+  _searchParam?: ElementInput | null | undefined;
   /** Valueset for the filter */
   valueSet?: string | null | undefined;
+  _valueSet?: ElementInput | null | undefined;
   /** What code is expected */
   code?: Array<CodingInput | null | undefined> | null | undefined;
 };
@@ -232,10 +282,13 @@ export type DataRequirementDateFilterInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** A date-valued attribute to filter on */
   path?: string | null | undefined;
+  _path?: ElementInput | null | undefined;
   /** A date valued parameter to search on */
   searchParam?: string | null | undefined;
+  _searchParam?: ElementInput | null | undefined;
   /** The value of the filter, as a Period, DateTime, or Duration value */
   valueDateTime?: string | null | undefined;
+  _valueDateTime?: ElementInput | null | undefined;
   /** The value of the filter, as a Period, DateTime, or Duration value */
   valuePeriod?: PeriodInput | null | undefined;
   /** The value of the filter, as a Period, DateTime, or Duration value */
@@ -250,8 +303,10 @@ export type DataRequirementSortInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** The name of the attribute to perform the sort */
   path?: string | null | undefined;
+  _path?: ElementInput | null | undefined;
   /** ascending | descending */
   direction?: SortDirection | null | undefined;
+  _direction?: ElementInput | null | undefined;
 };
 
 /** A length - a value with a unit that is a physical distance */
@@ -262,14 +317,19 @@ export type DistanceInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Numerical value (with implicit precision) */
   value?: number | null | undefined;
+  _value?: ElementInput | null | undefined;
   /** < | <= | >= | > - how to understand the value */
   comparator?: string | null | undefined;
+  _comparator?: ElementInput | null | undefined;
   /** Unit representation */
   unit?: string | null | undefined;
+  _unit?: ElementInput | null | undefined;
   /** System that defines coded unit form */
   system?: string | null | undefined;
+  _system?: ElementInput | null | undefined;
   /** Coded form of the unit */
   code?: string | null | undefined;
+  _code?: ElementInput | null | undefined;
 };
 
 /** How the medication is/was taken or should be taken */
@@ -282,16 +342,20 @@ export type DosageInput = {
   modifierExtension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** The order of the dosage instructions */
   sequence?: number | null | undefined;
+  _sequence?: ElementInput | null | undefined;
   /** Free text dosage instructions e.g. SIG */
   text?: string | null | undefined;
+  _text?: ElementInput | null | undefined;
   /** Supplemental instruction or warnings to the patient - e.g. "with meals", "may cause drowsiness" */
   additionalInstruction?: Array<CodeableConceptInput | null | undefined> | null | undefined;
   /** Patient or consumer oriented instructions */
   patientInstruction?: string | null | undefined;
+  _patientInstruction?: ElementInput | null | undefined;
   /** When medication should be administered */
   timing?: TimingInput | null | undefined;
   /** Take "as needed" (for x) */
   asNeededBoolean?: boolean | null | undefined;
+  _asNeededBoolean?: ElementInput | null | undefined;
   /** Take "as needed" (for x) */
   asNeededCodeableConcept?: CodeableConceptInput | null | undefined;
   /** Body site to administer to */
@@ -338,14 +402,27 @@ export type DurationInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Numerical value (with implicit precision) */
   value?: number | null | undefined;
+  _value?: ElementInput | null | undefined;
   /** < | <= | >= | > - how to understand the value */
   comparator?: string | null | undefined;
+  _comparator?: ElementInput | null | undefined;
   /** Unit representation */
   unit?: string | null | undefined;
+  _unit?: ElementInput | null | undefined;
   /** System that defines coded unit form */
   system?: string | null | undefined;
+  _system?: ElementInput | null | undefined;
   /** Coded form of the unit */
   code?: string | null | undefined;
+  _code?: ElementInput | null | undefined;
+};
+
+/** A primitive element's id and extensions, which FHIR JSON writes in its `_` sibling: `_birthDate` for `birthDate`; for a repeating element (`_given`), a list whose items line up with the values, null where a value has none. */
+export type ElementInput = {
+  /** Unique id for inter-element referencing */
+  id?: string | null | undefined;
+  /** Additional content defined by implementations */
+  extension?: Array<ExtensionInput | null | undefined> | null | undefined;
 };
 
 /** An expression that can be used to generate a value */
@@ -356,14 +433,19 @@ export type ExpressionInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Natural language description of the condition */
   description?: string | null | undefined;
+  _description?: ElementInput | null | undefined;
   /** Short name assigned to expression for reuse */
   name?: string | null | undefined;
+  _name?: ElementInput | null | undefined;
   /** text/cql | text/fhirpath | application/x-fhir-query | etc. */
   language?: string | null | undefined;
+  _language?: ElementInput | null | undefined;
   /** Expression in specified language */
   expression?: string | null | undefined;
+  _expression?: ElementInput | null | undefined;
   /** Where the expression is found */
   reference?: string | null | undefined;
+  _reference?: ElementInput | null | undefined;
 };
 
 /** Optional Extensions Element */
@@ -376,42 +458,61 @@ export type ExtensionInput = {
   url?: string | null | undefined;
   /** Value of extension */
   valueBase64Binary?: string | null | undefined;
+  _valueBase64Binary?: ElementInput | null | undefined;
   /** Value of extension */
   valueBoolean?: boolean | null | undefined;
+  _valueBoolean?: ElementInput | null | undefined;
   /** Value of extension */
   valueCanonical?: string | null | undefined;
+  _valueCanonical?: ElementInput | null | undefined;
   /** Value of extension */
   valueCode?: string | null | undefined;
+  _valueCode?: ElementInput | null | undefined;
   /** Value of extension */
   valueDate?: string | null | undefined;
+  _valueDate?: ElementInput | null | undefined;
   /** Value of extension */
   valueDateTime?: string | null | undefined;
+  _valueDateTime?: ElementInput | null | undefined;
   /** Value of extension */
   valueDecimal?: number | null | undefined;
+  _valueDecimal?: ElementInput | null | undefined;
   /** Value of extension */
   valueId?: string | null | undefined;
+  _valueId?: ElementInput | null | undefined;
   /** Value of extension */
   valueInstant?: string | null | undefined;
+  _valueInstant?: ElementInput | null | undefined;
   /** Value of extension */
   valueInteger?: number | null | undefined;
+  _valueInteger?: ElementInput | null | undefined;
   /** Value of extension */
   valueMarkdown?: string | null | undefined;
+  _valueMarkdown?: ElementInput | null | undefined;
   /** Value of extension */
   valueOid?: string | null | undefined;
+  _valueOid?: ElementInput | null | undefined;
   /** Value of extension */
   valuePositiveInt?: number | null | undefined;
+  _valuePositiveInt?: ElementInput | null | undefined;
   /** Value of extension */
   valueString?: string | null | undefined;
+  _valueString?: ElementInput | null | undefined;
   /** Value of extension */
   valueTime?: string | null | undefined;
+  _valueTime?: ElementInput | null | undefined;
   /** Value of extension */
   valueUnsignedInt?: number | null | undefined;
+  _valueUnsignedInt?: ElementInput | null | undefined;
   /** Value of extension */
   valueUri?: string | null | undefined;
+  _valueUri?: ElementInput | null | undefined;
   /** Value of extension */
   valueUrl?: string | null | undefined;
+  _valueUrl?: ElementInput | null | undefined;
   /** Value of extension */
   valueUuid?: string | null | undefined;
+  _valueUuid?: ElementInput | null | undefined;
   /** Value of extension */
   valueAddress?: AddressInput | null | undefined;
   /** Value of extension */
@@ -484,16 +585,22 @@ export type HumanNameInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** usual | official | temp | nickname | anonymous | old | maiden */
   use?: NameUse | null | undefined;
+  _use?: ElementInput | null | undefined;
   /** Text representation of the full name */
   text?: string | null | undefined;
+  _text?: ElementInput | null | undefined;
   /** Family name (often called 'Surname') */
   family?: string | null | undefined;
+  _family?: ElementInput | null | undefined;
   /** Given names (not always 'first'). Includes middle names */
   given?: Array<string | null | undefined> | null | undefined;
+  _given?: Array<ElementInput | null | undefined> | null | undefined;
   /** Parts that come before the name */
   prefix?: Array<string | null | undefined> | null | undefined;
+  _prefix?: Array<ElementInput | null | undefined> | null | undefined;
   /** Parts that come after the name */
   suffix?: Array<string | null | undefined> | null | undefined;
+  _suffix?: Array<ElementInput | null | undefined> | null | undefined;
   /** Time period when name was/is in use */
   period?: PeriodInput | null | undefined;
 };
@@ -506,12 +613,15 @@ export type IdentifierInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** usual | official | temp | secondary | old (If known) */
   use?: IdentifierUse | null | undefined;
+  _use?: ElementInput | null | undefined;
   /** Description of identifier */
   type?: CodeableConceptInput | null | undefined;
   /** The namespace for the identifier value */
   system?: string | null | undefined;
+  _system?: ElementInput | null | undefined;
   /** The value that is unique */
   value?: string | null | undefined;
+  _value?: ElementInput | null | undefined;
   /** Time period when id is/was valid for use */
   period?: PeriodInput | null | undefined;
   /** Organization that issued id (may be just text) */
@@ -526,18 +636,23 @@ export type MetaInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Version specific identifier */
   versionId?: string | null | undefined;
+  _versionId?: ElementInput | null | undefined;
   /** When the resource version last changed */
   lastUpdated?: string | null | undefined;
+  _lastUpdated?: ElementInput | null | undefined;
   /** Identifies where the resource comes from */
   source?: string | null | undefined;
+  _source?: ElementInput | null | undefined;
   /** Profiles this resource claims to conform to */
   profile?: Array<string | null | undefined> | null | undefined;
+  _profile?: Array<ElementInput | null | undefined> | null | undefined;
   /** Security Labels applied to this resource */
   security?: Array<CodingInput | null | undefined> | null | undefined;
   /** Tags applied to this resource */
   tag?: Array<CodingInput | null | undefined> | null | undefined;
   /** The project that contains this resource. */
   project?: string | null | undefined;
+  _project?: ElementInput | null | undefined;
   /** The individual, device or organization who initiated the last change. */
   author?: ReferenceInput | null | undefined;
   /** Optional individual, device, or organization for whom the change was made. */
@@ -558,8 +673,10 @@ export type MoneyInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Numerical value (with implicit precision) */
   value?: number | null | undefined;
+  _value?: ElementInput | null | undefined;
   /** ISO 4217 Currency Code */
   currency?: string | null | undefined;
+  _currency?: ElementInput | null | undefined;
 };
 
 /** Human-readable summary of the resource (essential clinical and business information) */
@@ -570,6 +687,7 @@ export type NarrativeInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** generated | extensions | additional | empty */
   status?: NarrativeStatus | null | undefined;
+  _status?: ElementInput | null | undefined;
   /** Limited xhtml content */
   div?: string | null | undefined;
 };
@@ -582,18 +700,25 @@ export type ParameterDefinitionInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Name used to access the parameter value */
   name?: string | null | undefined;
+  _name?: ElementInput | null | undefined;
   /** in | out */
   use?: OperationParameterUse | null | undefined;
+  _use?: ElementInput | null | undefined;
   /** Minimum cardinality */
   min?: number | null | undefined;
+  _min?: ElementInput | null | undefined;
   /** Maximum cardinality (a number of *) */
   max?: string | null | undefined;
+  _max?: ElementInput | null | undefined;
   /** A brief description of the parameter */
   documentation?: string | null | undefined;
+  _documentation?: ElementInput | null | undefined;
   /** What type of value */
   type?: FhirAllTypes | null | undefined;
+  _type?: ElementInput | null | undefined;
   /** What profile the value is expected to be */
   profile?: string | null | undefined;
+  _profile?: ElementInput | null | undefined;
 };
 
 /** Information about an individual or animal receiving health care services */
@@ -601,12 +726,15 @@ export type PatientInput = {
   resourceType?: string | null | undefined;
   /** Logical id of this artifact */
   id?: string | null | undefined;
+  _id?: ElementInput | null | undefined;
   /** Metadata about the resource */
   meta?: MetaInput | null | undefined;
   /** A set of rules under which this content was created */
   implicitRules?: string | null | undefined;
+  _implicitRules?: ElementInput | null | undefined;
   /** Language of the resource content */
   language?: string | null | undefined;
+  _language?: ElementInput | null | undefined;
   /** Text summary of the resource, for human interpretation */
   text?: NarrativeInput | null | undefined;
   /** Contained, inline Resources */
@@ -619,26 +747,33 @@ export type PatientInput = {
   identifier?: Array<IdentifierInput | null | undefined> | null | undefined;
   /** Whether this patient's record is in active use */
   active?: boolean | null | undefined;
+  _active?: ElementInput | null | undefined;
   /** A name associated with the patient */
   name?: Array<HumanNameInput | null | undefined> | null | undefined;
   /** A contact detail for the individual */
   telecom?: Array<ContactPointInput | null | undefined> | null | undefined;
   /** male | female | other | unknown */
   gender?: AdministrativeGender | null | undefined;
+  _gender?: ElementInput | null | undefined;
   /** The date of birth for the individual */
   birthDate?: string | null | undefined;
+  _birthDate?: ElementInput | null | undefined;
   /** Indicates if the individual is deceased or not */
   deceasedBoolean?: boolean | null | undefined;
+  _deceasedBoolean?: ElementInput | null | undefined;
   /** Indicates if the individual is deceased or not */
   deceasedDateTime?: string | null | undefined;
+  _deceasedDateTime?: ElementInput | null | undefined;
   /** An address for the individual */
   address?: Array<AddressInput | null | undefined> | null | undefined;
   /** Marital (civil) status of a patient */
   maritalStatus?: CodeableConceptInput | null | undefined;
   /** Whether patient is part of a multiple birth */
   multipleBirthBoolean?: boolean | null | undefined;
+  _multipleBirthBoolean?: ElementInput | null | undefined;
   /** Whether patient is part of a multiple birth */
   multipleBirthInteger?: number | null | undefined;
+  _multipleBirthInteger?: ElementInput | null | undefined;
   /** Image of the patient */
   photo?: Array<AttachmentInput | null | undefined> | null | undefined;
   /** A contact party (e.g. guardian, partner, friend) for the patient */
@@ -665,6 +800,7 @@ export type PatientCommunicationInput = {
   language?: CodeableConceptInput | null | undefined;
   /** Language preference indicator */
   preferred?: boolean | null | undefined;
+  _preferred?: ElementInput | null | undefined;
 };
 
 /** A contact party (e.g. guardian, partner, friend) for the patient */
@@ -685,6 +821,7 @@ export type PatientContactInput = {
   address?: AddressInput | null | undefined;
   /** male | female | other | unknown */
   gender?: AdministrativeGender | null | undefined;
+  _gender?: ElementInput | null | undefined;
   /** Organization that is associated with the contact */
   organization?: ReferenceInput | null | undefined;
   /** The period during which this contact person or organization is valid to be contacted relating to this patient */
@@ -703,6 +840,7 @@ export type PatientLinkInput = {
   other?: ReferenceInput | null | undefined;
   /** replaced-by | replaces | refer | seealso */
   type?: LinkType | null | undefined;
+  _type?: ElementInput | null | undefined;
 };
 
 /** Time range defined by start and end date/time */
@@ -713,8 +851,10 @@ export type PeriodInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Starting time with inclusive boundary */
   start?: string | null | undefined;
+  _start?: ElementInput | null | undefined;
   /** End time with inclusive boundary, if not ongoing */
   end?: string | null | undefined;
+  _end?: ElementInput | null | undefined;
 };
 
 /** A measured or measurable amount */
@@ -725,14 +865,19 @@ export type QuantityInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Numerical value (with implicit precision) */
   value?: number | null | undefined;
+  _value?: ElementInput | null | undefined;
   /** < | <= | >= | > - how to understand the value */
   comparator?: string | null | undefined;
+  _comparator?: ElementInput | null | undefined;
   /** Unit representation */
   unit?: string | null | undefined;
+  _unit?: ElementInput | null | undefined;
   /** System that defines coded unit form */
   system?: string | null | undefined;
+  _system?: ElementInput | null | undefined;
   /** Coded form of the unit */
   code?: string | null | undefined;
+  _code?: ElementInput | null | undefined;
 };
 
 /** Set of values bounded by low and high */
@@ -767,12 +912,15 @@ export type ReferenceInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** Literal reference, Relative, internal or absolute URL */
   reference?: string | null | undefined;
+  _reference?: ElementInput | null | undefined;
   /** Type the reference refers to (e.g. "Patient") */
   type?: string | null | undefined;
+  _type?: ElementInput | null | undefined;
   /** Logical reference, when literal reference is not known */
   identifier?: IdentifierInput | null | undefined;
   /** Text alternative for the resource */
   display?: string | null | undefined;
+  _display?: ElementInput | null | undefined;
 };
 
 /** Related artifacts for a knowledge resource */
@@ -783,18 +931,24 @@ export type RelatedArtifactInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** documentation | justification | citation | predecessor | successor | derived-from | depends-on | composed-of */
   type?: RelatedArtifactType | null | undefined;
+  _type?: ElementInput | null | undefined;
   /** Short label */
   label?: string | null | undefined;
+  _label?: ElementInput | null | undefined;
   /** Brief description of the related artifact */
   display?: string | null | undefined;
+  _display?: ElementInput | null | undefined;
   /** Bibliographic citation for the artifact */
   citation?: string | null | undefined;
+  _citation?: ElementInput | null | undefined;
   /** Where the artifact can be accessed */
   url?: string | null | undefined;
+  _url?: ElementInput | null | undefined;
   /** What document is being referenced */
   document?: AttachmentInput | null | undefined;
   /** What resource is being referenced */
   resource?: string | null | undefined;
+  _resource?: ElementInput | null | undefined;
 };
 
 /** A series of measurements taken by a device */
@@ -807,16 +961,22 @@ export type SampledDataInput = {
   origin?: QuantityInput | null | undefined;
   /** Number of milliseconds between samples */
   period?: number | null | undefined;
+  _period?: ElementInput | null | undefined;
   /** Multiply data by this before adding to origin */
   factor?: number | null | undefined;
+  _factor?: ElementInput | null | undefined;
   /** Lower limit of detection */
   lowerLimit?: number | null | undefined;
+  _lowerLimit?: ElementInput | null | undefined;
   /** Upper limit of detection */
   upperLimit?: number | null | undefined;
+  _upperLimit?: ElementInput | null | undefined;
   /** Number of sample points at each time point */
   dimensions?: number | null | undefined;
+  _dimensions?: ElementInput | null | undefined;
   /** Decimal values with spaces, or "E" | "U" | "L" */
   data?: string | null | undefined;
+  _data?: ElementInput | null | undefined;
 };
 
 /** A Signature - XML DigSig, JWS, Graphical image of signature, etc. */
@@ -829,16 +989,20 @@ export type SignatureInput = {
   type?: Array<CodingInput | null | undefined> | null | undefined;
   /** When the signature was created */
   when?: string | null | undefined;
+  _when?: ElementInput | null | undefined;
   /** Who signed */
   who?: ReferenceInput | null | undefined;
   /** The party represented */
   onBehalfOf?: ReferenceInput | null | undefined;
   /** The technical format of the signed resources */
   targetFormat?: string | null | undefined;
+  _targetFormat?: ElementInput | null | undefined;
   /** The technical format of the signature */
   sigFormat?: string | null | undefined;
+  _sigFormat?: ElementInput | null | undefined;
   /** The actual signature content (XML DigSig. JWS, picture, etc.) */
   data?: string | null | undefined;
+  _data?: ElementInput | null | undefined;
 };
 
 /** A timing schedule that specifies an event that may occur multiple times */
@@ -851,6 +1015,7 @@ export type TimingInput = {
   modifierExtension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** When the event occurs */
   event?: Array<string | null | undefined> | null | undefined;
+  _event?: Array<ElementInput | null | undefined> | null | undefined;
   /** When the event is to occur */
   repeat?: TimingRepeatInput | null | undefined;
   /** BID | TID | QID | AM | PM | QD | QOD | + */
@@ -871,32 +1036,46 @@ export type TimingRepeatInput = {
   boundsPeriod?: PeriodInput | null | undefined;
   /** Number of times to repeat */
   count?: number | null | undefined;
+  _count?: ElementInput | null | undefined;
   /** Maximum number of times to repeat */
   countMax?: number | null | undefined;
+  _countMax?: ElementInput | null | undefined;
   /** How long when it happens */
   duration?: number | null | undefined;
+  _duration?: ElementInput | null | undefined;
   /** How long when it happens (Max) */
   durationMax?: number | null | undefined;
+  _durationMax?: ElementInput | null | undefined;
   /** s | min | h | d | wk | mo | a - unit of time (UCUM) */
   durationUnit?: UnitsOfTime | null | undefined;
+  _durationUnit?: ElementInput | null | undefined;
   /** Event occurs frequency times per period */
   frequency?: number | null | undefined;
+  _frequency?: ElementInput | null | undefined;
   /** Event occurs up to frequencyMax times per period */
   frequencyMax?: number | null | undefined;
+  _frequencyMax?: ElementInput | null | undefined;
   /** Event occurs frequency times per period */
   period?: number | null | undefined;
+  _period?: ElementInput | null | undefined;
   /** Upper limit of period (3-4 hours) */
   periodMax?: number | null | undefined;
+  _periodMax?: ElementInput | null | undefined;
   /** s | min | h | d | wk | mo | a - unit of time (UCUM) */
   periodUnit?: UnitsOfTime | null | undefined;
+  _periodUnit?: ElementInput | null | undefined;
   /** mon | tue | wed | thu | fri | sat | sun */
   dayOfWeek?: Array<DaysOfWeek | null | undefined> | null | undefined;
+  _dayOfWeek?: Array<ElementInput | null | undefined> | null | undefined;
   /** Time of day for action */
   timeOfDay?: Array<string | null | undefined> | null | undefined;
+  _timeOfDay?: Array<ElementInput | null | undefined> | null | undefined;
   /** Code for time period of occurrence */
   when?: Array<string | null | undefined> | null | undefined;
+  _when?: Array<ElementInput | null | undefined> | null | undefined;
   /** Minutes from event (before or after) */
   offset?: number | null | undefined;
+  _offset?: ElementInput | null | undefined;
 };
 
 /** Defines an expected trigger for a module */
@@ -907,16 +1086,20 @@ export type TriggerDefinitionInput = {
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** named-event | periodic | data-changed | data-added | data-modified | data-removed | data-accessed | data-access-ended */
   type?: TriggerType | null | undefined;
+  _type?: ElementInput | null | undefined;
   /** Name or URI that identifies the event */
   name?: string | null | undefined;
+  _name?: ElementInput | null | undefined;
   /** Timing of the event */
   timingTiming?: TimingInput | null | undefined;
   /** Timing of the event */
   timingReference?: ReferenceInput | null | undefined;
   /** Timing of the event */
   timingDate?: string | null | undefined;
+  _timingDate?: ElementInput | null | undefined;
   /** Timing of the event */
   timingDateTime?: string | null | undefined;
+  _timingDateTime?: ElementInput | null | undefined;
   /** Triggering data of the event (multiple = 'and') */
   data?: Array<DataRequirementInput | null | undefined> | null | undefined;
   /** Whether the event triggers (boolean expression) */

@@ -176,6 +176,7 @@ export type {
   EffectEvidenceSynthesisEffectEstimatePrecisionEstimate,
   EffectEvidenceSynthesisResultsByExposure,
   EffectEvidenceSynthesisSampleSize,
+  Element,
   ElementDefinition,
   ElementDefinitionBase,
   ElementDefinitionBinding,

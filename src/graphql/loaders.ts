@@ -36,75 +36,92 @@ export interface Loaders {
   reverse(query: ReverseQuery, parent: string): Promise<Resource[]>;
 }
 
-/** A reverse reference list without its parent: `<source>?<code>=<parent>&_count&_offset&_sort`. */
+/** A reverse reference list without its parent: `<source>?<code>=<parent>&<params>&_count&_offset&_sort`. */
 export interface ReverseQuery {
   source: string;
   code: string;
+  /** More search conditions (`_params`), ANDed with the reference. */
+  params?: readonly [string, string][];
   count?: number;
   offset?: number;
   sort?: string;
 }
 
 export function createLoaders(ctx: RequestContext): Loaders {
-  const containers = new WeakMap<object, Resource>();
-  const recordContainer = (resource: Resource): void => {
-    if (!Array.isArray(resource.contained) || resource.contained.length === 0) return;
-    markInside(resource, resource, containers);
-  };
+  return new RequestLoaders(ctx);
+}
+
+/**
+ * The loaders of one request. Its parts are made on first use: most requests (one resource by id)
+ * never batch anything, and a DataLoader with its closures per request showed in their profiles.
+ */
+class RequestLoaders implements Loaders {
+  private containers: WeakMap<object, Resource> | undefined;
   // Resources the request obtained by a read or search, by `Type/id`: as DataLoader.prime would
   // (the first one kept), without a settled promise per resource (a page of 100 search matches).
-  const known = new Map<string, Resource>();
-  const requested = new Set<string>();
-  const references = new DataLoader<string, Resource | null>(
-    async (keys) => {
-      // Versions already parsed need no text: the statement sends only those that changed.
-      const held = new Map<string, Resource>();
-      const readKeys = keys.map((key): ReadKey => {
-        const entry = parsedResources.held(key);
-        if (entry) held.set(key, entry.resource);
-        return { ...parseKey(key), heldVersionId: entry?.versionId };
-      });
-      const versions = await ctx.repo.readVersions(readKeys);
-      return keys.map((key) => {
-        const version = versions.get(key);
-        if (!version) return null;
-        const resource = version.text === null ? held.get(key) : parsedResources.parse(key, version.versionId, version.text);
-        if (!resource) return null;
-        recordContainer(resource);
-        return resource;
-      });
-    },
+  private readonly known = new Map<string, Resource>();
+  private readonly requested = new Set<string>();
+  private references: DataLoader<string, Resource | null> | undefined;
+  private reverseLoaders: Map<string, DataLoader<string, Resource[]>> | undefined;
+
+  constructor(private readonly ctx: RequestContext) {}
+
+  reference(key: string): Resource | null | Promise<Resource | null> {
+    const resource = this.known.get(key);
+    if (resource) return resource;
+    this.requested.add(key);
     // A list of 1000 items with one reference each is one batch: the repository's single statement.
-    { maxBatchSize: 1000 },
-  );
-  const reverseLoaders = new Map<string, DataLoader<string, Resource[]>>();
-  const reverse = (query: ReverseQuery, parent: string): Promise<Resource[]> => {
-    const key = JSON.stringify([query.source, query.code, query.count, query.offset, query.sort]);
-    let loader = reverseLoaders.get(key);
+    this.references ??= new DataLoader((keys) => this.readReferences(keys), { maxBatchSize: 1000 });
+    return this.references.load(key);
+  }
+
+  containerOf(value: object): Resource | undefined {
+    return this.containers?.get(value);
+  }
+
+  remember(resource: Resource): Resource {
+    this.recordContainer(resource);
+    if (resource.id) {
+      const key = keyOf({ resourceType: resource.resourceType, id: resource.id });
+      if (!this.known.has(key) && !this.requested.has(key)) this.known.set(key, resource);
+    }
+    return resource;
+  }
+
+  reverse(query: ReverseQuery, parent: string): Promise<Resource[]> {
+    const key = JSON.stringify([query.source, query.code, query.params ?? [], query.count, query.offset, query.sort]);
+    this.reverseLoaders ??= new Map();
+    let loader = this.reverseLoaders.get(key);
     if (!loader) {
-      loader = new DataLoader((parents) => reverseLists(searchServicesOf(ctx), query, parents), { maxBatchSize: 100 });
-      reverseLoaders.set(key, loader);
+      loader = new DataLoader((parents) => reverseLists(searchServicesOf(this.ctx), query, parents), { maxBatchSize: 100 });
+      this.reverseLoaders.set(key, loader);
     }
     return loader.load(parent);
-  };
-  return {
-    reverse,
-    reference: (key) => {
-      const resource = known.get(key);
-      if (resource) return resource;
-      requested.add(key);
-      return references.load(key);
-    },
-    containerOf: (value) => containers.get(value),
-    remember: (resource) => {
-      recordContainer(resource);
-      if (resource.id) {
-        const key = keyOf({ resourceType: resource.resourceType, id: resource.id });
-        if (!known.has(key) && !requested.has(key)) known.set(key, resource);
-      }
+  }
+
+  private async readReferences(keys: readonly string[]): Promise<(Resource | null)[]> {
+    // Versions already parsed need no text: the statement sends only those that changed.
+    const held = new Map<string, Resource>();
+    const readKeys = keys.map((key): ReadKey => {
+      const entry = parsedResources.held(key);
+      if (entry) held.set(key, entry.resource);
+      return { ...parseKey(key), heldVersionId: entry?.versionId };
+    });
+    const versions = await this.ctx.repo.readVersions(readKeys);
+    return keys.map((key) => {
+      const version = versions.get(key);
+      if (!version) return null;
+      const resource = version.text === null ? held.get(key) : parsedResources.parse(key, version.versionId, version.text);
+      if (!resource) return null;
+      this.recordContainer(resource);
       return resource;
-    },
-  };
+    });
+  }
+
+  private recordContainer(resource: Resource): void {
+    if (!Array.isArray(resource.contained) || resource.contained.length === 0) return;
+    markInside(resource, resource, (this.containers ??= new WeakMap()));
+  }
 }
 
 function parseKey(key: string): ReadKey {
@@ -155,7 +172,7 @@ async function reverseSearch(
   parents: string,
   paging: [string, string][],
 ): Promise<{ resources: Resource[]; complete: boolean }> {
-  const params: [string, string][] = [[query.code, parents], ...paging];
+  const params: [string, string][] = [[query.code, parents], ...(query.params ?? []), ...paging];
   if (query.sort !== undefined) params.push(['_sort', query.sort]);
   const result = await search(services, query.source, params);
   const resources = result.matches.map((row) => parsedResources.parse(keyOf(row), row.versionId, row.text));

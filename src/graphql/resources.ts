@@ -167,7 +167,7 @@ function decodePageCursor(text: string): PagePosition {
 
 function searchServices(context: GraphQLContext, overrides: Partial<SearchServices['config']> = {}): SearchServices {
   const ctx = context.requestContext;
-  return { db: ctx.database, identity: ctx.identity, config: { ...ctx.config, ...overrides } };
+  return { db: ctx.database, identity: ctx.identity, config: { ...ctx.config, ...overrides }, counts: ctx.counts };
 }
 
 /**
@@ -316,16 +316,20 @@ function reverseReferences(): Map<string, Set<string>> {
 }
 
 /**
- * `SList(_reference: param, ...)` under a resource: the search `S?<param>=<Type>/<id>`. The lists of
- * one execution level are batched (loaders.ts): one search for all parents in the common case.
+ * `SList(_reference: param, _params: [...], ...)` under a resource: the search
+ * `S?<param>=<Type>/<id>&<_params>`. `_params` takes what it takes on the top-level `SList` (REST
+ * parameters as in a URL; result parameters refused). The lists of one execution level with the same
+ * arguments are batched (loaders.ts): one search for all parents in the common case.
  */
 function reverseListResolver(source: string): FieldResolver {
   return async (parent: Resource, args: Args, context: GraphQLContext) => {
     if (!parent.id) return [];
     assertTypeAccess(context.requestContext.identity, source, false);
+    const params = rawParams(args._params);
     const query: ReverseQuery = {
       source,
       code: referenceCode(source, args._reference),
+      ...(params.length > 0 ? { params } : {}),
       count: boundedInt(args._count, '_count', MAX_COUNT),
       offset: boundedInt(args._offset, '_offset', MAX_OFFSET),
       sort: typeof args._sort === 'string' ? args._sort : undefined,
@@ -476,9 +480,11 @@ function parseIfMatch(value: string | null | undefined): string | undefined {
 
 /**
  * The `res` argument as FHIR JSON: enum values already arrive as FHIR codes (the schema maps them);
- * explicit nulls are dropped, since FHIR JSON has no nulls; JSON-typed values (contained resources)
- * pass unchanged. The resource type is the mutation's, unless the input names another (then
- * validation refuses it, as REST does).
+ * explicit nulls are dropped, since FHIR JSON has no nulls, except inside a repeating primitive and
+ * its `_` sibling given together (`given: ["a", null]`, `_given: [null, {...}]`), where FHIR JSON
+ * lines the two lists up with nulls (the validator checks they do); JSON-typed values (contained
+ * resources) pass unchanged. The resource type is the mutation's, unless the input names another
+ * (then validation refuses it, as REST does).
  */
 function inputResource(type: string, input: unknown, info: GraphQLResolveInfo): Resource {
   const inputType = info.parentType.getFields()[info.fieldName]?.args.find((arg) => arg.name === 'res')?.type;
@@ -486,22 +492,28 @@ function inputResource(type: string, input: unknown, info: GraphQLResolveInfo): 
   return { resourceType: type, ...(isRecord(body) ? body : {}) };
 }
 
-function withoutNulls(value: unknown, type: GraphQLInputType): unknown {
+function withoutNulls(value: unknown, type: GraphQLInputType, keepNullItems = false): unknown {
   if (value === null || value === undefined) return undefined;
   const nullable = nullableOf(type);
   if (isKind<GraphQLList<GraphQLInputType>>(nullable, 'GraphQLList') && Array.isArray(value)) {
-    return value.map((item) => withoutNulls(item, nullable.ofType)).filter((item) => item !== undefined);
+    const items = value.map((item) => withoutNulls(item, nullable.ofType));
+    return keepNullItems ? items.map((item) => item ?? null) : items.filter((item) => item !== undefined);
   }
   if (isKind<GraphQLInputObjectType>(nullable, 'GraphQLInputObjectType') && isRecord(value)) {
     const fields = nullable.getFields();
     const out: Record<string, unknown> = {};
     for (const [name, field] of Object.entries(value)) {
-      const kept = fields[name] ? withoutNulls(field, fields[name].type) : field;
+      const kept = fields[name] ? withoutNulls(field, fields[name].type, Array.isArray(value[primitivePair(name)])) : field;
       if (kept !== undefined) out[name] = kept;
     }
     return out;
   }
   return value;
+}
+
+/** `given` ↔ `_given`: a primitive element and the sibling holding its id and extensions. */
+function primitivePair(name: string): string {
+  return name.startsWith('_') ? name.slice(1) : `_${name}`;
 }
 
 /** A JSON Binary as REST creates it: `data` (base64) stored as bytes beside the resource. */

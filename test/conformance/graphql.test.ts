@@ -78,10 +78,9 @@ const DEVIATIONS: Record<string, Deviation> = {
   'extension-simple': {
     reason:
       'the two `subject` selections merge into one field (GraphQL field merging), so the expected list of two ' +
-      '`subject` objects is not a GraphQL response; `resource` needs a fragment for `birthDate`; primitive ' +
-      'extensions (`_birthDate`) are not fields of the generated schema',
-    query: '{ subject { resource { ... on Patient { birthDate } } } }',
-    expected: { subject: { resource: { birthDate: '2016-05-18' } } },
+      '`subject` objects is not a GraphQL response; `resource` needs a fragment for `birthDate` and `_birthDate`',
+    query: '{ subject { resource { ... on Patient { birthDate _birthDate { extension { valueDateTime } } } } } }',
+    expected: { subject: { resource: { birthDate: '2016-05-18', _birthDate: { extension: [{ valueDateTime: '2016-05-18T10:28:45Z' }] } } } },
   },
   'search-single': {
     reason: '`id: example` is an enum literal; `ID` takes a string',

@@ -136,7 +136,7 @@ describe('generated schema: object types', () => {
   it('adds reverse reference fields listing the resources that point at this one', () => {
     const reverse = field('Patient', 'ObservationList');
     expect(String(reverse.type)).toBe('[Observation]');
-    expect(signature(reverse.args)).toEqual(['_reference: ObservationReferenceParam!', '_count: Int', '_offset: Int', '_sort: String']);
+    expect(signature(reverse.args)).toEqual(['_reference: ObservationReferenceParam!', '_params: [SearchParam!]', '_count: Int', '_offset: Int', '_sort: String']);
     const params = enumType('ObservationReferenceParam').getValues();
     expect(params.map((value) => value.name)).toEqual(expect.arrayContaining(['subject', 'patient', 'has_member', 'performer']));
     // Observation.subject cannot point at a Medication: no such field there.

@@ -15,7 +15,9 @@ export function inputTypeName(name: string): string {
 function inputField(field: FieldModel, bindings: BindingEnums): SdlField {
   const named =
     field.kind === 'resource' ? 'JSON' : field.kind === 'object' ? inputTypeName(field.type) : (enumOfField(field, bindings) ?? field.type);
-  return { name: field.name, type: field.list ? `[${named}]` : named, description: field.description };
+  // `_birthDate: ElementInput`, `_given: [ElementInput]` (null items line up with `given`), no description.
+  const description = field.primitiveExtension ? undefined : field.description;
+  return { name: field.name, type: field.list ? `[${named}]` : named, description };
 }
 
 function inputType(object: ObjectModel, bindings: BindingEnums): string {

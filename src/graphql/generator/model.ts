@@ -28,6 +28,16 @@ export interface FieldModel {
   type: string;
   /** The value set of a `code` element with a required binding (may become an enum, see enums.ts). */
   requiredValueSet?: string;
+  /**
+   * A FHIR primitive element, which FHIR JSON may follow with a `_name` sibling holding its id and
+   * extensions (not xhtml, not an element's own `id` or `Extension.url`: those are attributes in XML).
+   */
+  primitive?: boolean;
+  /**
+   * The `_name` sibling of the primitive element `name` (`_birthDate`, `_given`): kind `object`, type
+   * `Element`, a list for a repeating element (aligned by index with it, nulls filling the gaps).
+   */
+  primitiveExtension?: boolean;
 }
 
 export interface ObjectModel {
@@ -61,6 +71,15 @@ const PRIMITIVE_SCALARS: Record<string, ScalarName> = {
   Decimal: 'Float',
 };
 
+/**
+ * The object type of a primitive's `_name` sibling: FHIR's abstract `Element` (`id`, `extension`),
+ * the one abstract definition that becomes an object type.
+ */
+export const PRIMITIVE_ELEMENT_TYPE = 'Element';
+const ELEMENT_DESCRIPTION =
+  "A primitive element's id and extensions, which FHIR JSON writes in its `_` sibling: `_birthDate` for `birthDate`; " +
+  'for a repeating element (`_given`), a list whose items line up with the values, null where a value has none.';
+
 /** Element types whose value is a whole resource: the `Resource` interface (output) or JSON (input). */
 const RESOURCE_ELEMENT_TYPES = new Set(['Resource', 'DomainResource']);
 /** Element types that introduce a backbone element when the element has children. */
@@ -73,14 +92,20 @@ export function buildModel(): FhirModel {
     const kind = topLevelKind(sd);
     if (kind) objects.push(...new TypeWalker(sd, kind, definitions).walk());
   }
+  const element = objects.find((object) => object.name === PRIMITIVE_ELEMENT_TYPE);
+  if (element) element.description = ELEMENT_DESCRIPTION;
   renameClashingBackbones(objects);
   objects.sort((a, b) => compare(a.name, b.name));
   assertUniqueNames(objects);
   return { resourceTypes: getResourceTypes(), objects };
 }
 
-/** Concrete resources and complex data types; abstract, primitive and logical definitions are not object types. */
+/**
+ * Concrete resources and complex data types, and `Element` (the type of primitive extensions); other
+ * abstract, primitive and logical definitions are not object types.
+ */
 function topLevelKind(sd: StructureDefinition): ObjectKind | undefined {
+  if (sd.type === PRIMITIVE_ELEMENT_TYPE && sd.kind === 'complex-type') return 'datatype';
   if (sd.abstract) return undefined;
   if (sd.kind === 'resource') return 'resource';
   if (sd.kind === 'complex-type') return 'datatype';
@@ -122,7 +147,10 @@ class TypeWalker {
     this.objects.push(object);
     for (const element of this.children.get(path) ?? []) {
       if (element.max === '0') continue;
-      object.fields.push(...this.fieldsOf(element));
+      for (const field of this.fieldsOf(element)) {
+        object.fields.push(field);
+        if (field.primitive) object.fields.push(extensionSibling(field));
+      }
     }
   }
 
@@ -152,10 +180,10 @@ class TypeWalker {
     return [{ ...base, name: property, ...this.typeOf(element, types[0].code) }];
   }
 
-  private typeOf(element: ElementDefinition, code: string): Pick<FieldModel, 'kind' | 'type' | 'requiredValueSet'> {
+  private typeOf(element: ElementDefinition, code: string): Pick<FieldModel, 'kind' | 'type' | 'requiredValueSet' | 'primitive'> {
     if (RESOURCE_ELEMENT_TYPES.has(code)) return { kind: 'resource', type: 'Resource' };
-    // The logical id of a resource (not the `id` of an element inside it).
-    if (this.kind === 'resource' && element.path === `${this.sd.type}.id`) return { kind: 'scalar', type: 'ID' };
+    // The logical id of a resource (not the `id` of an element inside it): an `id` primitive.
+    if (this.kind === 'resource' && element.path === `${this.sd.type}.id`) return { kind: 'scalar', type: 'ID', primitive: true };
     const systemName = code.startsWith(FHIRPATH_SYSTEM) ? code.slice(FHIRPATH_SYSTEM.length) : undefined;
     const definition = systemName === undefined ? this.definitions.get(code) : undefined;
     if (systemName !== undefined || definition?.kind === 'primitive-type' || code === 'integer64') {
@@ -163,7 +191,14 @@ class TypeWalker {
       const binding = element.binding;
       const requiredValueSet =
         code === 'code' && binding?.strength === 'required' && binding.valueSet ? binding.valueSet : undefined;
-      return requiredValueSet ? { kind: 'scalar', type: scalar, requiredValueSet } : { kind: 'scalar', type: scalar };
+      // FHIRPath system types are an element's `id` and `Extension.url` (XML attributes): no `_name`.
+      const primitive = systemName === undefined && code !== 'xhtml';
+      return {
+        kind: 'scalar',
+        type: scalar,
+        ...(requiredValueSet ? { requiredValueSet } : {}),
+        ...(primitive ? { primitive } : {}),
+      };
     }
     // A data type, or a concrete resource type named as the element's type (AsyncJob.output: Parameters).
     if ((definition?.kind === 'complex-type' || definition?.kind === 'resource') && !definition.abstract) {
@@ -171,6 +206,11 @@ class TypeWalker {
     }
     throw new Error(`generate-schema: ${element.path} has type ${code}, which has no GraphQL mapping`);
   }
+}
+
+/** `birthDate` → `_birthDate: Element`; `given` (repeating) → `_given: [Element]`. */
+function extensionSibling(field: FieldModel): FieldModel {
+  return { name: `_${field.name}`, path: field.path, list: field.list, kind: 'object', type: PRIMITIVE_ELEMENT_TYPE, primitiveExtension: true };
 }
 
 /** Suffixes of the names other generated types take: `<Name>Input` (inputs.ts), `<Resource>Connection` (api.ts), ... */
