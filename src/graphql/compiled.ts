@@ -11,8 +11,10 @@ import {
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
-import { makeExecute, type Plugin } from 'graphql-yoga';
+import { makeExecute, type GraphQLParams, type Plugin } from 'graphql-yoga';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import { countsFromVariables } from './limits.js';
+import type { PreparedOperations } from './prepared.js';
 
 /**
  * Compiled execution (graphql-jit) for the queries clients repeat. graphql-js interprets a query
@@ -41,7 +43,11 @@ interface Entry {
   compiled: CompiledQuery | null | undefined;
 }
 
-export function useCompiledQueries(): Plugin {
+/**
+ * `prepared`: where to record the operations that may skip yoga from now on (prepared.ts), and the
+ * full schema (an instance-level request runs with another).
+ */
+export function useCompiledQueries(prepared?: { operations: PreparedOperations; schema: GraphQLSchema }): Plugin {
   // By schema (instance-level requests have one per resource type), parsed document (yoga's parser
   // cache gives the same object for the same text) and operation name.
   const entries = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string, Entry>>>();
@@ -65,6 +71,10 @@ export function useCompiledQueries(): Plugin {
         if (entry.compiled === null) return;
       }
       setExecuteFn(compiledExecute(entry.compiled, executeFn));
+      if (prepared && args.schema === prepared.schema && !countsFromVariables(args.document)) {
+        const params = (args.contextValue as { params?: GraphQLParams }).params;
+        if (typeof params?.query === 'string') prepared.operations.record(params.query, args.operationName, { compiled: entry.compiled });
+      }
     },
   };
 }

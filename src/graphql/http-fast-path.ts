@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
 
 /**
@@ -16,10 +17,19 @@ export interface FastPathRequest {
   readonly mediaType: string;
 }
 
+/** Request headers: a fetch Headers object, or Node's parsed headers (names in lower case). */
+export type RequestHeaders = Headers | IncomingHttpHeaders;
+
+export function headerValue(headers: RequestHeaders, name: string): string | null {
+  if (headers instanceof Headers) return headers.get(name);
+  const value = headers[name];
+  return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+}
+
 /** The request, when it is one the fast path answers exactly as yoga would; undefined otherwise. */
-export function fastPathRequest(method: string, headers: Headers, body: string | undefined): FastPathRequest | undefined {
-  if (method !== 'POST' || body === undefined || !isJsonContentType(headers.get('content-type'))) return undefined;
-  const mediaType = regularMediaType(headers.get('accept'));
+export function fastPathRequest(method: string, headers: RequestHeaders, body: string | undefined): FastPathRequest | undefined {
+  if (method !== 'POST' || body === undefined || !isJsonContentType(headerValue(headers, 'content-type'))) return undefined;
+  const mediaType = regularMediaType(headerValue(headers, 'accept'));
   if (!mediaType) return undefined;
   let params: unknown;
   try {
@@ -50,6 +60,19 @@ const REGULAR_MEDIA_TYPES = ['application/graphql-response+json', 'application/j
  * request is not for the fast path.
  */
 export function regularMediaType(accept: string | null): string | undefined {
+  // Clients send the same few Accept headers: the answer is kept for each (undefined too).
+  const key = accept ?? '';
+  if (mediaTypes.has(key)) return mediaTypes.get(key);
+  const chosen = negotiateMediaType(accept);
+  if (mediaTypes.size >= MAX_KEPT_MEDIA_TYPES) mediaTypes.clear();
+  mediaTypes.set(key, chosen);
+  return chosen;
+}
+
+const MAX_KEPT_MEDIA_TYPES = 100;
+const mediaTypes = new Map<string, string | undefined>();
+
+function negotiateMediaType(accept: string | null): string | undefined {
   const requested: string[] = [];
   for (const entry of (accept || '*/*').replace(/\s/g, '').toLowerCase().split(',')) {
     const [mediaType, ...params] = entry.split(';');

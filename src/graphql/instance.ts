@@ -28,8 +28,20 @@ export interface InstanceTarget {
 /** The resource an instance-level request is about, or undefined for the system endpoints. */
 export function instanceTarget(request: Request | undefined): InstanceTarget | undefined {
   if (!request) return undefined;
-  const match = INSTANCE_PATH.exec(new URL(request.url).pathname);
+  const match = INSTANCE_PATH.exec(pathnameOf(request.url));
   return match ? { resourceType: match[1], id: match[2] } : undefined;
+}
+
+/**
+ * The path of an absolute URL as the request has it (`new URL` would also parse and normalise the
+ * rest, twice per request; the router has matched the path already).
+ */
+function pathnameOf(url: string): string {
+  const scheme = url.indexOf('://');
+  const start = scheme === -1 ? 0 : url.indexOf('/', scheme + 3);
+  if (start === -1) return '/';
+  const end = url.search(/[?#]/);
+  return end === -1 || end < start ? url.slice(start) : url.slice(start, end);
 }
 
 /**

@@ -81,7 +81,7 @@ const variableCounts = new WeakMap<DocumentNode, boolean>();
  * Whether some `_count` of the document is a variable, so that only execution knows the list size.
  * Once per document: yoga reuses parsed documents, so most requests skip the second check.
  */
-function countsFromVariables(document: DocumentNode): boolean {
+export function countsFromVariables(document: DocumentNode): boolean {
   let known = variableCounts.get(document);
   if (known === undefined) {
     known = false;

@@ -12,8 +12,9 @@ import { OperationOutcomeError } from '../fhir/outcome.js';
 import { maskError, outcomeToGraphQLError, UNEXPECTED_ERROR_MESSAGE, useExecutionErrors } from './errors.js';
 import { useCompiledQueries } from './compiled.js';
 import { useFhirDirectives } from './directives.js';
-import { assertFastPathPlugins, fastPathRequest } from './http-fast-path.js';
-import { INSTANCE_ENDPOINT_PATTERN, useInstanceGraphQL } from './instance.js';
+import { assertFastPathPlugins, fastPathRequest, type FastPathRequest, type RequestHeaders } from './http-fast-path.js';
+import { PreparedOperations, type PreparedOperation } from './prepared.js';
+import { INSTANCE_ENDPOINT_PATTERN, instanceTarget, useInstanceGraphQL } from './instance.js';
 import { useQueryLimits } from './limits.js';
 import { createLoaders } from './loaders.js';
 import { yogaLogger } from './logging.js';
@@ -44,7 +45,7 @@ export interface GraphQLHandlerOptions {
 export interface GraphQLHttpRequest {
   readonly method: string;
   readonly url: string;
-  readonly headers: Headers;
+  readonly headers: RequestHeaders;
   /** The body as text (POST); undefined for GET. */
   readonly body: string | undefined;
   readonly requestId: string;
@@ -65,6 +66,8 @@ export interface GraphQLHttpResponse {
 export interface GraphQLHandler {
   (request: Request): Promise<Response>;
   handle(request: GraphQLHttpRequest): Promise<GraphQLHttpResponse>;
+  /** The operations `handle` answers without yoga (prepared.ts). */
+  readonly prepared: PreparedOperations;
 }
 
 /** What yoga passes on from the caller to the context factory (its "server context"). */
@@ -82,6 +85,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
   const schema = buildSchema();
   // The issue's start-up figure (schema ready in under 2 s) is read off this line.
   options.log.info({ ms: Math.round(performance.now() - started) }, 'GraphQL schema built');
+  const prepared = new PreparedOperations();
   // Limits first: a refused query stops before the instance-level read.
   const plugins = [
     useQueryLimits(options.config),
@@ -89,7 +93,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
     useInstanceGraphQL(schema),
     useExecutionErrors(),
     // Last: it replaces the executor only after every other plugin's onExecute (which may stop execution or set the root).
-    useCompiledQueries(),
+    useCompiledQueries({ operations: prepared, schema }),
   ];
   assertFastPathPlugins(plugins as Plugin[]);
   const yoga = createYoga<ServerContext>({
@@ -114,25 +118,71 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
   });
   const { Request: YogaRequest } = yoga.fetchAPI;
   const handler = (async (request: Request) => yoga.fetch(request, {})) as GraphQLHandler;
+  Object.defineProperty(handler, 'prepared', { value: prepared });
   handler.handle = async (http) => {
     const serverContext = { requestId: http.requestId, waitUntil: yoga.waitUntil };
     const fast = fastPathRequest(http.method, http.headers, http.body);
     if (fast) {
-      // yoga's own Request class: built around the string body, no stream (the context reads its headers and URL).
-      const request = new YogaRequest(http.url, { method: http.method, headers: http.headers, body: http.body });
+      // yoga's own Request class: built around the string body, no stream (the context reads its
+      // headers and URL); its Headers read Node's header object as it is, without copying it.
+      const request = new YogaRequest(http.url, { method: http.method, headers: asHeadersInit(http.headers), body: http.body });
+      // Prepared operations run at the system endpoints (an instance-level query has its own schema and root).
+      const operation = instanceTarget(request) ? undefined : prepared.find(fast.params);
+      const answer = operation && (await preparedAnswer(operation, fast, request, serverContext, options));
+      if (answer) return answer;
       const result = await fastResult(yoga, fast.params, request, serverContext);
       if (result !== undefined) return fromYogaResponse(processRegularResult(result, yoga.fetchAPI, fast.mediaType));
     }
     // Everything else (GET, GraphiQL, refusals) through yoga whole, with the fetch Request any runtime
     // would give it; handleRequest, not fetch, which would also tie the response to the request's AbortSignal.
-    const request = new Request(http.url, { method: http.method, headers: http.headers, body: http.body });
+    const request = new Request(http.url, { method: http.method, headers: asHeadersInit(http.headers), body: http.body });
     return fromYogaResponse(await yoga.handleRequest(request, serverContext));
   };
   return handler;
 }
 
+/**
+ * Headers for a Request. Node's header object is a record of strings (used as it is) but for the
+ * few headers Node keeps as lists (set-cookie and the like), which become one pair per value.
+ */
+function asHeadersInit(headers: RequestHeaders): HeadersInit {
+  if (headers instanceof Headers) return headers;
+  const values = Object.values(headers);
+  if (values.every((value) => typeof value === 'string')) return headers as Record<string, string>;
+  const pairs: [string, string][] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (Array.isArray(value)) for (const item of value) pairs.push([name, item]);
+    else if (value !== undefined) pairs.push([name, value]);
+  }
+  return pairs;
+}
+
 type Yoga = YogaServerInstance<ServerContext, object>;
 type YogaResult = Awaited<ReturnType<Yoga['getResultForParams']>>;
+
+/**
+ * The answer to a prepared operation (prepared.ts), or undefined for yoga to answer: when the
+ * context cannot be built, the variables do not coerce, or the result has errors.
+ */
+async function preparedAnswer(
+  operation: PreparedOperation,
+  fast: FastPathRequest,
+  request: Request,
+  serverContext: ServerContext & { waitUntil: Yoga['waitUntil'] },
+  options: GraphQLHandlerOptions,
+): Promise<GraphQLHttpResponse | undefined> {
+  try {
+    const requestContext = await options.getContext(request, serverContext.requestId);
+    const context = { ...serverContext, request, params: fast.params, requestContext, loaders: createLoaders(requestContext) };
+    const result = await operation.compiled.query(undefined, context, fast.params.variables ?? {});
+    if (!('data' in result) || result.errors?.length) return undefined;
+    const body = JSON.stringify(result);
+    // The headers yoga's regular result processor gives.
+    return { status: 200, headers: { 'content-length': String(Buffer.byteLength(body)), 'content-type': `${fast.mediaType}; charset=utf-8` }, body };
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * yoga's result for parsed parameters, or undefined when its parameter checks refused them: they

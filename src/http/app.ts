@@ -9,7 +9,7 @@ import { INSTANCE_GRAPHQL_ROUTE } from '../graphql/instance.js';
 import { createGraphQLHandler, GRAPHQL_PATHS } from '../graphql/yoga.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
-import { readRequestText } from '../graphql/http-body.js';
+import { nodeHeadersOf, readRequestText, requestHeader } from '../graphql/http-body.js';
 import type { AppEnv, HonoContext } from './fhir-handlers.js';
 import { outcomeResponse } from './responses.js';
 import { ROUTES } from './routes.js';
@@ -66,14 +66,18 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
   });
   const handle = async (c: HonoContext): Promise<Response> => {
     const method = c.req.method;
+    const requestId = c.get('requestId');
     const result = await graphql.handle({
       method,
       url: c.req.url,
-      headers: c.req.raw.headers,
+      headers: nodeHeadersOf(c) ?? c.req.raw.headers,
       body: method === 'POST' ? await readRequestText(c, services.config.maxBodyBytes) : undefined,
-      requestId: c.get('requestId'),
+      requestId,
     });
-    return new Response(result.body, { status: result.status, headers: result.headers });
+    // X-Request-Id is set here, not by requestLogging: a header added to a finished Response
+    // turns its header record into a fetch Headers object, copied again when it is written.
+    c.set('requestIdSent', true);
+    return new Response(result.body, { status: result.status, headers: { ...result.headers, 'x-request-id': requestId } });
   };
   for (const path of GRAPHQL_PATHS) app.on(['GET', 'POST'], path, handle);
   app.on(['GET', 'POST'], INSTANCE_GRAPHQL_ROUTE, (c) => {
@@ -113,19 +117,19 @@ function crossOrigin(services: Services): MiddlewareHandler<AppEnv> {
     exposeHeaders: ['Location', 'Content-Location', 'ETag', 'Last-Modified', 'X-Request-Id'],
     maxAge: 86_400,
   });
-  return (c, next) => (c.req.header('origin') ? handler(c, next) : next());
+  return (c, next) => (requestHeader(c, 'origin') ? handler(c, next) : next());
 }
 
 /** One structured log line per request: id, method, path, status, duration. */
 function requestLogging(services: Services): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const started = performance.now();
-    const incoming = c.req.header('x-request-id');
+    const incoming = requestHeader(c, 'x-request-id');
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     c.set('services', services);
     c.set('requestId', requestId);
     await next();
-    c.res.headers.set('X-Request-Id', requestId);
+    if (!c.get('requestIdSent')) c.res.headers.set('X-Request-Id', requestId);
     services.log.info(
       {
         reqId: requestId,

@@ -16,7 +16,15 @@ import {
 } from './negotiation.js';
 import { emptyResponse, fhirJson, fhirText, outcomeResponse, versionHeaders } from './responses.js';
 
-export type AppEnv = { Variables: { ctx: RequestContext; services: Services; requestId: string } };
+export type AppEnv = {
+  Variables: {
+    ctx: RequestContext;
+    services: Services;
+    requestId: string;
+    /** The handler put X-Request-Id on its response itself. */
+    requestIdSent?: boolean;
+  };
+};
 export type HonoContext = Context<AppEnv>;
 
 const DEFAULT_HISTORY_COUNT = 20;

@@ -95,6 +95,52 @@ describe('the HTTP fast path', () => {
     expect(await viaHandle(handler, request)).toEqual(await viaYoga(handler, request));
   });
 
+  // The third run of a query goes the prepared way (src/graphql/prepared.ts): compiled on the
+  // second, answered without yoga from then on.
+  it.each(CASES)('answers $name as yoga does when repeated', async (request) => {
+    const repeated = setup();
+    const expected = await viaYoga(repeated, request);
+    for (let run = 0; run < 4; run++) expect(await viaHandle(repeated, request)).toEqual(expected);
+  });
+
+  it('sends the same headers for a prepared query', async () => {
+    const repeated = setup();
+    const request = { name: 'prepared', body: query('query ($id: ID!) { resource(resourceType: "Patient", id: $id) }', { variables: { id: '7' } }) };
+    const answers = [];
+    for (let run = 0; run < 4; run++) {
+      answers.push(
+        await repeated.handle({
+          method: 'POST',
+          url: `${BASE}/fhir/R4/$graphql`,
+          headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+          body: request.body,
+          requestId: 'test-request',
+        }),
+      );
+    }
+    expect(answers[0].status).toBe(200);
+    for (const answer of answers.slice(1)) expect(answer).toEqual(answers[0]);
+    expect(repeated.prepared.size).toBe(1);
+  });
+
+  it('answers a query prepared at the system endpoint at the instance level as that level does', async () => {
+    const repeated = setup();
+    const ask = async (path: string) =>
+      (await repeated.handle({ method: 'POST', url: `${BASE}${path}`, headers: { 'content-type': 'application/json' }, body: query('{ __typename }'), requestId: 'r' })).body;
+    for (let run = 0; run < 3; run++) expect(await ask('/fhir/R4/$graphql')).toBe('{"data":{"__typename":"Query"}}');
+    expect(repeated.prepared.size).toBe(1);
+    expect(await ask('/fhir/R4/Patient/p1/$graphql')).toBe('{"data":{"__typename":"Patient"}}');
+  });
+
+  it('prepares no query whose page size comes from a variable (checked against the limits per request)', async () => {
+    const repeated = setup();
+    const body = query('query ($n: Int) { PatientList(_count: $n) { id } }', { variables: { n: 5 } });
+    for (let run = 0; run < 3; run++) {
+      await repeated.handle({ method: 'POST', url: `${BASE}/fhir/R4/$graphql`, headers: { 'content-type': 'application/json' }, body, requestId: 'r' });
+    }
+    expect(repeated.prepared.size).toBe(0);
+  });
+
   it('answers a failed authentication as yoga does', async () => {
     const handler = setup(async () => Promise.reject(errors.unauthorized('Missing bearer token')));
     const request = { name: 'auth', body: query('{ health { ok } }') };
