@@ -37,6 +37,11 @@ function twoServerCases(redis: Record<string, string>): void {
   let api: TestServer;
   let other: { url: string; child: ChildProcess };
   /** `client`'s project, with `client`'s token, through the other server. */
+  // Registered here, not in the test that starts them: vitest runs no afterAll registered inside a test.
+  afterAll(async () => {
+    other?.child.kill('SIGTERM');
+    await idp?.close();
+  });
   const onOther = async (client: ProjectClient) => {
     const token = await client.token();
     return projectClient(`${other.url}/fhir/R4`, client.projectId, async () => token);
@@ -44,7 +49,6 @@ function twoServerCases(redis: Record<string, string>): void {
 
   it('starts two servers on one database', async () => {
     idp = await startFakeIdp();
-    afterAll(() => idp.close());
     overrides = {
       ...redis,
       // The two servers of this case hear each other, and no other test server.
@@ -54,9 +58,6 @@ function twoServerCases(redis: Record<string, string>): void {
     api = await useTestServer(overrides);
     expect(api.server.services.bus.kind).toBe(redis.REDIS_URL ? 'redis' : 'postgres');
     other = await startServerProcess(overrides);
-    afterAll(() => {
-      other.child.kill('SIGTERM');
-    });
   }, 60_000);
 
   it('ends a token on the other server as soon as it is logged out', async () => {
