@@ -11,7 +11,7 @@ import { Database } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
 import { pino } from 'pino';
 import { openInvalidationBus } from '../src/cache/invalidation.js';
-import { CountCache } from '../src/search/count-cache.js';
+import { SearchCache } from '../src/search/search-cache.js';
 import { DEFAULT_BATCH_SIZE, reindex, type ReindexResult } from '../src/search/reindex.js';
 
 export interface ReindexArguments {
@@ -48,12 +48,12 @@ export function parseArguments(argv: readonly string[]): ReindexArguments {
 export async function runReindex(args: ReindexArguments, env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<ReindexResult> {
   const config = loadConfig(env);
   const db = await Database.open(config);
-  const counts = new CountCache();
+  const searchCache = new SearchCache();
   const bus =
     db.kind === 'postgres'
       ? await openInvalidationBus({ redisUrl: config.redisUrl, namespace: config.cacheNamespace, postgresUrl: config.databaseUrl }, pino({ level: 'warn' }))
       : undefined;
-  if (bus) counts.shareThrough(bus);
+  if (bus) searchCache.shareThrough(bus);
   try {
     await migrate(db);
     const started = Date.now();
@@ -62,7 +62,7 @@ export async function runReindex(args: ReindexArguments, env: NodeJS.ProcessEnv,
       projectId: args.projectId,
       resourceTypes: args.resourceTypes,
       batchSize: args.batchSize,
-      counts,
+      searchCache,
       onProgress: (progress) => {
         // At most one line a second; the counts per type are printed at the end.
         const now = Date.now();
@@ -73,7 +73,7 @@ export async function runReindex(args: ReindexArguments, env: NodeJS.ProcessEnv,
       },
     });
   } finally {
-    await counts.flush();
+    await searchCache.flush();
     await Promise.all([bus?.close(), db.close()]);
   }
 }

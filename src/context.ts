@@ -7,7 +7,7 @@ import type { Repository } from './storage/repository.js';
 import { GuardedRepository } from './auth/access.js';
 import type { AuthService } from './auth/service.js';
 import type { InvalidationBus } from './cache/invalidation.js';
-import type { CountCache } from './search/count-cache.js';
+import type { SearchCache } from './search/search-cache.js';
 
 /** Who is calling, as decided by authentication. */
 export interface Identity {
@@ -50,8 +50,8 @@ export interface Services {
   readonly auth: AuthService;
   /** Notices that keep several servers' in-memory caches honest (src/cache/invalidation.ts). */
   readonly bus: InvalidationBus;
-  /** Exact search counts until a write could change them (src/search/count-cache.ts). */
-  readonly counts: CountCache;
+  /** Exact search counts until a write could change them (src/search/search-cache.ts). */
+  readonly searchCache: SearchCache;
 }
 
 /** Built once per request and passed down; REST handlers and GraphQL resolvers get the same one. */
@@ -66,8 +66,8 @@ export interface RequestContext {
   readonly config: Config;
   /** Accounts and tokens, for handlers that create them (Project/$init, invites). */
   readonly auth: AuthService;
-  /** Exact search counts kept between requests; searches pass it on (SearchServices.counts). */
-  readonly counts?: CountCache;
+  /** Exact search counts kept between requests; searches pass it on (SearchServices.searchCache). */
+  readonly searchCache?: SearchCache;
 }
 
 /** A pure function of its inputs, so tests can build a context without HTTP. */
@@ -82,7 +82,7 @@ export function createRequestContext(services: Services, identity: Identity, req
     log,
     config: services.config,
     auth: services.auth,
-    counts: services.counts,
+    searchCache: services.searchCache,
   };
 }
 

@@ -14,7 +14,7 @@ import { migrate } from './db/migrate.js';
 import { createApp } from './http/app.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
 import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
-import { CountCache } from './search/count-cache.js';
+import { SearchCache } from './search/search-cache.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -54,12 +54,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await Promise.all([bus.close(), db.close()]);
     throw error;
   }
-  const counts = new CountCache();
-  counts.shareThrough(bus);
+  const searchCache = new SearchCache({ keepsPages: db.kind === 'pglite' });
+  searchCache.shareThrough(bus);
   const storage = {
     db,
     bus,
-    counts,
+    searchCache,
     binaryStorage: new DatabaseBinaryStorage(db),
     // Only the embedded database has this process as its sole writer (see ResourceCache).
     resourceCache: db.kind === 'pglite' && config.resourceCacheSize > 0 ? new LruResourceCache(config.resourceCacheSize) : noResourceCache,

@@ -131,7 +131,7 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
       ]);
     }
   });
-  auth.counts?.writtenAnywhere(newProjectId);
+  auth.searchCache?.writtenAnywhere(newProjectId);
   // New ids, so nothing was cached for them; forgotten all the same, as after any credential write.
   for (const { clientId } of hashed) auth.clientCredentials.forget(`ClientApplication/${clientId}`);
   return (await readAny(auth.db, 'Project', newProjectId))!;

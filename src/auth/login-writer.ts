@@ -1,7 +1,7 @@
 import type { Database, SqlExecutor } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
 import type { IndexRows } from '../search/index-rows.js';
-import type { CountCache } from '../search/count-cache.js';
+import type { SearchCache } from '../search/search-cache.js';
 import { buildIndexRows } from '../search/indexer.js';
 import { projectParameters } from '../search/parameters.js';
 import { INDEX_TABLES } from '../storage/sql.js';
@@ -38,7 +38,7 @@ export class LoginWriter {
 
   constructor(
     private readonly db: Database,
-    private readonly counts?: CountCache,
+    private readonly searchCache?: SearchCache,
   ) {
     this.concurrency = db.kind === 'pglite' ? 1 : 4;
   }
@@ -67,7 +67,7 @@ export class LoginWriter {
   private async runStatement(batch: Pending[]): Promise<void> {
     try {
       await insertNewResources(this.db, batch.map((pending) => pending.resource));
-      for (const project of new Set(batch.map((pending) => pending.resource.meta!.project!))) this.counts?.written(project, 'Login');
+      for (const project of new Set(batch.map((pending) => pending.resource.meta!.project!))) this.searchCache?.written(project, 'Login');
       for (const pending of batch) pending.resolve();
     } catch (error) {
       for (const pending of batch) pending.reject(error);

@@ -130,7 +130,7 @@ export class AccountWrites {
       throw error;
     }
     await writeHookOf(resourceType)?.(this.tx, { resourceType, id: resource.id, projectId, resource: stamped });
-    this.afterCommit.push(() => this.auth.counts?.written(projectId, resourceType));
+    this.afterCommit.push(() => this.auth.searchCache?.written(projectId, resourceType));
     return { ...asResourceOf(stamped, resource.resourceType), id: resource.id };
   }
 

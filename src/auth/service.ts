@@ -25,9 +25,9 @@ import type { SharedStore } from '../cache/shared-store.js';
 // Registers the write hooks keeping externalId and User email unique (every server runs them).
 import './uniqueness.js';
 import { ACCESS_TOKEN_SECONDS, IdentityCache, REFRESH_TOKEN_SECONDS, TokenError, TokenSigner } from './tokens.js';
-import type { CountCache } from '../search/count-cache.js';
+import type { SearchCache } from '../search/search-cache.js';
 
-type StorageServices = Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'> & Partial<Pick<Services, 'bus' | 'counts'>>;
+type StorageServices = Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'> & Partial<Pick<Services, 'bus' | 'searchCache'>>;
 
 /** The resources a cached Identity is made of, and which identities a change of one affects. */
 const IDENTITY_SOURCES: Record<string, (identity: Identity, id: string) => boolean> = {
@@ -87,7 +87,7 @@ export class AuthService {
     this.signer = new TokenSigner(config, keys);
     this.external = new ExternalAuth(config);
     this.clientCredentials = new CredentialCache(storage.db.kind === 'pglite');
-    this.logins = new LoginWriter(storage.db, storage.counts);
+    this.logins = new LoginWriter(storage.db, storage.searchCache);
   }
 
   static async start(storage: StorageServices, config: Config): Promise<AuthService> {
@@ -117,8 +117,8 @@ export class AuthService {
   }
 
   /** Exact search counts, for writers outside the Repository to void after their commits. */
-  get counts(): CountCache | undefined {
-    return this.storage.counts;
+  get searchCache(): SearchCache | undefined {
+    return this.storage.searchCache;
   }
 
   /**

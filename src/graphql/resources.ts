@@ -167,7 +167,7 @@ function decodePageCursor(text: string): PagePosition {
 
 function searchServices(context: GraphQLContext, overrides: Partial<SearchServices['config']> = {}): SearchServices {
   const ctx = context.requestContext;
-  return { db: ctx.database, identity: ctx.identity, config: { ...ctx.config, ...overrides }, counts: ctx.counts };
+  return { db: ctx.database, identity: ctx.identity, config: { ...ctx.config, ...overrides }, searchCache: ctx.searchCache };
 }
 
 /**

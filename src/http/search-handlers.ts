@@ -49,7 +49,7 @@ async function respond(c: HonoContext, types: string[] | undefined, params: [str
       if (!/^[A-Z][A-Za-z]+$/.test(type)) throw errors.invalid(`Unknown resource type "${type}" in _type`, '_type');
     }
   }
-  const result = await search({ db: services.db, identity: ctx.identity, config: ctx.config, counts: ctx.counts }, types, params, { lenient });
+  const result = await search({ db: services.db, identity: ctx.identity, config: ctx.config, searchCache: ctx.searchCache }, types, params, { lenient });
   const base = path === '' ? ctx.config.fhirBaseUrl : `${ctx.config.fhirBaseUrl}/${path}`;
   const text = bundleText(ctx.config.fhirBaseUrl, base, result);
   return fhirText(text, 200, {}, c.req.query('_pretty') === 'true');

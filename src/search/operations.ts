@@ -60,7 +60,7 @@ export const reindexOperation: Operation<ReindexInput, ReindexOutput> = {
       projectId: input.project,
       resourceTypes: input.type.length > 0 ? input.type : undefined,
       batchSize: input.batchSize,
-      counts: ctx.counts,
+      searchCache: ctx.searchCache,
       signal: job?.signal,
       onProgress: job
         ? (progress) => {

@@ -6,7 +6,7 @@ import { INDEX_TABLE_NAMES, INDEX_TABLES } from '../storage/sql.js';
 import type { IndexRows } from './index-rows.js';
 import { buildIndexRows } from './indexer.js';
 import { loadProjectParameters, type ProjectParameters } from './parameters.js';
-import type { CountCache } from './count-cache.js';
+import type { SearchCache } from './search-cache.js';
 
 /**
  * Rebuilds the search index rows of stored resources from their current content, with the row
@@ -32,7 +32,7 @@ export interface ReindexOptions {
   /** Called after every batch; the next batch waits for a returned promise. */
   onProgress?: (progress: ReindexProgress) => void | Promise<void>;
   /** Told of every committed batch: kept search counts of the reindexed resources are void. */
-  counts?: CountCache;
+  searchCache?: SearchCache;
   /** Checked before every batch: once aborted, the reindex stops there and returns what it did (`stopped`). */
   signal?: AbortSignal;
 }
@@ -79,8 +79,8 @@ export async function reindex(db: Database, options: ReindexOptions = {}): Promi
       }
       const batch = await db.transaction((tx) => reindexBatch(tx, resourceType, after, batchSize, options.projectId, parameters));
       if (batch.rows === 0) break;
-      if (options.projectId !== undefined) options.counts?.written(options.projectId, resourceType);
-      else options.counts?.writtenAnywhere();
+      if (options.projectId !== undefined) options.searchCache?.written(options.projectId, resourceType);
+      else options.searchCache?.writtenAnywhere();
       after = batch.lastId;
       done += batch.live;
       result.resources += batch.live;

@@ -20,7 +20,7 @@ import { decodeCursor, encodeCursor, searchSignature, type CursorPosition } from
 import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
 import { parametersForSearch, type ProjectParameters } from './parameters.js';
 import { expandForSearch } from './value-sets.js';
-import type { CountCache, CountDependency } from './count-cache.js';
+import type { CountDependency, SearchCache } from './search-cache.js';
 
 /**
  * The search service (http://hl7.org/fhir/R4/search.html, SPEC 4.8 and 8), transport-free: REST
@@ -41,8 +41,8 @@ export interface SearchServices {
   config: Pick<Config, 'fhirBaseUrl' | 'accurateCountThreshold'> & Partial<Pick<Config, 'accurateCountOverThreshold'>>;
   /** The searching project's own SearchParameters (src/search/parameters.ts); search() reads them when absent. */
   parameters?: ProjectParameters;
-  /** Exact counts kept until a write could change them (count-cache.ts); absent: every count is taken anew. */
-  counts?: CountCache;
+  /** Exact counts kept until a write could change them (search-cache.ts); absent: every count is taken anew. */
+  searchCache?: SearchCache;
 }
 
 export interface SearchOptions {
@@ -233,10 +233,12 @@ export async function search(
 
   const whereSql = where.join(' AND ');
   const multiType = typeList === undefined || typeList.length > 1;
+  const dependency = countDependency(services.identity, scope, typeList, filterParams);
 
   if (summary !== 'count' && count > 0) {
     const columns = options.withoutContent ? KEY_COLUMNS : COLUMNS;
-    const rows = await pageRows(services.db, args, whereSql, sort, count, offset, position, paramTypes, multiType, parameters, columns);
+    const kept = services.searchCache?.keepsPages && dependency ? { cache: services.searchCache, dependency } : undefined;
+    const rows = await pageRows(services.db, args, whereSql, sort, count, offset, position, paramTypes, multiType, parameters, columns, kept);
     result.matches = rows.rows;
     const paging = result.paging;
     const key = (row: SearchRow, direction: 'n' | 'p'): string =>
@@ -269,7 +271,6 @@ export async function search(
         : undefined;
     const proven = result.matches.length + offset + (result.paging.next ? 1 : 0);
     const exactCount = () => exactCountQuery(services, typeList, scope, filterParams, valueSets);
-    const dependency = countDependency(services.identity, scope, typeList, filterParams);
     result.total = await total(services, args, whereSql, summary === 'count' ? 'accurate' : totalMode, known, proven, exactCount, dependency);
   }
   return result;
@@ -455,6 +456,7 @@ async function pageRows(
   multiType: boolean,
   parameters: ProjectParameters | undefined,
   columns = COLUMNS,
+  kept?: { cache: SearchCache; dependency: CountDependency },
 ): Promise<{ rows: SearchRow[]; more: boolean }> {
   const args = new SqlArgs();
   args.values.push(...baseArgs.values);
@@ -490,13 +492,17 @@ async function pageRows(
   }
   const limit = args.add(count + 1);
   const skip = position ? '' : ` OFFSET ${args.add(offset)}`;
-  const raw = await db.query<RawRow>(
-    `SELECT ${columns} FROM resource r WHERE ${conditions.join(' AND ')}${order ? ` ORDER BY ${order}` : ''} LIMIT ${limit}${skip}`,
-    args.values,
-  );
+  const sql = `SELECT ${columns} FROM resource r WHERE ${conditions.join(' AND ')}${order ? ` ORDER BY ${order}` : ''} LIMIT ${limit}${skip}`;
+  const key = kept && `${sql}\u0000${JSON.stringify(args.values)}`;
+  const page = key ? kept.cache.getPage<{ rows: readonly SearchRow[]; more: boolean }>(key) : undefined;
+  // A kept page is shared: callers get their own array (rows are not changed by anyone).
+  if (page) return { rows: [...page.rows], more: page.more };
+  const at = kept?.cache.now();
+  const raw = await db.query<RawRow>(sql, args.values);
   const more = raw.length > count;
   const rows = raw.slice(0, count).map(toRow);
   if (backwards) rows.reverse();
+  if (key && at !== undefined) kept.cache.setPage(key, kept.dependency, at, { rows: [...rows], more }, rows.length);
   return { rows, more };
 }
 
@@ -519,7 +525,7 @@ async function total(
   dependency: CountDependency | undefined,
 ): Promise<SearchTotal> {
   if (known !== undefined) return { value: known, exact: true };
-  const counts = mode === 'accurate' && dependency ? services.counts : undefined;
+  const counts = mode === 'accurate' && dependency ? services.searchCache : undefined;
   const statement = counts ? await countStatement(exactCount, where, args) : undefined;
   const cacheKey = statement && `${statement.sql}\u0000${JSON.stringify(statement.args)}`;
   const cached = cacheKey ? counts!.get(cacheKey) : undefined;
@@ -550,17 +556,17 @@ async function total(
   return { value, exact: true };
 }
 
-/** The planner's row estimate for the search (EXPLAIN, no rows read), kept a few seconds (count-cache.ts). */
+/** The planner's row estimate for the search (EXPLAIN, no rows read), kept a few seconds (search-cache.ts). */
 async function plannerEstimate(services: SearchServices, where: string, args: SqlArgs): Promise<number> {
   const sql = `EXPLAIN (FORMAT JSON) SELECT 1 FROM resource r WHERE ${where}`;
-  const key = services.counts && `${sql}\u0000${JSON.stringify(args.values)}`;
-  const kept = key ? services.counts!.getEstimate(key) : undefined;
+  const key = services.searchCache && `${sql}\u0000${JSON.stringify(args.values)}`;
+  const kept = key ? services.searchCache!.getEstimate(key) : undefined;
   if (kept !== undefined) return kept;
   const rows = await services.db.query<{ 'QUERY PLAN': unknown }>(sql, args.values);
   const plan = rows[0]?.['QUERY PLAN'];
   const parsed = (typeof plan === 'string' ? JSON.parse(plan) : plan) as { Plan: { 'Plan Rows': number } }[];
   const estimate = Math.round(parsed[0]?.Plan?.['Plan Rows'] ?? 0);
-  if (key) services.counts!.setEstimate(key, estimate);
+  if (key) services.searchCache!.setEstimate(key, estimate);
   return estimate;
 }
 
@@ -574,7 +580,7 @@ async function countStatement(
 }
 
 /**
- * Whose writes can change the count of a search (count-cache.ts), or undefined when it must not be
+ * Whose writes can change the count of a search (search-cache.ts), or undefined when it must not be
  * kept: a value set's expansion changes with terminology writes that are not resource writes. A
  * search of one or more named types whose parameters read only those types' own index rows depends
  * on writes of those types; one that follows references elsewhere (chains, _has), on any write of

@@ -12,7 +12,7 @@ import { projectParameters } from '../search/parameters.js';
 import { indexDeleteClauses, insertFirstVersion, versionWrite } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
 import type { ResourceCache } from './resource-cache.js';
-import type { CountCache } from '../search/count-cache.js';
+import type { SearchCache } from '../search/search-cache.js';
 
 /** A stored version: the JSON text exactly as stored, plus the columns clients see in headers. */
 export interface StoredVersion {
@@ -124,8 +124,8 @@ export interface StorageServices {
   readonly resourceCache: ResourceCache;
   /** Tells every server's caches about committed writes of the types they watch (absent: nobody watches). */
   readonly bus?: InvalidationBus;
-  /** Exact search counts, voided by every committed write (src/search/count-cache.ts). */
-  readonly counts?: CountCache;
+  /** Exact search counts, voided by every committed write (src/search/search-cache.ts). */
+  readonly searchCache?: SearchCache;
 }
 
 export class Repository {
@@ -133,7 +133,7 @@ export class Repository {
   private readonly binaries: BinaryStorage;
   private readonly cache: ResourceCache;
   private readonly bus: InvalidationBus | undefined;
-  private readonly counts: CountCache | undefined;
+  private readonly searchCache: SearchCache | undefined;
 
   constructor(
     services: StorageServices,
@@ -143,7 +143,7 @@ export class Repository {
     this.binaries = services.binaryStorage;
     this.cache = services.resourceCache;
     this.bus = services.bus;
-    this.counts = services.counts;
+    this.searchCache = services.searchCache;
   }
 
   /**
@@ -576,7 +576,7 @@ export class Repository {
    * of its type.
    */
   private announce(resourceType: string, projectId: string, id: string): void {
-    this.counts?.written(projectId, resourceType);
+    this.searchCache?.written(projectId, resourceType);
     const topic = resourceChangedTopic(resourceType);
     if (this.bus?.hasSubscribers(topic)) void this.bus.publish(topic, `${projectId}/${id}`);
   }

@@ -1,26 +1,34 @@
 import { ALL_KEYS, type InvalidationBus } from '../cache/invalidation.js';
 
 /**
- * Exact search counts (`_total=accurate`, `_summary=count`) kept until a write could change them.
- * An exact count of 50,000 matches reads 50,000 index rows (10-20 ms of a core); sixteen clients
- * asking at once for the same few totals would queue on a small machine. A count stays valid while
- * no write has been heard of for what it depends on: the searched types in its project (or the
- * whole project, when the search follows references to other types or reads value sets).
+ * Search answers kept until a write could change them: exact counts (`_total=accurate`,
+ * `_summary=count`) everywhere, and on the embedded database the pages of matches too. An exact
+ * count of 50,000 matches reads 50,000 index rows (10-20 ms of a core), and sixteen clients asking
+ * at once for the same few totals would queue on a small machine; on the embedded database a page
+ * costs its worker a statement (a few ms of WebAssembly) while the rest of the request is cheap. An
+ * answer stays valid while no write has been heard of for what it depends on: the searched types
+ * in its project (or the whole project, when the search follows references to other types).
+ * Searches that read value sets (`:in`, `:not-in`) are never kept: terminology writes are not
+ * resource writes.
  *
  * Soundness rests on the order "commit, then tell": every writer of resources or index rows calls
- * `written` after its commit (Repository, the Login writer, reindex, $clone), and a count remembers
- * the clock from before its statement was sent. A write told after that point invalidates the
- * count, whether or not the count saw it; a write told before it committed before the count's
- * snapshot, so the count includes it. Other servers' writes arrive through the invalidation bus,
- * batched for a few milliseconds: across servers a count may lag a write by that delay (and after
- * a lost channel every count is dropped). Entries also expire after MAX_AGE_MS, a bound for a
- * notice lost without the channel noticing.
+ * `written` after its commit (Repository, the Login writer, reindex, $clone), and an answer
+ * remembers the clock from before its statement was sent. A write told after that point voids the
+ * answer, whether or not the statement saw it; a write told before it committed before the
+ * statement's snapshot, so the answer includes it. Other servers' writes arrive through the
+ * invalidation bus, batched for a few milliseconds: across servers a count may lag a write by that
+ * delay (and after a lost channel everything is dropped). Pages are kept only where this process is
+ * the database's only writer (the embedded database), so they never lag. Entries also expire after
+ * MAX_AGE_MS, a bound for a notice lost without the channel noticing.
  */
 
 /** The bus topic of resource writes; keys are `project/type` pairs joined by commas. */
 export const RESOURCES_WRITTEN_TOPIC = 'resources-written';
 
 const MAX_ENTRIES = 2_000;
+/** Pages kept at most, and rows in them (a REST page keeps its resources' JSON). */
+const MAX_PAGES = 2_000;
+const MAX_PAGE_ROWS = 20_000;
 const MAX_AGE_MS = 60_000;
 /**
  * Planner estimates (`_total=estimate`) are kept for this long, whatever is written: they come from
@@ -34,31 +42,95 @@ const KEYS_PER_NOTICE = 100;
 /** The type of a write that may have touched every type of a project. */
 const ANY_TYPE = '#';
 
-/** Whose writes a count depends on: the projects (undefined: every project) and types (undefined: every type). */
+/** Whose writes an answer depends on: the projects (undefined: every project) and types (undefined: every type). */
 export interface CountDependency {
   readonly projectIds: readonly string[] | undefined;
   readonly types: readonly string[] | undefined;
 }
 
-interface Entry {
-  readonly value: number;
+interface Entry<T> {
+  readonly value: T;
   readonly keys: readonly string[];
   readonly at: number;
   readonly expires: number;
+  /** What it counts against the store's limit (rows of a page). */
+  readonly weight: number;
 }
 
-export class CountCache {
+/** Answers by statement, least recently used first, within a number of entries and a total weight. */
+class Kept<T> {
+  private readonly entries = new Map<string, Entry<T>>();
+  private weight = 0;
+
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxWeight: number,
+  ) {}
+
+  get(statement: string, valid: (entry: Entry<T>) => boolean, now: number): T | undefined {
+    const entry = this.entries.get(statement);
+    if (!entry) return undefined;
+    this.remove(statement, entry);
+    if (entry.expires <= now || !valid(entry)) return undefined;
+    // Least recently used goes first: this one goes back at the end.
+    this.add(statement, entry);
+    return entry.value;
+  }
+
+  set(statement: string, entry: Entry<T>): void {
+    const old = this.entries.get(statement);
+    if (old) this.remove(statement, old);
+    this.add(statement, entry);
+    for (const [oldest, first] of this.entries) {
+      if (this.entries.size <= this.maxEntries && this.weight <= this.maxWeight) break;
+      this.remove(oldest, first);
+    }
+  }
+
+  clear(): void {
+    this.entries.clear();
+    this.weight = 0;
+  }
+
+  private add(statement: string, entry: Entry<T>): void {
+    this.entries.set(statement, entry);
+    this.weight += entry.weight;
+  }
+
+  private remove(statement: string, entry: Entry<T>): void {
+    this.entries.delete(statement);
+    this.weight -= entry.weight;
+  }
+}
+
+export interface SearchCacheOptions {
+  /** Keep pages of matches: only where this process is the database's only writer. */
+  readonly keepsPages?: boolean;
+}
+
+export class SearchCache {
   /** A logical clock: every write heard of and every forget moves it on. */
   private clock = 0;
   /** Counts taken before this clock value are void (everything was forgotten). */
   private floor = 0;
   /** The clock value of the last write heard of, by dependency key. */
   private readonly lastWrite = new Map<string, number>();
-  private readonly entries = new Map<string, Entry>();
+  private readonly counts = new Kept<number>(MAX_ENTRIES, Infinity);
+  private readonly pages: Kept<unknown> | undefined;
   private readonly estimates = new Map<string, { value: number; expires: number }>();
   private pending = new Set<string>();
   private publishTimer: NodeJS.Timeout | undefined;
   private bus: InvalidationBus | undefined;
+  private readonly valid = (entry: Entry<unknown>): boolean => this.stillValid(entry);
+
+  constructor(options: SearchCacheOptions = {}) {
+    this.pages = options.keepsPages ? new Kept(MAX_PAGES, MAX_PAGE_ROWS) : undefined;
+  }
+
+  /** Whether pages of matches are kept (`getPage`, `setPage`). */
+  get keepsPages(): boolean {
+    return this.pages !== undefined;
+  }
 
   /** Other servers' writes void this server's counts, and this server's writes are told to them. */
   shareThrough(bus: InvalidationBus): void {
@@ -69,31 +141,32 @@ export class CountCache {
     });
   }
 
-  /** Call before sending a count's statement; pass the result to `set`. */
+  /** Call before sending a statement whose answer may be kept; pass the result to `set`/`setPage`. */
   now(): number {
     return this.clock;
   }
 
   get(statement: string, now = Date.now()): number | undefined {
-    const entry = this.entries.get(statement);
-    if (!entry) return undefined;
-    if (entry.expires <= now || !this.stillValid(entry)) {
-      this.entries.delete(statement);
-      return undefined;
-    }
-    // Least recently used goes first: move this one to the end.
-    this.entries.delete(statement);
-    this.entries.set(statement, entry);
-    return entry.value;
+    return this.counts.get(statement, this.valid, now);
   }
 
   set(statement: string, dependency: CountDependency, at: number, value: number): void {
-    const entry: Entry = { value, keys: dependencyKeys(dependency), at, expires: Date.now() + MAX_AGE_MS };
-    // A write heard of while the count ran: the count may or may not include it.
-    if (!this.stillValid(entry)) return;
-    this.entries.delete(statement);
-    this.entries.set(statement, entry);
-    if (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
+    this.keep(this.counts, statement, dependency, at, value, 1);
+  }
+
+  /** A page of matches kept for `statement` (with its arguments), when pages are kept and still valid. */
+  getPage<T>(statement: string, now = Date.now()): T | undefined {
+    return this.pages?.get(statement, this.valid, now) as T | undefined;
+  }
+
+  setPage<T>(statement: string, dependency: CountDependency, at: number, page: T, rows: number): void {
+    if (this.pages) this.keep(this.pages, statement, dependency, at, page, rows);
+  }
+
+  private keep<T>(store: Kept<T>, statement: string, dependency: CountDependency, at: number, value: T, weight: number): void {
+    const entry: Entry<T> = { value, keys: dependencyKeys(dependency), at, expires: Date.now() + MAX_AGE_MS, weight };
+    // A write heard of while the statement ran: its answer may or may not include it.
+    if (this.stillValid(entry)) store.set(statement, entry);
   }
 
   /** The planner's estimate for a search's statement, when one was taken in the last ESTIMATE_AGE_MS. */
@@ -129,7 +202,8 @@ export class CountCache {
 
   forgetAll(): void {
     this.floor = ++this.clock;
-    this.entries.clear();
+    this.counts.clear();
+    this.pages?.clear();
     this.estimates.clear();
   }
 
@@ -154,7 +228,7 @@ export class CountCache {
     for (const key of [`${project}/${type}`, `${project}/*`, `*/${type}`, '*/*']) this.lastWrite.set(key, tick);
   }
 
-  private stillValid(entry: Entry): boolean {
+  private stillValid(entry: Entry<unknown>): boolean {
     if (entry.at < this.floor) return false;
     const after = (key: string) => (this.lastWrite.get(key) ?? 0) > entry.at;
     return !entry.keys.some((key) => after(key) || after(`${key.slice(0, key.indexOf('/'))}/${ANY_TYPE}`));
