@@ -13,6 +13,7 @@ import {
 } from 'graphql';
 import { makeExecute, type GraphQLParams, type Plugin } from 'graphql-yoga';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import { reshapesResults } from './directives.js';
 import { countsFromVariables } from './limits.js';
 import type { PreparedOperations } from './prepared.js';
 
@@ -71,7 +72,9 @@ export function useCompiledQueries(prepared?: { operations: PreparedOperations; 
         if (entry.compiled === null) return;
       }
       setExecuteFn(compiledExecute(entry.compiled, executeFn));
-      if (prepared && args.schema === prepared.schema && !countsFromVariables(args.document)) {
+      // Prepared only when no plugin has work left per request: the limits' variable check, the
+      // directives' reshaping and the instance root (another schema) would be skipped.
+      if (prepared && args.schema === prepared.schema && !countsFromVariables(args.document) && !reshapesResults(args.document)) {
         const params = (args.contextValue as { params?: GraphQLParams }).params;
         if (typeof params?.query === 'string') prepared.operations.record(params.query, args.operationName, { compiled: entry.compiled });
       }

@@ -64,6 +64,11 @@ export function useFhirDirectives(): Plugin {
 
 const SHAPING_DIRECTIVES = new Set(['flatten', 'first', 'singleton', 'slice']);
 
+/** Whether the document's results are reshaped after execution (@flatten, @first, @singleton, @slice). */
+export function reshapesResults(document: DocumentNode): boolean {
+  return directiveUsage(document).shapes;
+}
+
 interface DirectiveUsage {
   /** The document uses at least one of the shaping directives. */
   readonly shapes: boolean;

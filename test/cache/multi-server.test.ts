@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { nicknameSearchParameter, projectClient, startServerProcess, TEST_SUPER_ADMIN, testEnv, useTestServer, type ProjectClient, type TestServer } from '../helpers/server.js';
+import { eventually, nicknameSearchParameter, projectClient, startServerProcess, TEST_SUPER_ADMIN, testEnv, useTestServer, type ProjectClient, type TestServer } from '../helpers/server.js';
 import { startFakeIdp, type FakeIdp } from '../auth/fake-idp.js';
 
 /**
@@ -12,16 +12,6 @@ import { startFakeIdp, type FakeIdp } from '../auth/fake-idp.js';
  */
 const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') === true;
 const redisUrl = process.env.TEST_REDIS_URL;
-
-/** Polls `probe` until it returns `expected` (a notice takes milliseconds); the last value otherwise. */
-async function eventually<T>(probe: () => Promise<T>, expected: T): Promise<T> {
-  let value = await probe();
-  for (let i = 0; i < 40 && value !== expected; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    value = await probe();
-  }
-  return value;
-}
 
 function passwordAttempt(baseUrl: string, password: string): Promise<Response> {
   return fetch(`${baseUrl}/oauth2/token`, {

@@ -1,34 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { patientBody, useTestServer, type ProjectClient } from '../helpers/server.js';
-import { create, observation } from './resource-helpers.js';
+import { create, everyWay, observation, postGraphQL } from './resource-helpers.js';
 
-// A query runs through the standard executor the first time and compiled from its second run on
-// (src/graphql/compiled.ts). The client must not see the difference: each query below runs twice
-// and both answers must be the same, byte for byte, status included.
+// A query runs through the standard executor the first time, compiled from its second run on
+// (src/graphql/compiled.ts) and as a prepared operation from its third (src/graphql/prepared.ts).
+// The client must not see the difference: each query below runs three times and the answers must
+// be the same, byte for byte, status included.
 
 const api = await useTestServer();
 
-interface Answer {
-  status: number;
-  text: string;
-}
+const post = (client: ProjectClient, path: string, query: string, variables?: Record<string, unknown>) => postGraphQL(api, client, path, query, variables);
 
-async function post(client: ProjectClient, path: string, query: string, variables?: Record<string, unknown>): Promise<Answer> {
-  const res = await api.raw(path, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Accept: 'application/graphql-response+json', ...(await client.authHeaders()) },
-    body: JSON.stringify({ query, variables }),
-  });
-  return { status: res.status, text: await res.text() };
-}
-
-/** The two answers of the same request: standard, then compiled. */
-async function twice(client: ProjectClient, query: string, variables?: Record<string, unknown>, path = '/fhir/R4/$graphql') {
-  const standard = await post(client, path, query, variables);
-  const compiled = await post(client, path, query, variables);
-  expect(compiled).toEqual(standard);
-  return JSON.parse(standard.text) as { data?: any; errors?: any[] };
-}
+/** The answers of the same request, standard, compiled and prepared (all the same), parsed. */
+const twice = (client: ProjectClient, query: string, variables?: Record<string, unknown>, path = '/fhir/R4/$graphql') =>
+  everyWay(api, client, query, variables, path);
 
 async function setup() {
   const client = api.newProject();

@@ -3,7 +3,7 @@ import { getStructureDefinitions } from '../../src/fhir/definitions.js';
 import { buildModel } from '../../src/graphql/generator/model.js';
 import { getTypeModel, type TypeModel } from '../../src/validation/model.js';
 import { patientBody, useTestServer, type ProjectClient } from '../helpers/server.js';
-import { create, data, ENDPOINTS, graphql, onlyError } from './resource-helpers.js';
+import { create, data, ENDPOINTS, everyWay, graphql, onlyError } from './resource-helpers.js';
 
 // Primitive extensions (FHIR GraphQL): a primitive element's id and extensions, which FHIR JSON keeps
 // in its `_` sibling (`_birthDate`, `_given`), are fields of the same name of type Element; a
@@ -214,24 +214,9 @@ describe('primitive extensions: reading `_x` fields', () => {
 });
 
 describe('primitive extensions: compiled queries', () => {
-  // A query runs through the standard executor the first time and compiled (graphql-jit) from its
-  // second run on (src/graphql/compiled.ts): both answers must be the same, byte for byte.
-  async function post(client: ProjectClient, path: string, query: string, variables?: Record<string, unknown>) {
-    const res = await api.raw(path, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/graphql-response+json', ...(await client.authHeaders()) },
-      body: JSON.stringify({ query, variables }),
-    });
-    return { status: res.status, text: await res.text() };
-  }
-
-  async function twice(client: ProjectClient, query: string, variables?: Record<string, unknown>, path = '/fhir/R4/$graphql') {
-    const standard = await post(client, path, query, variables);
-    const compiled = await post(client, path, query, variables);
-    expect(compiled).toEqual(standard);
-    expect(standard.status).toBe(200);
-    return JSON.parse(standard.text) as { data?: any; errors?: any[] };
-  }
+  // Standard, compiled and prepared answers must be the same, byte for byte (resource-helpers.ts, everyWay).
+  const twice = (client: ProjectClient, query: string, variables?: Record<string, unknown>, path = '/fhir/R4/$graphql') =>
+    everyWay(api, client, query, variables, path);
 
   it('answers `_x` fields, nulls of `_given` included, as the standard executor does', async () => {
     const client = api.newProject();

@@ -58,3 +58,29 @@ export const observation = (subject: string, extra: Record<string, unknown> = {}
   subject: { reference: subject },
   ...extra,
 });
+
+/** A GraphQL answer as the client gets it: status and the exact text. */
+export interface GraphQLAnswer {
+  status: number;
+  text: string;
+}
+
+export async function postGraphQL(api: TestServer, client: ProjectClient, path: string, query: string, variables?: Record<string, unknown>): Promise<GraphQLAnswer> {
+  const res = await api.raw(path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'application/graphql-response+json', ...(await client.authHeaders()) },
+    body: JSON.stringify({ query, variables }),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+/**
+ * The same request three times: a query runs through the standard executor first, compiled
+ * (graphql-jit) on its second run and as a prepared operation from its third (src/graphql/compiled.ts,
+ * prepared.ts). All three answers must be the same, byte for byte; the first is returned, parsed.
+ */
+export async function everyWay(api: TestServer, client: ProjectClient, query: string, variables?: Record<string, unknown>, path = '/fhir/R4/$graphql') {
+  const standard = await postGraphQL(api, client, path, query, variables);
+  for (let run = 0; run < 2; run++) expect(await postGraphQL(api, client, path, query, variables)).toEqual(standard);
+  return JSON.parse(standard.text) as { data?: Json; errors?: Json[] };
+}

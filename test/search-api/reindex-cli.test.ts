@@ -10,7 +10,7 @@ import { parseArguments } from '../../scripts/reindex.js';
 import { createProject } from '../../src/auth/projects.js';
 import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
-import { clientCredentialsToken, projectClient, testEnv, type ProjectClient } from '../helpers/server.js';
+import { clientCredentialsToken, eventually, projectClient, testEnv, type ProjectClient } from '../helpers/server.js';
 import { create, found } from './helpers.js';
 
 /**
@@ -52,16 +52,6 @@ function runCli(args: string[], namespace?: string): Promise<{ stdout: string; s
       ...(namespace ? { CACHE_NAMESPACE: namespace } : {}),
     },
   });
-}
-
-/** Polls `probe` until it returns `expected` (a cache notice takes milliseconds); the last value otherwise. */
-async function eventually<T>(probe: () => Promise<T>, expected: T): Promise<T> {
-  let value = await probe();
-  for (let i = 0; i < 40 && value !== expected; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    value = await probe();
-  }
-  return value;
 }
 
 describe('npm run reindex', () => {
