@@ -10,11 +10,13 @@ import type { CompiledQuery } from 'graphql-jit';
  *
  * Recorded only are operations whose later runs need none of the plugins' execution hooks: not at
  * the instance level (its root is read per request), no `_count` from a variable (checked per
- * request against the limits), no FHIR shaping directive (the result is reshaped after execution). The prepared path gives up, and yoga answers the request from the
- * start, whenever the answer could differ from yoga's: parameters yoga would check or refuse,
- * a failure to build the context, variables that do not coerce, or any error in the result (errors
- * are masked, logged and ordered by yoga's plugins). Queries have no side effects, so running one
- * again is safe. test/graphql/fast-path.test.ts compares both ways.
+ * request against the limits), no FHIR shaping directive (the result is reshaped after
+ * execution). The prepared path gives up, and yoga answers the request from the start, whenever
+ * the answer could differ from yoga's: parameters yoga would check or refuse, a failure to build
+ * the context, variables that do not coerce, or any error in the result (errors are masked, logged
+ * and ordered by yoga's plugins). Queries have no side effects, so running one again is safe.
+ * test/graphql/fast-path.test.ts compares both ways; every compiled-equality test runs a query a
+ * third time, prepared.
  */
 export interface PreparedOperation {
   readonly compiled: CompiledQuery;
