@@ -13,11 +13,12 @@ import { asyncJobCancelOperation } from '../admin/async-job.js';
  * The built-in operations: the ones the committed GraphQL schema has fields for (operations that
  * tests register at run time are REST-only).
  */
-export const builtinOperations: readonly Operation[] = [...terminologyOperations, evaluateMeasureOperation, ...projectOperations];
+export const builtinOperations: readonly Operation[] = [
+  ...terminologyOperations,
+  evaluateMeasureOperation,
+  ...projectOperations,
+  reindexOperation,
+  asyncJobCancelOperation,
+];
 
 for (const operation of builtinOperations) registerOperation(operation);
-
-// REST only for now: they join builtinOperations (and GraphQL) once the committed SDL is
-// regenerated with it (`npm run generate:schema`, `npm run codegen`).
-registerOperation(reindexOperation);
-registerOperation(asyncJobCancelOperation);
