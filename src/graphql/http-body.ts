@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Context } from 'hono';
 import { errors } from '../fhir/outcome.js';
+import { headerValue } from './http-fast-path.js';
 
 /**
  * The request body as text, refused with 413 (the same OperationOutcome as the HTTP layer's body
@@ -36,9 +37,7 @@ export function nodeHeadersOf(c: Context): IncomingHttpHeaders | undefined {
 /** One request header (first value), from Node's parsed headers when there are any. */
 export function requestHeader(c: Context, name: string): string | undefined {
   const headers = nodeHeadersOf(c);
-  if (!headers) return c.req.header(name);
-  const value = headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
+  return headers ? (headerValue(headers, name) ?? undefined) : c.req.header(name);
 }
 
 /** The Node request behind the Hono context, unless something has started reading it already. */

@@ -43,7 +43,7 @@ const KEYS_PER_NOTICE = 100;
 const ANY_TYPE = '#';
 
 /** Whose writes an answer depends on: the projects (undefined: every project) and types (undefined: every type). */
-export interface CountDependency {
+export interface WriteDependency {
   readonly projectIds: readonly string[] | undefined;
   readonly types: readonly string[] | undefined;
 }
@@ -103,6 +103,14 @@ class Kept<T> {
   }
 }
 
+/** Estimates depend on no write (see ESTIMATE_AGE_MS). */
+const ALWAYS_VALID = (): boolean => true;
+
+/** The key of a statement's answer: its text and its arguments. */
+export function statementKey(sql: string, args: readonly unknown[]): string {
+  return `${sql}\u0000${JSON.stringify(args)}`;
+}
+
 export interface SearchCacheOptions {
   /** Keep pages of matches: only where this process is the database's only writer. */
   readonly keepsPages?: boolean;
@@ -117,7 +125,7 @@ export class SearchCache {
   private readonly lastWrite = new Map<string, number>();
   private readonly counts = new Kept<number>(MAX_ENTRIES, Infinity);
   private readonly pages: Kept<unknown> | undefined;
-  private readonly estimates = new Map<string, { value: number; expires: number }>();
+  private readonly estimates = new Kept<number>(MAX_ENTRIES, Infinity);
   private pending = new Set<string>();
   private publishTimer: NodeJS.Timeout | undefined;
   private bus: InvalidationBus | undefined;
@@ -150,7 +158,7 @@ export class SearchCache {
     return this.counts.get(statement, this.valid, now);
   }
 
-  set(statement: string, dependency: CountDependency, at: number, value: number): void {
+  set(statement: string, dependency: WriteDependency, at: number, value: number): void {
     this.keep(this.counts, statement, dependency, at, value, 1);
   }
 
@@ -159,11 +167,11 @@ export class SearchCache {
     return this.pages?.get(statement, this.valid, now) as T | undefined;
   }
 
-  setPage<T>(statement: string, dependency: CountDependency, at: number, page: T, rows: number): void {
+  setPage<T>(statement: string, dependency: WriteDependency, at: number, page: T, rows: number): void {
     if (this.pages) this.keep(this.pages, statement, dependency, at, page, rows);
   }
 
-  private keep<T>(store: Kept<T>, statement: string, dependency: CountDependency, at: number, value: T, weight: number): void {
+  private keep<T>(store: Kept<T>, statement: string, dependency: WriteDependency, at: number, value: T, weight: number): void {
     const entry: Entry<T> = { value, keys: dependencyKeys(dependency), at, expires: Date.now() + MAX_AGE_MS, weight };
     // A write heard of while the statement ran: its answer may or may not include it.
     if (this.stillValid(entry)) store.set(statement, entry);
@@ -171,16 +179,11 @@ export class SearchCache {
 
   /** The planner's estimate for a search's statement, when one was taken in the last ESTIMATE_AGE_MS. */
   getEstimate(statement: string, now = Date.now()): number | undefined {
-    const entry = this.estimates.get(statement);
-    if (entry && entry.expires > now) return entry.value;
-    if (entry) this.estimates.delete(statement);
-    return undefined;
+    return this.estimates.get(statement, ALWAYS_VALID, now);
   }
 
   setEstimate(statement: string, value: number): void {
-    this.estimates.delete(statement);
-    this.estimates.set(statement, { value, expires: Date.now() + ESTIMATE_AGE_MS });
-    if (this.estimates.size > MAX_ENTRIES) this.estimates.delete(this.estimates.keys().next().value!);
+    this.estimates.set(statement, { value, keys: [], at: this.clock, expires: Date.now() + ESTIMATE_AGE_MS, weight: 1 });
   }
 
   /** After a commit that wrote resources (or their index rows) of `resourceType` in `projectId`. */
@@ -254,7 +257,7 @@ export class SearchCache {
 }
 
 /** The keys a count depends on: `project/type`, `*` standing for every project or every type. */
-function dependencyKeys({ projectIds, types }: CountDependency): string[] {
+function dependencyKeys({ projectIds, types }: WriteDependency): string[] {
   const projects = projectIds ?? ['*'];
   const typeKeys = types ?? ['*'];
   return projects.flatMap((project) => typeKeys.map((type) => `${project}/${type}`));

@@ -20,7 +20,7 @@ import { decodeCursor, encodeCursor, searchSignature, type CursorPosition } from
 import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
 import { parametersForSearch, type ProjectParameters } from './parameters.js';
 import { expandForSearch } from './value-sets.js';
-import type { CountDependency, SearchCache } from './search-cache.js';
+import { statementKey, type SearchCache, type WriteDependency } from './search-cache.js';
 
 /**
  * The search service (http://hl7.org/fhir/R4/search.html, SPEC 4.8 and 8), transport-free: REST
@@ -233,7 +233,9 @@ export async function search(
 
   const whereSql = where.join(' AND ');
   const multiType = typeList === undefined || typeList.length > 1;
-  const dependency = countDependency(services.identity, scope, typeList, filterParams);
+  // Only where an answer may be kept: a page (embedded database) or an exact total.
+  const keepsAnswers = services.searchCache !== undefined && (services.searchCache.keepsPages || summary === 'count' || totalMode === 'accurate');
+  const dependency = keepsAnswers ? writeDependency(services.identity, scope, typeList, filterParams) : undefined;
 
   if (summary !== 'count' && count > 0) {
     const columns = options.withoutContent ? KEY_COLUMNS : COLUMNS;
@@ -456,7 +458,7 @@ async function pageRows(
   multiType: boolean,
   parameters: ProjectParameters | undefined,
   columns = COLUMNS,
-  kept?: { cache: SearchCache; dependency: CountDependency },
+  kept?: { cache: SearchCache; dependency: WriteDependency },
 ): Promise<{ rows: SearchRow[]; more: boolean }> {
   const args = new SqlArgs();
   args.values.push(...baseArgs.values);
@@ -493,7 +495,7 @@ async function pageRows(
   const limit = args.add(count + 1);
   const skip = position ? '' : ` OFFSET ${args.add(offset)}`;
   const sql = `SELECT ${columns} FROM resource r WHERE ${conditions.join(' AND ')}${order ? ` ORDER BY ${order}` : ''} LIMIT ${limit}${skip}`;
-  const key = kept && `${sql}\u0000${JSON.stringify(args.values)}`;
+  const key = kept && statementKey(sql, args.values);
   const page = key ? kept.cache.getPage<{ rows: readonly SearchRow[]; more: boolean }>(key) : undefined;
   // A kept page is shared: callers get their own array (rows are not changed by anyone).
   if (page) return { rows: [...page.rows], more: page.more };
@@ -522,12 +524,12 @@ async function total(
   known: number | undefined,
   seen: number,
   exactCount: () => Promise<{ sql: string; args: unknown[] } | undefined>,
-  dependency: CountDependency | undefined,
+  dependency: WriteDependency | undefined,
 ): Promise<SearchTotal> {
   if (known !== undefined) return { value: known, exact: true };
   const counts = mode === 'accurate' && dependency ? services.searchCache : undefined;
   const statement = counts ? await countStatement(exactCount, where, args) : undefined;
-  const cacheKey = statement && `${statement.sql}\u0000${JSON.stringify(statement.args)}`;
+  const cacheKey = statement && statementKey(statement.sql, statement.args);
   const cached = cacheKey ? counts!.get(cacheKey) : undefined;
   if (cached !== undefined) return { value: cached, exact: true };
   const estimate = Math.max(await plannerEstimate(services, where, args), seen);
@@ -559,7 +561,7 @@ async function total(
 /** The planner's row estimate for the search (EXPLAIN, no rows read), kept a few seconds (search-cache.ts). */
 async function plannerEstimate(services: SearchServices, where: string, args: SqlArgs): Promise<number> {
   const sql = `EXPLAIN (FORMAT JSON) SELECT 1 FROM resource r WHERE ${where}`;
-  const key = services.searchCache && `${sql}\u0000${JSON.stringify(args.values)}`;
+  const key = services.searchCache && statementKey(sql, args.values);
   const kept = key ? services.searchCache!.getEstimate(key) : undefined;
   if (kept !== undefined) return kept;
   const rows = await services.db.query<{ 'QUERY PLAN': unknown }>(sql, args.values);
@@ -586,12 +588,12 @@ async function countStatement(
  * on writes of those types; one that follows references elsewhere (chains, _has), on any write of
  * the project. The caller's AccessPolicy criteria are parameters of the same search.
  */
-function countDependency(
+function writeDependency(
   identity: Identity,
   scope: Scope,
   typeList: readonly string[] | undefined,
   filters: readonly [string, string][],
-): CountDependency | undefined {
+): WriteDependency | undefined {
   const criteria = (typeList ?? []).flatMap((type) => policyCriteria(identity, type) ?? []);
   const names = [...filters, ...criteria].map(([name]) => name);
   if (names.some(usesValueSet)) return undefined;
