@@ -14,6 +14,8 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   readonly dataDir: string;
   readonly databasePoolSize: number;
+  /** PostgreSQL: statements prepared (parsed and planned once) per connection; 0 prepares none. */
+  readonly databasePreparedStatements: number;
   readonly maxBodyBytes: number;
   readonly superAdminEmail: string;
   readonly superAdminPassword: string | undefined;
@@ -101,6 +103,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     dataDir: merged.DATA_DIR || './data',
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1),
+    databasePreparedStatements: int('DATABASE_PREPARED_STATEMENTS', 256),
     maxBodyBytes: int('MAX_BODY_BYTES', 16 * 1024 * 1024, 1024),
     superAdminEmail: merged.SUPER_ADMIN_EMAIL || 'admin@example.com',
     superAdminPassword: merged.SUPER_ADMIN_PASSWORD || undefined,

@@ -8,6 +8,7 @@ import type {
 } from '@prisma/driver-adapter-utils';
 import pg from 'pg';
 import type { Config } from '../config.js';
+import { preparingClient, StatementNames } from './prepared-statements.js';
 import { WorkerSqlAdapter, workerAdapterFactory } from './worker-adapter.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 
@@ -36,9 +37,19 @@ export class Database implements SqlExecutor {
     private readonly closeDriver: () => Promise<void>,
   ) {}
 
-  static async open(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePoolSize'>): Promise<Database> {
+  static async open(
+    config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePoolSize' | 'databasePreparedStatements'>,
+  ): Promise<Database> {
     if (config.databaseUrl) {
-      const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.databasePoolSize });
+      const pool = new pg.Pool({
+        connectionString: config.databaseUrl,
+        max: config.databasePoolSize,
+        ...(config.databasePreparedStatements > 0 && {
+          Client: preparingClient(new StatementNames(), config.databasePreparedStatements),
+          // New connections start with no prepared statements: what is frequent now gets prepared.
+          maxLifetimeSeconds: 3600,
+        }),
+      });
       const factory = new PrismaPg(pool);
       return Database.fromFactory('postgres', factory, () => pool.end());
     }

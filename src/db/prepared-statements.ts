@@ -1,0 +1,76 @@
+import pg from 'pg';
+
+/**
+ * Server-side prepared statements for PostgreSQL, as pgjdbc does by default: a statement text the
+ * server sends again is given a name, so each connection parses and plans it once and then only
+ * binds and executes it. Planning is most of PostgreSQL's work for a selective search (measured:
+ * ~0.6 ms to plan, 0.3 ms to run the subject-and-code search on 1,000,000 Observations), and the
+ * plan cache keeps using per-execution ("custom") plans wherever the generic one would cost more.
+ *
+ * Bounded: at most `perConnection` names per connection (later texts run unnamed there), and
+ * connections are replaced after an hour, so long-running servers prepare what is frequent now.
+ */
+export class StatementNames {
+  private readonly uses = new Map<string, number>();
+  private readonly names = new Map<string, string>();
+
+  /** Sent twice: worth a name (one-off statements are not prepared). */
+  private static readonly USES_BEFORE_NAMING = 2;
+  /** Distinct unnamed texts counted before the counts start over (bounds the memory they take). */
+  private static readonly COUNTED_TEXTS = 10_000;
+
+  /** The name of `text`, or undefined while it has not been seen often enough. */
+  nameFor(text: string): string | undefined {
+    const name = this.names.get(text);
+    if (name !== undefined) return name;
+    const uses = (this.uses.get(text) ?? 0) + 1;
+    if (uses < StatementNames.USES_BEFORE_NAMING) {
+      if (this.uses.size >= StatementNames.COUNTED_TEXTS) this.uses.clear();
+      this.uses.set(text, uses);
+      return undefined;
+    }
+    this.uses.delete(text);
+    const named = `flint_${this.names.size + 1}`;
+    this.names.set(text, named);
+    return named;
+  }
+}
+
+/** The part of a query config this module reads and sets (pg's own types are overloads on `any`). */
+interface NameableConfig {
+  text?: unknown;
+  name?: unknown;
+  values?: unknown;
+  submit?: unknown;
+}
+
+/**
+ * A pg Client class that names the statements `names` picks, up to `perConnection` per connection.
+ * Only statements with parameters: they are the repeated ones worth planning once (BEGIN, COMMIT
+ * and the like stay on the simple protocol).
+ */
+export function preparingClient(names: StatementNames, perConnection: number): typeof pg.Client {
+  return class PreparingClient extends pg.Client {
+    private readonly prepared = new Set<string>();
+
+    // pg's query() is a set of overloads over untyped configs (an untyped boundary): `any` here.
+    override query(config: any, ...rest: any[]): any {
+      if (isNameable(config, rest[0])) {
+        const name = names.nameFor(config.text as string);
+        if (name !== undefined && (this.prepared.has(name) || this.prepared.size < perConnection)) {
+          this.prepared.add(name);
+          return (super.query as (...args: unknown[]) => unknown)({ ...config, name }, ...rest);
+        }
+      }
+      return (super.query as (...args: unknown[]) => unknown)(config, ...rest);
+    }
+  };
+}
+
+function isNameable(config: unknown, values: unknown): config is NameableConfig {
+  if (typeof config !== 'object' || config === null) return false;
+  const c = config as NameableConfig;
+  if (typeof c.text !== 'string' || c.name !== undefined || typeof c.submit === 'function') return false;
+  const args = Array.isArray(values) ? values : c.values;
+  return Array.isArray(args) && args.length > 0;
+}
