@@ -6,7 +6,7 @@ import { IDENTIFIER_SUFFIX, isIndexedType } from '../indexing/rows.js';
 import { parseReference } from '../indexing/references.js';
 import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from '../indexing/text.js';
 import type { ProjectParameters } from '../parameters.js';
-import { likeEscape, scopeSql, type Scope, type SqlArgs } from './sql-builder.js';
+import { likeEscape, scopeSql, startsWithSql, type Scope, type SqlArgs } from './sql-builder.js';
 import { parseDateValue, parseNumberValue, splitComponents, splitOr, splitPipe, takePrefix, unescape, type Prefix } from './values.js';
 
 /**
@@ -322,7 +322,7 @@ function componentCondition(name: string, kind: SearchParameter['type'], raw: st
       return dateCondition(name, raw, column('start'), column('end'), ctx);
     case 'string': {
       const text = normaliseForIndex(unescape(raw));
-      return `${column('value')} LIKE ${ctx.args.add(`${likeEscape(text)}%`)}`;
+      return startsWithSql(column('value'), text, ctx.args);
     }
     case 'reference':
       return referenceCondition(name, undefined, unescape(raw), { targetType: column('system'), targetId: column('value'), url: column('value') }, ctx);
@@ -339,7 +339,7 @@ function stringCondition(name: string, modifier: string | undefined, value: stri
   const normalised = normaliseForIndex(value);
   switch (modifier) {
     case undefined:
-      return `${x}.value LIKE ${ctx.args.add(`${likeEscape(normalised)}%`)}`;
+      return startsWithSql(`${x}.value`, normalised, ctx.args);
     case 'exact':
       return `${x}.value = ${ctx.args.add(normalised)} AND ${x}.exact = ${ctx.args.add(value)}`;
     case 'contains':
@@ -500,7 +500,8 @@ export function dateBoundKind(raw: string): 'lower' | 'upper' | undefined {
  * caller keeps both parameters' own conditions. Neither bound alone is selective (each half the
  * data), and FHIR lets each bound match a different value of the resource, so the two EXISTS
  * cannot simply be merged into one. This condition is
- *   EXISTS (a row of the parameter that meets both bounds and overlaps [A, B]) OR (a row of it with seq > 1)
+ *   resource IN (those with a row of the parameter that meets both bounds and overlaps [A, B]
+ *                UNION ALL those with a row of it with seq > 1)
  * and it is implied by the two conditions, hence adds nothing to and removes nothing from the
  * result: a resource with at most one row of the parameter meets both bounds with that one row
  * (so the first branch holds), and a resource with two or more rows has one with seq > 1 (seq
@@ -537,7 +538,24 @@ export function dateRangeCondition(
     aTime <= bTime
       ? `${dateRowRange(x)} && tstzrange(${ctx.args.add(a, 'timestamptz')}, ${ctx.args.add(b, 'timestamptz')}, '[]')`
       : `${dateRowRange(x)} @> tstzrange(${ctx.args.add(b, 'timestamptz')}, ${ctx.args.add(a, 'timestamptz')}, '[]')`;
-  return existsRows('date_index', name, alias, ctx, `(${both} AND ${overlap}) OR ${x}.seq > 1`);
+  return `(${alias}."projectId", ${alias}."resourceType", ${alias}.id) IN (${dateRowsOf(x, types, ctx, `${both} AND ${overlap}`, name)}` +
+    ` UNION ALL ${dateRowsOf(x, types, ctx, `${x}.seq > 1`, name)})`;
+}
+
+/**
+ * The resources having a row of date parameter `code` that meets `condition`, uncorrelated so the
+ * planner can drive the search from it: each branch is an index-only scan (the GiST index on the
+ * row range includes the columns read, migration 0012; the partial index on seq > 1 likewise).
+ */
+function dateRowsOf(x: string, types: readonly string[], ctx: CompileContext, condition: string, code: string): string {
+  const where = [
+    scopeSql(x, 'projectId', ctx.scope, ctx.args),
+    // Several types (a system search): the join on the resource's type filters them.
+    types.length === 1 ? `${x}."resourceType" = ${ctx.args.add(types[0])}` : undefined,
+    `${x}.code = ${ctx.args.add(code)}`,
+    condition,
+  ];
+  return `SELECT ${x}."projectId", ${x}."resourceType", ${x}."resourceId" FROM date_index ${x} WHERE ${where.filter(Boolean).join(' AND ')}`;
 }
 
 // number and quantity -----------------------------------------------------------------------------
@@ -652,7 +670,7 @@ function uriCondition(name: string, modifier: string | undefined, value: string,
     case undefined:
       return `${column} = ${ctx.args.add(capped)}`;
     case 'below':
-      return `${column} LIKE ${ctx.args.add(`${likeEscape(capped)}%`)}`;
+      return startsWithSql(column, capped, ctx.args);
     case 'above':
       // The stored uri is a prefix of the value (the value is "below" the stored one).
       return `${ctx.args.add(capped)} LIKE (replace(replace(replace(${column}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%')`;
