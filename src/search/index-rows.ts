@@ -45,9 +45,15 @@ export interface NumberRow {
 
 export interface QuantityRow {
   code: string;
+  /** The value, or a Range's low (`-Infinity` when it has none). */
   value: string;
   system: string | null;
   unit: string | null;
+  /**
+   * A Range's high (`Infinity` when it has none); absent for a Quantity, whose rows keep the shape
+   * (and the search conditions the form) they had before Ranges were indexed. Never below `value`.
+   */
+  high?: string;
 }
 
 export interface ReferenceRow {

@@ -436,7 +436,9 @@ function sortExpression(key: SortKey, types: readonly string[], args: SqlArgs, p
     case 'number':
       return from('number_index', 'o.value');
     case 'quantity':
-      return from('quantity_index', 'o.value');
+      // A Range sorts by its low ascending and its high descending, as a Period does; an open
+      // end is infinite, so it comes first.
+      return key.descending ? from('quantity_index', 'COALESCE(o.high, o.value)') : from('quantity_index', 'o.value');
     case 'reference':
       return from('reference_index', `COALESCE(o."targetType" || '/' || o."targetId", o.url)`);
     case 'uri':

@@ -12,7 +12,7 @@ export const INDEX_TABLES: Record<keyof IndexRows, { table: string; columns: [st
   number: { table: 'number_index', columns: [['code', 'text'], ['value', 'float8']] },
   quantity: {
     table: 'quantity_index',
-    columns: [['code', 'text'], ['value', 'float8'], ['system', 'text'], ['unit', 'text']],
+    columns: [['code', 'text'], ['value', 'float8'], ['system', 'text'], ['unit', 'text'], ['high', 'float8']],
   },
   reference: {
     table: 'reference_index',

@@ -4,7 +4,6 @@ import { emptyIndexRows, MAX_COMPONENTS, type ComponentColumn, type CompositeRow
 import { compileNodePath, rootNode, type Node } from './fast-path.js';
 import { splitUnion, termAppliesTo } from './plan.js';
 import { addRows } from './rows.js';
-import { clean } from './text.js';
 import type { TypedValue } from './typed-value.js';
 
 /**
@@ -16,8 +15,8 @@ import type { TypedValue } from './typed-value.js';
  *
  * Element and component expressions are compiled with the fast path (every R4 composite fits
  * it); a composite whose definition or expressions do not compile is not indexed, and searching
- * it is refused as not supported. A quantity component also takes Range values (rangeValue), which
- * the search compares as ranges (conditions.ts, numberComparison).
+ * it is refused as not supported. A quantity component also takes Range values (rows.ts, pushRange),
+ * which the search compares as ranges (conditions.ts, numberComparison).
  */
 
 export interface CompositeComponent {
@@ -147,10 +146,8 @@ function componentValues(component: CompositeComponent, element: Node, root: Nod
       // Text-only rows (a CodeableConcept's text) have no code to match a composite value against.
       return rows.token.filter((row) => row.value !== null).map((row) => ({ system: row.system, value: row.value }));
     case 'quantity':
-      return [
-        ...rows.quantity.map((row): ComponentValue => ({ system: row.system, value: row.unit, number: row.value })),
-        ...items.flatMap((item) => rangeValue(item) ?? []),
-      ];
+      // A Range gives its low in `number` and its high in `high`, as in quantity_index (rows.ts, pushRange).
+      return rows.quantity.map((row) => ({ system: row.system, value: row.unit, number: row.value, high: row.high ?? null }));
     case 'number':
       return rows.number.map((row) => ({ number: row.value }));
     case 'date':
@@ -166,40 +163,6 @@ function componentValues(component: CompositeComponent, element: Node, root: Nod
     default:
       return [];
   }
-}
-
-/**
- * A Range as a quantity component (`context-type-quantity`: useContext.value may be a Quantity or a
- * Range): its low in `number`, its high in `high`, an open end as -Infinity or Infinity, the unit
- * of whichever bound has one (the low's first). A Range without any bound gives nothing.
- */
-function rangeValue(item: TypedValue): ComponentValue | undefined {
-  const range = item.value;
-  if (!isJson(range) || (item.type !== undefined ? item.type !== 'Range' : !('low' in range || 'high' in range))) return undefined;
-  const low = isJson(range.low) ? range.low : undefined;
-  const high = isJson(range.high) ? range.high : undefined;
-  const lowValue = decimal(low?.value);
-  const highValue = decimal(high?.value);
-  if (lowValue === undefined && highValue === undefined) return undefined;
-  const unitOf = (bound: Json | undefined) => clean(bound?.code) ?? clean(bound?.unit);
-  const withUnit = low && (unitOf(low) !== undefined || clean(low.system) !== undefined) ? low : (high ?? low);
-  return {
-    system: clean(withUnit?.system) ?? null,
-    value: unitOf(withUnit) ?? null,
-    number: lowValue ?? '-Infinity',
-    high: highValue ?? 'Infinity',
-  };
-}
-
-type Json = Record<string, unknown>;
-
-function isJson(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** A Quantity.value as text, as the quantity rows hold it (JSON numbers only: validation made them numbers). */
-function decimal(value: unknown): string | undefined {
-  return typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined;
 }
 
 function emptyRow(code: string): CompositeRow {

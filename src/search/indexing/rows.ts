@@ -149,16 +149,52 @@ const addNumber: RowAdder = (rows, code, _type, value) => {
 };
 
 const addQuantity: RowAdder = (rows, code, type, value) => {
-  if (!isJson(value) || typeof value.value !== 'number') return;
+  if (!isJson(value)) return;
+  if (type === 'Range') return pushRange(rows, code, value);
+  if (typeof value.value !== 'number') return;
   const text = decimalText(value.value);
   if (text === undefined) return;
   if (type === 'Money') {
     rows.quantity.push({ code, value: text, system: ISO_4217, unit: clean(value.currency) ?? null });
   } else if (type && QUANTITY_TYPES.has(type)) {
-    const unit = clean(value.code) ?? clean(value.unit) ?? null;
+    const unit = unitOf(value) ?? null;
     rows.quantity.push({ code, value: text, system: clean(value.system) ?? null, unit });
   }
 };
+
+/**
+ * A Range (`onset-age`, `context-quantity`, a quantity component of `context-type-quantity`): its
+ * low in `value` and its high in `high`, an open end as -Infinity or Infinity, which the search
+ * compares as a range (conditions.ts, numberComparison). The unit and system are those of the first
+ * bound that has one, the low's first. A reversed Range (low above high, which rng-2 forbids but
+ * nothing rejects) is turned round, as date rows are: the search's index-friendly conditions rely
+ * on `value <= high`. A Range without any bound value gives no row.
+ */
+function pushRange(rows: IndexRows, code: string, range: Json): void {
+  const low = isJson(range.low) ? range.low : undefined;
+  const high = isJson(range.high) ? range.high : undefined;
+  const from = boundText(low);
+  const to = boundText(high);
+  if (from === undefined && to === undefined) return;
+  const withUnit = low && (unitOf(low) !== undefined || clean(low.system) !== undefined) ? low : (high ?? low);
+  const [value, upper] = from !== undefined && to !== undefined && Number(from) > Number(to) ? [to, from] : [from, to];
+  rows.quantity.push({
+    code,
+    value: value ?? '-Infinity',
+    system: clean(withUnit?.system) ?? null,
+    unit: (withUnit && unitOf(withUnit)) ?? null,
+    high: upper ?? 'Infinity',
+  });
+}
+
+/** A Range bound's value as text (JSON numbers only, as for a Quantity: validation made them numbers). */
+function boundText(bound: Json | undefined): string | undefined {
+  return typeof bound?.value === 'number' ? decimalText(bound.value) : undefined;
+}
+
+function unitOf(quantity: Json): string | undefined {
+  return clean(quantity.code) ?? clean(quantity.unit);
+}
 
 // reference and uri -------------------------------------------------------------------------------
 

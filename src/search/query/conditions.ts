@@ -310,12 +310,7 @@ function componentCondition(name: string, kind: SearchParameter['type'], raw: st
       return tokenCondition(name, undefined, raw, { system: column('system'), value: column('value') }, ctx);
     case 'quantity':
       // A Range keeps its high in `high` (index-rows.ts, CompositeRow); a Quantity leaves it null.
-      return quantityCondition(
-        name,
-        raw,
-        { value: column('number'), high: `COALESCE(${column('high')}, ${column('number')})`, system: column('system'), unit: column('value') },
-        ctx,
-      );
+      return quantityCondition(name, raw, { value: column('number'), high: column('high'), system: column('system'), unit: column('value') }, ctx);
     case 'number':
       return numberCondition(name, raw, column('number'), ctx);
     case 'date':
@@ -566,34 +561,50 @@ function numberCondition(name: string, raw: string, column: string, ctx: Compile
 }
 
 /**
- * A number or quantity prefix against a stored value, or against a stored range [low, high] (a
- * Range in a composite's quantity component, search.html#prefix): `eq` needs the range inside the
- * search value's implicit range, `gt`/`ge` its high above the value, `lt`/`le` its low below,
- * `sa`/`eb` the whole range above/below, `ap` an overlap with the approximate range. A plain value
- * is the range [value, value] (`high` defaults to `low`), which makes these the value comparisons.
+ * A number or quantity prefix against a stored value `low`, or against a stored range [low, high]
+ * when the row has a `high` (a Range, search.html#prefix): `eq` needs the range inside the search
+ * value's implicit range, `gt`/`ge` its high above the value, `lt`/`le` its low below, `sa`/`eb` the
+ * whole range above/below, `ap` an overlap with the approximate range. A row without a high is the
+ * range [low, low], which makes these the value comparisons.
+ *
+ * `high` is a nullable column (null: a plain value). Rows with one hold low <= high (rows.ts,
+ * pushRange), so each condition can bound `low` itself: eq and eb add the bound `low <` that the
+ * range form implies, gt, ge and ap are an OR of a test on `low` and one on `high`. An index on
+ * `low` then serves a plain value's search as it did before Ranges were indexed, and for
+ * quantity_index the partial index on `high` (migration 0011) the Range rows.
  */
-function numberComparison(prefix: Prefix, value: number, halfUnit: number, low: string, ctx: CompileContext, high = low): string {
+function numberComparison(prefix: Prefix, value: number, halfUnit: number, low: string, ctx: CompileContext, high?: string): string {
   const v = (): string => ctx.args.add(value, 'float8');
+  const upper = high === undefined ? low : `COALESCE(${high}, ${low})`;
+  const lowBelow = (bound: string): string => (high === undefined ? '' : ` AND ${low} < ${bound}`);
   switch (prefix) {
-    case 'eq':
-      return `${low} >= ${ctx.args.add(value - halfUnit, 'float8')} AND ${high} < ${ctx.args.add(value + halfUnit, 'float8')}`;
+    case 'eq': {
+      const to = ctx.args.add(value + halfUnit, 'float8');
+      return `${low} >= ${ctx.args.add(value - halfUnit, 'float8')}${lowBelow(to)} AND ${upper} < ${to}`;
+    }
     case 'ne':
-      return `NOT (${low} >= ${ctx.args.add(value - halfUnit, 'float8')} AND ${high} < ${ctx.args.add(value + halfUnit, 'float8')})`;
+      return `NOT (${low} >= ${ctx.args.add(value - halfUnit, 'float8')} AND ${upper} < ${ctx.args.add(value + halfUnit, 'float8')})`;
     case 'gt':
-      return `${high} > ${v()}`;
+      return high === undefined ? `${low} > ${v()}` : `(${low} > ${v()} OR ${high} > ${v()})`;
+    case 'ge':
+      return high === undefined ? `${low} >= ${v()}` : `(${low} >= ${v()} OR ${high} >= ${v()})`;
     case 'sa':
       return `${low} > ${v()}`;
     case 'lt':
       return `${low} < ${v()}`;
-    case 'eb':
-      return `${high} < ${v()}`;
-    case 'ge':
-      return `${high} >= ${v()}`;
     case 'le':
       return `${low} <= ${v()}`;
+    case 'eb': {
+      const to = v();
+      return `${upper} < ${to}${lowBelow(to)}`;
+    }
     case 'ap': {
       const margin = Math.max(Math.abs(value) * 0.1, halfUnit);
-      return `${high} >= ${ctx.args.add(value - margin, 'float8')} AND ${low} <= ${ctx.args.add(value + margin, 'float8')}`;
+      const from = ctx.args.add(value - margin, 'float8');
+      const to = ctx.args.add(value + margin, 'float8');
+      const lowWithin = `${low} >= ${from} AND ${low} <= ${to}`;
+      // A range starting below the approximate range overlaps it when its high reaches it.
+      return high === undefined ? lowWithin : `((${lowWithin}) OR (${high} >= ${from} AND ${low} < ${from}))`;
     }
   }
 }
@@ -602,12 +613,12 @@ interface QuantityColumns {
   value: string;
   system: string;
   unit: string;
-  /** The upper bound of a stored range, where there can be one (composite rows: COALESCE(high, number)). */
-  high?: string;
+  /** The nullable column of a Range's high (quantity_index.high, composite_index.highN). */
+  high: string;
 }
 
 function quantityColumns(x: string): QuantityColumns {
-  return { value: `${x}.value`, system: `${x}.system`, unit: `${x}.unit` };
+  return { value: `${x}.value`, system: `${x}.system`, unit: `${x}.unit`, high: `${x}.high` };
 }
 
 function quantityCondition(name: string, raw: string, cols: QuantityColumns, ctx: CompileContext): string {
