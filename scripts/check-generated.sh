@@ -3,7 +3,7 @@
 # src/generated/fhir-resources.ts
 # (`npm run generate:schema`, from the FHIR definitions and the operation registry), and
 # src/generated/graphql.ts and examples/typed-client/generated.ts (`npm run codegen`, from schema/*.graphql,
-# the example's documents and codegen.ts). Generates into a
+# the example's documents, codegen.ts and codegen/). Generates into a
 # temporary folder (SCHEMA_OUTPUT_DIR, CODEGEN_OUTPUT), so the working tree is never touched. CI runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -118,7 +118,8 @@ export function getSearchParametersFor(resourceType: string): readonly SearchPar
     if (!isDomain) bases.delete('DomainResource');
     const byCode = new Map<string, SearchParameter>();
     for (const sp of getSearchParameters()) {
-      if (sp.base.some((base) => bases.has(base)) && !byCode.has(sp.code)) byCode.set(sp.code, sp);
+      // A base item may be null (a value left out beside an extension in `_base`): it names no type.
+      if (sp.base.some((base) => base !== null && bases.has(base)) && !byCode.has(sp.code)) byCode.set(sp.code, sp);
     }
     list = [...byCode.values()];
     searchParametersByType.set(resourceType, list);

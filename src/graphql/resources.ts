@@ -305,7 +305,8 @@ function reverseReferences(): Map<string, Set<string>> {
     for (const param of getSearchParametersFor(source)) {
       if (param.type !== 'reference') continue;
       for (const target of param.target ?? []) {
-        if (!isResourceType(target)) continue;
+        // null: a target without a value (only an extension in `_target`) points at no type.
+        if (target === null || !isResourceType(target)) continue;
         let sources = map.get(target);
         if (!sources) map.set(target, (sources = new Set()));
         sources.add(source);

@@ -38,6 +38,8 @@ export class ProjectParameters {
   constructor(definitions: readonly SearchParameter[]) {
     for (const definition of definitions) {
       for (const base of definition.base) {
+        // A base without a value (null beside an extension in `_base`) names no type; definitionProblems refuses one anyway.
+        if (base === null) continue;
         let codes = this.byType.get(base);
         if (!codes) this.byType.set(base, (codes = new Map()));
         // Two definitions of one code on one type: the first (by id) wins, deterministically.
@@ -112,7 +114,10 @@ export function definitionProblems(resource: Resource): OperationOutcomeIssue[] 
   const bases = Array.isArray(sp.base) ? sp.base : [];
   if (bases.length === 0) problems.push(issue('invalid', 'SearchParameter.base must list at least one resource type', 'SearchParameter.base'));
   bases.forEach((base, index) => {
-    if (!isResourceType(base)) {
+    if (base === null) {
+      // `"base": [null, ...]` with an extension in `_base`: FHIR JSON's form for a value left out.
+      problems.push(issue('invalid', 'SearchParameter.base has an item without a value: every base must name a resource type', `SearchParameter.base[${index}]`));
+    } else if (!isResourceType(base)) {
       problems.push(issue('invalid', `SearchParameter.base "${base}" is not a resource type this server stores (use concrete types, not Resource or DomainResource)`, `SearchParameter.base[${index}]`));
     } else if (CODE_PATTERN.test(code) && getSearchParametersFor(base).some((builtIn) => builtIn.code === code)) {
       problems.push(issue('invalid', `SearchParameter.code "${code}" is already a search parameter of ${base}: choose another code`, 'SearchParameter.code'));
@@ -128,7 +133,7 @@ export function definitionProblems(resource: Resource): OperationOutcomeIssue[] 
       ),
     );
   }
-  problems.push(...expressionProblems(sp, bases));
+  problems.push(...expressionProblems(sp, bases.filter((base) => base !== null)));
   return problems;
 }
 
@@ -162,7 +167,7 @@ export async function checkDefinition(tx: SqlExecutor, resource: Resource, proje
     const sp = resource as SearchParameter;
     for (const other of await readDefinitions(tx, projectId)) {
       if (other.id === sp.id || other.code !== sp.code) continue;
-      const shared = other.base.filter((base) => sp.base.includes(base));
+      const shared = other.base.filter((base) => base !== null && sp.base.includes(base));
       if (shared.length > 0) {
         problems.push(
           issue('invalid', `SearchParameter/${other.id} of this project already defines "${sp.code}" on ${shared.join(', ')}`, 'SearchParameter.code'),

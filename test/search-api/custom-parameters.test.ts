@@ -83,6 +83,28 @@ describe('custom search parameters', () => {
     expect(await found(p, `/Practitioner?_has:Patient:gp:_id=${a}`)).toEqual([smith]);
   });
 
+  it('a reference parameter with a target left null beside its extension (`_target`) uses its other targets', async () => {
+    const p = api.newProject();
+    const absent = { extension: [{ url: 'http://hl7.org/fhir/StructureDefinition/data-absent-reason', valueCode: 'unknown' }] };
+    const definition = searchParameter('gp', {
+      base: ['Patient'],
+      type: 'reference',
+      target: [null, 'Practitioner'],
+      _target: [absent, null],
+      expression: 'Patient.generalPractitioner',
+    });
+    const id = await define(p, definition);
+    const stored = await p.get(`/SearchParameter/${id}`);
+    expect([stored.body.target, stored.body._target]).toEqual([definition.target, definition._target]);
+    const smith = await create(p, { resourceType: 'Practitioner', name: [{ family: 'Smith' }] });
+    const a = await create(p, patient([], { generalPractitioner: [{ reference: `Practitioner/${smith}` }] }));
+    expect(await found(p, `/Patient?gp=Practitioner/${smith}`)).toEqual([a]);
+    // The chain without a type modifier takes its candidate types from `target`.
+    expect(await found(p, '/Patient?gp.name=smi')).toEqual([a]);
+    expect(includeRefs(await p.get(`/Patient?_id=${a}&_include=Patient:gp`))).toEqual([`Practitioner/${smith}`]);
+    expect(await found(p, `/Practitioner?_has:Patient:gp:_id=${a}`)).toEqual([smith]);
+  });
+
   it('is not found on resources written before it existed', async () => {
     const p = api.newProject();
     await create(p, patient([eye('green')]));
@@ -172,6 +194,12 @@ describe('SearchParameter writes are checked', () => {
 
   it('an unknown base type', async () => {
     await expectRefused(api.newProject(), { ...eyeColour(), base: ['Patient', 'Spaceship'] }, 'SearchParameter.base[1]', 'Spaceship');
+  });
+
+  it('a base left null beside its extension (`_base`)', async () => {
+    const absent = { extension: [{ url: 'http://hl7.org/fhir/StructureDefinition/data-absent-reason', valueCode: 'unknown' }] };
+    const body = { ...eyeColour(), base: [null, 'Patient'], _base: [absent, null] };
+    await expectRefused(api.newProject(), body, 'SearchParameter.base[0]', 'without a value');
   });
 
   it('an abstract base type', async () => {

@@ -41,7 +41,8 @@ export function reverseReferenceSources(resourceTypes: readonly string[]): Map<s
   for (const source of resourceTypes) {
     for (const sp of referenceParameters(source)) {
       for (const target of sp.target ?? []) {
-        if (!known.has(target)) continue;
+        // null: a target without a value (only an extension in `_target`) points at no type.
+        if (target === null || !known.has(target)) continue;
         let set = sources.get(target);
         if (!set) sources.set(target, (set = new Set()));
         set.add(source);

@@ -712,7 +712,7 @@ function compileChain(name: string, dot: number, value: string, types: readonly 
     throw errors.invalid(`Unknown resource type "${typeModifier}" in chain "${name}"`, name);
   }
   const restCode = rest.split(/[:.]/)[0];
-  const candidates = typeModifier ? [typeModifier] : (param.target ?? []).filter((t) => isResourceType(t));
+  const candidates = typeModifier ? [typeModifier] : (param.target ?? []).filter((t) => t !== null && isResourceType(t));
   const targets = candidates.filter(
     (t) => getSearchParametersFor(t).some((p) => p.code === restCode) || ctx.parameters?.find(t, restCode) || restCode.startsWith('_'),
   );
