@@ -15,7 +15,9 @@ export const FLINT_NODE_FLAGS = ['--max-semi-space-size=64', '--min-semi-space-s
 
 /** Starts Flint (`src/main.ts`) as a child process on `port`, as `npm start` does, and waits until /healthcheck answers. */
 export async function launchFlint(port: number, env: Record<string, string | undefined>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...FLINT_NODE_FLAGS, '--import', 'tsx', 'src/main.ts'], {
+  // BENCH_NODE_FLAGS: extra flags for the server only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+  const extra = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...FLINT_NODE_FLAGS, ...extra, '--import', 'tsx', 'src/main.ts'], {
     env: { ...process.env, PORT: String(port), ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -5,6 +5,7 @@
  *   npm run bench                         embedded PGlite, plus PostgreSQL when BENCH_DATABASE_URL is set
  *   BENCH_SCENARIOS=read,create npm run bench   (a scenario is selected by its first word: read, create, graphql)
  *   BENCH_DURATION=10 npm run bench       seconds per scenario (default 10)
+ *   BENCH_WORKERS=1,2 npm run bench       PostgreSQL once per WORKERS setting (default 1 and 2)
  *   BENCH_RESULTS=/tmp/mine.md npm run bench   append to another file than bench/RESULTS.md
  */
 import type { ChildProcess } from 'node:child_process';
@@ -18,6 +19,8 @@ import { clientCredentialsToken, launchFlint, stopFlint } from './flint-process.
 
 const CONNECTIONS = 16;
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+/** BENCH_WORKERS: the WORKERS settings PostgreSQL is measured with, one run each (default 1 and 2). */
+const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? '1,2').split(',').map(Number);
 const PORT = Number(process.env.BENCH_PORT ?? 18080);
 const BASE = `http://127.0.0.1:${PORT}`;
 const FHIR = `${BASE}/fhir/R4`;
@@ -299,7 +302,10 @@ async function main(): Promise<void> {
     rmSync(dataDir, { recursive: true, force: true });
   }
   const pgUrl = process.env.BENCH_DATABASE_URL;
-  if (pgUrl) rows.push(...(await benchDatabase('PostgreSQL', { DATABASE_URL: pgUrl }, selected)));
+  for (const workers of pgUrl ? WORKER_COUNTS : []) {
+    const label = workers === 1 ? 'PostgreSQL' : `PostgreSQL, WORKERS=${workers}`;
+    rows.push(...(await benchDatabase(label, { DATABASE_URL: pgUrl!, WORKERS: String(workers) }, selected)));
+  }
   record(rows);
 }
 

@@ -16,6 +16,8 @@ export interface Config {
   readonly databasePoolSize: number;
   /** PostgreSQL: statements prepared (parsed and planned once) per connection; 0 prepares none. */
   readonly databasePreparedStatements: number;
+  /** Server processes sharing the port (Node cluster); more than one needs PostgreSQL. */
+  readonly workers: number;
   readonly maxBodyBytes: number;
   readonly superAdminEmail: string;
   readonly superAdminPassword: string | undefined;
@@ -104,6 +106,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: merged.DATA_DIR || './data',
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1),
     databasePreparedStatements: int('DATABASE_PREPARED_STATEMENTS', 256),
+    workers: int('WORKERS', 1, 1),
     maxBodyBytes: int('MAX_BODY_BYTES', 16 * 1024 * 1024, 1024),
     superAdminEmail: merged.SUPER_ADMIN_EMAIL || 'admin@example.com',
     superAdminPassword: merged.SUPER_ADMIN_PASSWORD || undefined,
@@ -128,6 +131,9 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if ((config.superAdminClientId === undefined) !== (config.superAdminClientSecret === undefined)) {
     problems.push('SUPER_ADMIN_CLIENT_ID and SUPER_ADMIN_CLIENT_SECRET must be set together');
+  }
+  if (config.workers > 1 && !config.databaseUrl) {
+    problems.push('WORKERS above 1 needs DATABASE_URL: the embedded database belongs to one process');
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

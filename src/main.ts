@@ -1,5 +1,7 @@
+import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from './config.js';
 import { startServer } from './server.js';
+import { runWorkers } from './workers.js';
 
 async function main(): Promise<void> {
   let config;
@@ -12,6 +14,7 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  if (config.workers > 1 && cluster.isPrimary) return runWorkers(config);
   const server = await startServer(config);
   const stop = (signal: string): void => {
     server.services.log.info({ signal }, 'shutting down');
@@ -24,7 +27,9 @@ async function main(): Promise<void> {
       });
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  // A worker's Ctrl-C reaches the primary as well, which stops the workers with SIGTERM.
+  if (cluster.isWorker) process.on('SIGINT', () => undefined);
+  else process.once('SIGINT', () => stop('SIGINT'));
 }
 
 main().catch((error: unknown) => {

@@ -1,0 +1,85 @@
+import { execFileSync, spawnSync, type ChildProcess } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { patientBody, startServerProcess, superAdminClient, testEnv } from '../helpers/server.js';
+
+/** The pids of a process's children (the workers of a primary), from ps. */
+function childPids(parent: ChildProcess): number[] {
+  const out = spawnSync('ps', ['-o', 'pid=', '--ppid', String(parent.pid)], { encoding: 'utf8' }).stdout;
+  return out.split('\n').map((line) => Number(line.trim())).filter((pid) => pid > 0);
+}
+
+async function until<T>(probe: () => T, done: (value: T) => boolean): Promise<T> {
+  let value = probe();
+  for (let i = 0; i < 200 && !done(value); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    value = probe();
+  }
+  return value;
+}
+
+function exitOf(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+describe('WORKERS', () => {
+  it('above 1 without DATABASE_URL is refused at start, naming the setting', () => {
+    const env = { ...process.env, ...testEnv({ DATABASE_URL: '', WORKERS: '2' }) };
+    let status: number | null = null;
+    let stderr = '';
+    try {
+      execFileSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: env as NodeJS.ProcessEnv, stdio: 'pipe', encoding: 'utf8' });
+    } catch (error) {
+      ({ status, stderr } = error as { status: number; stderr: string });
+    }
+    expect(status).toBe(2);
+    expect(stderr).toContain('WORKERS above 1 needs DATABASE_URL');
+  });
+
+  describe.skipIf(!process.env.DATABASE_URL)('on PostgreSQL', () => {
+    const started: ChildProcess[] = [];
+    afterAll(() => started.forEach((child) => child.kill('SIGKILL')));
+
+    async function startWorkers() {
+      const server = await startServerProcess({ WORKERS: '2' });
+      started.push(server.child);
+      return server;
+    }
+
+    it('serves from two worker processes sharing the port', async () => {
+      const { url, child } = await startWorkers();
+      expect(await until(() => childPids(child), (pids) => pids.length === 2)).toHaveLength(2);
+      const client = superAdminClient(url);
+      const created = await client.post('/Patient', patientBody());
+      expect(created.status).toBe(201);
+      expect((await client.get(`/Patient/${created.body.id}`)).status).toBe(200);
+    });
+
+    it('replaces a worker that dies', { timeout: 60_000 }, async () => {
+      const { url, child } = await startWorkers();
+      const [first, second] = await until(() => childPids(child), (pids) => pids.length === 2);
+      process.kill(first, 'SIGKILL');
+      const now = await until(() => childPids(child), (pids) => pids.length === 2 && !pids.includes(first));
+      expect(now).toContain(second);
+      expect(now).not.toContain(first);
+      expect(now).toHaveLength(2);
+      // A worker starts in seconds; until one listens again the port may refuse connections.
+      const status = async () => fetch(`${url}/healthcheck`).then((r) => r.status, () => 0);
+      let answered = await status();
+      for (let i = 0; i < 100 && answered !== 200; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        answered = await status();
+      }
+      expect(answered).toBe(200);
+    });
+
+    it('stops every worker on SIGTERM and exits 0', async () => {
+      const { child } = await startWorkers();
+      const workers = await until(() => childPids(child), (pids) => pids.length === 2);
+      const exited = exitOf(child);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      const alive = workers.filter((pid) => spawnSync('kill', ['-0', String(pid)]).status === 0);
+      expect(alive).toEqual([]);
+    });
+  });
+});
