@@ -121,6 +121,8 @@ export class PostgresBus extends Subscribers implements InvalidationBus {
   private client: pg.Client | undefined;
   private closed = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
+  /** The notice being sent, which the next waits for. */
+  private sending: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly connectionString: string,
@@ -140,8 +142,14 @@ export class PostgresBus extends Subscribers implements InvalidationBus {
     this.dispatch(topic, key);
     const client = this.client;
     if (!client) return;
+    // One statement at a time on the one connection (pg deprecates queueing on a busy client).
+    const sent = this.sending.then(() => client.query('SELECT pg_notify($1, $2)', [this.channel, this.encode(topic, key)]));
+    this.sending = sent.then(
+      () => undefined,
+      () => undefined,
+    );
     try {
-      await client.query('SELECT pg_notify($1, $2)', [this.channel, this.encode(topic, key)]);
+      await sent;
     } catch (error) {
       this.log.warn({ err: error, topic }, 'could not send a cache invalidation notice');
     }
