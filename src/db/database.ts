@@ -48,6 +48,8 @@ export class Database implements SqlExecutor {
           Client: preparingClient(new StatementNames(), config.databasePreparedStatements),
           // New connections start with no prepared statements: what is frequent now gets prepared.
           maxLifetimeSeconds: 3600,
+          // Planned for each execution's values: see prepared-statements.ts.
+          options: '-c plan_cache_mode=force_custom_plan',
         }),
       });
       const factory = new PrismaPg(pool);

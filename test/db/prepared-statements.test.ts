@@ -43,6 +43,11 @@ describe.skipIf(!process.env.DATABASE_URL)('prepared statements on PostgreSQL', 
       expect(third).toEqual(first);
       expect((await preparedOnServer(api)).some((sql) => sql.includes('string_index'))).toBe(true);
     });
+
+    it('plans every execution for its own values, never with a generic plan', async () => {
+      const [setting] = await api.server.services.db.query<{ mode: string }>("SELECT current_setting('plan_cache_mode') AS mode");
+      expect(setting.mode).toBe('force_custom_plan');
+    });
   });
 
   describe('with DATABASE_PREPARED_STATEMENTS=1', async () => {
