@@ -51,7 +51,7 @@ interface NameableConfig {
 
 /**
  * A pg Client class that names the statements `names` picks, up to `perConnection` per connection.
- * Only statements with parameters: they are the repeated ones worth planning once (BEGIN, COMMIT
+ * Only statements with parameters: they are the repeated ones worth parsing once (BEGIN, COMMIT
  * and the like stay on the simple protocol).
  */
 export function preparingClient(names: StatementNames, perConnection: number): typeof pg.Client {

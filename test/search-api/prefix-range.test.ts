@@ -3,9 +3,9 @@ import { useTestServer } from '../helpers/server.js';
 import { create, found } from './helpers.js';
 
 /**
- * Starts-with searches are written as an index range plus LIKE (src/search/query/sql-builder.ts,
- * startsWithSql): the range's upper end is the prefix with its last character incremented. These
- * cases sit on the edges of that increment.
+ * Starts-with searches run as an index range on text_pattern_ops (PostgreSQL derives it from the
+ * LIKE pattern: the prefix, up to the prefix with its last character incremented). These cases
+ * sit on the edges of that range.
  */
 const api = await useTestServer();
 

@@ -6,7 +6,7 @@ import { IDENTIFIER_SUFFIX, isIndexedType } from '../indexing/rows.js';
 import { parseReference } from '../indexing/references.js';
 import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from '../indexing/text.js';
 import type { ProjectParameters } from '../parameters.js';
-import { likeEscape, scopeSql, startsWithSql, type Scope, type SqlArgs } from './sql-builder.js';
+import { likeEscape, scopeSql, type Scope, type SqlArgs } from './sql-builder.js';
 import { parseDateValue, parseNumberValue, splitComponents, splitOr, splitPipe, takePrefix, unescape, type Prefix } from './values.js';
 
 /**
@@ -317,7 +317,7 @@ function componentCondition(name: string, kind: SearchParameter['type'], raw: st
       return dateCondition(name, raw, column('start'), column('end'), ctx);
     case 'string': {
       const text = normaliseForIndex(unescape(raw));
-      return startsWithSql(column('value'), text, ctx.args);
+      return `${column('value')} LIKE ${ctx.args.add(`${likeEscape(text)}%`)}`;
     }
     case 'reference':
       return referenceCondition(name, undefined, unescape(raw), { targetType: column('system'), targetId: column('value'), url: column('value') }, ctx);
@@ -334,7 +334,7 @@ function stringCondition(name: string, modifier: string | undefined, value: stri
   const normalised = normaliseForIndex(value);
   switch (modifier) {
     case undefined:
-      return startsWithSql(`${x}.value`, normalised, ctx.args);
+      return `${x}.value LIKE ${ctx.args.add(`${likeEscape(normalised)}%`)}`;
     case 'exact':
       return `${x}.value = ${ctx.args.add(normalised)} AND ${x}.exact = ${ctx.args.add(value)}`;
     case 'contains':
@@ -681,7 +681,7 @@ function uriCondition(name: string, modifier: string | undefined, value: string,
     case undefined:
       return `${column} = ${ctx.args.add(capped)}`;
     case 'below':
-      return startsWithSql(column, capped, ctx.args);
+      return `${column} LIKE ${ctx.args.add(`${likeEscape(capped)}%`)}`;
     case 'above':
       // The stored uri is a prefix of the value (the value is "below" the stored one).
       return `${ctx.args.add(capped)} LIKE (replace(replace(replace(${column}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%')`;

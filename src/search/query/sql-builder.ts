@@ -13,32 +13,6 @@ export function likeEscape(text: string): string {
   return text.replace(/[\\%_]/g, (char) => `\\${char}`);
 }
 
-/**
- * `column` starts with `prefix`. PostgreSQL turns `LIKE 'abc%'` into an index range only when the
- * pattern is a constant, which it is not in a prepared statement's generic plan: the range is
- * written out (text_pattern_ops operators, as the string and uri indexes use) and LIKE stays as
- * the exact test.
- */
-export function startsWithSql(column: string, prefix: string, args: SqlArgs): string {
-  const like = `${column} LIKE ${args.add(`${likeEscape(prefix)}%`)}`;
-  if (prefix === '') return like;
-  const upper = prefixUpperBound(prefix);
-  const below = upper === undefined ? '' : ` AND ${column} ~<~ ${args.add(upper)}`;
-  return `${column} ~>=~ ${args.add(prefix)}${below} AND ${like}`;
-}
-
-/**
- * The least string above every string that starts with `prefix`, in byte (UTF-8, so code point)
- * order: the prefix with its last character incremented; none after U+10FFFF.
- */
-function prefixUpperBound(prefix: string): string | undefined {
-  const chars = [...prefix];
-  let next = chars.pop()!.codePointAt(0)! + 1;
-  if (next >= 0xd800 && next <= 0xdfff) next = 0xe000;
-  if (next > 0x10ffff) return undefined;
-  return chars.join('') + String.fromCodePoint(next);
-}
-
 /** Project scope of a resource alias: every project (super admin) or the listed ones. */
 export interface Scope {
   /** undefined: every project. */
