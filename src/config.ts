@@ -14,7 +14,7 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   readonly dataDir: string;
   readonly databasePoolSize: number;
-  /** PostgreSQL: statements prepared (parsed and planned once) per connection; 0 prepares none. */
+  /** PostgreSQL: statements prepared (parsed once, planned per execution) per connection; 0 prepares none. */
   readonly databasePreparedStatements: number;
   /** Server processes sharing the port (Node cluster); more than one needs PostgreSQL. */
   readonly workers: number;
