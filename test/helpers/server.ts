@@ -235,10 +235,13 @@ export async function startServerProcess(overrides: Record<string, string> = {})
   throw new Error('the server process did not start');
 }
 
-/** Polls `probe` until it returns `expected` (a cache notice between servers takes milliseconds); the last value otherwise. */
-export async function eventually<T>(probe: () => Promise<T>, expected: T): Promise<T> {
+/**
+ * Polls `probe` until it returns `expected` (a cache notice between servers takes milliseconds),
+ * for up to `withinMs`; the last value otherwise.
+ */
+export async function eventually<T>(probe: () => Promise<T>, expected: T, withinMs = 2000): Promise<T> {
   let value = await probe();
-  for (let i = 0; i < 40 && value !== expected; i++) {
+  for (let i = 0; i < withinMs / 50 && value !== expected; i++) {
     await new Promise((resolve) => setTimeout(resolve, 50));
     value = await probe();
   }

@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync, type ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { patientBody, startServerProcess, superAdminClient, testEnv } from '../helpers/server.js';
+import { eventually, patientBody, startServerProcess, superAdminClient, testEnv } from '../helpers/server.js';
 
 /** The pids of a process's children (the workers of a primary), from ps. */
 function childPids(parent: ChildProcess): number[] {
@@ -63,13 +63,8 @@ describe('WORKERS', () => {
       expect(now).not.toContain(first);
       expect(now).toHaveLength(2);
       // A worker starts in seconds; until one listens again the port may refuse connections.
-      const status = async () => fetch(`${url}/healthcheck`).then((r) => r.status, () => 0);
-      let answered = await status();
-      for (let i = 0; i < 100 && answered !== 200; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 200));
-        answered = await status();
-      }
-      expect(answered).toBe(200);
+      const status = () => fetch(`${url}/healthcheck`).then((r) => r.status, () => 0);
+      expect(await eventually(status, 200, 20_000)).toBe(200);
     });
 
     it('stops every worker on SIGTERM and exits 0', async () => {
