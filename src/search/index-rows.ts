@@ -40,7 +40,13 @@ export interface DateRow {
 
 export interface NumberRow {
   code: string;
+  /** The value, or a Range's low (`-Infinity` when it has none). */
   value: string;
+  /**
+   * A Range's high (`Infinity` when it has none; RiskAssessment `probability`); absent for a
+   * decimal or integer, as in QuantityRow. Never below `value`.
+   */
+  high?: string;
 }
 
 export interface QuantityRow {

@@ -17,14 +17,14 @@ import type { ProjectParameters } from './parameters.js';
  * Composite parameters get rows of their own, one per element and combination of component
  * values (indexing/composite.ts). A Reference's `identifier` is stored as a token row under the
  * code `<param>:identifier`, for the `:identifier` modifier. A Range value of a quantity parameter
- * (`onset-age`, `context-quantity`) is one quantity row holding its low and high (indexing/rows.ts).
+ * (`onset-age`, `context-quantity`) is one quantity row holding its low and high, and one of a
+ * number parameter (RiskAssessment `probability`) one number row likewise (indexing/rows.ts).
  *
  * `parameters`: the SearchParameters of the resource's project (src/search/parameters.ts), indexed
  * after the built-in ones with the same row builders.
  *
  * Not indexed: special parameters, `_id` and `_lastUpdated` (columns of the resource table),
- * contained targets (`#id`), Range values of number parameters (RiskAssessment `probability`),
- * Ratio and SampledData values, and resources as values
+ * contained targets (`#id`), Ratio and SampledData values, and resources as values
  * (`Bundle.entry[0].resource`).
  */
 export function buildIndexRows(resource: Resource, parameters?: ProjectParameters): IndexRows {

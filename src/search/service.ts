@@ -434,7 +434,8 @@ function sortExpression(key: SortKey, types: readonly string[], args: SqlArgs, p
     case 'date':
       return key.descending ? from('date_index', 'COALESCE(o."end", o.start)') : from('date_index', 'COALESCE(o.start, o."end")');
     case 'number':
-      return from('number_index', 'o.value');
+      // A Range (RiskAssessment probabilityRange) sorts as a quantity Range does, below.
+      return key.descending ? from('number_index', 'COALESCE(o.high, o.value)') : from('number_index', 'o.value');
     case 'quantity':
       // A Range sorts by its low ascending and its high descending, as a Period does; an open
       // end is infinite, so it comes first.

@@ -9,7 +9,7 @@ export const INDEX_TABLES: Record<keyof IndexRows, { table: string; columns: [st
   token: { table: 'token_index', columns: [['code', 'text'], ['system', 'text'], ['value', 'text'], ['text', 'text']] },
   string: { table: 'string_index', columns: [['code', 'text'], ['value', 'text'], ['exact', 'text']] },
   date: { table: 'date_index', columns: [['code', 'text'], ['start', 'timestamptz'], ['end', 'timestamptz']] },
-  number: { table: 'number_index', columns: [['code', 'text'], ['value', 'float8']] },
+  number: { table: 'number_index', columns: [['code', 'text'], ['value', 'float8'], ['high', 'float8']] },
   quantity: {
     table: 'quantity_index',
     columns: [['code', 'text'], ['value', 'float8'], ['system', 'text'], ['unit', 'text'], ['high', 'float8']],

@@ -211,14 +211,17 @@ describe('date parameters', () => {
 });
 
 describe('number and quantity parameters', () => {
-  it('indexes a decimal as text', () => {
+  it('indexes a decimal as text, and a Range as its low and high (an open end infinite)', () => {
     const resource = {
       resourceType: 'RiskAssessment',
       status: 'final',
       subject: { reference: 'Patient/p1' },
       prediction: [{ probabilityDecimal: 0.025 }, { probabilityRange: { low: { value: 1 } } }],
     };
-    expect(rowsOf(resource, 'number', 'probability')).toEqual([{ code: 'probability', value: '0.025' }]);
+    expect(rowsOf(resource, 'number', 'probability')).toEqual([
+      { code: 'probability', value: '0.025' },
+      { code: 'probability', value: '1', high: 'Infinity' },
+    ]);
   });
 
   it('indexes Observation.valueQuantity with its UCUM code as the unit', () => {

@@ -19,7 +19,7 @@ function dedupe(rows: IndexRows): IndexRows {
   rows.token = unique(rows.token, (r) => `${r.code}\0${n(r.system)}\0${n(r.value)}\0${n(r.text)}`);
   rows.string = unique(rows.string, (r) => `${r.code}\0${r.value}\0${r.exact}`);
   rows.date = unique(rows.date, (r) => `${r.code}\0${n(r.start)}\0${n(r.end)}`);
-  rows.number = unique(rows.number, (r) => `${r.code}\0${r.value}`);
+  rows.number = unique(rows.number, (r) => `${r.code}\0${r.value}\0${r.high ?? ''}`);
   rows.quantity = unique(rows.quantity, (r) => `${r.code}\0${r.value}\0${r.high ?? ''}\0${n(r.system)}\0${n(r.unit)}`);
   rows.reference = unique(rows.reference, (r) => `${r.code}\0${n(r.targetType)}\0${n(r.targetId)}\0${n(r.url)}`);
   rows.uri = unique(rows.uri, (r) => `${r.code}\0${r.value}`);

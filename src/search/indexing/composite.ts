@@ -149,7 +149,8 @@ function componentValues(component: CompositeComponent, element: Node, root: Nod
       // A Range gives its low in `number` and its high in `high`, as in quantity_index (rows.ts, pushRange).
       return rows.quantity.map((row) => ({ system: row.system, value: row.unit, number: row.value, high: row.high ?? null }));
     case 'number':
-      return rows.number.map((row) => ({ number: row.value }));
+      // R4's number components are integers; a Range would keep its high in `high`, as for quantities.
+      return rows.number.map((row) => ({ number: row.value, high: row.high ?? null }));
     case 'date':
       return rows.date.map((row) => ({ start: row.start, end: row.end }));
     case 'string':

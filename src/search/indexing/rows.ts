@@ -143,7 +143,13 @@ function decimalText(value: unknown): string | undefined {
   return undefined;
 }
 
-const addNumber: RowAdder = (rows, code, _type, value) => {
+const addNumber: RowAdder = (rows, code, type, value) => {
+  if (type === 'Range' && isJson(value)) {
+    // RiskAssessment `probability` (probabilityRange): the interval low..high, units aside.
+    const bounds = rangeBounds(value);
+    if (bounds) rows.number.push({ code, value: bounds.low ?? '-Infinity', high: bounds.high ?? 'Infinity' });
+    return;
+  }
   const text = decimalText(value);
   if (text !== undefined) rows.number.push({ code, value: text });
 };
@@ -171,20 +177,29 @@ const addQuantity: RowAdder = (rows, code, type, value) => {
  * on `value <= high`. A Range without any bound value gives no row.
  */
 function pushRange(rows: IndexRows, code: string, range: Json): void {
+  const bounds = rangeBounds(range);
+  if (!bounds) return;
   const low = isJson(range.low) ? range.low : undefined;
   const high = isJson(range.high) ? range.high : undefined;
-  const from = boundText(low);
-  const to = boundText(high);
-  if (from === undefined && to === undefined) return;
   const withUnit = low && (unitOf(low) !== undefined || clean(low.system) !== undefined) ? low : (high ?? low);
-  const [value, upper] = from !== undefined && to !== undefined && Number(from) > Number(to) ? [to, from] : [from, to];
   rows.quantity.push({
     code,
-    value: value ?? '-Infinity',
+    value: bounds.low ?? '-Infinity',
     system: clean(withUnit?.system) ?? null,
     unit: (withUnit && unitOf(withUnit)) ?? null,
-    high: upper ?? 'Infinity',
+    high: bounds.high ?? 'Infinity',
   });
+}
+
+/**
+ * A Range's bound values as text, in order (a reversed Range turned round), each undefined when that
+ * end is open; undefined when neither bound has a value. Shared by quantity and number rows.
+ */
+function rangeBounds(range: Json): { low?: string; high?: string } | undefined {
+  const from = boundText(isJson(range.low) ? range.low : undefined);
+  const to = boundText(isJson(range.high) ? range.high : undefined);
+  if (from === undefined && to === undefined) return undefined;
+  return from !== undefined && to !== undefined && Number(from) > Number(to) ? { low: to, high: from } : { low: from, high: to };
 }
 
 /** A Range bound's value as text (JSON numbers only, as for a Quantity: validation made them numbers). */

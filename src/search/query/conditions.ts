@@ -206,7 +206,7 @@ export function compileParameter(
       return rowsOf(orJoin(values.map((v) => dateCondition(name, v, `${x}.start`, `${x}."end"`, ctx))));
     case 'number':
       noModifier(name, modifier, 'number');
-      return rowsOf(orJoin(values.map((v) => numberCondition(name, v, `${x}.value`, ctx))));
+      return rowsOf(orJoin(values.map((v) => numberCondition(name, v, `${x}.value`, ctx, `${x}.high`))));
     case 'quantity':
       noModifier(name, modifier, 'quantity');
       return rowsOf(orJoin(values.map((v) => quantityCondition(name, v, quantityColumns(x), ctx))));
@@ -312,7 +312,7 @@ function componentCondition(name: string, kind: SearchParameter['type'], raw: st
       // A Range keeps its high in `high` (index-rows.ts, CompositeRow); a Quantity leaves it null.
       return quantityCondition(name, raw, { value: column('number'), high: column('high'), system: column('system'), unit: column('value') }, ctx);
     case 'number':
-      return numberCondition(name, raw, column('number'), ctx);
+      return numberCondition(name, raw, column('number'), ctx, column('high'));
     case 'date':
       return dateCondition(name, raw, column('start'), column('end'), ctx);
     case 'string': {
@@ -555,9 +555,10 @@ function dateRowsOf(x: string, types: readonly string[], ctx: CompileContext, co
 
 // number and quantity -----------------------------------------------------------------------------
 
-function numberCondition(name: string, raw: string, column: string, ctx: CompileContext): string {
+/** `high`: the nullable column of a Range's high (number_index.high, composite_index.highN). */
+function numberCondition(name: string, raw: string, column: string, ctx: CompileContext, high?: string): string {
   const { prefix, value, halfUnit } = parseNumberValue(name, raw);
-  return numberComparison(prefix, value, halfUnit, column, ctx);
+  return numberComparison(prefix, value, halfUnit, column, ctx, high);
 }
 
 /**
@@ -568,10 +569,10 @@ function numberCondition(name: string, raw: string, column: string, ctx: Compile
  * range [low, low], which makes these the value comparisons.
  *
  * `high` is a nullable column (null: a plain value). Rows with one hold low <= high (rows.ts,
- * pushRange), so each condition can bound `low` itself: eq and eb add the bound `low <` that the
+ * rangeBounds), so each condition can bound `low` itself: eq and eb add the bound `low <` that the
  * range form implies, gt, ge and ap are an OR of a test on `low` and one on `high`. An index on
- * `low` then serves a plain value's search as it did before Ranges were indexed, and for
- * quantity_index the partial index on `high` (migration 0011) the Range rows.
+ * `low` then serves a plain value's search as it did before Ranges were indexed, and the partial
+ * index on `high` (quantity_index: migration 0011, number_index: 0013) the Range rows.
  */
 function numberComparison(prefix: Prefix, value: number, halfUnit: number, low: string, ctx: CompileContext, high?: string): string {
   const v = (): string => ctx.args.add(value, 'float8');
