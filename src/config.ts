@@ -47,6 +47,11 @@ export interface Config {
   readonly graphqlMaxListSize: number;
   /** GraphQL: whether clients may query the schema (`__schema`, `__type`); GraphiQL needs it. */
   readonly graphqlIntrospection: boolean;
+  /**
+   * AsyncJobs: how long a running job's lease lasts (renewed every quarter of it by the server
+   * running it); a job whose lease has passed is failed by any server (src/admin/async-job.ts).
+   */
+  readonly asyncJobStaleMs: number;
 }
 
 export class ConfigError extends Error {
@@ -125,6 +130,7 @@ export function loadConfig(env: Env = process.env): Config {
     graphqlMaxCost: int('GRAPHQL_MAX_COST', 50_000, 1),
     graphqlMaxListSize: int('GRAPHQL_MAX_LIST_SIZE', 1000, 1),
     graphqlIntrospection: oneOf('GRAPHQL_INTROSPECTION', ['true', 'false'] as const, 'true') === 'true',
+    asyncJobStaleMs: int('ASYNC_JOB_STALE_MS', 60_000, 1000),
   };
   if (config.superAdminClientId !== undefined && !/^[A-Za-z0-9\-.]{1,64}$/.test(config.superAdminClientId)) {
     problems.push('SUPER_ADMIN_CLIENT_ID must be 1-64 of A-Z a-z 0-9 - . (it is the ClientApplication id)');

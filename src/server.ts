@@ -4,6 +4,7 @@ import { serve } from '@hono/node-server';
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Services } from './context.js';
+import { watchAsyncJobs } from './admin/async-job.js';
 import { bootstrapSuperAdmin } from './auth/bootstrap.js';
 import { AuthService } from './auth/service.js';
 import { openInvalidationBus, type InvalidationBus } from './cache/invalidation.js';
@@ -76,6 +77,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     throw error;
   }
   const services: Services = { config, log, ...storage, auth, bus };
+  // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
+  const jobs = await watchAsyncJobs(services);
   const app = createApp(services);
   const server = await listen(app.fetch, config.port);
   const port = (server.address() as AddressInfo).port;
@@ -83,7 +86,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   return {
     url: `http://127.0.0.1:${port}`,
     services,
-    close: () => shutdown(server, db, [bus, ...(store ? [store] : [])], config.shutdownTimeoutMs),
+    close: () => shutdown(server, db, [jobs, bus, ...(store ? [store] : [])], config.shutdownTimeoutMs),
   };
 }
 

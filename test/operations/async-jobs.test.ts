@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { PROGRESS_INTERVAL_MS } from '../../src/admin/async-job.js';
+import { LEASE_URL, PROGRESS_INTERVAL_MS } from '../../src/admin/async-job.js';
 import type { OperationDefinition } from '../../src/operations/definition.js';
 import { registerOperation } from '../../src/operations/registry.js';
 import { addMemberClient } from '../auth/helpers.js';
@@ -254,10 +254,16 @@ describe('asynchronous jobs', () => {
     const admin = api.newProject();
     const member = await addMemberClient(api, admin);
     const client = projectClient(api.fhir, admin.projectId, async () => member.token);
-    // A job of the admin's project, as the server writes them (clients cannot).
-    const written = await api.server.services.auth
-      .repo(admin.projectId)
-      .createResource('AsyncJob', { resourceType: 'AsyncJob', status: 'active', requestTime: new Date().toISOString(), request: 'http://localhost/x' });
+    // A job of the admin's project, as the server writes them (clients cannot), with a lease that
+    // keeps the servers' sweeps of stale jobs away while the test runs.
+    const lease = { url: LEASE_URL, valueInstant: new Date(Date.now() + 3_600_000).toISOString() };
+    const written = await api.server.services.auth.repo(admin.projectId).createResource('AsyncJob', {
+      resourceType: 'AsyncJob',
+      status: 'active',
+      requestTime: new Date().toISOString(),
+      request: 'http://localhost/x',
+      extension: [lease],
+    });
     const job = written.resource.id!;
     const refused = await client.post(`/AsyncJob/${job}/$cancel`, parameters());
     expect(refused.status, refused.text).toBe(403);
