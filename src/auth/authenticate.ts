@@ -14,12 +14,48 @@ export function unauthorized(text: string, invalidToken: boolean): OperationOutc
   return new OperationOutcomeError(outcome([issue('login', text)]), 401, { 'WWW-Authenticate': challenge });
 }
 
-/** The bearer token of a request, or a 401 when it is missing or malformed. */
+/** The text of the 400 for a repeated Authorization header (REST, GraphQL and the token endpoint alike). */
+export const REPEATED_AUTHORIZATION =
+  'The Authorization header must appear once, with a single credential (several Authorization headers, or several credentials separated by commas, were sent)';
+
+/**
+ * 400 `invalid` for a request with several Authorization headers, or several credentials in one
+ * (RFC 6750 3.1 `invalid_request`: a request that repeats a parameter or uses more than one
+ * method is malformed, 400, not unauthenticated). Which credential counts must not depend on how a
+ * route reads headers (Node keeps the first, fetch Headers join them all), so none is used.
+ */
+export function repeatedAuthorization(): OperationOutcomeError {
+  return new OperationOutcomeError(outcome([issue('invalid', REPEATED_AUTHORIZATION)]), 400, {
+    'WWW-Authenticate': `Bearer realm="Flint", error="invalid_request", error_description="${REPEATED_AUTHORIZATION}"`,
+  });
+}
+
+/** An element of an HTTP list that is an auth-param (`name=value`), not a credential of its own. */
+const AUTH_PARAM = /^\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+\s*=/;
+
+/**
+ * Whether an Authorization value holds more than one credential: headers sent several times and
+ * joined with commas (by fetch Headers, which REST reads, by src/graphql/http-body.ts for GraphQL,
+ * or by a proxy), or a comma-separated list written as one. The value is an HTTP list (RFC 9110
+ * 5.3, 11.6.2): empty elements do not count, nor do auth-params (`realm="x"`) that belong to the
+ * credential before them. Bearer and Basic credentials never contain a comma.
+ */
+export function hasSeveralCredentials(header: string): boolean {
+  if (!header.includes(',')) return false;
+  let credentials = 0;
+  for (const element of header.split(',')) {
+    if (element.trim() !== '' && !AUTH_PARAM.test(element) && ++credentials > 1) return true;
+  }
+  return false;
+}
+
+/** The bearer token of a request, or a 401 when it is missing or malformed (400 when repeated). */
 export function bearerToken(request: Request): string {
   const header = request.headers.get('authorization');
   if (header === null || header === '') {
     throw unauthorized('Authentication required: send Authorization: Bearer <access token>', false);
   }
+  if (hasSeveralCredentials(header)) throw repeatedAuthorization();
   const match = BEARER.exec(header);
   if (!match) throw unauthorized('The Authorization header must be "Bearer <access token>"', true);
   return match[1];

@@ -1,6 +1,7 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { HonoContext } from '../http/fhir-handlers.js';
 import type { ClientApplication, ProjectMembership } from '../fhir/resources.js';
+import { hasSeveralCredentials, REPEATED_AUTHORIZATION } from './authenticate.js';
 import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny, readCredential } from './accounts.js';
 import { checkPassword, chooseMembership } from './logins.js';
 import { oauth, OAuthError, readForm } from './oauth-errors.js';
@@ -17,6 +18,10 @@ const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 export async function tokenHandler(c: HonoContext): Promise<Response> {
   try {
     const auth = c.get('services').auth;
+    // As on every route (authenticate.ts), in this endpoint's error shape (RFC 6749 5.2: a request
+    // that repeats a parameter or uses several authentication methods is `invalid_request`).
+    const authorization = c.req.header('authorization');
+    if (authorization !== undefined && hasSeveralCredentials(authorization)) throw oauth.invalidRequest(REPEATED_AUTHORIZATION);
     const form = await readForm(c.req.raw);
     const grant = form.get('grant_type');
     const address = clientAddress(c);

@@ -27,17 +27,36 @@ function tooLarge(maxBytes: number) {
 /**
  * The request headers as Node parsed them (names in lower case), when Hono runs on Node: reading
  * them through `c.req` builds a fetch Headers object first (its validation measured as several
- * per cent of a small GraphQL request). Undefined on other runtimes.
+ * per cent of a small GraphQL request). Undefined on other runtimes. A repeated Authorization
+ * header is given as REST sees it (below).
  */
 export function nodeHeadersOf(c: Context): IncomingHttpHeaders | undefined {
   const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
-  return isIncomingMessage(incoming) ? incoming.headers : undefined;
+  if (!isIncomingMessage(incoming)) return undefined;
+  return incoming.headers.authorization === undefined ? incoming.headers : withEveryAuthorization(incoming);
+}
+
+/**
+ * Node's parsed headers keep the first of repeated Authorization headers only (IncomingMessage
+ * discards duplicates of `authorization`), where the fetch Headers that REST reads join every
+ * value with ", ". With the values joined alike here, authentication sees the same value on every
+ * route and refuses a repeated header everywhere (src/auth/authenticate.ts, hasSeveralCredentials)
+ * instead of GraphQL using the first credential. A copy only when the header is repeated.
+ */
+function withEveryAuthorization(incoming: IncomingMessage): IncomingHttpHeaders {
+  const raw = incoming.rawHeaders;
+  let values: string[] | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    if (name.length === 13 && name.toLowerCase() === 'authorization') (values ??= []).push(raw[i + 1]);
+  }
+  return values && values.length > 1 ? { ...incoming.headers, authorization: values.join(', ') } : incoming.headers;
 }
 
 /** One request header (first value), from Node's parsed headers when there are any. */
 export function requestHeader(c: Context, name: string): string | undefined {
-  const headers = nodeHeadersOf(c);
-  return headers ? (headerValue(headers, name) ?? undefined) : c.req.header(name);
+  const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
+  return isIncomingMessage(incoming) ? (headerValue(incoming.headers, name) ?? undefined) : c.req.header(name);
 }
 
 /** The Node request behind the Hono context, unless something has started reading it already. */
