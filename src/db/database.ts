@@ -14,9 +14,19 @@ import { PrismaClient } from '../generated/prisma/client.js';
 
 export type Row = Record<string, unknown>;
 
+/** How a read may be planned. */
+export interface QueryOptions {
+  /**
+   * The statement's best plan does not depend on its values (it is driven by a selective key such
+   * as an id or a reference): PostgreSQL may plan it once per connection instead of at every
+   * execution. Ignored inside transactions and on the embedded database.
+   */
+  planOnce?: boolean;
+}
+
 /** Anything that runs SQL: the database itself or an open transaction. */
 export interface SqlExecutor {
-  query<R = Row>(sql: string, args?: readonly unknown[]): Promise<R[]>;
+  query<R = Row>(sql: string, args?: readonly unknown[], options?: QueryOptions): Promise<R[]>;
   execute(sql: string, args?: readonly unknown[]): Promise<number>;
 }
 
@@ -35,25 +45,22 @@ export class Database implements SqlExecutor {
     readonly prisma: PrismaClient,
     private readonly adapter: SqlDriverAdapter,
     private readonly closeDriver: () => Promise<void>,
+    /** Connections whose statements PostgreSQL may plan once (QueryOptions.planOnce). */
+    private readonly planOnceAdapter: SqlDriverAdapter = adapter,
   ) {}
 
   static async open(
     config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePoolSize' | 'databasePreparedStatements'>,
   ): Promise<Database> {
     if (config.databaseUrl) {
-      const pool = new pg.Pool({
-        connectionString: config.databaseUrl,
-        max: config.databasePoolSize,
-        ...(config.databasePreparedStatements > 0 && {
-          Client: preparingClient(new StatementNames(), config.databasePreparedStatements),
-          // New connections start with no prepared statements: what is frequent now gets prepared.
-          maxLifetimeSeconds: 3600,
-          // Planned for each execution's values: see prepared-statements.ts.
-          options: '-c plan_cache_mode=force_custom_plan',
-        }),
-      });
-      const factory = new PrismaPg(pool);
-      return Database.fromFactory('postgres', factory, () => pool.end());
+      const prepared = config.databasePreparedStatements > 0;
+      const pool = postgresPool(config, prepared ? 'force_custom_plan' : undefined);
+      // Statements driven by a key are planned once per connection, on connections of their own:
+      // plan_cache_mode is a connection setting, and switching it would cost a round trip.
+      const planOncePool = prepared ? postgresPool(config, 'force_generic_plan') : undefined;
+      const close = () => Promise.all([pool.end(), planOncePool?.end()]).then(() => undefined);
+      const planOnceAdapter = planOncePool ? await new PrismaPg(planOncePool).connect() : undefined;
+      return Database.fromFactory('postgres', new PrismaPg(pool), close, planOnceAdapter);
     }
     const worker = await WorkerSqlAdapter.start(config.dataDir);
     return Database.fromFactory('pglite', workerAdapterFactory(worker), () => worker.dispose());
@@ -63,15 +70,16 @@ export class Database implements SqlExecutor {
     kind: DatabaseKind,
     factory: SqlDriverAdapterFactory,
     closeDriver: () => Promise<void>,
+    planOnceAdapter?: SqlDriverAdapter,
   ): Promise<Database> {
     const adapter = await factory.connect();
     const prisma = new PrismaClient({ adapter: factory });
-    return new Database(kind, prisma, adapter, closeDriver);
+    return new Database(kind, prisma, adapter, closeDriver, planOnceAdapter);
   }
 
-  query<R = Row>(sql: string, args: readonly unknown[] = []): Promise<R[]> {
+  query<R = Row>(sql: string, args: readonly unknown[] = [], options: QueryOptions = {}): Promise<R[]> {
     this.statementCount++;
-    return runQuery<R>(this.adapter, sql, args);
+    return runQuery<R>(options.planOnce ? this.planOnceAdapter : this.adapter, sql, args);
   }
 
   execute(sql: string, args: readonly unknown[] = []): Promise<number> {
@@ -102,6 +110,28 @@ export class Database implements SqlExecutor {
     await this.prisma.$disconnect().catch(() => undefined);
     await this.closeDriver();
   }
+}
+
+type PlanCacheMode = 'force_custom_plan' | 'force_generic_plan';
+
+/**
+ * A pool of PostgreSQL connections. With a plan cache mode, statements sent more than once are
+ * prepared on each connection (prepared-statements.ts) and planned as the mode says.
+ */
+function postgresPool(
+  config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'databasePreparedStatements'>,
+  planCacheMode: PlanCacheMode | undefined,
+): pg.Pool {
+  return new pg.Pool({
+    connectionString: config.databaseUrl,
+    max: config.databasePoolSize,
+    ...(planCacheMode && {
+      Client: preparingClient(new StatementNames(), config.databasePreparedStatements),
+      // New connections start with no prepared statements: what is frequent now gets prepared.
+      maxLifetimeSeconds: 3600,
+      options: `-c plan_cache_mode=${planCacheMode}`,
+    }),
+  });
 }
 
 class TransactionExecutor implements SqlExecutor {

@@ -169,6 +169,7 @@ export class Repository {
       `SELECT "projectId", id, "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content
        FROM resource WHERE "resourceType" = $1 AND id = $2`,
       [resourceType, id],
+      { planOnce: true },
     );
     const row = rows[0];
     if (!row) return undefined;
@@ -216,6 +217,7 @@ export class Repository {
          CASE WHEN r."versionId"::text = k->>2 THEN NULL ELSE r.content::text END AS content
        FROM json_array_elements($1::json) AS k JOIN resource r ON r."resourceType" = k->>0 AND r.id = k->>1`,
       [JSON.stringify(keys.map((key) => [key.resourceType, key.id, key.heldVersionId ?? null]))],
+      { planOnce: true },
     );
     return rows.map((row) => toStoredVersion(row.resourceType, row));
   }
@@ -239,6 +241,7 @@ export class Repository {
       `SELECT "versionId"::text AS "versionId", content::text AS content FROM resource_history
        WHERE "versionId" IN (SELECT json_array_elements_text($1::json)::uuid)`,
       [JSON.stringify(missing)],
+      { planOnce: true },
     );
     for (const row of rows) if (row.content !== null) texts.set(row.versionId, row.content);
     return texts;

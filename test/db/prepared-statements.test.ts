@@ -50,6 +50,52 @@ describe.skipIf(!process.env.DATABASE_URL)('prepared statements on PostgreSQL', 
     });
   });
 
+  describe('a search driven by a key', async () => {
+    const api = await useTestServer({ DATABASE_POOL_SIZE: '1' });
+
+    /** Plan counts of the prepared statements that read `table` and not `not`, on the connections of `planOnce` or not. */
+    async function plansOf(table: string, not: string, planOnce: boolean): Promise<{ generic: number; custom: number }[]> {
+      const rows = await api.server.services.db.query<{ statement: string; generic_plans: unknown; custom_plans: unknown }>(
+        'SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements',
+        [],
+        { planOnce },
+      );
+      return rows
+        .filter((row) => row.statement.includes(table) && !row.statement.includes(not))
+        .map((row) => ({ generic: Number(row.generic_plans), custom: Number(row.custom_plans) }));
+    }
+
+    async function observationsOfOnePatient(): Promise<{ client: ReturnType<TestServer['newProject']>; patientId: string }> {
+      const client = api.newProject();
+      const patient = await client.post('/Patient', { resourceType: 'Patient' });
+      const code = { coding: [{ system: 'http://loinc.org', code: '8867-4' }] };
+      for (let i = 0; i < 2; i++) {
+        await client.post('/Observation', { resourceType: 'Observation', status: 'final', code, subject: { reference: `Patient/${patient.body.id}` } });
+      }
+      return { client, patientId: patient.body.id };
+    }
+
+    it('is planned once per connection (a generic plan), and answers as before', async () => {
+      const { client, patientId } = await observationsOfOnePatient();
+      for (let i = 0; i < 8; i++) {
+        const page = await client.get(`/Observation?subject=Patient/${patientId}&code=http://loinc.org|8867-4`);
+        expect(page.body.entry).toHaveLength(2);
+      }
+      const plans = await plansOf('reference_index', 'pg_prepared_statements', true);
+      expect(plans.length).toBeGreaterThan(0);
+      expect(plans.every((p) => p.custom === 0)).toBe(true);
+    });
+
+    it('leaves a search without a key planned for its values every time', async () => {
+      const { client } = await observationsOfOnePatient();
+      for (let i = 0; i < 8; i++) await client.get('/Observation?code=http://loinc.org|8867-4&status=final');
+      const plans = await plansOf('token_index', 'reference_index', false);
+      expect(plans.length).toBeGreaterThan(0);
+      expect(plans.every((p) => p.generic === 0)).toBe(true);
+      expect(await plansOf('token_index', 'reference_index', true)).toEqual([]);
+    });
+  });
+
   describe('with DATABASE_PREPARED_STATEMENTS=1', async () => {
     const api = await useTestServer({ DATABASE_POOL_SIZE: '1', DATABASE_PREPARED_STATEMENTS: '1' });
 

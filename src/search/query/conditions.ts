@@ -6,7 +6,7 @@ import { IDENTIFIER_SUFFIX, isIndexedType } from '../indexing/rows.js';
 import { parseReference } from '../indexing/references.js';
 import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from '../indexing/text.js';
 import type { ProjectParameters } from '../parameters.js';
-import { likeEscape, scopeSql, type Scope, type SqlArgs } from './sql-builder.js';
+import { likeEscape, prefixUpperBound, scopeSql, type Scope, type SqlArgs } from './sql-builder.js';
 import { parseDateValue, parseNumberValue, splitComponents, splitOr, splitPipe, takePrefix, unescape, type Prefix } from './values.js';
 
 /**
@@ -117,6 +117,46 @@ export function findParameter(code: string, types: readonly string[], name = cod
   }
   if (!found) throw errors.invalid(`Unknown search parameter "${name}"`, name);
   return found;
+}
+
+/** Parameters whose token values are identifiers: a value names one resource, or a few. */
+const KEY_TOKEN_CODES = new Set(['identifier']);
+
+/**
+ * Whether `name=value` selects by a key (ids, references to given resources, identifiers, or a
+ * chain ending in one): it matches a handful of resources whatever the value, so the plan that
+ * starts from it is the best plan for every value (QueryOptions.planOnce). Invalid parameters are
+ * not keys (compiling them reports the error).
+ */
+export function selectsByKey(name: string, value: string, types: readonly string[], parameters?: ProjectParameters): boolean {
+  if (name.startsWith('_has:')) return false;
+  const values = splitOr(value);
+  if (values.some((v) => v === '')) return false;
+  const dot = name.indexOf('.');
+  if (dot > 0) {
+    const rest = name.slice(dot + 1);
+    return rest === '_id' || (KEY_TOKEN_CODES.has(rest) && values.every(namesTokenCode));
+  }
+  const [code, modifier, ...more] = name.split(':');
+  if (more.length > 0) return false;
+  if (code === '_id') return modifier === undefined;
+  let param: SearchParameter;
+  try {
+    param = findParameter(code, types, name, parameters);
+  } catch {
+    return false;
+  }
+  if (param.type === 'reference') {
+    if (modifier === 'identifier') return values.every(namesTokenCode);
+    return modifier === undefined || isResourceType(modifier);
+  }
+  return param.type === 'token' && modifier === undefined && KEY_TOKEN_CODES.has(code) && values.every(namesTokenCode);
+}
+
+/** A token value with a code (`code` or `system|code`), not a whole system (`system|`). */
+function namesTokenCode(raw: string): boolean {
+  const parts = splitPipe(raw);
+  return parts[parts.length - 1] !== '';
 }
 
 /** Whether a parameter can be searched (indexed kinds plus the resource columns); composites: findCompositePlan. */
@@ -342,6 +382,47 @@ function stringCondition(name: string, modifier: string | undefined, value: stri
     default:
       throw unsupportedModifier(name, modifier, 'string');
   }
+}
+
+/** A page read that starts from index rows instead of from resources (service.ts pageRows). */
+export interface RowsDriver {
+  /** The FROM clause: the index rows joined to their resources `r`. */
+  from: string;
+  /** Conditions on the driving rows, each resource kept once. */
+  where: string;
+}
+
+/**
+ * `name=prefix` read from the string index in the index's order, so a page stops after its first
+ * matches instead of collecting every match to remove duplicates first (a resource has several
+ * name parts). Each resource is kept at its first matching row: no other matching row of it
+ * comes before (value, seq). The prefix's index range is written out (text_pattern_ops
+ * operators, as the index uses), so one plan serves every prefix (QueryOptions.planOnce).
+ * For a search with only this parameter and no _sort: other conditions could drive better.
+ */
+export function stringPrefixDriver(name: string, value: string, types: readonly string[], ctx: CompileContext): RowsDriver | undefined {
+  const [code, modifier, ...more] = name.split(':');
+  if (modifier !== undefined || more.length > 0 || name.includes('.') || code.startsWith('_')) return undefined;
+  let param: SearchParameter;
+  try {
+    param = findParameter(code, types, name, ctx.parameters);
+  } catch {
+    return undefined;
+  }
+  const values = splitOr(value);
+  if (param.type !== 'string' || !isSearchable(param) || values.length !== 1) return undefined;
+  const prefix = normaliseForIndex(unescape(values[0]));
+  const upper = prefix === '' ? undefined : prefixUpperBound(prefix);
+  if (upper === undefined) return undefined;
+  const pattern = ctx.args.add(`${likeEscape(prefix)}%`);
+  return {
+    from: 'string_index d JOIN resource r ON r."resourceType" = d."resourceType" AND r.id = d."resourceId"',
+    where:
+      `d."projectId" = r."projectId" AND d."resourceType" = r."resourceType" AND d.code = ${ctx.args.add(code)}` +
+      ` AND d.value ~>=~ ${ctx.args.add(prefix)} AND d.value ~<~ ${ctx.args.add(upper)} AND d.value LIKE ${pattern}` +
+      ` AND NOT EXISTS (SELECT 1 FROM string_index e WHERE e."resourceType" = d."resourceType" AND e."resourceId" = d."resourceId"` +
+      ` AND e.code = d.code AND e.value LIKE ${pattern} AND (e.value < d.value OR (e.value = d.value AND e.seq < d.seq)))`,
+  };
 }
 
 // token -------------------------------------------------------------------------------------------

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/server.js';
+import { create, found, link, matchIds, pathOf } from './helpers.js';
+
+/**
+ * A search by one string prefix and no _sort reads its page from the string index in order
+ * (stringPrefixDriver): a resource with several matching name parts has several index rows there,
+ * and must still be listed once.
+ */
+const api = await useTestServer();
+
+const patient = (family: string, ...given: string[]) => ({ resourceType: 'Patient', name: [{ family, ...(given.length > 0 && { given }) }] });
+
+describe('a search by one string prefix', () => {
+  it('lists a resource matching in several name parts once', async () => {
+    const p = api.newProject();
+    const id = await create(p, patient('Smith', 'Smitty', 'Smithson'));
+    expect(matchIds(await p.get('/Patient?name=smi'))).toEqual([id]);
+  });
+
+  it('lists every match exactly once across its pages', async () => {
+    const p = api.newProject();
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.push(await create(p, patient(`Smith${i}`, `Smitty${i}`)));
+    await create(p, patient('Jones', 'Sam'));
+    const seen: string[] = [];
+    let path: string | undefined = '/Patient?name=smi&_count=3';
+    while (path) {
+      const page = await p.get(path);
+      seen.push(...matchIds(page));
+      const next = link(page, 'next');
+      path = next ? pathOf(next) : undefined;
+    }
+    expect(seen).toHaveLength(7);
+    expect([...seen].sort()).toEqual([...ids].sort());
+  });
+
+  it('counts resources, not matching name parts', async () => {
+    const p = api.newProject();
+    await create(p, patient('Smith', 'Smitty'));
+    await create(p, patient('Smithers'));
+    const res = await p.get('/Patient?name=smi&_total=accurate&_count=1');
+    expect(res.body.total).toBe(2);
+    expect(matchIds(res)).toHaveLength(1);
+  });
+
+  it('leaves out deleted resources and other projects', async () => {
+    const p = api.newProject();
+    const other = api.newProject();
+    const kept = await create(p, patient('Smith'));
+    const deleted = await create(p, patient('Smithers'));
+    await create(other, patient('Smithson'));
+    expect((await p.delete(`/Patient/${deleted}`)).status).toBe(200);
+    expect(await found(p, '/Patient?name=smi')).toEqual([kept]);
+  });
+});
