@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
-import { afterAll } from 'vitest';
+import { afterAll, expect, inject } from 'vitest';
 import { createProject } from '../../src/auth/projects.js';
 import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
@@ -87,18 +87,63 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     SUPER_ADMIN_CLIENT_ID: TEST_SUPER_ADMIN.clientId,
     SUPER_ADMIN_CLIENT_SECRET: TEST_SUPER_ADMIN.clientSecret,
     // Cache notices of this server only: test servers share one database (and Redis), and one
-    // file's failed logins must not throttle another file's server. Servers meant to hear each
-    // other pass the same CACHE_NAMESPACE.
+    // server's failed logins must not throttle another server. Servers meant to hear each other
+    // pass the same CACHE_NAMESPACE.
     CACHE_NAMESPACE: `test_${randomUUID().replace(/-/g, '').slice(0, 12)}`,
+    // Abandoned AsyncJobs are swept at start, then only every 5 minutes: a server serves many test
+    // files (useTestServer), and a sweep in the middle of a test would add to the statements it
+    // counts. The recovery tests set their own (test/operations/async-job-recovery.test.ts).
+    ASYNC_JOB_STALE_MS: '600000',
     ...overrides,
   };
 }
 
-/** Starts one server for the calling test file and stops it after the file's tests. */
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Set by vitest.config.ts for the files that share their worker's default server. */
+    sharedTestServer: boolean;
+  }
+}
+
+/** The default server of this test worker, started by the first file that asks for it. */
+let workerServer: Promise<TestServer> | undefined;
+/** The files given the worker's server: a second call from one of them wanted a second server. */
+const filesOnWorkerServer = new Set<string>();
+
+/**
+ * The server of the calling test file. With overrides, or in the files that vitest.config.ts runs
+ * with a server of their own (OWN_SERVER), a new server that stops after the file's tests.
+ * Otherwise the default server of this test worker, a process that runs its files one after
+ * another: started by the first of them, it ends with the process. Each test makes its own
+ * project, so files sharing a server see each other's data only as a super admin searching across
+ * projects does (as on PostgreSQL, where every test server shares one database). What a server
+ * keeps for its lifetime is shared too: its CapabilityStatement and GraphQL schema (built once,
+ * with the operations registered then), its compiled GraphQL queries (a test of a query's first,
+ * standard run needs a query text no other file sends, an id in it will do) and its failed logins
+ * from the loopback address (30 within 15 minutes throttle every login; the shared files make a
+ * handful).
+ */
 export async function useTestServer(overrides: Record<string, string> = {}): Promise<TestServer> {
+  if (Object.keys(overrides).length === 0 && inject('sharedTestServer')) {
+    const file = expect.getState().testPath ?? '';
+    if (filesOnWorkerServer.has(file)) {
+      throw new Error(`${file} asks for a second default server: list it in OWN_SERVER (vitest.config.ts) for servers of its own`);
+    }
+    filesOnWorkerServer.add(file);
+    workerServer ??= startTestServer({}).catch((error: unknown) => {
+      workerServer = undefined;
+      throw error;
+    });
+    return workerServer;
+  }
+  const api = await startTestServer(overrides);
+  afterAll(() => api.server.close());
+  return api;
+}
+
+async function startTestServer(overrides: Record<string, string>): Promise<TestServer> {
   const config = loadConfig(testEnv(overrides));
   const server = await startServer(config, { log: pino({ level: 'silent' }) });
-  afterAll(() => server.close());
   const fhir = `${server.url}/fhir/R4`;
   const credentials = new WeakMap<ProjectClient, () => Promise<{ clientId: string; clientSecret: string }>>();
   const newProject = (): ProjectClient => {
