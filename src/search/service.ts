@@ -9,7 +9,6 @@ import { policyAllowsType, policyCriteria } from './policy.js';
 import {
   compileParameter,
   selectsByKey,
-  stringPrefixDriver,
   dateBoundKind,
   dateRangeCondition,
   findParameter,
@@ -191,8 +190,6 @@ export async function search(
   }
   const filterParams: [string, string][] = [];
   const ignored = new Set<number>();
-  /** Where the last filter parameter's condition and arguments start. */
-  let lastFilter = { where: 0, args: 0 };
   for (const [index, [name, value]] of params.entries()) {
     if (CONTROL.has(name)) continue;
     const mark = args.values.length;
@@ -202,7 +199,6 @@ export async function search(
       args.values.length = mark;
       ignored.add(index);
     } else {
-      lastFilter = { where: where.length, args: mark };
       where.push(condition);
       filterParams.push([name, value]);
     }
@@ -246,11 +242,7 @@ export async function search(
   if (summary !== 'count' && count > 0) {
     const columns = options.withoutContent ? KEY_COLUMNS : COLUMNS;
     const kept = services.searchCache?.keepsPages && dependency ? { cache: services.searchCache, dependency } : undefined;
-    const source =
-      (sort.length === 0 && position === undefined && filterParams.length === 1 && typeList?.length === 1 && scope.projectIds?.length === 1
-        ? drivenSource(where, args, lastFilter, filterParams[0], typeList, ctx)
-        : undefined) ?? { from: 'resource r', where: whereSql, args, planOnce };
-    const rows = await pageRows(services.db, source, sort, count, offset, position, paramTypes, multiType, parameters, columns, kept);
+    const rows = await pageRows(services.db, args, whereSql, sort, count, offset, position, paramTypes, multiType, parameters, columns, kept, planOnce);
     result.matches = rows.rows;
     const paging = result.paging;
     const key = (row: SearchRow, direction: 'n' | 'p'): string =>
@@ -459,39 +451,10 @@ function sortExpression(key: SortKey, types: readonly string[], args: SqlArgs, p
   }
 }
 
-/** Where a page's rows come from: resources `r`, or index rows joined to them (RowsDriver). */
-interface PageSource {
-  from: string;
-  where: string;
-  args: SqlArgs;
-  planOnce: boolean;
-}
-
-/**
- * A search of one type in one project with a single string parameter and no order (a name typed
- * ahead): its page is read from the string index in order (stringPrefixDriver), in place of the
- * parameter's EXISTS, which totals still use. Undefined when the parameter is not such a prefix.
- */
-function drivenSource(
-  where: readonly string[],
-  args: SqlArgs,
-  filter: { where: number; args: number },
-  [name, value]: [string, string],
-  types: readonly string[],
-  ctx: CompileContext,
-): PageSource | undefined {
-  // The parameter's condition and arguments are the last ones (no date pair for a string).
-  if (filter.where !== where.length - 1) return undefined;
-  const pageArgs = new SqlArgs();
-  pageArgs.values.push(...args.values.slice(0, filter.args));
-  const driver = stringPrefixDriver(name, value, types, { ...ctx, args: pageArgs });
-  if (!driver) return undefined;
-  return { from: driver.from, where: [...where.slice(0, filter.where), driver.where].join(' AND '), args: pageArgs, planOnce: true };
-}
-
 async function pageRows(
   db: SqlExecutor,
-  source: PageSource,
+  baseArgs: SqlArgs,
+  where: string,
   sort: SortKey[],
   count: number,
   offset: number,
@@ -501,10 +464,11 @@ async function pageRows(
   parameters: ProjectParameters | undefined,
   columns = COLUMNS,
   kept?: { cache: SearchCache; dependency: WriteDependency },
+  planOnce = false,
 ): Promise<{ rows: SearchRow[]; more: boolean }> {
   const args = new SqlArgs();
-  args.values.push(...source.args.values);
-  const conditions = [source.where];
+  args.values.push(...baseArgs.values);
+  const conditions = [where];
   let order = '';
   let backwards = false;
   const keyColumns = multiType ? 'r."lastUpdated", r.id, r."resourceType"' : 'r."lastUpdated", r.id';
@@ -536,13 +500,13 @@ async function pageRows(
   }
   const limit = args.add(count + 1);
   const skip = position ? '' : ` OFFSET ${args.add(offset)}`;
-  const sql = `SELECT ${columns} FROM ${source.from} WHERE ${conditions.join(' AND ')}${order ? ` ORDER BY ${order}` : ''} LIMIT ${limit}${skip}`;
+  const sql = `SELECT ${columns} FROM resource r WHERE ${conditions.join(' AND ')}${order ? ` ORDER BY ${order}` : ''} LIMIT ${limit}${skip}`;
   const key = kept && statementKey(sql, args.values);
   const page = key ? kept.cache.getPage<{ rows: readonly SearchRow[]; more: boolean }>(key) : undefined;
   // A kept page is shared: callers get their own array (rows are not changed by anyone).
   if (page) return { rows: [...page.rows], more: page.more };
   const at = kept?.cache.now();
-  const raw = await db.query<RawRow>(sql, args.values, { planOnce: source.planOnce });
+  const raw = await db.query<RawRow>(sql, args.values, { planOnce });
   const more = raw.length > count;
   const rows = raw.slice(0, count).map(toRow);
   if (backwards) rows.reverse();

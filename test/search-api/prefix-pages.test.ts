@@ -3,9 +3,8 @@ import { useTestServer } from '../helpers/server.js';
 import { create, found, link, matchIds, pathOf } from './helpers.js';
 
 /**
- * A search by one string prefix and no _sort reads its page from the string index in order
- * (stringPrefixDriver): a resource with several matching name parts has several index rows there,
- * and must still be listed once.
+ * A resource has one string index row per name part, so several rows of one resource may match a
+ * prefix: it is still one match, on every page and in the total.
  */
 const api = await useTestServer();
 

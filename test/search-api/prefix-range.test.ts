@@ -3,10 +3,9 @@ import { useTestServer } from '../helpers/server.js';
 import { create, found } from './helpers.js';
 
 /**
- * Starts-with searches run as an index range on text_pattern_ops: the prefix, up to the prefix
- * with its last character incremented (derived by PostgreSQL from the LIKE pattern, or written
- * out by stringPrefixDriver when a prefix is the search's only parameter, as in every case here).
- * These cases sit on the edges of that range.
+ * Starts-with searches run as an index range on text_pattern_ops (PostgreSQL derives it from the
+ * LIKE pattern: the prefix, up to the prefix with its last character incremented). These cases
+ * sit on the edges of that range.
  */
 const api = await useTestServer();
 

@@ -6,7 +6,7 @@ import { IDENTIFIER_SUFFIX, isIndexedType } from '../indexing/rows.js';
 import { parseReference } from '../indexing/references.js';
 import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from '../indexing/text.js';
 import type { ProjectParameters } from '../parameters.js';
-import { likeEscape, prefixUpperBound, scopeSql, type Scope, type SqlArgs } from './sql-builder.js';
+import { likeEscape, scopeSql, type Scope, type SqlArgs } from './sql-builder.js';
 import { parseDateValue, parseNumberValue, splitComponents, splitOr, splitPipe, takePrefix, unescape, type Prefix } from './values.js';
 
 /**
@@ -382,47 +382,6 @@ function stringCondition(name: string, modifier: string | undefined, value: stri
     default:
       throw unsupportedModifier(name, modifier, 'string');
   }
-}
-
-/** A page read that starts from index rows instead of from resources (service.ts pageRows). */
-export interface RowsDriver {
-  /** The FROM clause: the index rows joined to their resources `r`. */
-  from: string;
-  /** Conditions on the driving rows, each resource kept once. */
-  where: string;
-}
-
-/**
- * `name=prefix` read from the string index in the index's order, so a page stops after its first
- * matches instead of collecting every match to remove duplicates first (a resource has several
- * name parts). Each resource is kept at its first matching row: no other matching row of it
- * comes before (value, seq). The prefix's index range is written out (text_pattern_ops
- * operators, as the index uses), so one plan serves every prefix (QueryOptions.planOnce).
- * For a search with only this parameter and no _sort: other conditions could drive better.
- */
-export function stringPrefixDriver(name: string, value: string, types: readonly string[], ctx: CompileContext): RowsDriver | undefined {
-  const [code, modifier, ...more] = name.split(':');
-  if (modifier !== undefined || more.length > 0 || name.includes('.') || code.startsWith('_')) return undefined;
-  let param: SearchParameter;
-  try {
-    param = findParameter(code, types, name, ctx.parameters);
-  } catch {
-    return undefined;
-  }
-  const values = splitOr(value);
-  if (param.type !== 'string' || !isSearchable(param) || values.length !== 1) return undefined;
-  const prefix = normaliseForIndex(unescape(values[0]));
-  const upper = prefix === '' ? undefined : prefixUpperBound(prefix);
-  if (upper === undefined) return undefined;
-  const pattern = ctx.args.add(`${likeEscape(prefix)}%`);
-  return {
-    from: 'string_index d JOIN resource r ON r."resourceType" = d."resourceType" AND r.id = d."resourceId"',
-    where:
-      `d."projectId" = r."projectId" AND d."resourceType" = r."resourceType" AND d.code = ${ctx.args.add(code)}` +
-      ` AND d.value ~>=~ ${ctx.args.add(prefix)} AND d.value ~<~ ${ctx.args.add(upper)} AND d.value LIKE ${pattern}` +
-      ` AND NOT EXISTS (SELECT 1 FROM string_index e WHERE e."resourceType" = d."resourceType" AND e."resourceId" = d."resourceId"` +
-      ` AND e.code = d.code AND e.value LIKE ${pattern} AND (e.value < d.value OR (e.value = d.value AND e.seq < d.seq)))`,
-  };
 }
 
 // token -------------------------------------------------------------------------------------------

@@ -13,19 +13,6 @@ export function likeEscape(text: string): string {
   return text.replace(/[\\%_]/g, (char) => `\\${char}`);
 }
 
-/**
- * The least string above every string that starts with `prefix`, in byte (UTF-8, so code point)
- * order, as text_pattern_ops compares: the prefix with its last character incremented; none
- * after U+10FFFF.
- */
-export function prefixUpperBound(prefix: string): string | undefined {
-  const chars = [...prefix];
-  let next = chars.pop()!.codePointAt(0)! + 1;
-  if (next >= 0xd800 && next <= 0xdfff) next = 0xe000;
-  if (next > 0x10ffff) return undefined;
-  return chars.join('') + String.fromCodePoint(next);
-}
-
 /** Project scope of a resource alias: every project (super admin) or the listed ones. */
 export interface Scope {
   /** undefined: every project. */
