@@ -160,12 +160,11 @@ class JobRun implements AsyncJobControl {
 
   private async write(changes: Partial<AsyncJob>): Promise<void> {
     for (let attempt = 0; attempt < 5 && !this.gone; attempt++) {
-      const next: AsyncJob = { ...this.stored, ...changes };
+      const changed: AsyncJob = { ...this.stored, ...changes };
       // A job found cancelled (or stopped) keeps that status: only the output and the time are added.
-      if (TERMINAL.has(this.stored.status ?? '')) next.status = this.stored.status;
-      const stopping = TERMINAL.has(next.status ?? '');
-      next.extension = withLease(next.extension, stopping ? undefined : Date.now() + this.ctx.config.asyncJobStaleMs);
-      if (next.extension.length === 0) delete next.extension;
+      if (TERMINAL.has(this.stored.status ?? '')) changed.status = this.stored.status;
+      const stopping = TERMINAL.has(changed.status ?? '');
+      const next = withLease(changed, stopping ? undefined : Date.now() + this.ctx.config.asyncJobStaleMs);
       try {
         const written = await jobRepository(this.ctx).updateResource('AsyncJob', this.id, next, { ifMatch: this.stored.meta?.versionId });
         this.stored = written.resource as AsyncJob;
@@ -216,10 +215,12 @@ function lease(until: number): Extension {
   return { url: LEASE_URL, valueInstant: new Date(until).toISOString() };
 }
 
-/** `extensions` with the lease set to `until`, or without it when `until` is undefined. */
-function withLease(extensions: AsyncJob['extension'], until: number | undefined): Extension[] {
-  const others = (extensions ?? []).filter((extension) => extension?.url !== LEASE_URL);
-  return until === undefined ? others : [...others, lease(until)];
+/** `job` with its lease set to `until`, or without one (nor an empty extension list) when `until` is undefined. */
+function withLease(job: AsyncJob, until: number | undefined): AsyncJob {
+  const others = (job.extension ?? []).filter((extension) => extension?.url !== LEASE_URL);
+  const extension = until === undefined ? others : [...others, lease(until)];
+  const { extension: _previous, ...rest } = job;
+  return extension.length > 0 ? { ...rest, extension } : rest;
 }
 
 /** The time a job's lease ends (ms), or undefined when it has none (written before leases). */
@@ -295,10 +296,7 @@ async function sweepAbandonedJobs(services: Services): Promise<number> {
         // What the job had reported so far, then why it stopped.
         parameter: [...((job.output as Parameters | undefined)?.parameter ?? []), { name: 'outcome', resource: outcome([issue('transient', text)]) }],
       };
-      const ended: AsyncJob = { ...job, status: 'error', transactionTime: new Date(now).toISOString(), output };
-      const extension = withLease(job.extension, undefined);
-      if (extension.length > 0) ended.extension = extension;
-      else delete ended.extension;
+      const ended = withLease({ ...job, status: 'error', transactionTime: new Date(now).toISOString(), output }, undefined);
       await repo.updateResource('AsyncJob', row.id, ended, { ifMatch: job.meta?.versionId });
       services.log.warn({ asyncJob: row.id, projectId: row.projectId, lastHeard: since }, 'AsyncJob failed: its server stopped before it finished');
       failed++;
@@ -334,8 +332,7 @@ export const asyncJobCancelOperation: Operation<Record<string, never>, { return:
         throw errors.invalid(`AsyncJob/${id} is ${job.status}: only an accepted or active job can be cancelled`);
       }
       try {
-        const cancelled: AsyncJob = { ...job, status: 'cancelled', extension: withLease(job.extension, undefined) };
-        if (cancelled.extension!.length === 0) delete cancelled.extension;
+        const cancelled = withLease({ ...job, status: 'cancelled' }, undefined);
         await jobRepository(ctx).updateResource('AsyncJob', id!, cancelled, { ifMatch: job.meta?.versionId });
       } catch (error) {
         // The job recorded progress meanwhile: read it again.

@@ -37,49 +37,19 @@ function probability(client: ProjectClient, value: string): Promise<string[]> {
 }
 
 describe('number parameters with Range values (RiskAssessment probability)', () => {
-  it('gt matches a range whose high is above the value', async () => {
+  // Each prefix against the Range 20-40: searches that find it, searches that do not.
+  it.each([
+    ['gt matches a range whose high is above the value', ['gt30', 'gt39.9'], ['gt40']],
+    ['ge matches a range whose high is at or above the value', ['ge40'], ['ge41']],
+    ['lt matches a range whose low is below the value', ['lt21'], ['lt20']],
+    ['le matches a range whose low is at or below the value', ['le20'], ['le19']],
+    ['sa matches a range lying wholly above the value', ['sa19'], ['sa20', 'sa30']],
+    ['eb matches a range lying wholly below the value', ['eb41'], ['eb40', 'eb30']],
+  ])('%s', async (_rule, finding, missing) => {
     const p = api.newProject();
     const id = await assessment(p, range(20, 40));
-    expect(await probability(p, 'gt30')).toEqual([id]);
-    expect(await probability(p, 'gt39.9')).toEqual([id]);
-    expect(await probability(p, 'gt40')).toEqual([]);
-  });
-
-  it('ge matches a range whose high is at or above the value', async () => {
-    const p = api.newProject();
-    const id = await assessment(p, range(20, 40));
-    expect(await probability(p, 'ge40')).toEqual([id]);
-    expect(await probability(p, 'ge41')).toEqual([]);
-  });
-
-  it('lt matches a range whose low is below the value', async () => {
-    const p = api.newProject();
-    const id = await assessment(p, range(20, 40));
-    expect(await probability(p, 'lt21')).toEqual([id]);
-    expect(await probability(p, 'lt20')).toEqual([]);
-  });
-
-  it('le matches a range whose low is at or below the value', async () => {
-    const p = api.newProject();
-    const id = await assessment(p, range(20, 40));
-    expect(await probability(p, 'le20')).toEqual([id]);
-    expect(await probability(p, 'le19')).toEqual([]);
-  });
-
-  it('sa matches a range lying wholly above the value', async () => {
-    const p = api.newProject();
-    const id = await assessment(p, range(20, 40));
-    expect(await probability(p, 'sa19')).toEqual([id]);
-    expect(await probability(p, 'sa20')).toEqual([]);
-    expect(await probability(p, 'sa30')).toEqual([]);
-  });
-
-  it('eb matches a range lying wholly below the value', async () => {
-    const p = api.newProject();
-    const id = await assessment(p, range(20, 40));
-    expect(await probability(p, 'eb41')).toEqual([id]);
-    expect(await probability(p, 'eb40')).toEqual([]);
-    expect(await probability(p, 'eb30')).toEqual([]);
+    for (const value of finding) expect(await probability(p, value), value).toEqual([id]);
+    for (const value of missing) expect(await probability(p, value), value).toEqual([]);
   });
 
   it('eq (and no prefix) matches a range inside the implicit range of the value, not a wider one', async () => {
