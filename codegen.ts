@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CodegenConfig } from '@graphql-codegen/cli';
 import type { CodegenPlugin } from '@graphql-codegen/plugin-helpers';
-import { buildASTSchema, concatAST, parse } from 'graphql';
+import { buildASTSchema, concatAST, getNamedType, isEnumType, isInterfaceType, isObjectType, parse, type GraphQLSchema } from 'graphql';
 import * as typescriptFhirJson from './codegen/typescript-fhir-json.js';
 import { enumCodes } from './src/generated/graphql-enum-codes.js';
 
@@ -40,8 +40,41 @@ const localPlugins: Record<string, CodegenPlugin> = { 'typescript-fhir-json': ty
 
 const exampleOutput = process.env.CODEGEN_EXAMPLE_OUTPUT || 'examples/typed-client/generated.ts';
 
+/**
+ * typescript-resolvers `mappers`: every object type of the schema (but the root types) is its own
+ * generated type, so a resolver's parent (ResolversParentTypes) and its answer (ResolversTypes) are
+ * the very FHIR JSON types the services hold (`ResolversParentTypes['Patient']` is `Patient`).
+ *
+ * Without them the plugin re-declares, in an `Omit<T, ...> & { ... }` copy of nearly every type (any
+ * type that leads to the `Resource` interface, through Extension and Reference), each field leading
+ * there, writing the nullable items of its lists `Maybe<T>`; with `maybeValue: 'T'` (the FHIR JSON
+ * types' choice, shared by both plugins) those items became non-null. So the parent type of
+ * `HumanName` claimed `_given: Element[]` where FHIR JSON, and `HumanName`, hold `(Element | null)[]`,
+ * and no stored `Patient` was assignable to `ResolversParentTypes['Patient']`.
+ *
+ * The enums that are the items of an aligned list (`SearchParameter.base`: ResourceTypes, `dayOfWeek`:
+ * DaysOfWeek) are mapped too, so their values take the `resolverTypeWrapperSignature` as objects and
+ * scalars do, and such a list may answer its null gaps (the plugin writes an unmapped enum bare).
+ */
+function selfMappers(schema: GraphQLSchema): Record<string, string> {
+  const roots = new Set([schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()].map((type) => type?.name));
+  const mappers: Record<string, string> = {};
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (!type.name.startsWith('__') && !roots.has(type.name) && isObjectType(type)) mappers[type.name] = type.name;
+  }
+  for (const field of typescriptFhirJson.alignedElementLists(schema)) {
+    const [owner, name] = field.split('.');
+    const type = schema.getType(owner);
+    const item = (isObjectType(type) || isInterfaceType(type)) && getNamedType(type.getFields()[name].type);
+    if (isEnumType(item)) mappers[item.name] = item.name;
+  }
+  return mappers;
+}
+
+const schema = loadSchema();
+
 const config: CodegenConfig = {
-  schema: loadSchema(),
+  schema,
   importExtension: '.js',
   // A local plugin by its name; any other module through Node's import, as the default loader does
   // (the CLI tries `@graphql-codegen/<name>`, then other spellings, while the import finds nothing).
@@ -65,8 +98,14 @@ const config: CodegenConfig = {
         maybeValue: 'T',
         // ...while arguments and input objects may hold an explicit `null` from the client.
         inputMaybeValue: 'T | null',
-        // ...and a resolver may still answer null or undefined for any field.
+        // ...and a resolver may still answer null or undefined for any field and list item: named
+        // types through the wrapper, whole lists and enums through the resolver function's result
+        // (the plugin's own, `Promise<TResult> | TResult`, refused with `maybeValue: 'T'` an absent
+        // list or enum: a `given` resolver could not answer `HumanName['given']`, nor `use` `HumanName['use']`).
         resolverTypeWrapperSignature: 'Promise<T | null | undefined> | T | null | undefined',
+        customResolverFn:
+          '(parent: TParent, args: TArgs, context: TContext, info: GraphQLResolveInfo) => Promise<TResult | null | undefined> | TResult | null | undefined',
+        mappers: selfMappers(schema),
         // `Device.RequestGroupList` and `DeviceRequest.GroupList` would both give `DeviceRequestGroupListArgs`.
         addUnderscoreToArgsType: true,
         // Every custom scalar must be mapped here, so a new one in schema/ cannot silently become `any`.

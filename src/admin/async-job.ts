@@ -11,7 +11,8 @@ import type { AsyncJobControl, Operation, OperationRequest } from '../operations
  * Asynchronous operations (http://hl7.org/fhir/R4/async.html, as Medplum does it): an operation
  * with `respondsAsync` called with `Prefer: respond-async` is answered 202 at once with
  * `Content-Location: <fhir base>/AsyncJob/<id>`, and its handler runs in this server process in the
- * background. The AsyncJob is a resource of the caller's project, written through the caller's
+ * background (GraphQL's `<Field>Async` fields start the same job and answer it: acceptAsyncJob).
+ * The AsyncJob is a resource of the caller's project, written through the caller's
  * repository, so it is read (and polled) like any other:
  *
  *   accepted ──▶ active ──▶ completed   (output: the operation's Parameters)
@@ -64,10 +65,21 @@ export function prefersAsync(prefer: string | undefined): boolean {
 }
 
 /**
- * Creates the AsyncJob (`accepted`) for `operation` called with `input` and starts the handler in
- * the background; returns the job's id. `requestUrl` is the request as the client sent it.
+ * The asynchronous form of an operation call, for every transport (REST's `Prefer: respond-async`,
+ * GraphQL's `<Field>Async`), once the caller is authorized and the input decoded: checks the input
+ * (a client's mistake is the answer, not a failed job), then creates the AsyncJob and starts the
+ * handler (startAsyncJob). Returns the job as created (`accepted`).
  */
-export async function startAsyncJob(operation: Operation, input: OperationInput, request: OperationRequest, requestUrl: string): Promise<string> {
+export async function acceptAsyncJob(operation: Operation, input: OperationInput, request: OperationRequest, requestUrl: string): Promise<AsyncJob> {
+  await operation.check?.(input, request);
+  return startAsyncJob(operation, input, request, requestUrl);
+}
+
+/**
+ * Creates the AsyncJob (`accepted`) for `operation` called with `input` and starts the handler in
+ * the background; returns the job as created. `requestUrl` is the request as the client sent it.
+ */
+async function startAsyncJob(operation: Operation, input: OperationInput, request: OperationRequest, requestUrl: string): Promise<AsyncJob> {
   const now = Date.now();
   const created = await jobRepository(request.ctx).createResource('AsyncJob', {
     resourceType: 'AsyncJob',
@@ -79,7 +91,7 @@ export async function startAsyncJob(operation: Operation, input: OperationInput,
   const job = new JobRun(request.ctx, created.resource as AsyncJob, operation);
   running.set(job.id, job.controller);
   setImmediate(() => void job.run(input, request));
-  return job.id;
+  return created.resource as AsyncJob;
 }
 
 class JobRun implements AsyncJobControl {

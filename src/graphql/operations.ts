@@ -2,7 +2,9 @@ import type { GraphQLFieldResolver } from 'graphql';
 import { errors } from '../fhir/outcome.js';
 import { isObject, type Resource } from '../fhir/types.js';
 import { isOpenType, isRepeating, isResourceParameterType, valueKey, type OperationParameter } from '../operations/definition.js';
+import { acceptAsyncJob } from '../admin/async-job.js';
 import { executeOperation } from '../operations/execute.js';
+import { decodeBody } from '../operations/parameters.js';
 import { builtinOperations } from '../operations/builtin.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
 import type { Resolvers } from '../generated/graphql.js';
@@ -22,6 +24,9 @@ import {
  * Parameters resource a REST client would send, and `executeOperation` decodes, checks and runs it:
  * the same decoding, validation, authorization and handler as the REST route. The Parameters it
  * returns is read back into the output type's fields.
+ *
+ * A `<Field>Async` field (operations with `respondsAsync`) decodes and checks the same way, then
+ * starts the operation as an AsyncJob, as REST does with `Prefer: respond-async`, and returns the job.
  *
  * The fields are those of the committed SDL, generated from the built-in operations; an operation
  * registered at run time (tests do) has no field, so it gets no resolver either.
@@ -49,11 +54,25 @@ function operationResolver(field: OperationField): GraphQLFieldResolver<unknown,
     };
     // As in REST: a refusal comes before any complaint about the input.
     operation.authorize?.(request);
+    if (field.async) {
+      // REST's `Prefer: respond-async` path: the same checks, then the job (accepted) is the answer.
+      const input = decodeBody(operation.definition, toParameters(args, operation));
+      return acceptAsyncJob(operation, input, request, restUrl(request, operation.definition.code));
+    }
     const result = await executeOperation(operation, toParameters(args, operation), request);
     if (field.returnsResource) return result.resource;
     const out = parametersOf(operation.definition, 'out');
     return out.length === 0 ? result.resource : fromEntries(entriesOf(result.resource), out);
   };
+}
+
+/**
+ * The URL a REST client would POST the same call to (`<base>/$reindex`, `<base>/Type/id/$op`): the
+ * AsyncJob's `request`, as the REST path records it for a POST.
+ */
+function restUrl(request: OperationRequest, code: string): string {
+  const path = [request.resourceType, request.id, `$${code}`].filter((part) => part !== undefined).join('/');
+  return `${request.ctx.config.fhirBaseUrl}/${path}`;
 }
 
 /** A Parameters entry, as REST clients send and receive them. */

@@ -3,7 +3,7 @@ import { readHandler } from '../http/fhir-handlers.js';
 import { assertJsonAcceptable, assertJsonContentType } from '../http/negotiation.js';
 import { fhirJson } from '../http/responses.js';
 import { allOk, errors } from '../fhir/outcome.js';
-import { prefersAsync, startAsyncJob } from '../admin/async-job.js';
+import { acceptAsyncJob, prefersAsync } from '../admin/async-job.js';
 import type { OperationLevel } from './definition.js';
 import { invokeOperation } from './execute.js';
 import { decodeBody, decodeQuery } from './parameters.js';
@@ -37,11 +37,9 @@ export function operationHandler(level: OperationLevel): (c: HonoContext) => Pro
       input = decodeBody(definition, await readBody(c), { plainJson: operation.acceptsPlainJsonBody });
     }
     if (operation.respondsAsync && prefersAsync(c.req.header('prefer'))) {
-      // Checked now: a client's mistake is the answer, not a failed job.
-      await operation.check?.(input, request);
       const fhirBase = c.get('services').config.fhirBaseUrl;
       const url = new URL(c.req.url);
-      const id = await startAsyncJob(operation, input, request, `${fhirBase}${url.pathname.slice(FHIR_PATH.length)}${url.search}`);
+      const { id } = await acceptAsyncJob(operation, input, request, `${fhirBase}${url.pathname.slice(FHIR_PATH.length)}${url.search}`);
       const location = `${fhirBase}/AsyncJob/${id}`;
       const accepted = allOk(`Accepted: $${definition.code} runs as AsyncJob/${id}; poll ${location} for its status and output`);
       return fhirJson(accepted, 202, { 'Content-Location': location }, c.req.query('_pretty') === 'true');

@@ -59,7 +59,8 @@ export interface Operation<I = any, O = any> {
   /**
    * With `Prefer: respond-async` the REST call is answered `202 Accepted` at once, with
    * `Content-Location` naming an AsyncJob, and the handler runs in the background (request.job set;
-   * src/admin/async-job.ts). Without the header it runs within the request as usual.
+   * src/admin/async-job.ts). Without the header it runs within the request as usual. GraphQL
+   * gives such an operation a second field, `<Field>Async`, that starts the same job and returns it.
    */
   readonly respondsAsync?: boolean;
 }

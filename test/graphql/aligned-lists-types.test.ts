@@ -2,7 +2,21 @@ import { plugin as typescriptPlugin } from '@graphql-codegen/typescript';
 import { buildSchema as buildSdl } from 'graphql';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { alignedElementLists, plugin } from '../../codegen/typescript-fhir-json.js';
-import type { Element, ElementInput, HumanName, HumanNameInput, Patient, ResourceTypes, SearchParameter } from '../../src/generated/graphql.js';
+import type { GraphQLResolveInfo } from 'graphql';
+import type {
+  Element,
+  ElementInput,
+  HumanName,
+  HumanNameInput,
+  HumanNameResolvers,
+  Patient,
+  ResolversParentTypes,
+  ResolversTypes,
+  ResourceTypes,
+  SearchParameter,
+  SearchParameterResolvers,
+} from '../../src/generated/graphql.js';
+import type { GraphQLContext } from '../../src/graphql/context.js';
 import { buildSchema } from '../../src/graphql/schema.js';
 
 // The generated TypeScript types (src/generated/graphql.ts) against FHIR JSON's one kind of null: the
@@ -138,5 +152,46 @@ describe('codegen plugin typescript-fhir-json', () => {
     expect(aligned.has('HumanName.family')).toBe(false);
     expect(aligned.has('HumanName.extension')).toBe(false);
     expect(aligned.has('HumanName._family')).toBe(false);
+  });
+});
+
+describe('generated resolver types: the FHIR JSON types', () => {
+  // typescript-resolvers' own parent types re-declared the fields leading to the Resource interface
+  // with `Maybe<T>` list items, non-null under `maybeValue: 'T'`: `_given: Element[]` beside
+  // HumanName's `(Element | null)[]`. codegen.ts maps every object type to itself instead.
+  it('give a resolver the FHIR JSON type itself as its parent, gaps of the aligned lists included', () => {
+    expectTypeOf<ResolversParentTypes['HumanName']>().toEqualTypeOf<HumanName>();
+    expectTypeOf<ResolversParentTypes['Patient']>().toEqualTypeOf<Patient>();
+    expectTypeOf<NonNullable<ResolversParentTypes['HumanName']['_given']>[number]>().toEqualTypeOf<Element | null>();
+    expectTypeOf<NonNullable<ResolversParentTypes['Patient']['name']>[number]>().toEqualTypeOf<HumanName>();
+    // A stored resource is a parent where the schema has the Resource interface (contained, Reference.resource).
+    const patient: Patient = { resourceType: 'Patient', name: [{ given: [null, 'B'], _given: [{ id: 'g1' }, null] }] };
+    const parent: ResolversParentTypes['Resource'] = patient;
+    // @ts-expect-error the parent type still checks its fields: `given` holds strings
+    const wrong: ResolversParentTypes['HumanName'] = { given: [1] };
+    expect([parent.id, wrong.given]).toEqual([undefined, [1]]);
+  });
+
+  it('let a field resolver answer what the FHIR JSON holds: an absent list or enum, the null gaps of a list', async () => {
+    // Each returns its parent's field as it is; before, `given` and `use` could not answer undefined,
+    // nor `base` (an enum list) its null gaps.
+    const resolvers: HumanNameResolvers = {
+      given: (parent) => parent.given,
+      _given: (parent) => parent._given,
+      use: (parent) => parent.use,
+    };
+    const searchParameter: SearchParameterResolvers = { base: (parent) => parent.base };
+    expectTypeOf<ResolversTypes['HumanName']>().toEqualTypeOf<Promise<HumanName | null | undefined> | HumanName | null | undefined>();
+    const call = async (resolver: unknown, parent: unknown) =>
+      (resolver as (parent: unknown, args: object, context: GraphQLContext, info: GraphQLResolveInfo) => unknown)(parent, {}, {} as GraphQLContext, {} as GraphQLResolveInfo);
+    const name: HumanName = { given: [null, 'B'], _given: [{ id: 'g1' }, null] };
+    expect(await call(resolvers.given, name)).toEqual([null, 'B']);
+    expect(await call(resolvers._given, name)).toEqual([{ id: 'g1' }, null]);
+    expect(await call(resolvers.use, name)).toBeUndefined();
+    const base: SearchParameter['base'] = ['Patient', null];
+    expect(await call(searchParameter.base, { resourceType: 'SearchParameter', base })).toEqual(['Patient', null]);
+    // @ts-expect-error an answer of the wrong type is still refused
+    const wrong: HumanNameResolvers = { given: () => [1] };
+    expect(wrong.given).toBeTypeOf('function');
   });
 });

@@ -15,8 +15,11 @@ import { block, sdlFile, type SdlArgument, type SdlField } from './sdl.js';
 /**
  * The GraphQL face of the operation registry: one field per operation and place (system, or each
  * resource type), named `<ResourceType><PascalCode>` or `System<PascalCode>`, on Query when the
- * operation does not affect state and on Mutation when it does. The SDL generator and the resolvers
- * (src/graphql/operations.ts) both read `operationFields`, so the schema and the runtime agree.
+ * operation does not affect state and on Mutation when it does. An operation that offers
+ * asynchronous running (`respondsAsync`) has a second field per place, `<Field>Async` on Mutation,
+ * with the same arguments, that starts the job REST's `Prefer: respond-async` starts and returns its
+ * AsyncJob. The SDL generator and the resolvers (src/graphql/operations.ts) both read
+ * `operationFields`, so the schema and the runtime agree.
  */
 
 export interface OperationField {
@@ -33,7 +36,20 @@ export interface OperationField {
   readonly id: 'none' | 'optional' | 'required';
   /** The operation's output is one resource (a single resource-typed `return`): the field returns it. */
   readonly returnsResource: boolean;
+  /**
+   * The `<Field>Async` field of an operation with `respondsAsync`: it starts the operation as an
+   * AsyncJob and returns the job (accepted), as REST answers `Prefer: respond-async`.
+   */
+  readonly async: boolean;
+  /** The name of the field running the operation synchronously (`SystemReindex` for `SystemReindexAsync`; its own name otherwise). */
+  readonly syncName: string;
 }
+
+/** What `<Field>Async` returns: the AsyncJob resource type, read later with `AsyncJob(id:)`. */
+export const ASYNC_JOB_TYPE = 'AsyncJob';
+
+/** The suffix of the asynchronous form of an operation field. */
+export const ASYNC_SUFFIX = 'Async';
 
 /** The name of the `id` argument of instance-level fields; no in-parameter may take it. */
 export const ID_ARGUMENT = 'id';
@@ -44,8 +60,12 @@ export const ID_ARGUMENT = 'id';
  */
 export function operationFields(operations: readonly Operation[]): OperationField[] {
   const fields = new Map<string, OperationField>();
-  const add = (field: OperationField) => {
-    if (!fields.has(field.name)) fields.set(field.name, field);
+  const add = (field: Omit<OperationField, 'async' | 'syncName'>) => {
+    if (fields.has(field.name)) return;
+    fields.set(field.name, { ...field, async: false, syncName: field.name });
+    // Starting a job writes it (an AsyncJob), whatever the operation does: a mutation.
+    const name = `${field.name}${ASYNC_SUFFIX}`;
+    if (field.operation.respondsAsync && !fields.has(name)) fields.set(name, { ...field, name, root: 'Mutation', async: true, syncName: field.name });
   };
   for (const operation of operations) {
     const { definition } = operation;
@@ -140,9 +160,11 @@ class SdlWriter {
       if (args.some((arg) => arg.name === name)) {
         throw new Error(`generate-schema: $${definition.code} has two arguments named ${name} on ${field.name}`);
       }
-      args.push({ name, type: this.inputReference(parameter, field.name) });
+      // The asynchronous form takes the very input types of the synchronous field.
+      args.push({ name, type: this.inputReference(parameter, field.syncName) });
     }
-    return { name: field.name, args, type: this.outputOf(field), description: fieldDescription(field) };
+    const type = field.async ? ASYNC_JOB_TYPE : this.outputOf(field);
+    return { name: field.name, args, type, description: fieldDescription(field) };
   }
 
   /** The argument or input field type of an in-parameter: lists for repeating ones, `!` when required. */
@@ -206,8 +228,12 @@ class SdlWriter {
   }
 
   private define(name: string, head: string, fields: SdlField[], text: string | undefined): void {
-    if (this.types.some((type) => type.name === name)) throw new Error(`generate-schema: two operation types are named ${name}`);
-    this.types.push({ name, text: block(head, fields, text) });
+    const written = block(head, fields, text);
+    const same = this.types.find((type) => type.name === name);
+    // The synchronous and asynchronous fields of one operation share their input types.
+    if (same?.text === written) return;
+    if (same) throw new Error(`generate-schema: two operation types are named ${name}`);
+    this.types.push({ name, text: written });
   }
 }
 
@@ -221,6 +247,13 @@ function fieldDescription(field: OperationField): string {
   const where = field.resourceType
     ? `on ${field.resourceType}${field.id === 'optional' ? ' (with `id`: on that instance)' : field.id === 'required' ? ' instance `id`' : ''}`
     : 'at system level';
+  if (field.async) {
+    return (
+      `$${definition.code} ${where}, as an asynchronous job (REST's \`Prefer: respond-async\`): checks the arguments, ` +
+      `starts the job and returns its AsyncJob (\`accepted\`); read it with \`AsyncJob(id:)\` until its \`status\` is ` +
+      `completed (\`output\`: the operation's Parameters, as REST's job holds them; \`${field.syncName}\` gives the same result at once), error or cancelled.`
+    );
+  }
   const about = typeof definition.description === 'string' ? `: ${definition.description}` : '';
   return `$${definition.code} ${where}${about}`;
 }
