@@ -9,12 +9,14 @@ import { policyAllowsType, policyCriteria } from './policy.js';
 import {
   compileParameter,
   selectsByKey,
+  stringPrefixRange,
   dateBoundKind,
   dateRangeCondition,
   findParameter,
   isSearchable,
   type CompileContext,
   type IndexRowsCondition,
+  type PrefixRange,
   type ValueSetMember,
 } from './query/conditions.js';
 import { decodeCursor, encodeCursor, searchSignature, type CursorPosition } from './query/cursor.js';
@@ -189,11 +191,19 @@ export async function search(
     where.push(typeList!.length === 1 ? `(${condition})` : `(r."resourceType" <> ${args.add(type)} OR (${condition}))`);
   }
   const filterParams: [string, string][] = [];
+  /** Where each of filterParams' conditions is in `where`, and the index rows it reads (if one table's). */
+  const filterAt: number[] = [];
+  const filterRows: (IndexRowsCondition | undefined)[] = [];
   const ignored = new Set<number>();
   for (const [index, [name, value]] of params.entries()) {
     if (CONTROL.has(name)) continue;
     const mark = args.values.length;
+    let rows: IndexRowsCondition | undefined;
+    ctx.onRows = (found) => {
+      if (found.depth === 0) rows ??= found;
+    };
     const condition = tolerate(() => compileParameter(name, value, paramTypes, 'r', ctx));
+    ctx.onRows = undefined;
     // A parameter that failed (lenient) must leave no arguments behind.
     if (condition === undefined) {
       args.values.length = mark;
@@ -201,6 +211,8 @@ export async function search(
     } else {
       where.push(condition);
       filterParams.push([name, value]);
+      filterAt.push(where.length - 1);
+      filterRows.push(rows);
     }
   }
   where.push(...dateRangeConditions(filterParams, paramTypes, ctx));
@@ -242,7 +254,13 @@ export async function search(
   if (summary !== 'count' && count > 0) {
     const columns = options.withoutContent ? KEY_COLUMNS : COLUMNS;
     const kept = services.searchCache?.keepsPages && dependency ? { cache: services.searchCache, dependency } : undefined;
-    const rows = await pageRows(services.db, args, whereSql, sort, count, offset, position, paramTypes, multiType, parameters, columns, kept, planOnce);
+    const prefix =
+      sort.length === 0 && typeList?.length === 1 && scope.projectIds?.length === 1
+        ? prefixDriver(filterParams, filterAt, filterRows, where, typeList[0], parameters)
+        : undefined;
+    const rows = prefix
+      ? await prefixOrderedPage(services.db, args, prefix, scope.projectIds![0], typeList![0], count, offset, columns, kept)
+      : await pageRows(services.db, args, whereSql, sort, count, offset, position, paramTypes, multiType, parameters, columns, kept, planOnce);
     result.matches = rows.rows;
     const paging = result.paging;
     const key = (row: SearchRow, direction: 'n' | 'p'): string =>
@@ -463,7 +481,7 @@ async function pageRows(
   multiType: boolean,
   parameters: ProjectParameters | undefined,
   columns = COLUMNS,
-  kept?: { cache: SearchCache; dependency: WriteDependency },
+  kept?: KeptPages,
   planOnce = false,
 ): Promise<{ rows: SearchRow[]; more: boolean }> {
   const args = new SqlArgs();
@@ -501,6 +519,21 @@ async function pageRows(
   const limit = args.add(count + 1);
   const skip = position ? '' : ` OFFSET ${args.add(offset)}`;
   const sql = `SELECT ${columns} FROM resource r WHERE ${conditions.join(' AND ')}${order ? ` ORDER BY ${order}` : ''} LIMIT ${limit}${skip}`;
+  return runPage(db, sql, args, count, backwards, kept, planOnce);
+}
+
+type KeptPages = { cache: SearchCache; dependency: WriteDependency };
+
+/** Runs a page statement that asks for `count + 1` rows (or answers it from the kept pages). */
+async function runPage(
+  db: SqlExecutor,
+  sql: string,
+  args: SqlArgs,
+  count: number,
+  backwards: boolean,
+  kept: KeptPages | undefined,
+  planOnce: boolean,
+): Promise<{ rows: SearchRow[]; more: boolean }> {
   const key = kept && statementKey(sql, args.values);
   const page = key ? kept.cache.getPage<{ rows: readonly SearchRow[]; more: boolean }>(key) : undefined;
   // A kept page is shared: callers get their own array (rows are not changed by anyone).
@@ -512,6 +545,87 @@ async function pageRows(
   if (backwards) rows.reverse();
   if (key && at !== undefined) kept.cache.setPage(key, kept.dependency, at, { rows: [...rows], more }, rows.length);
   return { rows, more };
+}
+
+/** A search's string prefix match that orders its page, and the search's other conditions. */
+interface PrefixDriver {
+  range: PrefixRange;
+  /** The match's condition on its string_index rows (its arguments are among the search's). */
+  rows: IndexRowsCondition;
+  /** The search's conditions without the prefix match's own. */
+  where: string;
+}
+
+/** The first filter that is a one-value string prefix (stringPrefixRange), if any. */
+function prefixDriver(
+  filterParams: readonly [string, string][],
+  filterAt: readonly number[],
+  filterRows: readonly (IndexRowsCondition | undefined)[],
+  where: readonly string[],
+  type: string,
+  parameters: ProjectParameters | undefined,
+): PrefixDriver | undefined {
+  for (const [index, [name, value]] of filterParams.entries()) {
+    const rows = filterRows[index];
+    if (rows?.table !== 'string_index' || !rows.condition) continue;
+    const range = stringPrefixRange(name, value, [type], parameters);
+    if (range) return { range, rows, where: where.filter((_, at) => at !== filterAt[index]).join(' AND ') };
+  }
+  return undefined;
+}
+
+/** Index rows a prefix window reads per row of the page it is for (resources with several matching values, filtered ones). */
+const PREFIX_WINDOW_FACTOR = 4;
+const PREFIX_WINDOW_MIN = 100;
+
+/**
+ * A page of a search without _sort whose filters hold a string prefix (`Patient?name=smi`),
+ * ordered by each resource's first matching value, then id: the order of the string index
+ * (0014_string_index_order), so the page is read from the first rows of the index range
+ * instead of de-duplicating every match (1,666 index rows for "smi" among 100,000 Patients).
+ * The statement reads a window of index rows: its resources are exactly the first ones of the
+ * whole order (a resource is in the window when its first matching row is), so when the window
+ * yields the page and one more row, that is the page. Otherwise (few matches, filters that drop
+ * most of the window, deep offsets) the same statement without the window answers. The
+ * window's plan is the same for every value (an ordered range scan that stops early), so it is
+ * planned once; the whole statement is planned for its values.
+ */
+async function prefixOrderedPage(
+  db: SqlExecutor,
+  baseArgs: SqlArgs,
+  driver: PrefixDriver,
+  projectId: string,
+  type: string,
+  count: number,
+  offset: number,
+  columns: string,
+  kept: KeptPages | undefined,
+): Promise<{ rows: SearchRow[]; more: boolean }> {
+  const statement = (window: number | undefined): { sql: string; args: SqlArgs } => {
+    const args = new SqlArgs();
+    args.values.push(...baseArgs.values);
+    const { lower, upper } = driver.range;
+    const { alias: w, codeArg, condition } = driver.rows;
+    const inOrder = window === undefined ? '' : ` ORDER BY ${w}.value USING ~<~, ${w}."resourceId" LIMIT ${args.add(window)}`;
+    // The range is the match's own LIKE condition as index bounds that hold in a plan made once.
+    const rows =
+      `SELECT ${w}."resourceId", ${w}.value FROM string_index ${w} WHERE ${w}."projectId" = ${args.add(projectId)}` +
+      ` AND ${w}."resourceType" = ${args.add(type)} AND ${w}.code = ${codeArg} AND (${condition})` +
+      ` AND ${w}.value ~>=~ ${args.add(lower)} AND ${w}.value ~<~ ${args.add(upper)}${inOrder}`;
+    // min under "C" is text_pattern_ops' byte order, the window's.
+    // Ordered before the join, so that the join stops at the page (it keeps its outer side's order).
+    const matches = `SELECT m."resourceId", min(m.value COLLATE "C") AS first FROM (${rows}) m GROUP BY m."resourceId" ORDER BY first, m."resourceId"`;
+    const sql =
+      `SELECT ${columns} FROM (${matches}) p JOIN resource r ON r.id = p."resourceId" WHERE ${driver.where}` +
+      ` ORDER BY p.first, p."resourceId" LIMIT ${args.add(count + 1)} OFFSET ${args.add(offset)}`;
+    return { sql, args };
+  };
+  const window = Math.max(PREFIX_WINDOW_MIN, PREFIX_WINDOW_FACTOR * (offset + count + 1));
+  const windowed = statement(window);
+  const page = await runPage(db, windowed.sql, windowed.args, count, false, kept, true);
+  if (page.more) return page;
+  const whole = statement(undefined);
+  return runPage(db, whole.sql, whole.args, count, false, kept, false);
 }
 
 // Totals ------------------------------------------------------------------------------------------

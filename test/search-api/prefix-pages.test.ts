@@ -53,3 +53,49 @@ describe('a search by one string prefix', () => {
     expect(await found(p, '/Patient?name=smi')).toEqual([kept]);
   });
 });
+
+describe('the order of a string prefix search without _sort', () => {
+  it('lists resources by their first matching value, then id', async () => {
+    const p = api.newProject();
+    const smitty = await create(p, patient('Smitty'));
+    const smith = await create(p, patient('Smith'));
+    const byGiven = await create(p, patient('Jones', 'Smia'));
+    const smithers = await create(p, patient('Smithers', 'Smiz'));
+    expect(matchIds(await p.get('/Patient?name=smi'))).toEqual([byGiven, smith, smithers, smitty]);
+  });
+
+  it('breaks ties between equal values by id', async () => {
+    const p = api.newProject();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await create(p, patient('Smith')));
+    expect(matchIds(await p.get('/Patient?name=smi'))).toEqual([...ids].sort());
+  });
+
+  it('keeps the order of the first page on later pages', async () => {
+    const p = api.newProject();
+    for (let i = 0; i < 9; i++) await create(p, patient(i % 2 === 0 ? 'Smith' : `Smi${9 - i}`));
+    const whole = matchIds(await p.get('/Patient?name=smi&_count=20'));
+    const pages = [];
+    for (let offset = 0; offset < 9; offset += 4) pages.push(...matchIds(await p.get(`/Patient?name=smi&_count=4&_offset=${offset}`)));
+    expect(pages).toEqual(whole);
+  });
+
+  it('finds every match when other filters leave few of the first hundred matching values', async () => {
+    const p = api.newProject();
+    const female: string[] = [];
+    const batch = (n: number, family: string, gender: string) =>
+      Promise.all(Array.from({ length: n }, () => create(p, { ...patient(family), gender })));
+    // "smia" comes before "smith": the first 120 index rows of "smi" are of men.
+    for (let i = 0; i < 6; i++) await batch(20, 'Smia', 'male');
+    female.push(...(await batch(3, 'Smith', 'female')));
+    const seen: string[] = [];
+    let path: string | undefined = '/Patient?name=smi&gender=female&_count=2';
+    while (path) {
+      const page = await p.get(path);
+      seen.push(...matchIds(page));
+      const next = link(page, 'next');
+      path = next ? pathOf(next) : undefined;
+    }
+    expect([...seen].sort()).toEqual([...female].sort());
+  });
+});

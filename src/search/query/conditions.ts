@@ -153,6 +153,46 @@ export function selectsByKey(name: string, value: string, types: readonly string
   return param.type === 'token' && modifier === undefined && KEY_TOKEN_CODES.has(code) && values.every(namesTokenCode);
 }
 
+/**
+ * A string parameter's default (prefix) match on one value, as the range of index values it
+ * covers: `lower` <= value < `upper` in byte order (text_pattern_ops). Such a match can be read
+ * from its index in order (service.ts, prefixOrderedPage).
+ */
+export interface PrefixRange {
+  lower: string;
+  upper: string;
+}
+
+/** The PrefixRange of `name=value`, or undefined when it is not a plain one-value string prefix. */
+export function stringPrefixRange(name: string, value: string, types: readonly string[], parameters?: ProjectParameters): PrefixRange | undefined {
+  if (name.startsWith('_') || name.includes(':') || name.includes('.')) return undefined;
+  const values = splitOr(value);
+  if (values.length !== 1) return undefined;
+  let param: SearchParameter;
+  try {
+    param = findParameter(name, types, name, parameters);
+  } catch {
+    return undefined;
+  }
+  if (param.type !== 'string' || !isSearchable(param)) return undefined;
+  const lower = normaliseForIndex(unescape(values[0]));
+  const upper = lower === '' ? undefined : prefixUpperBound(lower);
+  return upper === undefined ? undefined : { lower, upper };
+}
+
+/**
+ * The least string above every string starting with `prefix`, in code point order (which is
+ * UTF-8 byte order, text_pattern_ops' order): the prefix with its last code point incremented.
+ */
+export function prefixUpperBound(prefix: string): string | undefined {
+  const points = Array.from(prefix, (c) => c.codePointAt(0)!);
+  while (points.length > 0) {
+    const last = points.pop()!;
+    if (last < 0x10ffff) return String.fromCodePoint(...points, last === 0xd7ff ? 0xe000 : last + 1);
+  }
+  return undefined;
+}
+
 /** A token value with a code (`code` or `system|code`), not a whole system (`system|`). */
 function namesTokenCode(raw: string): boolean {
   const parts = splitPipe(raw);
