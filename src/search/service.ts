@@ -20,6 +20,7 @@ import {
   type ValueSetMember,
 } from './query/conditions.js';
 import { decodeCursor, encodeCursor, searchSignature, type CursorPosition } from './query/cursor.js';
+import { splitOr, unescape } from './query/values.js';
 import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
 import { parametersForSearch, type ProjectParameters } from './parameters.js';
 import { expandForSearch } from './value-sets.js';
@@ -254,12 +255,13 @@ export async function search(
   if (summary !== 'count' && count > 0) {
     const columns = options.withoutContent ? KEY_COLUMNS : COLUMNS;
     const kept = services.searchCache?.keepsPages && dependency ? { cache: services.searchCache, dependency } : undefined;
+    const project = searchedProject(scope, filterParams);
     const prefix =
-      sort.length === 0 && typeList?.length === 1 && scope.projectIds?.length === 1
+      sort.length === 0 && typeList?.length === 1 && project !== undefined
         ? prefixDriver(filterParams, filterAt, filterRows, where, typeList[0], parameters)
         : undefined;
     const rows = prefix
-      ? await prefixOrderedPage(services.db, args, prefix, scope.projectIds![0], typeList![0], count, offset, columns, kept)
+      ? await prefixOrderedPage(services.db, args, prefix, project!, typeList![0], count, offset, columns, kept)
       : await pageRows(services.db, args, whereSql, sort, count, offset, position, paramTypes, multiType, parameters, columns, kept, planOnce);
     result.matches = rows.rows;
     const paging = result.paging;
@@ -296,6 +298,13 @@ export async function search(
     result.total = await total(services, args, whereSql, summary === 'count' ? 'accurate' : totalMode, known, proven, exactCount, dependency);
   }
   return result;
+}
+
+/** The one project a search reads: the caller's, or the one `_project` names (super admins). */
+function searchedProject(scope: Scope, filterParams: readonly [string, string][]): string | undefined {
+  if (scope.projectIds) return scope.projectIds.length === 1 ? scope.projectIds[0] : undefined;
+  const named = filterParams.filter(([name]) => name === '_project').map(([, value]) => splitOr(value));
+  return named.length === 1 && named[0].length === 1 ? unescape(named[0][0]) : undefined;
 }
 
 function scopeOf(identity: Identity): Scope {

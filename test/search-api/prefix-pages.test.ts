@@ -64,6 +64,17 @@ describe('the order of a string prefix search without _sort', () => {
     expect(matchIds(await p.get('/Patient?name=smi'))).toEqual([byGiven, smith, smithers, smitty]);
   });
 
+  it('is the same for a super admin naming the project with _project', async () => {
+    const p = api.newProject();
+    const other = api.newProject();
+    const smitty = await create(p, patient('Smitty'));
+    const smith = await create(p, patient('Smith'));
+    const smia = await create(p, patient('Smia'));
+    const smik = await create(p, patient('Smik'));
+    await create(other, patient('Smib'));
+    expect(matchIds(await api.superAdmin.get(`/Patient?name=smi&_project=${p.projectId}`))).toEqual([smia, smik, smith, smitty]);
+  });
+
   it('breaks ties between equal values by id', async () => {
     const p = api.newProject();
     const ids: string[] = [];
