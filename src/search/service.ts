@@ -12,6 +12,7 @@ import {
   stringPrefixRange,
   dateBoundKind,
   dateRangeCondition,
+  dateRangeRows,
   findParameter,
   isSearchable,
   type CompileContext,
@@ -174,23 +175,7 @@ export async function search(
   const scope = scopeOf(services.identity);
   const valueSets = await expandValueSets(services, scope, typeList, paramTypes, params);
   const ctx: CompileContext = { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters };
-  const where: string[] = [];
-  if (typeList) {
-    where.push(
-      typeList.length === 1
-        ? `r."resourceType" = ${args.add(typeList[0])}`
-        : `r."resourceType" IN (${typeList.map((t) => args.add(t)).join(', ')})`,
-    );
-  }
-  const scoped = scopeSql('r', 'projectId', scope, args);
-  if (scoped) where.push(scoped);
-  where.push('NOT r.deleted');
-  for (const type of typeList ?? []) {
-    // The AccessPolicy's criteria for a type narrow every search of it (issue 3).
-    const condition = policyCondition(services.identity, type, ctx);
-    if (!condition) continue;
-    where.push(typeList!.length === 1 ? `(${condition})` : `(r."resourceType" <> ${args.add(type)} OR (${condition}))`);
-  }
+  const where = baseConditions(services.identity, typeList, scope, ctx);
   const filterParams: [string, string][] = [];
   /** Where each of filterParams' conditions is in `where`, and the index rows it reads (if one table's). */
   const filterAt: number[] = [];
@@ -260,9 +245,13 @@ export async function search(
       sort.length === 0 && typeList?.length === 1 && project !== undefined
         ? prefixDriver(filterParams, filterAt, filterRows, where, typeList[0], parameters)
         : undefined;
-    const rows = prefix
-      ? await prefixOrderedPage(services.db, args, prefix, project!, typeList![0], count, offset, columns, kept)
-      : await pageRows(services.db, args, whereSql, sort, count, offset, position, paramTypes, multiType, parameters, columns, kept, planOnce);
+    const dates =
+      !prefix && !planOnce && sort.length === 0 && typeList?.length === 1 && project !== undefined ? dateRangePair(filterParams) : undefined;
+    const page = { count, offset, columns, kept };
+    const rows =
+      (prefix && (await prefixOrderedPage(services.db, args, prefix, project!, typeList![0], count, offset, columns, kept))) ||
+      (dates && (await dateRangePage(services, dates, typeList![0], scope, project!, ctx, page))) ||
+      (await pageRows(services.db, args, whereSql, sort, count, offset, position, paramTypes, multiType, parameters, columns, kept, planOnce));
     result.matches = rows.rows;
     const paging = result.paging;
     const key = (row: SearchRow, direction: 'n' | 'p'): string =>
@@ -305,6 +294,29 @@ function searchedProject(scope: Scope, filterParams: readonly [string, string][]
   if (scope.projectIds) return scope.projectIds.length === 1 ? scope.projectIds[0] : undefined;
   const named = filterParams.filter(([name]) => name === '_project').map(([, value]) => splitOr(value));
   return named.length === 1 && named[0].length === 1 ? unescape(named[0][0]) : undefined;
+}
+
+/** What every search of `typeList` asks before its parameters: the type, the project, not deleted, the AccessPolicy's criteria. */
+function baseConditions(identity: Identity, typeList: readonly string[] | undefined, scope: Scope, ctx: CompileContext): string[] {
+  const { args } = ctx;
+  const where: string[] = [];
+  if (typeList) {
+    where.push(
+      typeList.length === 1
+        ? `r."resourceType" = ${args.add(typeList[0])}`
+        : `r."resourceType" IN (${typeList.map((t) => args.add(t)).join(', ')})`,
+    );
+  }
+  const scoped = scopeSql('r', 'projectId', scope, args);
+  if (scoped) where.push(scoped);
+  where.push('NOT r.deleted');
+  for (const type of typeList ?? []) {
+    // The AccessPolicy's criteria for a type narrow every search of it (issue 3).
+    const condition = policyCondition(identity, type, ctx);
+    if (!condition) continue;
+    where.push(typeList?.length === 1 ? `(${condition})` : `(r."resourceType" <> ${args.add(type)} OR (${condition}))`);
+  }
+  return where;
 }
 
 function scopeOf(identity: Identity): Scope {
@@ -581,6 +593,58 @@ function prefixDriver(
     if (range) return { range, rows, where: where.filter((_, at) => at !== filterAt[index]).join(' AND ') };
   }
   return undefined;
+}
+
+/** A date parameter's lower and upper bound among a search's filters (dateRangeConditions' first pair), and the other filters. */
+interface DateRangePair {
+  name: string;
+  lower: string;
+  upper: string;
+  others: [string, string][];
+}
+
+function dateRangePair(filters: readonly [string, string][]): DateRangePair | undefined {
+  for (const [at, [name, lower]] of filters.entries()) {
+    if (dateBoundKind(lower) !== 'lower' || filters.findIndex(([n, v]) => n === name && dateBoundKind(v) === 'lower') !== at) continue;
+    const upperAt = filters.findIndex(([n, v]) => n === name && dateBoundKind(v) === 'upper');
+    if (upperAt < 0) continue;
+    return { name, lower, upper: filters[upperAt][1], others: filters.filter((_, i) => i !== at && i !== upperAt) };
+  }
+  return undefined;
+}
+
+/**
+ * A page of a search without _sort in one project whose filters bound a date parameter from
+ * both sides (`Observation?date=ge2023-03-01&date=le2023-03-01`): the resources are joined from
+ * dateRangeRows (each once, in the GiST index's order), so the statement stops at the page
+ * instead of de-duplicating every match. The other filters are compiled anew as conditions on the
+ * resource. With no other filter (bar `_project`) the plan is the same for every range (the
+ * index scan stops at the page however many rows the range holds), so it is planned once.
+ * Undefined when the pair is not one after all (not a date parameter).
+ */
+async function dateRangePage(
+  services: SearchServices,
+  pair: DateRangePair,
+  type: string,
+  scope: Scope,
+  projectId: string,
+  searchCtx: CompileContext,
+  page: { count: number; offset: number; columns: string; kept: KeptPages | undefined },
+): Promise<{ rows: SearchRow[]; more: boolean } | undefined> {
+  const args = new SqlArgs();
+  const ctx: CompileContext = { ...searchCtx, args, depth: 0, onRows: undefined };
+  const source = dateRangeRows(pair.name, pair.lower, pair.upper, type, projectId, ctx);
+  if (!source) return undefined;
+  const where = [
+    ...baseConditions(services.identity, [type], scope, ctx),
+    ...pair.others.map(([name, value]) => compileParameter(name, value, [type], 'r', ctx)),
+    ...dateRangeConditions(pair.others, [type], ctx),
+  ];
+  const sql =
+    `SELECT ${page.columns} FROM (${source}) g JOIN resource r ON r.id = g."resourceId" WHERE ${where.join(' AND ')}` +
+    ` LIMIT ${args.add(page.count + 1)} OFFSET ${args.add(page.offset)}`;
+  const planOnce = pair.others.every(([name]) => name === '_project');
+  return runPage(services.db, sql, args, page.count, false, page.kept, planOnce);
 }
 
 /** Index rows a prefix window reads per row of the page it is for (resources with several matching values, filtered ones). */

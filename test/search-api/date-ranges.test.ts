@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { useTestServer, type ProjectClient } from '../helpers/server.js';
-import { create, found, sorted } from './helpers.js';
+import { create, found, link, matchIds, pathOf, sorted } from './helpers.js';
 
 /**
  * `p=ge<A>&p=le<B>` on a date parameter: the search adds an index-friendly condition for the pair
@@ -105,5 +105,42 @@ describe('date ranges with one value per resource', () => {
     const { ids, count } = await matchesAndCount(p, '/Encounter?status=finished&date=ge2023-03-01&date=le2023-03-01');
     expect(ids).toEqual([wanted]);
     expect(count).toBe(1);
+  });
+});
+
+describe('pages of a date range search without _sort', () => {
+  it('list resources with one value and with several values once each across pages', async () => {
+    const p = api.newProject();
+    const wanted: string[] = [];
+    for (let i = 0; i < 3; i++) wanted.push(await create(p, goal(`2023-05-0${i + 1}`)));
+    for (let i = 0; i < 2; i++) wanted.push(await create(p, goal('2023-02-01', '2023-03-01', `2021-01-0${i + 1}`)));
+    await create(p, goal('2021-05-01'));
+    await create(p, goal('2021-05-01', '2021-06-01'));
+    const seen: string[] = [];
+    let path: string | undefined = '/Goal?target-date=ge2023-01-01&target-date=le2023-12-31&_count=2';
+    while (path) {
+      const page = await p.get(path);
+      seen.push(...matchIds(page));
+      const next = link(page, 'next');
+      path = next ? pathOf(next) : undefined;
+    }
+    expect(sorted(...seen)).toEqual(sorted(...wanted));
+  });
+
+  it('keep to the project a super admin names with _project', async () => {
+    const p = api.newProject();
+    const other = api.newProject();
+    const mine = await create(p, encounter('2023-03-01T10:00:00Z', '2023-03-01T11:00:00Z'));
+    await create(other, encounter('2023-03-01T10:00:00Z', '2023-03-01T11:00:00Z'));
+    const res = await api.superAdmin.get(`/Encounter?date=ge2023-03-01&date=le2023-03-01&_project=${p.projectId}`);
+    expect(matchIds(res)).toEqual([mine]);
+  });
+
+  it('leave out deleted resources', async () => {
+    const p = api.newProject();
+    const kept = await create(p, encounter('2023-03-01T10:00:00Z', '2023-03-01T11:00:00Z'));
+    const deleted = await create(p, encounter('2023-03-01T12:00:00Z', '2023-03-01T13:00:00Z'));
+    expect((await p.delete(`/Encounter/${deleted}`)).status).toBe(200);
+    expect(await found(p, '/Encounter?date=ge2023-03-01&date=le2023-03-01')).toEqual([kept]);
   });
 });
