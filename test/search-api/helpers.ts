@@ -40,6 +40,19 @@ export function pathOf(url: string): string {
   return url.slice(at + '/fhir/R4'.length);
 }
 
+/** The match ids of every page of a search, following its `next` links from `path`. */
+export async function matchesOfEveryPage(client: ProjectClient, path: string): Promise<string[]> {
+  const seen: string[] = [];
+  let next: string | undefined = path;
+  while (next) {
+    const page = await client.get(next);
+    seen.push(...matchIds(page));
+    const url = link(page, 'next');
+    next = url ? pathOf(url) : undefined;
+  }
+  return seen;
+}
+
 export function sorted(...ids: string[]): string[] {
   return [...ids].sort();
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { useTestServer } from '../helpers/server.js';
-import { create, found, link, matchIds, pathOf } from './helpers.js';
+import { create, found, matchesOfEveryPage, matchIds } from './helpers.js';
 
 /**
  * A resource has one string index row per name part, so several rows of one resource may match a
@@ -22,14 +22,7 @@ describe('a search by one string prefix', () => {
     const ids: string[] = [];
     for (let i = 0; i < 7; i++) ids.push(await create(p, patient(`Smith${i}`, `Smitty${i}`)));
     await create(p, patient('Jones', 'Sam'));
-    const seen: string[] = [];
-    let path: string | undefined = '/Patient?name=smi&_count=3';
-    while (path) {
-      const page = await p.get(path);
-      seen.push(...matchIds(page));
-      const next = link(page, 'next');
-      path = next ? pathOf(next) : undefined;
-    }
+    const seen = await matchesOfEveryPage(p, '/Patient?name=smi&_count=3');
     expect(seen).toHaveLength(7);
     expect([...seen].sort()).toEqual([...ids].sort());
   });
@@ -99,14 +92,7 @@ describe('the order of a string prefix search without _sort', () => {
     // "smia" comes before "smith": the first 120 index rows of "smi" are of men.
     for (let i = 0; i < 6; i++) await batch(20, 'Smia', 'male');
     female.push(...(await batch(3, 'Smith', 'female')));
-    const seen: string[] = [];
-    let path: string | undefined = '/Patient?name=smi&gender=female&_count=2';
-    while (path) {
-      const page = await p.get(path);
-      seen.push(...matchIds(page));
-      const next = link(page, 'next');
-      path = next ? pathOf(next) : undefined;
-    }
+    const seen = await matchesOfEveryPage(p, '/Patient?name=smi&gender=female&_count=2');
     expect([...seen].sort()).toEqual([...female].sort());
   });
 });
