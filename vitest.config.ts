@@ -26,6 +26,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Migrates one embedded database per run; every test server on PGlite starts from a copy of it.
+    globalSetup: ['test/helpers/global-setup.ts'],
     // Two cores: 3 or 4 workers measured no faster, on PostgreSQL too.
     maxWorkers: 2,
     projects: [

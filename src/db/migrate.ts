@@ -1,17 +1,23 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Database } from './database.js';
+import type { PGlite } from '@electric-sql/pglite';
+import type { SqlExecutor } from './database.js';
 
 const MIGRATIONS_DIR = new URL('../../prisma/migrations/', import.meta.url).pathname;
 /** Arbitrary constant naming Flint's migration lock among PostgreSQL advisory locks. */
 const MIGRATION_LOCK_KEY = 7_346_011;
 
+/** What migrations run on: the server's Database, or an embedded database opened directly (pgliteMigrationTarget). */
+export interface MigrationTarget {
+  transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+}
+
 /**
  * Applies every migration under prisma/migrations not yet recorded, in name order, in one
  * transaction holding an advisory lock, so two servers starting together apply each exactly once.
  */
-export async function migrate(db: Database, log?: Logger): Promise<string[]> {
+export async function migrate(db: MigrationTarget, log?: Logger): Promise<string[]> {
   const names = (await readdir(MIGRATIONS_DIR, { withFileTypes: true }))
     .filter((entry) => entry.isDirectory())
     .map((entry) => entry.name)
@@ -41,4 +47,20 @@ export function splitStatements(script: string): string[] {
     .split(/;\s*$/m)
     .map((statement) => statement.replace(/^\s*--.*$/gm, '').trim())
     .filter((statement) => statement.length > 0);
+}
+
+/**
+ * An embedded database opened in this thread (not through Database and its worker), as migrate()
+ * needs it: to build the migrated data folder the tests start their servers from (test/helpers).
+ */
+export function pgliteMigrationTarget(pglite: PGlite): MigrationTarget {
+  return {
+    transaction: (work) =>
+      pglite.transaction((tx) =>
+        work({
+          query: async <R>(sql: string, args: readonly unknown[] = []) => (await tx.query<R>(sql, [...args])).rows,
+          execute: async (sql: string, args: readonly unknown[] = []) => (await tx.query(sql, [...args])).affectedRows ?? 0,
+        }),
+      ),
+  };
 }

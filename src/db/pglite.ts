@@ -1,17 +1,37 @@
 import { mkdirSync } from 'node:fs';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
 
-/** Opens the embedded database: `memory://` for a throw-away one, otherwise a folder under DATA_DIR. */
+const MEMORY = 'memory://';
+
+/**
+ * Opens the embedded database: `memory://` for a throw-away one, `memory://<file>` for a throw-away
+ * one that starts as a copy of a data folder dumped to `<file>` (dumpPGlite; the tests start every
+ * server from one migrated dump instead of migrating each), otherwise a folder under DATA_DIR.
+ */
 export async function openPGlite(dataDir: string): Promise<PGlite> {
   let pglite: PGlite;
-  if (dataDir.startsWith('memory://')) {
-    pglite = await PGlite.create(dataDir);
+  if (dataDir.startsWith(MEMORY)) {
+    const dump = dataDir.slice(MEMORY.length);
+    pglite = await PGlite.create(MEMORY, dump ? { loadDataDir: new Blob([await readFile(dump)]) } : {});
   } else {
     mkdirSync(dataDir, { recursive: true });
     pglite = await PGlite.create(`${dataDir.replace(/\/$/, '')}/pglite`);
   }
   trimPGliteParsers(pglite);
   return pglite;
+}
+
+/**
+ * Writes the data folder of an open embedded database to `file` (an uncompressed tar), for
+ * `memory://<file>` to start from. Written to a temporary name and renamed, so that a reader never
+ * sees half a dump.
+ */
+export async function dumpPGlite(pglite: PGlite, file: string): Promise<void> {
+  const dump = await pglite.dumpDataDir('none');
+  const partial = `${file}.${process.pid}.partial`;
+  await writeFile(partial, new Uint8Array(await dump.arrayBuffer()));
+  await rename(partial, file);
 }
 
 /** Type OIDs whose default PGlite parsers Flint relies on: bool, int2/4/8, oid, float4/8, json, jsonb. */

@@ -18,7 +18,7 @@ import { INSTANCE_ENDPOINT_PATTERN, instanceTarget, useInstanceGraphQL } from '.
 import { useQueryLimits } from './limits.js';
 import { createLoaders } from './loaders.js';
 import { yogaLogger } from './logging.js';
-import { buildSchema } from './schema.js';
+import { sharedSchema } from './schema.js';
 
 /** The paths the handler answers; the HTTP layer routes both (GET and POST) to it. */
 export const GRAPHQL_PATHS = ['/graphql', '/fhir/R4/$graphql'] as const;
@@ -82,8 +82,9 @@ interface ServerContext {
  */
 export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHandler {
   const started = performance.now();
-  const schema = buildSchema();
-  // The issue's start-up figure (schema ready in under 2 s) is read off this line.
+  // Built by the process's first handler, shared by the later ones (schema.ts).
+  const schema = sharedSchema();
+  // The issue's start-up figure (schema ready in under 2 s) is read off this line (first handler of the process).
   options.log.info({ ms: Math.round(performance.now() - started) }, 'GraphQL schema built');
   const prepared = new PreparedOperations();
   // Limits first: a refused query stops before the instance-level read.

@@ -1,5 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, expect, inject } from 'vitest';
 import { createProject } from '../../src/auth/projects.js';
@@ -79,7 +82,7 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     // Vite sets BASE_URL=/ in the test process; Flint needs an absolute URL.
     BASE_URL: 'http://localhost/',
     DATABASE_URL: process.env.DATABASE_URL,
-    DATA_DIR: 'memory://',
+    DATA_DIR: memoryDataDir(),
     LOG_LEVEL: 'silent',
     DATABASE_POOL_SIZE: '4',
     SUPER_ADMIN_EMAIL: TEST_SUPER_ADMIN.email,
@@ -96,6 +99,42 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     ASYNC_JOB_STALE_MS: '600000',
     ...overrides,
   };
+}
+
+/**
+ * An in-memory embedded database: a copy of the migrated dump built once per run
+ * (test/helpers/global-setup.ts), so that a server's start migrates nothing; an empty one to migrate
+ * when there is no dump (outside vitest, or when it could not be built).
+ */
+function memoryDataDir(): string {
+  return `memory://${migratedDump() ?? ''}`;
+}
+
+/** The migrated dump of this run (test/helpers/global-setup.ts), if any (none outside vitest). */
+function migratedDump(): string | undefined {
+  try {
+    return inject('pgliteTemplate');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A new folder for `DATA_DIR` (the embedded database on disk, which a later server can reopen),
+ * removed by the caller. Holds a copy of the migrated dump when there is one, so that the first
+ * server on it migrates nothing; empty otherwise (or when `tar` fails), and the server migrates.
+ */
+export async function newDataDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'flint-test-data-'));
+  const template = migratedDump();
+  if (template) {
+    // openPGlite keeps the database in `<DATA_DIR>/pglite`; the dump holds that folder's files.
+    const folder = join(dir, 'pglite');
+    await mkdir(folder);
+    const untar = spawnSync('tar', ['-xf', template, '-C', folder], { stdio: 'ignore' });
+    if (untar.status !== 0) await rm(folder, { recursive: true, force: true });
+  }
+  return dir;
 }
 
 declare module 'vitest' {
@@ -141,7 +180,8 @@ export async function useTestServer(overrides: Record<string, string> = {}): Pro
   return api;
 }
 
-async function startTestServer(overrides: Record<string, string>): Promise<TestServer> {
+/** A new server with testEnv(overrides), which the caller stops (`server.close()`); useTestServer() stops its own. */
+export async function startTestServer(overrides: Record<string, string>): Promise<TestServer> {
   const config = loadConfig(testEnv(overrides));
   const server = await startServer(config, { log: pino({ level: 'silent' }) });
   const fhir = `${server.url}/fhir/R4`;
@@ -272,7 +312,8 @@ export async function startServerProcess(overrides: Record<string, string> = {})
     stdio: 'ignore',
   });
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
+  // Up to 50 s: the child compiles the sources (tsx) before it starts, slow on a busy machine.
+  for (let i = 0; i < 500; i++) {
     if (await fetch(`${url}/healthcheck`).then((r) => r.ok, () => false)) return { url, child };
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
