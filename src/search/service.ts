@@ -14,6 +14,7 @@ import {
   dateRangeCondition,
   dateRangeRows,
   findParameter,
+  stringPrefixMatches,
   isSearchable,
   type CompileContext,
   type IndexRowsCondition,
@@ -177,19 +178,11 @@ export async function search(
   const ctx: CompileContext = { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters };
   const where = baseConditions(services.identity, typeList, scope, ctx);
   const filterParams: [string, string][] = [];
-  /** Where each of filterParams' conditions is in `where`, and the index rows it reads (if one table's). */
-  const filterAt: number[] = [];
-  const filterRows: (IndexRowsCondition | undefined)[] = [];
   const ignored = new Set<number>();
   for (const [index, [name, value]] of params.entries()) {
     if (CONTROL.has(name)) continue;
     const mark = args.values.length;
-    let rows: IndexRowsCondition | undefined;
-    ctx.onRows = (found) => {
-      if (found.depth === 0) rows ??= found;
-    };
     const condition = tolerate(() => compileParameter(name, value, paramTypes, 'r', ctx));
-    ctx.onRows = undefined;
     // A parameter that failed (lenient) must leave no arguments behind.
     if (condition === undefined) {
       args.values.length = mark;
@@ -197,8 +190,6 @@ export async function search(
     } else {
       where.push(condition);
       filterParams.push([name, value]);
-      filterAt.push(where.length - 1);
-      filterRows.push(rows);
     }
   }
   where.push(...dateRangeConditions(filterParams, paramTypes, ctx));
@@ -241,16 +232,14 @@ export async function search(
     const columns = options.withoutContent ? KEY_COLUMNS : COLUMNS;
     const kept = services.searchCache?.keepsPages && dependency ? { cache: services.searchCache, dependency } : undefined;
     const project = searchedProject(scope, filterParams);
-    const prefix =
-      sort.length === 0 && typeList?.length === 1 && project !== undefined
-        ? prefixDriver(filterParams, filterAt, filterRows, where, typeList[0], parameters)
-        : undefined;
-    const dates =
-      !prefix && !planOnce && sort.length === 0 && typeList?.length === 1 && project !== undefined ? dateRangePair(filterParams) : undefined;
+    const driven: DrivenSearch | undefined =
+      sort.length === 0 && typeList?.length === 1 && project !== undefined ? { services, type: typeList[0], scope, projectId: project, ctx } : undefined;
     const page = { count, offset, columns, kept };
+    const prefix = driven && prefixDriver(filterParams, driven.type, parameters);
+    const dates = driven && !prefix && !planOnce ? dateRangePair(filterParams) : undefined;
     const rows =
-      (prefix && (await prefixOrderedPage(services.db, args, prefix, project!, typeList![0], count, offset, columns, kept))) ||
-      (dates && (await dateRangePage(services, dates, typeList![0], scope, project!, ctx, page))) ||
+      (prefix && (await prefixOrderedPage(driven!, prefix, page))) ||
+      (dates && (await dateRangePage(driven!, dates, page))) ||
       (await pageRows(services.db, args, whereSql, sort, count, offset, position, paramTypes, multiType, parameters, columns, kept, planOnce));
     result.matches = rows.rows;
     const paging = result.paging;
@@ -568,31 +557,78 @@ async function runPage(
   return { rows, more };
 }
 
-/** A search's string prefix match that orders its page, and the search's other conditions. */
-interface PrefixDriver {
-  range: PrefixRange;
-  /** The match's condition on its string_index rows (its arguments are among the search's). */
-  rows: IndexRowsCondition;
-  /** The search's conditions without the prefix match's own. */
-  where: string;
+/** A search of one type in one project, whose page a driver reads from an index of its own choosing. */
+interface DrivenSearch {
+  services: SearchServices;
+  type: string;
+  scope: Scope;
+  projectId: string;
+  /** The search's compile context (its value sets, project parameters); its arguments are not reused. */
+  ctx: CompileContext;
 }
 
-/** The first filter that is a one-value string prefix (stringPrefixRange), if any. */
-function prefixDriver(
-  filterParams: readonly [string, string][],
-  filterAt: readonly number[],
-  filterRows: readonly (IndexRowsCondition | undefined)[],
-  where: readonly string[],
-  type: string,
-  parameters: ProjectParameters | undefined,
-): PrefixDriver | undefined {
-  for (const [index, [name, value]] of filterParams.entries()) {
-    const rows = filterRows[index];
-    if (rows?.table !== 'string_index' || !rows.condition) continue;
+type PageShape = { count: number; offset: number; columns: string; kept: KeptPages | undefined };
+
+/**
+ * The search's conditions on the resource `r` without the filters a driver reads itself, compiled
+ * anew with arguments of their own (the driver adds its own to them).
+ */
+function otherConditions(search: DrivenSearch, others: readonly [string, string][]): { ctx: CompileContext; where: string } {
+  const ctx: CompileContext = { ...search.ctx, args: new SqlArgs(), depth: 0, onRows: undefined };
+  const where = [
+    ...baseConditions(search.services.identity, [search.type], search.scope, ctx),
+    ...others.map(([name, value]) => compileParameter(name, value, [search.type], 'r', ctx)),
+    ...dateRangeConditions(others, [search.type], ctx),
+  ];
+  return { ctx, where: where.join(' AND ') };
+}
+
+/** A string prefix match (stringPrefixRange) among a search's filters, and the other filters. */
+interface PrefixDriver {
+  range: PrefixRange;
+  others: [string, string][];
+}
+
+/** The first filter that is a one-value string prefix, if any. */
+function prefixDriver(filters: readonly [string, string][], type: string, parameters: ProjectParameters | undefined): PrefixDriver | undefined {
+  for (const [at, [name, value]] of filters.entries()) {
     const range = stringPrefixRange(name, value, [type], parameters);
-    if (range) return { range, rows, where: where.filter((_, at) => at !== filterAt[index]).join(' AND ') };
+    if (range) return { range, others: filters.filter((_, i) => i !== at) };
   }
   return undefined;
+}
+
+/** Index rows a prefix window reads per row of the page it is for (resources with several matching values, filtered ones). */
+const PREFIX_WINDOW_FACTOR = 4;
+const PREFIX_WINDOW_MIN = 100;
+
+/**
+ * A page of a search without _sort whose filters hold a string prefix (`Patient?name=smi`),
+ * ordered by each resource's first matching value, then id: the order of the string index
+ * (0014_string_index_order), so the page is read from the first rows of the index range
+ * instead of de-duplicating every match (1,666 index rows for "smi" among 100,000 Patients).
+ * The statement reads a window of index rows: its resources are exactly the first ones of the
+ * whole order (a resource is in the window when its first matching row is), so when the window
+ * yields the page and one more row, that is the page. Otherwise (few matches, filters that drop
+ * most of the window, deep offsets) the same statement without the window answers. The
+ * window's plan is the same for every value (an ordered range scan that stops early), so it is
+ * planned once; the whole statement is planned for its values.
+ */
+async function prefixOrderedPage(search: DrivenSearch, driver: PrefixDriver, page: PageShape): Promise<{ rows: SearchRow[]; more: boolean }> {
+  const statement = (window: number | undefined): { sql: string; args: SqlArgs } => {
+    const { ctx, where } = otherConditions(search, driver.others);
+    const matches = stringPrefixMatches(driver.range, search.type, search.projectId, ctx, window);
+    const sql =
+      `SELECT ${page.columns} FROM (${matches}) p JOIN resource r ON r.id = p."resourceId" WHERE ${where}` +
+      ` ORDER BY p.first, p."resourceId" LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
+    return { sql, args: ctx.args };
+  };
+  const window = Math.max(PREFIX_WINDOW_MIN, PREFIX_WINDOW_FACTOR * (page.offset + page.count + 1));
+  const windowed = statement(window);
+  const rows = await runPage(search.services.db, windowed.sql, windowed.args, page.count, false, page.kept, true);
+  if (rows.more) return rows;
+  const whole = statement(undefined);
+  return runPage(search.services.db, whole.sql, whole.args, page.count, false, page.kept, false);
 }
 
 /** A date parameter's lower and upper bound among a search's filters (dateRangeConditions' first pair), and the other filters. */
@@ -617,88 +653,19 @@ function dateRangePair(filters: readonly [string, string][]): DateRangePair | un
  * A page of a search without _sort in one project whose filters bound a date parameter from
  * both sides (`Observation?date=ge2023-03-01&date=le2023-03-01`): the resources are joined from
  * dateRangeRows (each once, in the GiST index's order), so the statement stops at the page
- * instead of de-duplicating every match. The other filters are compiled anew as conditions on the
- * resource. With no other filter (bar `_project`) the plan is the same for every range (the
- * index scan stops at the page however many rows the range holds), so it is planned once.
- * Undefined when the pair is not one after all (not a date parameter).
+ * instead of de-duplicating every match. With no other filter (bar `_project`) the plan is the
+ * same for every range (the index scan stops at the page however many rows the range holds), so
+ * it is planned once. Undefined when the pair is not one after all (not a date parameter).
  */
-async function dateRangePage(
-  services: SearchServices,
-  pair: DateRangePair,
-  type: string,
-  scope: Scope,
-  projectId: string,
-  searchCtx: CompileContext,
-  page: { count: number; offset: number; columns: string; kept: KeptPages | undefined },
-): Promise<{ rows: SearchRow[]; more: boolean } | undefined> {
-  const args = new SqlArgs();
-  const ctx: CompileContext = { ...searchCtx, args, depth: 0, onRows: undefined };
-  const source = dateRangeRows(pair.name, pair.lower, pair.upper, type, projectId, ctx);
+async function dateRangePage(search: DrivenSearch, pair: DateRangePair, page: PageShape): Promise<{ rows: SearchRow[]; more: boolean } | undefined> {
+  const { ctx, where } = otherConditions(search, pair.others);
+  const source = dateRangeRows(pair.name, pair.lower, pair.upper, search.type, search.projectId, ctx);
   if (!source) return undefined;
-  const where = [
-    ...baseConditions(services.identity, [type], scope, ctx),
-    ...pair.others.map(([name, value]) => compileParameter(name, value, [type], 'r', ctx)),
-    ...dateRangeConditions(pair.others, [type], ctx),
-  ];
   const sql =
-    `SELECT ${page.columns} FROM (${source}) g JOIN resource r ON r.id = g."resourceId" WHERE ${where.join(' AND ')}` +
-    ` LIMIT ${args.add(page.count + 1)} OFFSET ${args.add(page.offset)}`;
+    `SELECT ${page.columns} FROM (${source}) g JOIN resource r ON r.id = g."resourceId" WHERE ${where}` +
+    ` LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
   const planOnce = pair.others.every(([name]) => name === '_project');
-  return runPage(services.db, sql, args, page.count, false, page.kept, planOnce);
-}
-
-/** Index rows a prefix window reads per row of the page it is for (resources with several matching values, filtered ones). */
-const PREFIX_WINDOW_FACTOR = 4;
-const PREFIX_WINDOW_MIN = 100;
-
-/**
- * A page of a search without _sort whose filters hold a string prefix (`Patient?name=smi`),
- * ordered by each resource's first matching value, then id: the order of the string index
- * (0014_string_index_order), so the page is read from the first rows of the index range
- * instead of de-duplicating every match (1,666 index rows for "smi" among 100,000 Patients).
- * The statement reads a window of index rows: its resources are exactly the first ones of the
- * whole order (a resource is in the window when its first matching row is), so when the window
- * yields the page and one more row, that is the page. Otherwise (few matches, filters that drop
- * most of the window, deep offsets) the same statement without the window answers. The
- * window's plan is the same for every value (an ordered range scan that stops early), so it is
- * planned once; the whole statement is planned for its values.
- */
-async function prefixOrderedPage(
-  db: SqlExecutor,
-  baseArgs: SqlArgs,
-  driver: PrefixDriver,
-  projectId: string,
-  type: string,
-  count: number,
-  offset: number,
-  columns: string,
-  kept: KeptPages | undefined,
-): Promise<{ rows: SearchRow[]; more: boolean }> {
-  const statement = (window: number | undefined): { sql: string; args: SqlArgs } => {
-    const args = new SqlArgs();
-    args.values.push(...baseArgs.values);
-    const { lower, upper } = driver.range;
-    const { alias: w, codeArg, condition } = driver.rows;
-    const inOrder = window === undefined ? '' : ` ORDER BY ${w}.value USING ~<~, ${w}."resourceId" LIMIT ${args.add(window)}`;
-    // The range is the match's own LIKE condition as index bounds that hold in a plan made once.
-    const rows =
-      `SELECT ${w}."resourceId", ${w}.value FROM string_index ${w} WHERE ${w}."projectId" = ${args.add(projectId)}` +
-      ` AND ${w}."resourceType" = ${args.add(type)} AND ${w}.code = ${codeArg} AND (${condition})` +
-      ` AND ${w}.value ~>=~ ${args.add(lower)} AND ${w}.value ~<~ ${args.add(upper)}${inOrder}`;
-    // min under "C" is text_pattern_ops' byte order, the window's.
-    // Ordered before the join, so that the join stops at the page (it keeps its outer side's order).
-    const matches = `SELECT m."resourceId", min(m.value COLLATE "C") AS first FROM (${rows}) m GROUP BY m."resourceId" ORDER BY first, m."resourceId"`;
-    const sql =
-      `SELECT ${columns} FROM (${matches}) p JOIN resource r ON r.id = p."resourceId" WHERE ${driver.where}` +
-      ` ORDER BY p.first, p."resourceId" LIMIT ${args.add(count + 1)} OFFSET ${args.add(offset)}`;
-    return { sql, args };
-  };
-  const window = Math.max(PREFIX_WINDOW_MIN, PREFIX_WINDOW_FACTOR * (offset + count + 1));
-  const windowed = statement(window);
-  const page = await runPage(db, windowed.sql, windowed.args, count, false, kept, true);
-  if (page.more) return page;
-  const whole = statement(undefined);
-  return runPage(db, whole.sql, whole.args, count, false, kept, false);
+  return runPage(search.services.db, sql, ctx.args, page.count, false, page.kept, planOnce);
 }
 
 // Totals ------------------------------------------------------------------------------------------

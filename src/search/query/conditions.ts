@@ -159,6 +159,7 @@ export function selectsByKey(name: string, value: string, types: readonly string
  * from its index in order (service.ts, prefixOrderedPage).
  */
 export interface PrefixRange {
+  code: string;
   lower: string;
   upper: string;
 }
@@ -177,7 +178,26 @@ export function stringPrefixRange(name: string, value: string, types: readonly s
   if (param.type !== 'string' || !isSearchable(param)) return undefined;
   const lower = normaliseForIndex(unescape(values[0]));
   const upper = lower === '' ? undefined : prefixUpperBound(lower);
-  return upper === undefined ? undefined : { lower, upper };
+  return upper === undefined ? undefined : { code: name, lower, upper };
+}
+
+/**
+ * The resources of one project and type matching a PrefixRange, each once with its first
+ * matching value (`first`, byte order), ordered by it, then id: the order of the string index
+ * (`value text_pattern_ops`, then "resourceId"), so that with `window` (rows of the index read,
+ * in that order) the match stops early and is still the beginning of the whole match (a
+ * resource is among the first rows when its first matching row is). The bounds are arguments of
+ * the statement, so its plan is the same for every prefix.
+ */
+export function stringPrefixMatches(range: PrefixRange, type: string, projectId: string, ctx: CompileContext, window?: number): string {
+  const { args } = ctx;
+  const inOrder = window === undefined ? '' : ` ORDER BY w.value USING ~<~, w."resourceId" LIMIT ${args.add(window)}`;
+  const rows =
+    `SELECT w."resourceId", w.value FROM string_index w WHERE w."projectId" = ${args.add(projectId)} AND w."resourceType" = ${args.add(type)}` +
+    ` AND w.code = ${args.add(range.code)} AND w.value ~>=~ ${args.add(range.lower)} AND w.value ~<~ ${args.add(range.upper)}${inOrder}`;
+  // min under "C" is text_pattern_ops' byte order. Ordered here, before the page's join to the
+  // resources, so that the join keeps this order and stops at the page.
+  return `SELECT m."resourceId", min(m.value COLLATE "C") AS first FROM (${rows}) m GROUP BY m."resourceId" ORDER BY first, m."resourceId"`;
 }
 
 /**
