@@ -101,32 +101,32 @@ class RequestLoaders implements Loaders {
 
   private async readReferences(keys: readonly string[]): Promise<(Resource | null)[]> {
     // Versions already parsed need no text: the statement sends only those that changed.
-    const held = new Map<string, Resource>();
-    const readKeys = keys.map((key): ReadKey => {
+    const held: (Resource | undefined)[] = new Array(keys.length);
+    const readKeys: ReadKey[] = new Array(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
       const entry = parsedResources.held(key);
-      if (entry) held.set(key, entry.resource);
-      return { ...parseKey(key), heldVersionId: entry?.versionId };
-    });
+      const slash = key.indexOf('/');
+      // One shape for every key (a spread, or an optional property, measured slower at 100 keys).
+      readKeys[i] = { resourceType: key.slice(0, slash), id: key.slice(slash + 1), heldVersionId: entry?.versionId };
+      held[i] = entry?.resource;
+    }
     const versions = await this.ctx.repo.readVersions(readKeys);
-    return keys.map((key) => {
+    const resources: (Resource | null)[] = new Array(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
       const version = versions.get(key);
-      if (!version) return null;
-      const resource = version.text === null ? held.get(key) : parsedResources.parse(key, version.versionId, version.text);
-      if (!resource) return null;
-      this.recordContainer(resource);
-      return resource;
-    });
+      const resource = !version ? undefined : version.text === null ? held[i] : parsedResources.parse(key, version.versionId, version.text);
+      if (resource) this.recordContainer(resource);
+      resources[i] = resource ?? null;
+    }
+    return resources;
   }
 
   private recordContainer(resource: Resource): void {
     if (!Array.isArray(resource.contained) || resource.contained.length === 0) return;
     markInside(resource, resource, (this.containers ??= new WeakMap()));
   }
-}
-
-function parseKey(key: string): ReadKey {
-  const slash = key.indexOf('/');
-  return { resourceType: key.slice(0, slash), id: key.slice(slash + 1) };
 }
 
 /** Maps every object inside `value` to `container` (only resources with contained ones are walked). */

@@ -16,6 +16,8 @@ import type { Resource } from '../fhir/types.js';
  */
 export class ParsedResourceCache {
   private readonly entries = new Map<string, { versionId: string; resource: Resource }>();
+  /** By resource type: the share of recent search matches this cache held (notePage). */
+  private readonly pageShares = new Map<string, number>();
 
   constructor(private readonly maxEntries: number) {}
 
@@ -23,6 +25,26 @@ export class ParsedResourceCache {
   get(key: string, versionId: string): Resource | undefined {
     const entry = this.entries.get(key);
     return entry?.versionId === versionId ? entry.resource : undefined;
+  }
+
+  /**
+   * Whether the recent search pages of `type` were mostly versions this cache holds: a search may
+   * then ask for the matches' versions only and take their JSON from here (see `notePage`).
+   */
+  holdsPagesOf(type: string): boolean {
+    return (this.pageShares.get(type) ?? 0) > HELD_PAGE_SHARE;
+  }
+
+  /**
+   * Records how many of a search page's `total` matches of `type` this cache held: an average
+   * over the recent pages (each new page counts for half), so a client repeating a page switches
+   * to version-only searches from its fourth request, and one walking new pages switches back.
+   */
+  notePage(type: string, held: number, total: number): void {
+    if (total === 0) return;
+    const share = ((this.pageShares.get(type) ?? 0) + held / total) / 2;
+    if (!this.pageShares.has(type) && this.pageShares.size >= MAX_PAGE_TYPES) this.pageShares.clear();
+    this.pageShares.set(type, share);
   }
 
   /** The version of `Type/id` the cache holds, if any (the caller may then skip loading its text). */
@@ -46,6 +68,11 @@ export class ParsedResourceCache {
     return resource;
   }
 }
+
+/** Above this share of held matches, a type's searches ask for versions only (holdsPagesOf). */
+const HELD_PAGE_SHARE = 0.5;
+/** Resource types tracked by notePage (there are about 150). */
+const MAX_PAGE_TYPES = 1000;
 
 /** Resources larger than this (as JSON text) are parsed per request. */
 const MAX_CACHED_TEXT_LENGTH = 64 * 1024;

@@ -173,10 +173,12 @@ function searchServices(context: GraphQLContext, overrides: Partial<SearchServic
 /**
  * The search service, behind the same type check REST applies at its route (AccessPolicy types),
  * with the matches as FHIR JSON, remembered by the request's loaders (later references to them
- * cost nothing). Where the server keeps recent versions in memory (the embedded database), the
- * search returns only the matches' versions, and their JSON comes from memory (or, for versions
- * not there, from one more statement): sending a page of resources is most of that database's
- * cost of a search. Versions parsed before are not parsed again (parsed-cache.ts).
+ * cost nothing). Versions parsed before are not parsed again (parsed-cache.ts). Where the server
+ * keeps recent versions in memory (the embedded database), or where recent pages of the type were
+ * mostly versions already parsed (a client repeating a query), the search returns only the
+ * matches' versions, and their JSON comes from memory (or, for versions not there, from one more
+ * statement): sending a page of resources is most of the embedded database's cost of a search,
+ * and receiving it a large part of the server's on PostgreSQL.
  */
 async function runSearch(
   context: GraphQLContext,
@@ -185,19 +187,30 @@ async function runSearch(
   overrides?: Partial<SearchServices['config']>,
 ): Promise<{ result: SearchResult; resources: Resource[] }> {
   assertTypeAccess(context.requestContext.identity, type, false);
-  const withoutContent = context.requestContext.repo.cachesVersions;
+  const withoutContent = context.requestContext.repo.cachesVersions || parsedResources.holdsPagesOf(type);
   const result = await search(searchServices(context, overrides), type, params, { withoutContent });
-  const known = withoutContent ? await versionsOf(context, result.matches) : undefined;
-  const resources = result.matches.map((row) => {
-    const resource = known ? known.get(row.versionId) : parsedResources.parse(keyOf(row), row.versionId, row.text);
+  const matches = result.matches;
+  const known = withoutContent ? await versionsOf(context, type, matches) : undefined;
+  const resources: Resource[] = new Array(matches.length);
+  let held = 0;
+  for (let i = 0; i < matches.length; i++) {
+    const row = matches[i];
+    let resource = known?.get(row.versionId);
+    if (!known) {
+      const key = keyOf(row);
+      resource = parsedResources.get(key, row.versionId);
+      if (resource) held++;
+      else resource = parsedResources.parse(key, row.versionId, row.text);
+    }
     if (!resource) throw new Error(`Version ${row.versionId} of ${keyOf(row)} could not be read`);
-    return context.loaders.remember(resource);
-  });
+    resources[i] = context.loaders.remember(resource);
+  }
+  if (!known) parsedResources.notePage(type, held, matches.length);
   return { result, resources };
 }
 
 /** The parsed resources of a search's matches without content (by versionId): parsed before, or read and parsed now. */
-async function versionsOf(context: GraphQLContext, rows: readonly SearchRow[]): Promise<Map<string, Resource>> {
+async function versionsOf(context: GraphQLContext, type: string, rows: readonly SearchRow[]): Promise<Map<string, Resource>> {
   const found = new Map<string, Resource>();
   const unparsed: SearchRow[] = [];
   for (const row of rows) {
@@ -205,6 +218,7 @@ async function versionsOf(context: GraphQLContext, rows: readonly SearchRow[]): 
     if (resource) found.set(row.versionId, resource);
     else unparsed.push(row);
   }
+  parsedResources.notePage(type, found.size, rows.length);
   if (unparsed.length === 0) return found;
   const texts = await context.requestContext.repo.readVersionTexts(unparsed);
   for (const row of unparsed) {
@@ -367,7 +381,37 @@ interface ReferenceValue {
 /** `Type/id`, optionally `/_history/<vid>` (the current version is returned, as for any reference). */
 const RELATIVE_REFERENCE = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[A-Za-z0-9\-.]{1,64})?$/;
 
-type Target = { resourceType: string; id: string } | { contained: string };
+type Target = { resourceType: string; id: string; key: string } | { contained: string };
+
+/**
+ * Targets by reference text (for one FHIR base): the references of a page come from parsed
+ * resources the server keeps (parsed-cache.ts), so the same strings come back request after
+ * request, and a map lookup replaces the pattern match and the key's concatenation. Cleared when full.
+ */
+class TargetCache {
+  private readonly targets = new Map<string, Target | null>();
+
+  constructor(readonly fhirBase: string) {}
+
+  get(reference: string): Target | undefined {
+    let target = this.targets.get(reference);
+    if (target === undefined) {
+      target = referenceTarget(reference, this.fhirBase) ?? null;
+      if (this.targets.size >= MAX_CACHED_TARGETS) this.targets.clear();
+      this.targets.set(reference, target);
+    }
+    return target ?? undefined;
+  }
+}
+
+const MAX_CACHED_TARGETS = 10_000;
+let targetCache: TargetCache | undefined;
+
+function targetOf(reference: unknown, fhirBase: string): Target | undefined {
+  if (typeof reference !== 'string') return undefined;
+  if (targetCache?.fhirBase !== fhirBase) targetCache = new TargetCache(fhirBase);
+  return targetCache.get(reference);
+}
 
 /**
  * What a reference points at on this server: relative (`Patient/1`), absolute under our FHIR base,
@@ -380,7 +424,7 @@ export function referenceTarget(reference: unknown, fhirBase: string): Target | 
   const relative = reference.startsWith(`${fhirBase}/`) ? reference.slice(fhirBase.length + 1) : reference;
   const match = RELATIVE_REFERENCE.exec(relative);
   if (!match || !isResourceType(match[1])) return undefined;
-  return { resourceType: match[1], id: match[2] };
+  return { resourceType: match[1], id: match[2], key: `${match[1]}/${match[2]}` };
 }
 
 /**
@@ -404,12 +448,12 @@ async function referenceResolver(
 }
 
 async function resolveReference(parent: ReferenceValue, wanted: string | undefined, context: GraphQLContext): Promise<Resource | 'other-type' | null> {
-  const target = referenceTarget(parent.reference, context.requestContext.config.fhirBaseUrl);
+  const target = targetOf(parent.reference, context.requestContext.config.fhirBaseUrl);
   if (!target) return null;
   // A reference that names another type is not loaded at all.
   if ('resourceType' in target && wanted && target.resourceType !== wanted) return 'other-type';
   const resource =
-    'contained' in target ? containedTarget(parent, target.contained, context) : await context.loaders.reference(`${target.resourceType}/${target.id}`);
+    'contained' in target ? containedTarget(parent, target.contained, context) : await context.loaders.reference(target.key);
   if (resource && wanted && resource.resourceType !== wanted) return 'other-type';
   return resource;
 }

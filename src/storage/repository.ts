@@ -187,22 +187,22 @@ export class Repository {
    */
   async readVersions(keys: readonly ReadKey[]): Promise<Map<string, StoredVersion>> {
     const found = new Map<string, StoredVersion>();
-    const missing = new Map<string, ReadKey>();
+    const cache = this.cache.enabled ? this.cache : undefined;
+    // Keys are expected once each (a key given twice is read twice): cheaper than a map of keys.
+    const missing: ReadKey[] = [];
     for (const key of keys) {
       if (!isResourceType(key.resourceType) || !ID_PATTERN.test(key.id)) continue;
-      const cached = this.cache.get(key.resourceType, key.id);
-      if (cached) found.set(keyOf(key), cached);
-      else missing.set(keyOf(key), key);
+      const cached = cache?.get(key.resourceType, key.id);
+      if (cached) {
+        if (!cached.deleted && this.canSee(cached.projectId)) found.set(keyOf(key), cached);
+      } else missing.push(key);
     }
-    if (missing.size > 0) {
-      for (const version of await this.loadCurrentMany([...missing.values()])) {
+    if (missing.length > 0) {
+      for (const version of await this.loadCurrentMany(missing)) {
         // A held version came without its text: nothing to cache.
-        if (version.text !== null || version.deleted) this.cache.fill(version);
-        found.set(keyOf(version), version);
+        if (cache && (version.text !== null || version.deleted)) cache.fill(version);
+        if (!version.deleted && this.canSee(version.projectId)) found.set(keyOf(version), version);
       }
-    }
-    for (const [key, version] of found) {
-      if (version.deleted || !this.canSee(version.projectId)) found.delete(key);
     }
     return found;
   }
@@ -212,14 +212,19 @@ export class Repository {
    * one JSON argument. The text of a version the caller holds is not sent (nor cached: it is null).
    */
   private async loadCurrentMany(keys: readonly ReadKey[]): Promise<StoredVersion[]> {
-    const rows = await this.db.query<VersionRow & { resourceType: string }>(
-      `SELECT r."resourceType", r.id, r."projectId", r."versionId"::text AS "versionId", r."lastUpdated", r.deleted,
-         CASE WHEN r."versionId"::text = k->>2 THEN NULL ELSE r.content::text END AS content
-       FROM json_array_elements($1::json) AS k JOIN resource r ON r."resourceType" = k->>0 AND r.id = k->>1`,
+    // Each row names its key by position (`n`): the type and id are the key's, not sent back.
+    const rows = await this.db.query<Omit<VersionRow, 'id'> & { n: number }>(
+      `SELECT k.n::int AS n, r."projectId", r."versionId"::text AS "versionId", r."lastUpdated", r.deleted,
+         CASE WHEN r."versionId"::text = k.v->>2 THEN NULL ELSE r.content::text END AS content
+       FROM json_array_elements($1::json) WITH ORDINALITY AS k(v, n) JOIN resource r ON r."resourceType" = k.v->>0 AND r.id = k.v->>1`,
       [JSON.stringify(keys.map((key) => [key.resourceType, key.id, key.heldVersionId ?? null]))],
       { planOnce: true },
     );
-    return rows.map((row) => toStoredVersion(row.resourceType, row));
+    return rows.map((row) => {
+      const key = keys[row.n - 1];
+      const { resourceType, id } = key;
+      return { resourceType, projectId: row.projectId, id, versionId: row.versionId, lastUpdated: toInstant(row.lastUpdated), deleted: row.deleted, text: row.content };
+    });
   }
 
   /**

@@ -111,6 +111,19 @@ describe('GraphQL lists', () => {
     expect(second.statements).toBeLessThanOrEqual(3);
   });
 
+  it('shows a match updated after its page was repeated, in at most 3 statements', async () => {
+    // Repeated pages of a type are searched for their versions only (their JSON comes from memory).
+    const { client, code, observations } = await page(api, 4);
+    for (let run = 0; run < 3; run++) await data(api, client, PAGE, { code });
+    const changed = observations[1];
+    expect((await client.put(`/Observation/${changed.id}`, { ...changed, status: 'amended', valueQuantity: { value: 42, unit: 'bpm' } })).status).toBe(200);
+
+    const after = await statementsOf(api, client, PAGE, { code });
+    expect(after.body.ObservationList.find((item: any) => item.id === changed.id)).toMatchObject({ status: 'amended', valueQuantity: { value: 42, unit: 'bpm' } });
+    expect(after.body.ObservationList).toEqual(await expectedPage(client, code));
+    expect(after.statements).toBeLessThanOrEqual(3);
+  });
+
   it('keeps the search order and page size when the matches come without their JSON', async () => {
     const { client, code, observations } = await page(evicting, 12);
     const body = await data(evicting, client, `query ($code: [String!]) { ObservationList(code: $code, _count: 5, _sort: "-_id") { id } }`, { code });
