@@ -98,12 +98,12 @@ interface Row {
   errors: number;
 }
 
-function load(scenario: Scenario, auth: string, duration: number): Promise<autocannon.Result> {
+function load(scenario: Scenario, auth: string, duration: number, connections = CONNECTIONS): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
     autocannon(
       {
         url: FHIR,
-        connections: CONNECTIONS,
+        connections,
         duration,
         headers: { authorization: `Bearer ${auth}` },
         requests: [
@@ -217,6 +217,10 @@ async function main(): Promise<void> {
       console.log(`${row.scenario.padEnd(48)} ${String(row.rps).padStart(6)} req/s  p50 ${row.p50}  p90 ${row.p90}  p97.5 ${row.p975} ms  errors ${row.errors}`);
       rows.push(row);
     }
+    // The target for _total=estimate is a response time, not a rate: measured alone as well.
+    const estimate = scenarios.find((s) => s.name.startsWith('_total=estimate'))!;
+    const alone = !selected || selected.some((s) => estimate.name.startsWith(s)) ? await load(estimate, auth, 5, 1) : undefined;
+    if (alone) console.log(`${estimate.name}, one client: p50 ${alone.latency.p50} p97.5 ${alone.latency.p97_5} ms`);
     const walk = await cursorWalk(auth);
     console.log('cursor walk', walk);
     const machine = `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
@@ -232,6 +236,7 @@ async function main(): Promise<void> {
       '|---|---:|---:|---:|---:|---:|',
       ...rows.map((r) => `| ${r.scenario} | ${r.rps} | ${r.p50} | ${r.p90} | ${r.p975} | ${r.errors} |`),
       '',
+      ...(alone ? [`${estimate.name} with one client (5 s): p50 ${alone.latency.p50} ms, p97.5 ${alone.latency.p97_5} ms, ${Math.round(alone.requests.average)} req/s.`, ''] : []),
       `Cursor walk of every Patient, \`_sort=_lastUpdated&_count=1000\`, one client: ${walk.pages} pages, ${walk.resources} resources;`,
       `first page ${walk.first} ms, last page ${walk.last} ms, median ${walk.p50} ms, slowest ${walk.max} ms.`,
       '',
