@@ -237,10 +237,29 @@ export async function search(
     const page = { count, offset, columns, kept };
     const prefix = driven && prefixDriver(filterParams, driven.type, parameters);
     const dates = driven && !prefix && !planOnce ? dateRangePair(filterParams) : undefined;
+    // A key filter drives the page whatever its order (sorted, cursor or not): its few rows are the candidates.
+    const keyed =
+      !prefix && planOnce && typeList?.length === 1 && project !== undefined
+        ? keyDrivenConditions({ services, type: typeList[0], scope, projectId: project, ctx }, filterParams)
+        : undefined;
     const rows =
       (prefix && (await prefixOrderedPage(driven!, prefix, page))) ||
       (dates && (await dateRangePage(driven!, dates, page))) ||
-      (await pageRows(services.db, args, whereSql, sort, count, offset, position, paramTypes, multiType, parameters, columns, kept, planOnce));
+      (await pageRows(
+        services.db,
+        keyed?.args ?? args,
+        keyed?.where ?? whereSql,
+        sort,
+        count,
+        offset,
+        position,
+        paramTypes,
+        multiType,
+        parameters,
+        columns,
+        kept,
+        planOnce,
+      ));
     result.matches = rows.rows;
     const paging = result.paging;
     const key = (row: SearchRow, direction: 'n' | 'p'): string =>
@@ -583,6 +602,58 @@ function otherConditions(search: DrivenSearch, others: readonly [string, string]
   return { ctx, where: where.join(' AND ') };
 }
 
+/**
+ * The conditions of a search in one project with a key filter (selectsByKey: a reference to given
+ * resources, an identifier) and other filters, written so that the key's index rows are the
+ * candidates and the other filters are tested on those rows, before any resource row is read:
+ * `r.id IN (SELECT d.id FROM (<the key's index rows>) d WHERE <the other filters on d>)`. As
+ * EXISTS conditions on `r` (the general form), the other filters can only be tested once the
+ * resource row is joined: `Observation?subject=Patient/1&code=8867-4` read the 10 Observations of
+ * the patient to keep the one with that code (pgbench of the statement: 6,800 -> 12,300 per
+ * second). The rows `d` have the columns the filters correlate on (projectId, resourceType, id);
+ * `_lastUpdated` (a column of the resource only) stays on `r`. The key selects few rows, so the
+ * statement is planned once like every key search. Its cost grows with the key's rows, one index
+ * probe each: for a patient with 100,000 Observations, 0.4-0.5 s whatever the code, where the
+ * EXISTS form took 0.2 s for a code most of them have (it stops at the page) and 2 s for one none
+ * has. Undefined when no filter drives (the key is a chain, `_id`, `:identifier`), or the key is
+ * the only filter (nothing to test before the join).
+ */
+function keyDrivenConditions(search: DrivenSearch, filters: readonly [string, string][]): { args: SqlArgs; where: string } | undefined {
+  const at = filters.findIndex(([name, value]) => !name.startsWith('_') && !name.includes('.') && selectsByKey(name, value, [search.type], search.ctx.parameters));
+  if (at < 0) return undefined;
+  const onResource = (name: string) => name === '_project' || name.split(':')[0] === '_lastUpdated';
+  const others = filters.filter((_, i) => i !== at);
+  const onRows = others.filter(([name]) => !onResource(name));
+  if (onRows.length === 0) return undefined;
+  const ctx: CompileContext = { ...search.ctx, args: new SqlArgs(), depth: 0, onRows: undefined };
+  let key: IndexRowsCondition | undefined;
+  const [name, value] = filters[at];
+  const condition = compileParameter(name, value, [search.type], 'r', { ...ctx, onRows: (found) => (key = found) });
+  if (!key || key.depth !== 0 || !condition.startsWith('EXISTS (')) return undefined;
+  const scope = `${key.alias}."projectId" = ${ctx.args.add(search.projectId)} AND ${key.alias}."resourceType" = ${ctx.args.add(search.type)}`;
+  const candidates = [
+    ...onRows.map(([other, otherValue]) => compileParameter(other, otherValue, [search.type], 'd', ctx)),
+    ...dateRangeConditions(onRows, [search.type], ctx, 'd'),
+  ];
+  const where = [
+    ...baseConditions(search.services.identity, [search.type], search.scope, ctx),
+    ...others.filter(([other]) => onResource(other)).map(([other, otherValue]) => compileParameter(other, otherValue, [search.type], 'r', ctx)),
+    // `IS TRUE` keeps the tests per candidate row (a subplan each): as semi-joins, a generic plan
+    // (values unknown) may hash or merge a common code's 50,000 index rows against the 10 candidates.
+    `r.id IN (SELECT d.id FROM (${indexRowsSource(key, scope)}) d WHERE (${candidates.join(' AND ')}) IS TRUE)`,
+  ];
+  return { args: ctx.args, where: where.join(' AND ') };
+}
+
+/** The rows of an index-rows condition as a table of (projectId, resourceType, id), within `scope` (a condition on its alias). */
+function indexRowsSource(rows: IndexRowsCondition, scope: string): string {
+  const { table, alias, codeArg, condition } = rows;
+  return (
+    `SELECT ${alias}."projectId", ${alias}."resourceType", ${alias}."resourceId" AS id FROM ${table} ${alias}` +
+    ` WHERE ${scope} AND ${alias}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}`
+  );
+}
+
 /** A string prefix match (stringPrefixRange) among a search's filters, and the other filters. */
 interface PrefixDriver {
   range: PrefixRange;
@@ -766,7 +837,7 @@ function writeDependency(
  * each, the redundant condition an index serves (conditions.ts, dateRangeCondition): without it
  * the planner can only walk the resources, as neither bound alone is selective.
  */
-function dateRangeConditions(filters: readonly [string, string][], types: readonly string[], ctx: CompileContext): string[] {
+function dateRangeConditions(filters: readonly [string, string][], types: readonly string[], ctx: CompileContext, alias = 'r'): string[] {
   const lowers = new Map<string, string>();
   const uppers = new Map<string, string>();
   for (const [name, value] of filters) {
@@ -781,7 +852,7 @@ function dateRangeConditions(filters: readonly [string, string][], types: readon
     const mark = ctx.args.values.length;
     let condition: string | undefined;
     try {
-      condition = dateRangeCondition(name, lower, upper, types, 'r', ctx);
+      condition = dateRangeCondition(name, lower, upper, types, alias, ctx);
     } catch {
       // Not a date parameter after all: its own condition says what is wrong, if anything.
     }
@@ -877,11 +948,8 @@ function indexCountQuery(
   const driver =
     compiled.find((c) => c.rows && (c.rows.table === 'token_index' || c.rows.table === 'reference_index')) ?? compiled.find((c) => c.rows);
   if (!driver?.rows) return undefined;
-  const { table, alias, codeArg, condition } = driver.rows;
   const others = compiled.filter((c) => c !== driver).map((c) => c.sql);
-  const matching =
-    `SELECT ${alias}."projectId", ${alias}."resourceType", ${alias}."resourceId" AS id FROM ${table} ${alias}` +
-    ` WHERE ${inScope(alias, table)} AND ${alias}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}`;
+  const matching = indexRowsSource(driver.rows, inScope(driver.rows.alias, driver.rows.table));
   const sql =
     `SELECT count(*)::int AS n FROM (SELECT DISTINCT r."resourceType", r.id FROM (${matching}) r` +
     `${others.length > 0 ? ` WHERE ${others.join(' AND ')}` : ''}) c`;
