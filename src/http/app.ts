@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { compress, COMPRESSIBLE_CONTENT_TYPE_REGEX } from 'hono/compress';
 import { cors } from 'hono/cors';
 import { assertRouteAccess } from '../auth/access.js';
 import { authenticateRequest } from '../auth/authenticate.js';
@@ -27,6 +28,7 @@ export function createApp(services: Services): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestLogging(services));
   app.use(crossOrigin(services));
+  app.use(responseCompression());
   // Before the body limit middleware: GraphQL reads its body itself, within the same limit (graphql/http-body.ts).
   mountGraphQL(app, services, bearerAuthentication);
   app.use(requestBodyLimit(services.config.maxBodyBytes));
@@ -118,6 +120,38 @@ function crossOrigin(services: Services): MiddlewareHandler<AppEnv> {
     maxAge: 86_400,
   });
   return (c, next) => (requestHeader(c, 'origin') ? handler(c, next) : next());
+}
+
+/**
+ * gzip (or deflate) for clients that accept it: JSON and text bodies of 1 KB or more (hono's
+ * compress middleware), so a Bundle of 1,000 resources or GraphQL's introspection answer (13 MB
+ * as JSON) travel at a fraction of their size. Requests without `Accept-Encoding` skip the
+ * middleware, which reads and rewrites the headers of every response (the fast paths of reads
+ * and GraphQL keep theirs as a plain record); their answers lack `Vary: Accept-Encoding`, which
+ * only tells caches that a compressed answer exists.
+ */
+function responseCompression(): MiddlewareHandler<AppEnv> {
+  const handler = compress();
+  return (c, next) =>
+    requestHeader(c, 'accept-encoding')
+      ? handler(c, async () => {
+          await next();
+          await withContentLength(c);
+        })
+      : next();
+}
+
+/**
+ * Our answers are built in memory without a Content-Length, by which hono's compress middleware
+ * tells a small body (left as it is) from a large one: a compressible body gets its length here.
+ */
+async function withContentLength(c: HonoContext): Promise<void> {
+  const res = c.res;
+  if (!res.body || res.headers.has('Content-Length') || !COMPRESSIBLE_CONTENT_TYPE_REGEX.test(res.headers.get('Content-Type') ?? '')) return;
+  const bytes = await res.arrayBuffer();
+  const sized = new Response(bytes, res);
+  sized.headers.set('Content-Length', String(bytes.byteLength));
+  c.res = sized;
 }
 
 /** One structured log line per request: id, method, path, status, duration. */
