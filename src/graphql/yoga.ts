@@ -11,6 +11,7 @@ import type { RequestContext } from '../context.js';
 import { OperationOutcomeError } from '../fhir/outcome.js';
 import { maskError, outcomeToGraphQLError, UNEXPECTED_ERROR_MESSAGE, useExecutionErrors } from './errors.js';
 import { useCompiledQueries } from './compiled.js';
+import { useIntrospectionCache } from './introspection-cache.js';
 import { useFhirDirectives } from './directives.js';
 import { assertFastPathPlugins, fastPathRequest, type FastPathRequest, type RequestHeaders } from './http-fast-path.js';
 import { PreparedOperations, type PreparedOperation } from './prepared.js';
@@ -93,6 +94,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
     useFhirDirectives(),
     useInstanceGraphQL(schema),
     useExecutionErrors(),
+    useIntrospectionCache(),
     // Last: it replaces the executor only after every other plugin's onExecute (which may stop execution or set the root).
     useCompiledQueries({ operations: prepared, schema }),
   ];
