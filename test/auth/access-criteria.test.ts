@@ -35,6 +35,15 @@ describe('AccessPolicy criteria', () => {
     expect(res.body.entry.map((e: { resource: { id: string } }) => e.resource.id)).toEqual([inside.id]);
   });
 
+  it('narrow a search by a key and another filter as well', async () => {
+    const { admin, client, outside } = await restrictedMember();
+    const query = `/Patient?organization=${outside.managingOrganization.reference}&gender=male`;
+    expect((await admin.get(query)).body.entry.map((e: { resource: { id: string } }) => e.resource.id)).toEqual([outside.id]);
+    const res = await client.get(query);
+    expect(res.status).toBe(200);
+    expect(res.body.entry ?? []).toEqual([]);
+  });
+
   it('hide a resource outside the criteria from read (404)', async () => {
     const { client, inside, outside } = await restrictedMember();
     expect((await client.get(`/Patient/${inside.id}`)).status).toBe(200);
