@@ -233,16 +233,14 @@ export async function search(
     const columns = options.withoutContent ? KEY_COLUMNS : COLUMNS;
     const kept = services.searchCache?.keepsPages && dependency ? { cache: services.searchCache, dependency } : undefined;
     const project = searchedProject(scope, filterParams);
-    const driven: DrivenSearch | undefined =
-      sort.length === 0 && typeList?.length === 1 && project !== undefined ? { services, type: typeList[0], scope, projectId: project, ctx } : undefined;
+    const oneProject: DrivenSearch | undefined =
+      typeList?.length === 1 && project !== undefined ? { services, type: typeList[0], scope, projectId: project, ctx } : undefined;
+    const driven = sort.length === 0 ? oneProject : undefined;
     const page = { count, offset, columns, kept };
     const prefix = driven && prefixDriver(filterParams, driven.type, parameters);
     const dates = driven && !prefix && !planOnce ? dateRangePair(filterParams) : undefined;
     // A key filter drives the page whatever its order (sorted, cursor or not): its few rows are the candidates.
-    const keyed =
-      !prefix && planOnce && typeList?.length === 1 && project !== undefined
-        ? keyDrivenConditions({ services, type: typeList[0], scope, projectId: project, ctx }, filterParams)
-        : undefined;
+    const keyed = oneProject && !prefix && planOnce ? keyDrivenConditions(oneProject, filterParams) : undefined;
     const rows =
       (prefix && (await prefixOrderedPage(driven!, prefix, page))) ||
       (dates && (await dateRangePage(driven!, dates, page))) ||
@@ -594,7 +592,7 @@ type PageShape = { count: number; offset: number; columns: string; kept: KeptPag
  * anew with arguments of their own (the driver adds its own to them).
  */
 function otherConditions(search: DrivenSearch, others: readonly [string, string][]): { ctx: CompileContext; where: string } {
-  const ctx: CompileContext = { ...search.ctx, args: new SqlArgs(), depth: 0, onRows: undefined };
+  const ctx = freshContext(search);
   const where = [
     ...baseConditions(search.services.identity, [search.type], search.scope, ctx),
     ...others.map(([name, value]) => compileParameter(name, value, [search.type], 'r', ctx)),
@@ -626,7 +624,7 @@ function keyDrivenConditions(search: DrivenSearch, filters: readonly [string, st
   const others = filters.filter((_, i) => i !== at);
   const onRows = others.filter(([name]) => !onResource(name));
   if (onRows.length === 0) return undefined;
-  const ctx: CompileContext = { ...search.ctx, args: new SqlArgs(), depth: 0, onRows: undefined };
+  const ctx = freshContext(search);
   let key: IndexRowsCondition | undefined;
   const [name, value] = filters[at];
   const condition = compileParameter(name, value, [search.type], 'r', { ...ctx, onRows: (found) => (key = found) });
@@ -653,6 +651,11 @@ function indexRowsSource(rows: IndexRowsCondition, scope: string): string {
     `SELECT ${alias}."projectId", ${alias}."resourceType", ${alias}."resourceId" AS id FROM ${table} ${alias}` +
     ` WHERE ${scope} AND ${alias}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}`
   );
+}
+
+/** The search's compile context with arguments of its own, for a statement compiled anew. */
+function freshContext(search: DrivenSearch): CompileContext {
+  return { ...search.ctx, args: new SqlArgs(), depth: 0, onRows: undefined };
 }
 
 /** A string prefix match (stringPrefixRange) among a search's filters, and the other filters. */
