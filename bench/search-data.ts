@@ -33,8 +33,11 @@ export interface Generated {
   seconds: number;
 }
 
-/** Writes `patients` Patients and `observations` Observations into `projectId`. */
-export async function generate(databaseUrl: string, projectId: string, patients: number, observations: number): Promise<Generated> {
+/**
+ * Writes `patients` Patients and `observations` Observations into `projectId`; `idPrefix` keeps
+ * the ids of a second project apart from the first's (ids are unique per type across projects).
+ */
+export async function generate(databaseUrl: string, projectId: string, patients: number, observations: number, idPrefix = ''): Promise<Generated> {
   const started = performance.now();
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
@@ -43,10 +46,10 @@ export async function generate(databaseUrl: string, projectId: string, patients:
     await client.query(`SET work_mem = '256MB'`);
     const batch = 100_000;
     for (let from = 1; from <= patients; from += batch) {
-      await insertPatients(client, projectId, from, Math.min(from + batch - 1, patients));
+      await insertPatients(client, projectId, idPrefix, from, Math.min(from + batch - 1, patients));
     }
     for (let from = 1; from <= observations; from += batch) {
-      await insertObservations(client, projectId, from, Math.min(from + batch - 1, observations), patients);
+      await insertObservations(client, projectId, idPrefix, from, Math.min(from + batch - 1, observations), patients);
       process.stdout.write(`\r  observations ${Math.min(from + batch - 1, observations)}/${observations}`);
     }
     process.stdout.write('\n');
@@ -58,19 +61,19 @@ export async function generate(databaseUrl: string, projectId: string, patients:
   return { patients, observations, seconds: Math.round((performance.now() - started) / 1000) };
 }
 
-async function insertPatients(client: pg.Client, projectId: string, from: number, to: number): Promise<void> {
+async function insertPatients(client: pg.Client, projectId: string, idPrefix: string, from: number, to: number): Promise<void> {
   const families = sqlArray(FAMILIES);
   const given = sqlArray(GIVEN);
   await client.query(
     `CREATE TEMP TABLE gen_p AS
-     SELECT g, 'pat-' || g AS id, gen_random_uuid() AS vid,
+     SELECT g, $3::text || 'pat-' || g AS id, gen_random_uuid() AS vid,
             timestamptz '2025-01-01T00:00:00Z' + (g / 7) * interval '1 second' AS lu,
             ${families}[1 + g % ${FAMILIES.length}] || (g % 997) AS family,
             ${given}[1 + g % ${GIVEN.length}] AS given1, ${given}[1 + (g / 7) % ${GIVEN.length}] AS given2,
             CASE WHEN g % 2 = 0 THEN 'female' ELSE 'male' END AS gender,
             (date '1930-01-01' + (g * 37 % 32000))::text AS birth
      FROM generate_series($1::int, $2::int) g`,
-    [from, to],
+    [from, to, idPrefix],
   );
   await client.query('BEGIN');
   await client.query(
@@ -110,18 +113,18 @@ async function insertPatients(client: pg.Client, projectId: string, from: number
   await client.query('DROP TABLE gen_p');
 }
 
-async function insertObservations(client: pg.Client, projectId: string, from: number, to: number, patients: number): Promise<void> {
+async function insertObservations(client: pg.Client, projectId: string, idPrefix: string, from: number, to: number, patients: number): Promise<void> {
   const codes = sqlArray(LOINC);
   await client.query(
     `CREATE TEMP TABLE gen_o AS
-     SELECT g, 'obs-' || g AS id, gen_random_uuid() AS vid,
+     SELECT g, $4::text || 'obs-' || g AS id, gen_random_uuid() AS vid,
             timestamptz '2025-02-01T00:00:00Z' + (g / 7) * interval '1 second' AS lu,
-            'pat-' || (1 + (g::bigint * 7919) % $3::int) AS subject,
+            $4::text || 'pat-' || (1 + (g::bigint * 7919) % $3::int) AS subject,
             ${codes}[1 + g % ${LOINC.length}] AS code,
             timestamptz '2020-01-01T00:00:00Z' + ((g::bigint * 104729) % 157766400) * interval '1 second' AS eff,
             round((40 + (g % 600) / 10.0)::numeric, 1) AS val
      FROM generate_series($1::int, $2::int) g`,
-    [from, to, patients],
+    [from, to, patients, idPrefix],
   );
   await client.query('BEGIN');
   await client.query(

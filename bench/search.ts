@@ -1,12 +1,13 @@
 /**
- * Search benchmark (issue 4): generates 100,000 Patients and 1,000,000 Observations into
- * PostgreSQL (bench/search-data.ts), starts Flint on it as a child process and drives each search
- * shape with autocannon at 16 connections; then walks every Patient by cursor with _count=1000
- * and records the query plans of the common shapes. Appends everything to bench/RESULTS.md.
+ * Search benchmark (issue 4): generates 100,000 Patients and 1,000,000 Observations into one
+ * project of PostgreSQL (bench/search-data.ts) and a tenth of that into a second one, starts Flint
+ * on it as a child process and drives each search shape with autocannon at 16 connections; then
+ * walks every Patient by cursor with _count=1000 and records the query plans of the common
+ * shapes. Appends everything to bench/RESULTS.md.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench npx tsx bench/search.ts
  *
- * BENCH_PATIENTS / BENCH_OBSERVATIONS change the sizes; data already present in the bench project
+ * BENCH_PATIENTS / BENCH_OBSERVATIONS change the sizes; data already present in a bench project
  * is reused; BENCH_DURATION is seconds per scenario (default 10); BENCH_SCENARIOS=a,b selects;
  * BENCH_RESULTS=<file> appends there instead of bench/RESULTS.md.
  */
@@ -29,6 +30,8 @@ const PORT = Number(process.env.BENCH_PORT ?? 18090);
 const BASE = `http://127.0.0.1:${PORT}`;
 const FHIR = `${BASE}/fhir/R4`;
 const PROJECT = 'search-bench';
+/** A second, smaller tenant (a tenth of the sizes): other projects' rows are in every index. */
+const OTHER_PROJECT = 'search-bench-other';
 const CLIENT_ID = 'search-bench-admin';
 const CLIENT_SECRET = 'search-bench-secret-0123456789';
 /** BENCH_RESULTS: a file to append to instead of bench/RESULTS.md (trial runs). */
@@ -42,6 +45,8 @@ interface Scenario {
   /** A fresh query string (after `?`, without _project) per request. */
   type: string;
   query: () => string;
+  /** Searches every project (no `_project`), as a super admin may; otherwise `_project=search-bench`. */
+  everyProject?: true;
 }
 
 const scenarios: Scenario[] = [
@@ -73,6 +78,20 @@ const scenarios: Scenario[] = [
   },
   { name: '_total=estimate (by code)', type: 'Observation', query: () => `code=http://loinc.org|${pick(LOINC)}&_total=estimate` },
   { name: '_total=accurate (by code)', type: 'Observation', query: () => `code=http://loinc.org|${pick(LOINC)}&_total=accurate` },
+  // A super admin's searches of every project (no _project): both projects' rows.
+  {
+    name: 'every project: Patient by identifier',
+    type: 'Patient',
+    query: () => `identifier=http://hospital.example.org/mrn|MRN${1 + rand(PATIENTS)}`,
+    everyProject: true,
+  },
+  { name: 'every project: _sort=-_lastUpdated&_count=20', type: 'Observation', query: () => '_sort=-_lastUpdated&_count=20', everyProject: true },
+  {
+    name: 'every project: chained',
+    type: 'Observation',
+    query: () => `subject:Patient.identifier=MRN${1 + rand(PATIENTS)}`,
+    everyProject: true,
+  },
 ];
 
 async function startFlint(): Promise<ChildProcess> {
@@ -109,7 +128,10 @@ function load(scenario: Scenario, auth: string, duration: number, connections = 
         requests: [
           {
             method: 'GET',
-            setupRequest: (req) => ({ ...req, path: `/fhir/R4/${scenario.type}?${scenario.query()}&_project=${PROJECT}` }),
+            setupRequest: (req) => ({
+              ...req,
+              path: `/fhir/R4/${scenario.type}?${scenario.query()}${scenario.everyProject ? '' : `&_project=${PROJECT}`}`,
+            }),
           },
         ],
       },
@@ -147,8 +169,9 @@ async function cursorWalk(auth: string): Promise<{ pages: number; resources: num
 /** The SQL the search service runs for a scenario, captured, then EXPLAIN ANALYZEd on PostgreSQL. */
 async function plans(pool: pg.Pool): Promise<string[]> {
   const out: string[] = [];
-  // The last element says which statement to explain: the page (default) or the exact count.
-  const shapes: [string, string, string, 'count'?][] = [
+  // The last element says which statement to explain: the page (default) or the exact count, or
+  // that a super admin searches every project (the page).
+  const shapes: [string, string, string, ('count' | 'every project')?][] = [
     ['Patient by name prefix', 'Patient', 'name=smi'],
     ['Patient by identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242'],
     ['Observation by subject and code', 'Observation', 'subject=Patient/pat-4242&code=http://loinc.org|8867-4'],
@@ -159,6 +182,8 @@ async function plans(pool: pg.Pool): Promise<string[]> {
     ['_include=Observation:subject (by code)', 'Observation', 'code=http://loinc.org|8867-4&_include=Observation:subject'],
     ['_total=accurate (by code), the count', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate', 'count'],
     ['date range count (a measure period)', 'Observation', 'date=ge2015-01-01&date=le2030-12-31&_summary=count', 'count'],
+    ['every project: Patient by identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242', 'every project'],
+    ['every project: _sort=-_lastUpdated', 'Observation', '_sort=-_lastUpdated&_count=20', 'every project'],
   ];
   for (const [name, type, query, which] of shapes) {
     const captured: { sql: string; args: readonly unknown[] }[] = [];
@@ -170,7 +195,7 @@ async function plans(pool: pg.Pool): Promise<string[]> {
       execute: async (sql: string, args: readonly unknown[] = []) => (await pool.query(sql, args as unknown[])).rowCount ?? 0,
     };
     await search(
-      { db: executor, identity: { projectId: PROJECT, superAdmin: false }, config: { fhirBaseUrl: FHIR, accurateCountThreshold: Number.MAX_SAFE_INTEGER } },
+      { db: executor, identity: { projectId: PROJECT, superAdmin: which === 'every project' }, config: { fhirBaseUrl: FHIR, accurateCountThreshold: Number.MAX_SAFE_INTEGER } },
       type,
       [...new URLSearchParams(query).entries()],
     );
@@ -178,11 +203,22 @@ async function plans(pool: pg.Pool): Promise<string[]> {
     const page =
       which === 'count'
         ? captured.find((c) => c.sql.includes('::int AS n'))!
-        : captured.find((c) => c.sql.startsWith('SELECT r."resourceType", r.id'))!;
+        : captured.find((c) => c.sql.startsWith('SELECT r."resourceType", r.id') || c.sql.startsWith('SELECT u."resourceType", u.id'))!;
     const explained = await pool.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) ${page.sql}`, page.args as unknown[]);
     out.push(`### ${name}: \`${type}?${query}\``, '', '```', ...explained.rows.map((r) => r['QUERY PLAN'] as string), '```', '');
   }
   return out;
+}
+
+/** Generates a project's data unless it has Patients already; says which. */
+async function generateOnce(pool: pg.Pool, projectId: string, patients: number, observations: number, idPrefix: string): Promise<string> {
+  const existing = await pool.query(`SELECT count(*)::int AS n FROM resource WHERE "projectId" = $1 AND "resourceType" = 'Patient'`, [projectId]);
+  if (existing.rows[0].n > 0) return `${projectId} reused`;
+  console.log(`generating ${patients} Patients and ${observations} Observations into ${projectId} ...`);
+  const result = await generate(DATABASE_URL!, projectId, patients, observations, idPrefix);
+  const said = `${projectId} generated in ${result.seconds} s`;
+  console.log(said);
+  return said;
 }
 
 async function main(): Promise<void> {
@@ -192,14 +228,10 @@ async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 2 });
   const lines: string[] = [];
   try {
-    const existing = await pool.query(`SELECT count(*)::int AS n FROM resource WHERE "projectId" = $1 AND "resourceType" = 'Patient'`, [PROJECT]);
-    let generated = 'reused';
-    if (existing.rows[0].n === 0) {
-      console.log(`generating ${PATIENTS} Patients and ${OBSERVATIONS} Observations ...`);
-      const result = await generate(DATABASE_URL, PROJECT, PATIENTS, OBSERVATIONS);
-      generated = `generated in ${result.seconds} s`;
-      console.log(generated);
-    }
+    const generated = [
+      await generateOnce(pool, PROJECT, PATIENTS, OBSERVATIONS, ''),
+      await generateOnce(pool, OTHER_PROJECT, Math.ceil(PATIENTS / 10), Math.ceil(OBSERVATIONS / 10), 'o-'),
+    ].join('; ');
     const auth = await token();
     const rows: Row[] = [];
     for (const scenario of scenarios) {
@@ -228,7 +260,7 @@ async function main(): Promise<void> {
       '',
       `## Search, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (bench/search.ts, PostgreSQL)`,
       '',
-      `${machine}; ${PATIENTS} Patients and ${OBSERVATIONS} Observations (${generated}) in one project;`,
+      `${machine}; ${PATIENTS} Patients and ${OBSERVATIONS} Observations in one project, a tenth of that in another (${generated});`,
       `autocannon, ${CONNECTIONS} connections, ${DURATION} s per scenario; client, server and PostgreSQL on one machine.`,
       'autocannon reports p90 and p97.5, not p95: p97.5 bounds p95 from above.',
       '',

@@ -244,21 +244,22 @@ export async function search(
     const rows =
       (prefix && (await prefixOrderedPage(driven!, prefix, page))) ||
       (dates && (await dateRangePage(driven!, dates, page))) ||
-      (await pageRows(
-        services.db,
-        keyed?.args ?? args,
-        keyed?.where ?? whereSql,
+      (await pageRows(services.db, {
+        args: keyed?.args ?? args,
+        where: keyed?.where ?? whereSql,
         sort,
         count,
         offset,
         position,
-        paramTypes,
+        types: paramTypes,
         multiType,
         parameters,
         columns,
         kept,
         planOnce,
-      ));
+        // A super admin's search of every project reads each project's rows through its project-first indexes.
+        projects: scope.projectIds === undefined && project === undefined ? everyProject('resource') : undefined,
+      }));
     result.matches = rows.rows;
     const paging = result.paging;
     const key = (row: SearchRow, direction: 'n' | 'p'): string =>
@@ -443,6 +444,9 @@ function parseSort(raw: string | undefined, types: readonly string[], parameters
 const COLUMNS = `r."resourceType", r.id, r."projectId", r."versionId"::text AS "versionId", r."lastUpdated", r.content::text AS content`;
 /** COLUMNS without the content (SearchOptions.withoutContent). */
 const KEY_COLUMNS = `r."resourceType", r.id, r."projectId", r."versionId"::text AS "versionId", r."lastUpdated"`;
+/** COLUMNS and KEY_COLUMNS as read from a subquery `u` that selected them. */
+const KEY_COLUMNS_OF_U = 'u."resourceType", u.id, u."projectId", u."versionId", u."lastUpdated"';
+const COLUMNS_OF_U = `${KEY_COLUMNS_OF_U}, u.content`;
 
 interface RawRow {
   resourceType: string;
@@ -497,57 +501,74 @@ function sortExpression(key: SortKey, types: readonly string[], args: SqlArgs, p
   }
 }
 
-async function pageRows(
-  db: SqlExecutor,
-  baseArgs: SqlArgs,
-  where: string,
-  sort: SortKey[],
-  count: number,
-  offset: number,
-  position: CursorPosition | undefined,
-  types: readonly string[],
-  multiType: boolean,
-  parameters: ProjectParameters | undefined,
-  columns = COLUMNS,
-  kept?: KeptPages,
-  planOnce = false,
-): Promise<{ rows: SearchRow[]; more: boolean }> {
+interface PageStatement {
+  args: SqlArgs;
+  where: string;
+  sort: SortKey[];
+  count: number;
+  offset: number;
+  position: CursorPosition | undefined;
+  types: readonly string[];
+  multiType: boolean;
+  parameters: ProjectParameters | undefined;
+  columns: string;
+  kept: KeptPages | undefined;
+  planOnce: boolean;
+  /** An SQL array of projectIds (everyProject) to read the page from one project at a time, or undefined. */
+  projects: string | undefined;
+}
+
+async function pageRows(db: SqlExecutor, page: PageStatement): Promise<{ rows: SearchRow[]; more: boolean }> {
+  const { sort, count, offset, position, multiType } = page;
   const args = new SqlArgs();
-  args.values.push(...baseArgs.values);
-  const conditions = [where];
-  let order = '';
+  args.values.push(...page.args.values);
+  const conditions = [page.where];
+  const keys: { expression: string; direction: string }[] = [];
   let backwards = false;
-  const keyColumns = multiType ? 'r."lastUpdated", r.id, r."resourceType"' : 'r."lastUpdated", r.id';
   if (position) {
     backwards = position.direction === 'p';
+    const keyColumns = multiType ? 'r."lastUpdated", r.id, r."resourceType"' : 'r."lastUpdated", r.id';
     const keyValues = [args.add(position.lastUpdated, 'timestamptz'), args.add(position.id)];
     if (multiType) keyValues.push(args.add(position.resourceType));
     conditions.push(`(${keyColumns}) ${backwards ? '<' : '>'} (${keyValues.join(', ')})`);
-    order = multiType
-      ? `r."lastUpdated" ${backwards ? 'DESC' : 'ASC'}, r.id ${backwards ? 'DESC' : 'ASC'}, r."resourceType" ${backwards ? 'DESC' : 'ASC'}`
-      : `r."lastUpdated" ${backwards ? 'DESC' : 'ASC'}, r.id ${backwards ? 'DESC' : 'ASC'}`;
-  } else if (sort.length === 0) {
-    // SPEC 4.8 rule 3: without _sort the order is unspecified, so the planner may stop at the
-    // first `count` matches of whatever index it drives from.
-    order = '';
-  } else {
-    const keys = sort.map((key) => {
-      const expression = sortExpression(key, types, args, parameters);
+    const direction = backwards ? 'DESC' : 'ASC';
+    keys.push({ expression: 'r."lastUpdated"', direction }, { expression: 'r.id', direction });
+    if (multiType) keys.push({ expression: 'r."resourceType"', direction });
+  } else if (sort.length > 0) {
+    // Without _sort (SPEC 4.8 rule 3) the order is unspecified, so the planner may stop at the
+    // first `count` matches of whatever index it drives from: no keys.
+    for (const key of sort) {
       // Columns are never null; spelling NULLS LAST on them would keep a backward index scan
       // from serving a descending sort.
       const nulls = key.code === '_id' || key.code === '_lastUpdated' ? '' : ' NULLS LAST';
-      return `${expression} ${key.descending ? 'DESC' : 'ASC'}${nulls}`;
-    });
+      keys.push({ expression: sortExpression(key, page.types, args, page.parameters), direction: `${key.descending ? 'DESC' : 'ASC'}${nulls}` });
+    }
     // Ties are broken by id (in the direction of a lone _lastUpdated key, so one index serves both).
     const idDirection = sort.length === 1 && sort[0].code === '_lastUpdated' && sort[0].descending ? 'DESC' : 'ASC';
-    keys.push(`r.id ${idDirection}`);
-    if (multiType) keys.push(`r."resourceType" ${idDirection}`);
-    order = keys.join(', ');
+    keys.push({ expression: 'r.id', direction: idDirection });
+    if (multiType) keys.push({ expression: 'r."resourceType"', direction: idDirection });
   }
+  const orderBy = (spell: (key: { expression: string }, index: number) => string): string =>
+    keys.length > 0 ? ` ORDER BY ${keys.map((key, i) => `${spell(key, i)} ${key.direction}`).join(', ')}` : '';
   const limit = args.add(count + 1);
   const skip = position ? '' : ` OFFSET ${args.add(offset)}`;
-  const sql = `SELECT ${columns} FROM resource r WHERE ${conditions.join(' AND ')}${order ? ` ORDER BY ${order}` : ''} LIMIT ${limit}${skip}`;
-  return runPage(db, sql, args, count, backwards, kept, planOnce);
+  let sql: string;
+  if (page.projects === undefined) {
+    sql = `SELECT ${page.columns} FROM resource r WHERE ${conditions.join(' AND ')}${orderBy((key) => key.expression)} LIMIT ${limit}${skip}`;
+  } else {
+    // A super admin's search of every project: the indexes lead with projectId, so a statement
+    // without one can only scan a whole index (~200 ms at 1,100,000 resources). Each project's
+    // first offset + count + 1 rows, read with its projectId (the planner carries `r.projectId =
+    // p.id` into every index condition), then the page of their merge: one index probe per
+    // project and the few rows each gives.
+    const sortColumns = keys.map((key, i) => `, ${key.expression} AS k${i}`).join('');
+    const each =
+      `SELECT ${page.columns}${sortColumns} FROM resource r WHERE r."projectId" = p.id AND ${conditions.join(' AND ')}` +
+      `${orderBy((key) => key.expression)} LIMIT ${args.add(offset + count + 1)}`;
+    const output = page.columns === COLUMNS ? COLUMNS_OF_U : KEY_COLUMNS_OF_U;
+    sql = `SELECT ${output} FROM unnest(${page.projects}) p(id) CROSS JOIN LATERAL (${each}) u${orderBy((_, i) => `u.k${i}`)} LIMIT ${limit}${skip}`;
+  }
+  return runPage(db, sql, args, count, backwards, page.kept, page.planOnce);
 }
 
 type KeptPages = { cache: SearchCache; dependency: WriteDependency };
@@ -962,8 +983,8 @@ function indexCountQuery(
 
 /**
  * Every projectId present in an index table, one index probe each (a loose index scan: the
- * table's search indexes lead with projectId). A super admin's count names them all so that
- * those indexes serve it; without a projectId PostgreSQL can only scan the whole table.
+ * table's search indexes lead with projectId). A super admin's count and page name them all so
+ * that those indexes serve them; without a projectId PostgreSQL can only scan the whole table.
  */
 function everyProject(table: string): string {
   return (
