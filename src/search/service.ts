@@ -16,9 +16,10 @@ import {
   findParameter,
   stringPrefixMatches,
   isSearchable,
+  isTokenCodeMatch,
+  tokenCodeMatches,
   type CompileContext,
   type IndexRowsCondition,
-  type PrefixRange,
   type ValueSetMember,
 } from './query/conditions.js';
 import { decodeCursor, encodeCursor, searchSignature, type CursorPosition } from './query/cursor.js';
@@ -237,13 +238,15 @@ export async function search(
       typeList?.length === 1 && project !== undefined ? { services, type: typeList[0], scope, projectId: project, ctx } : undefined;
     const driven = sort.length === 0 ? oneProject : undefined;
     const page = { count, offset, columns, kept };
-    const prefix = driven && prefixDriver(filterParams, driven.type, parameters);
+    const prefix = driven && prefixDriver(driven, filterParams);
     const dates = driven && !prefix && !planOnce ? dateRangePair(filterParams) : undefined;
+    const tokenCode = driven && !prefix && !dates && !planOnce ? tokenCodeDriver(driven, filterParams) : undefined;
     // A key filter drives the page whatever its order (sorted, cursor or not): its few rows are the candidates.
     const keyed = oneProject && !prefix && planOnce ? keyDrivenConditions(oneProject, filterParams) : undefined;
     const rows =
-      (prefix && (await prefixOrderedPage(driven!, prefix, page))) ||
+      (prefix && (await orderedMatchesPage(driven!, prefix, page))) ||
       (dates && (await dateRangePage(driven!, dates, page))) ||
+      (tokenCode && (await orderedMatchesPage(driven!, tokenCode, page))) ||
       (await pageRows(services.db, {
         args: keyed?.args ?? args,
         where: keyed?.where ?? whereSql,
@@ -679,30 +682,57 @@ function freshContext(search: DrivenSearch): CompileContext {
   return { ...search.ctx, args: new SqlArgs(), depth: 0, onRows: undefined };
 }
 
-/** A string prefix match (stringPrefixRange) among a search's filters, and the other filters. */
-interface PrefixDriver {
-  range: PrefixRange;
+/**
+ * A filter whose matches an index lists in an order of their own (by a first matching value,
+ * then id), the SQL of those matches (with an optional window of index rows), and the other filters.
+ */
+interface OrderedDriver {
+  matches: (ctx: CompileContext, window?: number) => string;
   others: [string, string][];
 }
 
-/** The first filter that is a one-value string prefix, if any. */
-function prefixDriver(filters: readonly [string, string][], type: string, parameters: ProjectParameters | undefined): PrefixDriver | undefined {
+/** The first filter that is a one-value string prefix (stringPrefixRange), if any. */
+function prefixDriver(search: DrivenSearch, filters: readonly [string, string][]): OrderedDriver | undefined {
   for (const [at, [name, value]] of filters.entries()) {
-    const range = stringPrefixRange(name, value, [type], parameters);
-    if (range) return { range, others: filters.filter((_, i) => i !== at) };
+    const range = stringPrefixRange(name, value, [search.type], search.ctx.parameters);
+    if (range) {
+      return {
+        matches: (ctx, window) => stringPrefixMatches(range, search.type, search.projectId, ctx, window),
+        others: filters.filter((_, i) => i !== at),
+      };
+    }
   }
   return undefined;
 }
 
-/** Index rows a prefix window reads per row of the page it is for (resources with several matching values, filtered ones). */
-const PREFIX_WINDOW_FACTOR = 4;
-const PREFIX_WINDOW_MIN = 100;
+/**
+ * A token code (isTokenCodeMatch: `Observation?code=http://loinc.org|8867-4`) when it is the
+ * search's only filter besides `_project`. Alone, its window of index rows holds the page unless
+ * the whole match is small, so reading the whole match instead is cheap; with other filters that
+ * could drop most of the window, the whole match of a common code (50,000 rows, or every
+ * Observation's status) would be de-duplicated: those searches take the general statement.
+ */
+function tokenCodeDriver(search: DrivenSearch, filters: readonly [string, string][]): OrderedDriver | undefined {
+  const others = filters.filter(([name]) => name === '_project');
+  if (filters.length - others.length !== 1) return undefined;
+  const [name, value] = filters.find(([n]) => n !== '_project')!;
+  if (!isTokenCodeMatch(name, value, [search.type], search.ctx.parameters)) return undefined;
+  return { matches: (ctx, window) => tokenCodeMatches(name, value, search.type, search.projectId, ctx, window), others };
+}
+
+/** Index rows a window reads per row of the page it is for (resources with several matching values, filtered ones). */
+const WINDOW_FACTOR = 4;
+const WINDOW_MIN = 100;
 
 /**
- * A page of a search without _sort whose filters hold a string prefix (`Patient?name=smi`),
- * ordered by each resource's first matching value, then id: the order of the string index
- * (0014_string_index_order), so the page is read from the first rows of the index range
- * instead of de-duplicating every match (1,666 index rows for "smi" among 100,000 Patients).
+ * A page of a search without _sort whose matches an OrderedDriver lists in its index's order: a
+ * string prefix (`Patient?name=smi`: by each resource's first matching value, then id, the order
+ * of the string index, 0014_string_index_order) or a lone token code (`Observation?code=...`: by
+ * first matching system, then id). The page is read from the first rows of the index range
+ * instead of de-duplicating every match (1,666 index rows for "smi" among 100,000 Patients,
+ * 50,000 for a code among 1,000,000 Observations), and never depends on how the planner guesses
+ * the project's resources are spread among other projects' (a merge by id over every project's
+ * Observations, or a table scan, took 2-24 ms where this takes 0.1 ms).
  * The statement reads a window of index rows: its resources are exactly the first ones of the
  * whole order (a resource is in the window when its first matching row is), so when the window
  * yields the page and one more row, that is the page. Otherwise (few matches, filters that drop
@@ -710,16 +740,15 @@ const PREFIX_WINDOW_MIN = 100;
  * window's plan is the same for every value (an ordered range scan that stops early), so it is
  * planned once; the whole statement is planned for its values.
  */
-async function prefixOrderedPage(search: DrivenSearch, driver: PrefixDriver, page: PageShape): Promise<{ rows: SearchRow[]; more: boolean }> {
+async function orderedMatchesPage(search: DrivenSearch, driver: OrderedDriver, page: PageShape): Promise<{ rows: SearchRow[]; more: boolean }> {
   const statement = (window: number | undefined): { sql: string; args: SqlArgs } => {
     const { ctx, where } = otherConditions(search, driver.others);
-    const matches = stringPrefixMatches(driver.range, search.type, search.projectId, ctx, window);
     const sql =
-      `SELECT ${page.columns} FROM (${matches}) p JOIN resource r ON r.id = p."resourceId" WHERE ${where}` +
+      `SELECT ${page.columns} FROM (${driver.matches(ctx, window)}) p JOIN resource r ON r.id = p."resourceId" WHERE ${where}` +
       ` ORDER BY p.first, p."resourceId" LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
     return { sql, args: ctx.args };
   };
-  const window = Math.max(PREFIX_WINDOW_MIN, PREFIX_WINDOW_FACTOR * (page.offset + page.count + 1));
+  const window = Math.max(WINDOW_MIN, WINDOW_FACTOR * (page.offset + page.count + 1));
   const windowed = statement(window);
   const rows = await runPage(search.services.db, windowed.sql, windowed.args, page.count, false, page.kept, true);
   if (rows.more) return rows;

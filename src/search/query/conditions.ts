@@ -156,7 +156,7 @@ export function selectsByKey(name: string, value: string, types: readonly string
 /**
  * A string parameter's default (prefix) match on one value, as the range of index values it
  * covers: `lower` <= value < `upper` in byte order (text_pattern_ops). Such a match can be read
- * from its index in order (service.ts, prefixOrderedPage).
+ * from its index in order (service.ts, orderedMatchesPage).
  */
 export interface PrefixRange {
   code: string;
@@ -198,6 +198,38 @@ export function stringPrefixMatches(range: PrefixRange, type: string, projectId:
   // min under "C" is text_pattern_ops' byte order. Ordered here, before the page's join to the
   // resources, so that the join keeps this order and stops at the page.
   return `SELECT m."resourceId", min(m.value COLLATE "C") AS first FROM (${rows}) m GROUP BY m."resourceId" ORDER BY first, m."resourceId"`;
+}
+
+/**
+ * Whether `name=value` is a token parameter's plain match on one code (`code`, `|code` or
+ * `system|code`, no modifier): rows its index lists by system, then resource (tokenCodeMatches).
+ */
+export function isTokenCodeMatch(name: string, value: string, types: readonly string[], parameters?: ProjectParameters): boolean {
+  if (name.startsWith('_') || name.includes(':') || name.includes('.')) return false;
+  const values = splitOr(value);
+  if (values.length !== 1 || !namesTokenCode(values[0])) return false;
+  try {
+    const param = findParameter(name, types, name, parameters);
+    return param.type === 'token' && isSearchable(param);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The resources of one project and type matching a token code (isTokenCodeMatch), each once with
+ * its first matching system (`first`), ordered by it, then id: the order of the token index
+ * (projectId, resourceType, code, value, system, resourceId), so that with `window` (rows of the
+ * index read, in that order) the match stops early and is the beginning of the whole match, as
+ * stringPrefixMatches does for a prefix. A value without a system sorts last, as in the index.
+ */
+export function tokenCodeMatches(name: string, value: string, type: string, projectId: string, ctx: CompileContext, window?: number): string {
+  const { args } = ctx;
+  const inOrder = window === undefined ? '' : ` ORDER BY w.system, w."resourceId" LIMIT ${args.add(window)}`;
+  const rows =
+    `SELECT w."resourceId", w.system FROM token_index w WHERE w."projectId" = ${args.add(projectId)} AND w."resourceType" = ${args.add(type)}` +
+    ` AND w.code = ${args.add(name)} AND ${tokenCondition(name, undefined, value, tokenColumns('w'), ctx)}${inOrder}`;
+  return `SELECT m."resourceId", min(m.system) AS first FROM (${rows}) m GROUP BY m."resourceId" ORDER BY first, m."resourceId"`;
 }
 
 /**
