@@ -233,6 +233,24 @@ export function tokenCodeMatches(name: string, value: string, type: string, proj
 }
 
 /**
+ * The resources of one project and type with rows of the date parameter `code`, each once with
+ * its sort value (`first`: the least COALESCE(start, end), or for a descending sort the greatest
+ * COALESCE(end, start), as sortExpression in service.ts has it), in the order of the page:
+ * that value, then id. The rows are read in that order from the index of migration 0015, so with
+ * `window` the read stops early and is still the beginning of the whole order (a resource's first
+ * row there holds its value).
+ */
+export function dateSortMatches(code: string, descending: boolean, type: string, projectId: string, ctx: CompileContext, window: number): string {
+  const { args } = ctx;
+  const value = descending ? 'COALESCE(w."end", w.start)' : 'COALESCE(w.start, w."end")';
+  const direction = descending ? 'DESC' : 'ASC';
+  const rows =
+    `SELECT w."resourceId", ${value} AS v FROM date_index w WHERE w."projectId" = ${args.add(projectId)} AND w."resourceType" = ${args.add(type)}` +
+    ` AND w.code = ${args.add(code)} AND ${value} IS NOT NULL ORDER BY ${value} ${direction}, w."resourceId" LIMIT ${args.add(window)}`;
+  return `SELECT m."resourceId", ${descending ? 'max' : 'min'}(m.v) AS first FROM (${rows}) m GROUP BY m."resourceId"`;
+}
+
+/**
  * The least string above every string starting with `prefix`, in code point order (which is
  * UTF-8 byte order, text_pattern_ops' order): the prefix with its last code point incremented.
  */
