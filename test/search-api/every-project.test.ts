@@ -86,6 +86,19 @@ describe("a super admin's search of every project", () => {
     expect(matchIds(res).sort()).toEqual(sorted(ids[0], ids[2], ids[3], ids[5]));
   });
 
+  it('orders the matches of several types of every project as one list (system search)', async () => {
+    const tag = randomUUID();
+    const [a, b] = [api.newProject(), api.newProject()];
+    const ids = [
+      await create(a, tagged(tag, { resourceType: 'Patient' })),
+      await create(b, tagged(tag, { resourceType: 'Observation', status: 'final', code: { text: 'x' } })),
+      await create(b, tagged(tag, { resourceType: 'Patient' })),
+      await create(a, tagged(tag, { resourceType: 'Observation', status: 'final', code: { text: 'x' } })),
+    ];
+    const path = `?_type=Patient,Observation&_tag=${TAG_SYSTEM}|${tag}&_sort=-_lastUpdated&_count=3`;
+    expect(await matchesOfEveryPage(api.superAdmin, path)).toEqual([...ids].reverse());
+  });
+
   it('finds the matches of every project without _sort', async () => {
     const tag = randomUUID();
     const ids = await alternate([api.newProject(), api.newProject()], tag, 4);
