@@ -76,6 +76,7 @@ const scenarios: Scenario[] = [
     type: 'Observation',
     query: () => `code=http://loinc.org|${pick(LOINC)}&_include=Observation:subject`,
   },
+  { name: '_sort=-date (by code)', type: 'Observation', query: () => `code=http://loinc.org|${pick(LOINC)}&_sort=-date` },
   { name: '_total=estimate (by code)', type: 'Observation', query: () => `code=http://loinc.org|${pick(LOINC)}&_total=estimate` },
   { name: '_total=accurate (by code)', type: 'Observation', query: () => `code=http://loinc.org|${pick(LOINC)}&_total=accurate` },
   // A super admin's searches of every project (no _project): both projects' rows.
@@ -180,6 +181,7 @@ async function plans(pool: pg.Pool): Promise<string[]> {
     ['_sort=-_lastUpdated', 'Observation', '_sort=-_lastUpdated&_count=20'],
     ['cursor page (deep)', 'Patient', '_sort=_lastUpdated&_count=1000'],
     ['_include=Observation:subject (by code)', 'Observation', 'code=http://loinc.org|8867-4&_include=Observation:subject'],
+    ['_sort=-date (by code)', 'Observation', 'code=http://loinc.org|8867-4&_sort=-date'],
     ['_total=accurate (by code), the count', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate', 'count'],
     ['date range count (a measure period)', 'Observation', 'date=ge2015-01-01&date=le2030-12-31&_summary=count', 'count'],
     ['every project: Patient by identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242', 'every project'],
