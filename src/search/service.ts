@@ -18,6 +18,7 @@ import {
   isSearchable,
   isTokenCodeMatch,
   tokenCodeMatches,
+  tokenCodeRowCount,
   dateSortMatches,
   type CompileContext,
   type IndexRowsCondition,
@@ -249,8 +250,18 @@ export async function search(
     const rows =
       (prefix && (await orderedMatchesPage(driven!, prefix, page))) ||
       (dates && (await dateRangePage(driven!, dates, page))) ||
-      (tokenCode && (await orderedMatchesPage(driven!, tokenCode, page))) ||
-      (dateSort && (await dateSortedPage(oneProject!, dateSort, filterParams, page))) ||
+      (tokenCode?.alone && (await orderedMatchesPage(driven!, tokenCode, page))) ||
+      (tokenCode &&
+        !tokenCode.alone &&
+        (await growingWindowPage(driven!, tokenCode.matches, 'ASC', tokenCode.others, page, tokenCode.holdsEveryRow))) ||
+      (dateSort &&
+        (await growingWindowPage(
+          oneProject!,
+          (windowCtx, window) => dateSortMatches(dateSort.code, dateSort.descending, oneProject!.type, oneProject!.projectId, windowCtx, window),
+          dateSort.descending ? 'DESC' : 'ASC',
+          filterParams,
+          page,
+        ))) ||
       (await pageRows(services.db, {
         args: keyed?.args ?? args,
         where: keyed?.where ?? whereSql,
@@ -648,9 +659,8 @@ function otherConditions(search: DrivenSearch, others: readonly [string, string]
 function keyDrivenConditions(search: DrivenSearch, filters: readonly [string, string][]): { args: SqlArgs; where: string } | undefined {
   const at = filters.findIndex(([name, value]) => !name.startsWith('_') && !name.includes('.') && selectsByKey(name, value, [search.type], search.ctx.parameters));
   if (at < 0) return undefined;
-  const onResource = (name: string) => name === '_project' || name.split(':')[0] === '_lastUpdated';
   const others = filters.filter((_, i) => i !== at);
-  const onRows = others.filter(([name]) => !onResource(name));
+  const onRows = others.filter(([name]) => !testedOnResource(name));
   if (onRows.length === 0) return undefined;
   const ctx = freshContext(search);
   let key: IndexRowsCondition | undefined;
@@ -658,18 +668,42 @@ function keyDrivenConditions(search: DrivenSearch, filters: readonly [string, st
   const condition = compileParameter(name, value, [search.type], 'r', { ...ctx, onRows: (found) => (key = found) });
   if (!key || key.depth !== 0 || !condition.startsWith('EXISTS (')) return undefined;
   const scope = `${key.alias}."projectId" = ${ctx.args.add(search.projectId)} AND ${key.alias}."resourceType" = ${ctx.args.add(search.type)}`;
-  const candidates = [
-    ...onRows.map(([other, otherValue]) => compileParameter(other, otherValue, [search.type], 'd', ctx)),
-    ...dateRangeConditions(onRows, [search.type], ctx, 'd'),
-  ];
+  const { candidates, onResource } = candidateConditions(search, others, ctx);
   const where = [
-    ...baseConditions(search.services.identity, [search.type], search.scope, ctx),
-    ...others.filter(([other]) => onResource(other)).map(([other, otherValue]) => compileParameter(other, otherValue, [search.type], 'r', ctx)),
+    ...onResource,
     // `IS TRUE` keeps the tests per candidate row (a subplan each): as semi-joins, a generic plan
     // (values unknown) may hash or merge a common code's 50,000 index rows against the 10 candidates.
     `r.id IN (SELECT d.id FROM (${indexRowsSource(key, scope)}) d WHERE (${candidates.join(' AND ')}) IS TRUE)`,
   ];
   return { args: ctx.args, where: where.join(' AND ') };
+}
+
+/**
+ * A search's filters compiled in `ctx` for a statement that tests them on candidate rows `d` of
+ * (projectId, resourceType, id) before it reads the resources `r`: the conditions on `d`, and
+ * those on `r` (the base conditions and the filters testedOnResource).
+ */
+function candidateConditions(search: DrivenSearch, filters: readonly [string, string][], ctx: CompileContext): { candidates: string[]; onResource: string[] } {
+  const onRows = filters.filter(([name]) => !testedOnResource(name));
+  return {
+    candidates: [
+      ...onRows.map(([name, value]) => compileParameter(name, value, [search.type], 'd', ctx)),
+      ...dateRangeConditions(onRows, [search.type], ctx, 'd'),
+    ],
+    onResource: [
+      ...baseConditions(search.services.identity, [search.type], search.scope, ctx),
+      ...filters.filter(([name]) => testedOnResource(name)).map(([name, value]) => compileParameter(name, value, [search.type], 'r', ctx)),
+    ],
+  };
+}
+
+/**
+ * Whether a filter is tested on the resource row rather than on candidate rows of
+ * (projectId, resourceType, id): `_lastUpdated` reads a column only the resource has, and
+ * `_project` is already the candidates' project.
+ */
+function testedOnResource(name: string): boolean {
+  return name === '_project' || name.split(':')[0] === '_lastUpdated';
 }
 
 /** The rows of an index-rows condition as a table of (projectId, resourceType, id), within `scope` (a condition on its alias). */
@@ -710,18 +744,31 @@ function prefixDriver(search: DrivenSearch, filters: readonly [string, string][]
 }
 
 /**
- * A token code (isTokenCodeMatch: `Observation?code=http://loinc.org|8867-4`) when it is the
- * search's only filter besides `_project`. Alone, its window of index rows holds the page unless
- * the whole match is small, so reading the whole match instead is cheap; with other filters that
- * could drop most of the window, the whole match of a common code (50,000 rows, or every
- * Observation's status) would be de-duplicated: those searches take the general statement.
+ * The first token code among the filters (isTokenCodeMatch: `Observation?code=http://loinc.org|8867-4`).
+ * `alone` when it is the only filter besides `_project`: its window of index rows then holds the
+ * page unless the whole match is small, so reading the whole match instead is cheap
+ * (orderedMatchesPage). With other filters that could drop most of the window, the whole match of
+ * a common code (50,000 rows, or every Observation's status) must not be de-duplicated: those
+ * take growing windows, then the general statement (growingWindowPage).
  */
-function tokenCodeDriver(search: DrivenSearch, filters: readonly [string, string][]): OrderedDriver | undefined {
-  const others = filters.filter(([name]) => name === '_project');
-  if (filters.length - others.length !== 1) return undefined;
-  const [name, value] = filters.find(([n]) => n !== '_project')!;
-  if (!isTokenCodeMatch(name, value, [search.type], search.ctx.parameters)) return undefined;
-  return { matches: (ctx, window) => tokenCodeMatches(name, value, search.type, search.projectId, ctx, window), others };
+function tokenCodeDriver(
+  search: DrivenSearch,
+  filters: readonly [string, string][],
+): (OrderedDriver & { alone: boolean; holdsEveryRow: (window: number) => Promise<boolean> }) | undefined {
+  const at = filters.findIndex(([name, value]) => isTokenCodeMatch(name, value, [search.type], search.ctx.parameters));
+  if (at < 0) return undefined;
+  const [name, value] = filters[at];
+  const others = filters.filter((_, i) => i !== at);
+  return {
+    matches: (ctx, window) => tokenCodeMatches(name, value, search.type, search.projectId, ctx, window),
+    others,
+    alone: others.every(([other]) => other === '_project'),
+    holdsEveryRow: async (window) => {
+      const ctx = freshContext(search);
+      const [row] = await search.services.db.query<{ n: number }>(tokenCodeRowCount(name, value, search.type, search.projectId, ctx, window), ctx.args.values);
+      return row.n < window;
+    },
+  };
 }
 
 /** Index rows a window reads per row of the page it is for (resources with several matching values, filtered ones). */
@@ -760,11 +807,11 @@ async function orderedMatchesPage(search: DrivenSearch, driver: OrderedDriver, p
   return runPage(search.services.db, whole.sql, whole.args, page.count, false, page.kept, false);
 }
 
-/** Windows of a date-sorted page grow this many times when they fall short, up to the most rows read before the general statement answers. */
-const SORT_WINDOW_GROWTH = 8;
-const SORT_WINDOW_MAX = 6_400;
+/** Growing windows (growingWindowPage) grow this many times when they fall short, up to the most rows read before the general statement answers. */
+const WINDOW_GROWTH = 8;
+const GROWING_WINDOW_MAX = 6_400;
 
-/** The search's one sort key when it is a date parameter (dateSortedPage), else undefined. */
+/** The search's one sort key when it is a date parameter (dateSortMatches), else undefined. */
 function dateSortKey(search: DrivenSearch, sort: readonly SortKey[]): SortKey | undefined {
   if (sort.length !== 1 || sort[0].code.startsWith('_')) return undefined;
   const param = findParameter(sort[0].code, [search.type], '_sort', search.ctx.parameters);
@@ -772,34 +819,43 @@ function dateSortKey(search: DrivenSearch, sort: readonly SortKey[]): SortKey | 
 }
 
 /**
- * A page of a search in one project sorted by one date parameter (`Observation?code=..&_sort=-date`),
- * read from that parameter's rows in the page's order (dateSortMatches, index of migration 0015):
- * a window of the first rows, its resources tested against every filter, instead of computing the
- * sort value of every match (50,000 for a common code: ~470 ms). The window's resources are the
- * first ones of the whole order, so when they yield the page and one more row, that is the page;
- * otherwise the window grows eightfold, and past SORT_WINDOW_MAX rows (filters that few of the
- * rows meet, a small project, resources without a value, which sort last) undefined: the general
- * statement, which then has few matches to sort or a small project to read, answers.
+ * A page read from a window of index rows in the page's order whose resources are tested against
+ * `filters` before any is read:
+ *  - sorted by one date parameter (`Observation?code=..&_sort=-date`): that parameter's rows
+ *    (dateSortMatches, index of migration 0015), instead of computing the sort value of every
+ *    match (50,000 for a common code: ~470 ms);
+ *  - unsorted, a token code with other filters (`Observation?code=..&status=final`): the code's
+ *    rows (tokenCodeMatches), instead of a plan that depended on where the project's rows lie
+ *    among other projects'.
+ * The window's resources are the first ones of the whole order, so when they yield the page and
+ * one more row, that is the page; otherwise the window grows eightfold, and past
+ * GROWING_WINDOW_MAX rows (filters that few of the rows meet, a small project, resources without
+ * a value, which sort last) undefined: the general statement, which then has few matches to sort
+ * or a small project to read, answers; unless `holdsEveryRow` says the window held every row
+ * there is (a token code's last page): then the page is the window's, in the same order as the
+ * pages before it. The filters are tested on the window's rows (a subplan each, as
+ * keyDrivenConditions does), so only the resources that meet them are read.
  */
-async function dateSortedPage(
+async function growingWindowPage(
   search: DrivenSearch,
-  key: SortKey,
+  matches: (ctx: CompileContext, window: number) => string,
+  direction: 'ASC' | 'DESC',
   filters: readonly [string, string][],
   page: PageShape,
+  holdsEveryRow?: (window: number) => Promise<boolean>,
 ): Promise<{ rows: SearchRow[]; more: boolean } | undefined> {
-  const direction = key.descending ? 'DESC' : 'ASC';
-  for (
-    let window = Math.max(WINDOW_MIN, WINDOW_FACTOR * (page.offset + page.count + 1));
-    window <= SORT_WINDOW_MAX;
-    window *= SORT_WINDOW_GROWTH
-  ) {
-    const { ctx, where } = otherConditions(search, filters);
-    const matches = dateSortMatches(key.code, key.descending, search.type, search.projectId, ctx, window);
+  for (let window = Math.max(WINDOW_MIN, WINDOW_FACTOR * (page.offset + page.count + 1)); window <= GROWING_WINDOW_MAX; window *= WINDOW_GROWTH) {
+    const ctx = freshContext(search);
+    const { candidates, onResource: where } = candidateConditions(search, filters, ctx);
+    const rowsOf =
+      `SELECT ${ctx.args.add(search.projectId)}::text AS "projectId", ${ctx.args.add(search.type)}::text AS "resourceType", g."resourceId" AS id, g.first` +
+      ` FROM (${matches(ctx, window)}) g`;
+    const tested = candidates.length > 0 ? `SELECT d.id, d.first FROM (${rowsOf}) d WHERE (${candidates.join(' AND ')}) IS TRUE` : rowsOf;
     const sql =
-      `SELECT ${page.columns} FROM (${matches}) p JOIN resource r ON r.id = p."resourceId" WHERE ${where}` +
-      ` ORDER BY p.first ${direction}, p."resourceId" LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
+      `SELECT ${page.columns} FROM (${tested}) p JOIN resource r ON r.id = p.id WHERE ${where.join(' AND ')}` +
+      ` ORDER BY p.first ${direction}, p.id LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
     const rows = await runPage(search.services.db, sql, ctx.args, page.count, false, page.kept, false);
-    if (rows.more) return rows;
+    if (rows.more || (holdsEveryRow && (await holdsEveryRow(window)))) return rows;
   }
   return undefined;
 }

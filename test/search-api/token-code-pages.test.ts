@@ -15,6 +15,10 @@ function observation(...codings: { system?: string; code: string }[]) {
   return { resourceType: 'Observation', status: 'final', code: { coding: codings } };
 }
 
+function withStatus(status: string, resource: Record<string, unknown>) {
+  return { ...resource, status };
+}
+
 async function createMany(p: ProjectClient, n: number, resource: Record<string, unknown>): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i += 20) {
@@ -78,5 +82,25 @@ describe('the order of a token code search without _sort', () => {
       pages.push(...matchIds(await p.get(`/Observation?code=http://loinc.org|8867-4&_count=20&_offset=${offset}`)));
     }
     expect(pages).toEqual(ids);
+  });
+});
+
+describe('a search by a token code and other filters', () => {
+  it('finds the resources that meet the other filters, on every page', async () => {
+    const p = api.newProject();
+    const final = await createMany(p, 70, observation({ system: 'http://loinc.org', code: '8867-4' }));
+    await createMany(p, 70, withStatus('amended', observation({ system: 'http://loinc.org', code: '8867-4' })));
+    const pages: string[] = [];
+    for (let offset = 0; offset < 70; offset += 20) {
+      pages.push(...matchIds(await p.get(`/Observation?code=http://loinc.org|8867-4&status=final&_count=20&_offset=${offset}`)));
+    }
+    expect(pages).toEqual([...final].sort());
+  });
+
+  it('finds the few resources that meet filters most of the code\'s rows do not', async () => {
+    const p = api.newProject();
+    await createMany(p, 120, observation({ system: 'http://loinc.org', code: '8867-4' }));
+    const amended = await createMany(p, 2, withStatus('amended', observation({ system: 'http://loinc.org', code: '8867-4' })));
+    expect(await found(p, '/Observation?code=http://loinc.org|8867-4&status=amended')).toEqual([...amended].sort());
   });
 });

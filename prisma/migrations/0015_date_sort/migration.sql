@@ -6,7 +6,7 @@
 -- Computed per match, that sort read every match's rows: `Observation?code=...&_sort=-date` over
 -- 50,000 matches took ~470 ms. With the rows of a project's parameter in that order, then by
 -- resource (the page's tie-break), a page is read from the first rows of the index
--- (service.ts, dateSortedPage): a resource's first row there holds its sort value.
+-- (service.ts, growingWindowPage): a resource's first row there holds its sort value.
 
 CREATE INDEX "date_index_sort_low_idx" ON "date_index" ("projectId", "resourceType", "code", (COALESCE("start", "end")), "resourceId");
 

@@ -224,12 +224,22 @@ export function isTokenCodeMatch(name: string, value: string, types: readonly st
  * stringPrefixMatches does for a prefix. A value without a system sorts last, as in the index.
  */
 export function tokenCodeMatches(name: string, value: string, type: string, projectId: string, ctx: CompileContext, window?: number): string {
-  const { args } = ctx;
-  const inOrder = window === undefined ? '' : ` ORDER BY w.system, w."resourceId" LIMIT ${args.add(window)}`;
-  const rows =
-    `SELECT w."resourceId", w.system FROM token_index w WHERE w."projectId" = ${args.add(projectId)} AND w."resourceType" = ${args.add(type)}` +
-    ` AND w.code = ${args.add(name)} AND ${tokenCondition(name, undefined, value, tokenColumns('w'), ctx)}${inOrder}`;
+  const inOrder = window === undefined ? '' : ` ORDER BY w.system, w."resourceId" LIMIT ${ctx.args.add(window)}`;
+  const rows = `SELECT w."resourceId", w.system FROM token_index w WHERE ${tokenCodeRows(name, value, type, projectId, ctx)}${inOrder}`;
   return `SELECT m."resourceId", min(m.system) AS first FROM (${rows}) m GROUP BY m."resourceId" ORDER BY first, m."resourceId"`;
+}
+
+/** How many index rows a token code has, counting no further than `limit` (whether a window of that many holds them all). */
+export function tokenCodeRowCount(name: string, value: string, type: string, projectId: string, ctx: CompileContext, limit: number): string {
+  return `SELECT count(*)::int AS n FROM (SELECT 1 FROM token_index w WHERE ${tokenCodeRows(name, value, type, projectId, ctx)} LIMIT ${ctx.args.add(limit)}) c`;
+}
+
+function tokenCodeRows(name: string, value: string, type: string, projectId: string, ctx: CompileContext): string {
+  const { args } = ctx;
+  return (
+    `w."projectId" = ${args.add(projectId)} AND w."resourceType" = ${args.add(type)} AND w.code = ${args.add(name)}` +
+    ` AND ${tokenCondition(name, undefined, value, tokenColumns('w'), ctx)}`
+  );
 }
 
 /**
