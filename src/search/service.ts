@@ -243,8 +243,10 @@ export async function search(
     const prefix = driven && prefixDriver(driven, filterParams);
     const dates = driven && !prefix && !planOnce ? dateRangePair(filterParams) : undefined;
     const tokenCode = driven && !prefix && !dates && !planOnce ? tokenCodeDriver(driven, filterParams) : undefined;
-    // Keys select few rows, cursors have their own order: neither needs a date-sorted window.
-    const dateSort = oneProject && !planOnce && !cursorMode ? dateSortKey(oneProject, sort) : undefined;
+    // Keys and string prefixes select few rows (sorting them is cheaper than growing windows that
+    // few rows of the sort parameter meet); cursors have their own order.
+    const selective = planOnce || filterParams.some(([name, value]) => stringPrefixRange(name, value, paramTypes, parameters) !== undefined);
+    const dateSort = oneProject && !selective && !cursorMode ? dateSortKey(oneProject, sort) : undefined;
     // A key filter drives the page whatever its order (sorted, cursor or not): its few rows are the candidates.
     const keyed = oneProject && !prefix && planOnce ? keyDrivenConditions(oneProject, filterParams) : undefined;
     const rows =
