@@ -20,6 +20,7 @@ import {
   tokenCodeMatches,
   tokenCodeRowCount,
   dateSortMatches,
+  stringSortMatches,
   type CompileContext,
   type IndexRowsCondition,
   type ValueSetMember,
@@ -246,7 +247,7 @@ export async function search(
     // Keys and string prefixes select few rows (sorting them is cheaper than growing windows that
     // few rows of the sort parameter meet); cursors have their own order.
     const selective = planOnce || filterParams.some(([name, value]) => stringPrefixRange(name, value, paramTypes, parameters) !== undefined);
-    const dateSort = oneProject && !selective && !cursorMode ? dateSortKey(oneProject, sort) : undefined;
+    const sortedRows = oneProject && !selective && !cursorMode ? sortWindow(oneProject, sort) : undefined;
     // A key filter drives the page whatever its order (sorted, cursor or not): its few rows are the candidates.
     const keyed = oneProject && !prefix && planOnce ? keyDrivenConditions(oneProject, filterParams) : undefined;
     const rows =
@@ -256,14 +257,7 @@ export async function search(
       (tokenCode &&
         !tokenCode.alone &&
         (await growingWindowPage(driven!, tokenCode.matches, 'ASC', tokenCode.others, page, tokenCode.holdsEveryRow))) ||
-      (dateSort &&
-        (await growingWindowPage(
-          oneProject!,
-          (windowCtx, window) => dateSortMatches(dateSort.code, dateSort.descending, oneProject!.type, oneProject!.projectId, windowCtx, window),
-          dateSort.descending ? 'DESC' : 'ASC',
-          filterParams,
-          page,
-        ))) ||
+      (sortedRows && (await growingWindowPage(oneProject!, sortedRows, sort[0].descending ? 'DESC' : 'ASC', filterParams, page))) ||
       (await pageRows(services.db, {
         args: keyed?.args ?? args,
         where: keyed?.where ?? whereSql,
@@ -500,7 +494,8 @@ function sortExpression(key: SortKey, types: readonly string[], args: SqlArgs, p
     ` AND o."resourceId" = r.id AND o.code = ${args.add(key.code)})`;
   switch (param.type) {
     case 'string':
-      return from('string_index', 'o.value');
+      // Byte order, the string index's (text_pattern_ops), whatever the database's collation.
+      return from('string_index', 'o.value COLLATE "C"');
     case 'token':
       return from('token_index', 'o.value');
     case 'date':
@@ -813,19 +808,24 @@ async function orderedMatchesPage(search: DrivenSearch, driver: OrderedDriver, p
 const WINDOW_GROWTH = 8;
 const GROWING_WINDOW_MAX = 6_400;
 
-/** The search's one sort key when it is a date parameter (dateSortMatches), else undefined. */
-function dateSortKey(search: DrivenSearch, sort: readonly SortKey[]): SortKey | undefined {
+/** The rows a page sorted by one date or string parameter reads in its order (growingWindowPage), else undefined. */
+function sortWindow(search: DrivenSearch, sort: readonly SortKey[]): ((ctx: CompileContext, window: number) => string) | undefined {
   if (sort.length !== 1 || sort[0].code.startsWith('_')) return undefined;
-  const param = findParameter(sort[0].code, [search.type], '_sort', search.ctx.parameters);
-  return param.type === 'date' && isSearchable(param) ? sort[0] : undefined;
+  const { code, descending } = sort[0];
+  const param = findParameter(code, [search.type], '_sort', search.ctx.parameters);
+  if (!isSearchable(param)) return undefined;
+  if (param.type === 'date') return (ctx, window) => dateSortMatches(code, descending, search.type, search.projectId, ctx, window);
+  if (param.type === 'string') return (ctx, window) => stringSortMatches(code, descending, search.type, search.projectId, ctx, window);
+  return undefined;
 }
 
 /**
  * A page read from a window of index rows in the page's order whose resources are tested against
  * `filters` before any is read:
- *  - sorted by one date parameter (`Observation?code=..&_sort=-date`): that parameter's rows
- *    (dateSortMatches, index of migration 0015), instead of computing the sort value of every
- *    match (50,000 for a common code: ~470 ms);
+ *  - sorted by one date or string parameter (`Observation?code=..&_sort=-date`,
+ *    `Patient?_sort=family`): that parameter's rows (dateSortMatches, index of migration 0015;
+ *    stringSortMatches), instead of computing the sort value of every match (50,000 for a
+ *    common code: ~470 ms; 100,000 Patients by family: ~700 ms);
  *  - unsorted, a token code with other filters (`Observation?code=..&status=final`): the code's
  *    rows (tokenCodeMatches), instead of a plan that depended on where the project's rows lie
  *    among other projects'.
@@ -846,13 +846,18 @@ async function growingWindowPage(
   page: PageShape,
   holdsEveryRow?: (window: number) => Promise<boolean>,
 ): Promise<{ rows: SearchRow[]; more: boolean } | undefined> {
+  // Index rows stand for live resources of their project and type: unless an AccessPolicy or
+  // `_lastUpdated` tests the resource itself, the page is cut before any resource is read.
+  const onlyImplied = !policyCriteria(search.services.identity, search.type) && !filters.some(([name]) => name.split(':')[0] === '_lastUpdated');
   for (let window = Math.max(WINDOW_MIN, WINDOW_FACTOR * (page.offset + page.count + 1)); window <= GROWING_WINDOW_MAX; window *= WINDOW_GROWTH) {
     const ctx = freshContext(search);
     const { candidates, onResource: where } = candidateConditions(search, filters, ctx);
     const rowsOf =
       `SELECT ${ctx.args.add(search.projectId)}::text AS "projectId", ${ctx.args.add(search.type)}::text AS "resourceType", g."resourceId" AS id, g.first` +
       ` FROM (${matches(ctx, window)}) g`;
-    const tested = candidates.length > 0 ? `SELECT d.id, d.first FROM (${rowsOf}) d WHERE (${candidates.join(' AND ')}) IS TRUE` : rowsOf;
+    const tested =
+      `SELECT d.id, d.first FROM (${rowsOf}) d${candidates.length > 0 ? ` WHERE (${candidates.join(' AND ')}) IS TRUE` : ''}` +
+      (onlyImplied ? ` ORDER BY d.first ${direction}, d.id LIMIT ${ctx.args.add(page.offset + page.count + 1)}` : '');
     const sql =
       `SELECT ${page.columns} FROM (${tested}) p JOIN resource r ON r.id = p.id WHERE ${where.join(' AND ')}` +
       ` ORDER BY p.first ${direction}, p.id LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;

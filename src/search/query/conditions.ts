@@ -261,6 +261,28 @@ export function dateSortMatches(code: string, descending: boolean, type: string,
 }
 
 /**
+ * The resources of one project and type with rows of the string parameter `code`, each once with
+ * its sort value (`first`: its least value, or for a descending sort its greatest, in byte order
+ * as sortExpression in service.ts compares them), read from the string index in that order
+ * (`value text_pattern_ops`, then "resourceId") with a `window` of rows. Ascending, that is the
+ * page's order (value, then id). Descending, the index gives ids descending within a value while
+ * the page breaks ties by id ascending, so the resources of the window's last value, which may
+ * have more rows beyond it, are left out: the rest are the beginning of the whole order.
+ */
+export function stringSortMatches(code: string, descending: boolean, type: string, projectId: string, ctx: CompileContext, window: number): string {
+  const { args } = ctx;
+  const order = descending ? 'w.value USING ~>~, w."resourceId" DESC' : 'w.value USING ~<~, w."resourceId"';
+  const rows =
+    `SELECT w."resourceId", w.value COLLATE "C" AS v FROM string_index w WHERE w."projectId" = ${args.add(projectId)}` +
+    ` AND w."resourceType" = ${args.add(type)} AND w.code = ${args.add(code)} ORDER BY ${order} LIMIT ${args.add(window)}`;
+  if (!descending) return `SELECT m."resourceId", min(m.v) AS first FROM (${rows}) m GROUP BY m."resourceId"`;
+  return (
+    `SELECT q."resourceId", q.first FROM (SELECT m."resourceId", max(m.v) AS first, min(min(m.v)) OVER () AS last` +
+    ` FROM (${rows}) m GROUP BY m."resourceId") q WHERE q.first > q.last`
+  );
+}
+
+/**
  * The least string above every string starting with `prefix`, in code point order (which is
  * UTF-8 byte order, text_pattern_ops' order): the prefix with its last code point incremented.
  */
