@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ProjectClient } from '../helpers/server.js';
 import { useTestServer } from '../helpers/server.js';
-import { create, matchIds } from './helpers.js';
+import { create, createInBatches, matchesByOffset as pagesOf, matchIds } from './helpers.js';
 
 /**
  * A search in one project sorted by one date parameter reads its page from the parameter's rows in
@@ -15,23 +15,10 @@ function observation(code: string, effective: Record<string, unknown> = {}) {
   return { resourceType: 'Observation', status: 'final', code: { coding: [{ system: 'http://loinc.org', code }] }, ...effective };
 }
 
-/** Creates Observations of `code` on consecutive days from 2020-01-01 (in parallel batches); their ids by day. */
+/** Creates Observations of `code` on consecutive days from 2020-01-01; their ids by day. */
 async function daily(p: ProjectClient, code: string, days: number): Promise<string[]> {
-  const ids: string[] = [];
-  for (let from = 0; from < days; from += 20) {
-    const batch = Array.from({ length: Math.min(20, days - from) }, (_, i) => {
-      const day = new Date(Date.UTC(2020, 0, 1 + from + i)).toISOString().slice(0, 10);
-      return create(p, observation(code, { effectiveDateTime: day }));
-    });
-    ids.push(...(await Promise.all(batch)));
-  }
-  return ids;
-}
-
-async function pagesOf(p: ProjectClient, query: string, count: number, total: number): Promise<string[]> {
-  const seen: string[] = [];
-  for (let offset = 0; offset < total; offset += count) seen.push(...matchIds(await p.get(`${query}&_count=${count}&_offset=${offset}`)));
-  return seen;
+  const dayOf = (i: number) => new Date(Date.UTC(2020, 0, 1 + i)).toISOString().slice(0, 10);
+  return createInBatches(p, Array.from({ length: days }, (_, i) => observation(code, { effectiveDateTime: dayOf(i) })));
 }
 
 describe('a search sorted by a date parameter', () => {

@@ -63,3 +63,17 @@ export function expectInvalid(res: TestResponse<Json>, mention: string): void {
   expect(res.body.issue[0].code).toBe('invalid');
   expect(res.body.issue[0].details.text).toContain(mention);
 }
+
+/** Creates the resources in parallel batches of 20; their ids in the order given. */
+export async function createInBatches(client: ProjectClient, resources: readonly Json[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < resources.length; i += 20) ids.push(...(await Promise.all(resources.slice(i, i + 20).map((r: Json) => create(client, r)))));
+  return ids;
+}
+
+/** The match ids of the pages of `query` by `_offset`, `count` at a time, up to `total` matches. */
+export async function matchesByOffset(client: ProjectClient, query: string, count: number, total: number): Promise<string[]> {
+  const seen: string[] = [];
+  for (let offset = 0; offset < total; offset += count) seen.push(...matchIds(await client.get(`${query}&_count=${count}&_offset=${offset}`)));
+  return seen;
+}

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { ProjectClient } from '../helpers/server.js';
 import { useTestServer } from '../helpers/server.js';
-import { create, matchIds } from './helpers.js';
+import { createInBatches as createAll, matchesByOffset as pagesOf, matchIds } from './helpers.js';
 
 /**
  * A search in one project sorted by one string parameter reads its page from the string index in
@@ -15,19 +14,6 @@ const patient = (family: string | undefined, extra: Record<string, unknown> = {}
   ...(family !== undefined && { name: [{ family }] }),
   ...extra,
 });
-
-/** Creates the patients in parallel batches; their ids in the order given. */
-async function createAll(p: ProjectClient, resources: Record<string, unknown>[]): Promise<string[]> {
-  const ids: string[] = [];
-  for (let i = 0; i < resources.length; i += 20) ids.push(...(await Promise.all(resources.slice(i, i + 20).map((r) => create(p, r)))));
-  return ids;
-}
-
-async function pagesOf(p: ProjectClient, query: string, count: number, total: number): Promise<string[]> {
-  const seen: string[] = [];
-  for (let offset = 0; offset < total; offset += count) seen.push(...matchIds(await p.get(`${query}&_count=${count}&_offset=${offset}`)));
-  return seen;
-}
 
 describe('a search sorted by a string parameter', () => {
   it('pages through more matches than the first rows it reads, in order both ways', async () => {

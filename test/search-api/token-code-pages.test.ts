@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ProjectClient } from '../helpers/server.js';
 import { useTestServer } from '../helpers/server.js';
-import { create, found, matchIds } from './helpers.js';
+import { create, createInBatches, found, matchIds } from './helpers.js';
 
 /**
  * A search without _sort in one project whose only filter is a token code
@@ -19,12 +19,8 @@ function withStatus(status: string, resource: Record<string, unknown>) {
   return { ...resource, status };
 }
 
-async function createMany(p: ProjectClient, n: number, resource: Record<string, unknown>): Promise<string[]> {
-  const ids: string[] = [];
-  for (let i = 0; i < n; i += 20) {
-    ids.push(...(await Promise.all(Array.from({ length: Math.min(20, n - i) }, () => create(p, resource)))));
-  }
-  return ids;
+function createMany(p: ProjectClient, n: number, resource: Record<string, unknown>): Promise<string[]> {
+  return createInBatches(p, Array.from({ length: n }, () => resource));
 }
 
 describe('a search by one token code', () => {
