@@ -882,6 +882,27 @@ function dateRangePair(filters: readonly [string, string][]): DateRangePair | un
     if (upperAt < 0) continue;
     return { name, lower, upper: filters[upperAt][1], others: filters.filter((_, i) => i !== at && i !== upperAt) };
   }
+  return openDateRange(filters);
+}
+
+/** The bounds that every stored date meets (FHIR's years run from 0001 to 9999). */
+const EARLIEST_DATE = 'ge0001-01-01';
+const LATEST_DATE = 'le9999-12-31';
+
+/**
+ * A lone one-sided date bound (`Observation?date=gt2024-06-01`, besides `_project`) as a pair
+ * whose other side every stored date meets, so that the GiST index's rows, which stop at the
+ * page, drive it (dateRangePage). The result is the same: the added bound holds for every row.
+ * Alone only: with other filters, a bound that half the rows meet would drive a page that those
+ * filters may thin out.
+ */
+function openDateRange(filters: readonly [string, string][]): DateRangePair | undefined {
+  const others = filters.filter(([name]) => name === '_project');
+  if (filters.length - others.length !== 1) return undefined;
+  const [name, value] = filters.find(([n]) => n !== '_project')!;
+  const kind = dateBoundKind(value);
+  if (kind === 'lower') return { name, lower: value, upper: LATEST_DATE, others };
+  if (kind === 'upper') return { name, lower: EARLIEST_DATE, upper: value, others };
   return undefined;
 }
 

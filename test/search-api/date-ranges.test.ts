@@ -137,3 +137,28 @@ describe('pages of a date range search without _sort', () => {
     expect(await found(p, '/Encounter?date=ge2023-03-01&date=le2023-03-01')).toEqual([kept]);
   });
 });
+
+describe('pages of a search by one date bound alone', () => {
+  it('find open periods, values on the bound and resources with several values, each once across pages', async () => {
+    const p = api.newProject();
+    const wanted = [
+      await create(p, encounter('2023-03-01T10:00:00Z')),
+      await create(p, encounter('2021-01-01T10:00:00Z', '2023-01-02T00:00:00Z')),
+      await create(p, encounter('2023-06-01T10:00:00Z', '2023-06-01T11:00:00Z')),
+    ];
+    await create(p, encounter('2021-03-01T10:00:00Z', '2021-03-01T11:00:00Z'));
+    await create(p, encounter(undefined, '2022-12-31T10:00:00Z'));
+    const many = [await create(p, goal('2021-01-01', '2024-01-01')), await create(p, goal('2024-02-01', '2024-03-01'))];
+    await create(p, goal('2021-01-01', '2022-01-01'));
+    expect(sorted(...(await matchesOfEveryPage(p, '/Encounter?date=gt2023-01-01&_count=2')))).toEqual(sorted(...wanted));
+    expect(sorted(...(await matchesOfEveryPage(p, '/Goal?target-date=ge2023-01-01&_count=1')))).toEqual(sorted(...many));
+  });
+
+  it('find periods without a start for an upper bound', async () => {
+    const p = api.newProject();
+    const noStart = await create(p, encounter(undefined, '2020-06-01T10:00:00Z'));
+    const early = await create(p, encounter('2019-06-01T10:00:00Z', '2019-06-01T11:00:00Z'));
+    await create(p, encounter('2021-06-01T10:00:00Z', '2021-06-01T11:00:00Z'));
+    expect(await found(p, '/Encounter?date=lt2021-01-01')).toEqual(sorted(noStart, early));
+  });
+});
