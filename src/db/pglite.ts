@@ -1,8 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 
 const MEMORY = 'memory://';
+/** Extensions the migrations create (0016_string_contains: trigram index for `:contains`). */
+const EXTENSIONS = { pg_trgm };
 
 /**
  * Opens the embedded database: `memory://` for a throw-away one, `memory://<file>` for a throw-away
@@ -13,10 +16,10 @@ export async function openPGlite(dataDir: string): Promise<PGlite> {
   let pglite: PGlite;
   if (dataDir.startsWith(MEMORY)) {
     const dump = dataDir.slice(MEMORY.length);
-    pglite = await PGlite.create(MEMORY, dump ? { loadDataDir: new Blob([await readFile(dump)]) } : {});
+    pglite = await PGlite.create(MEMORY, { extensions: EXTENSIONS, ...(dump ? { loadDataDir: new Blob([await readFile(dump)]) } : {}) });
   } else {
     mkdirSync(dataDir, { recursive: true });
-    pglite = await PGlite.create(`${dataDir.replace(/\/$/, '')}/pglite`);
+    pglite = await PGlite.create(`${dataDir.replace(/\/$/, '')}/pglite`, { extensions: EXTENSIONS });
   }
   trimPGliteParsers(pglite);
   return pglite;

@@ -538,6 +538,8 @@ async function pageRows(db: SqlExecutor, page: PageStatement): Promise<{ rows: S
   const args = new SqlArgs();
   args.values.push(...page.args.values);
   const conditions = [page.where];
+  // Without _sort (SPEC 4.8 rule 3) the order is unspecified: no keys, so the planner may stop at
+  // the first `count` matches of whatever index it drives from.
   const keys: { expression: string; direction: string }[] = [];
   let backwards = false;
   if (position) {
@@ -550,8 +552,6 @@ async function pageRows(db: SqlExecutor, page: PageStatement): Promise<{ rows: S
     keys.push({ expression: 'r."lastUpdated"', direction }, { expression: 'r.id', direction });
     if (multiType) keys.push({ expression: 'r."resourceType"', direction });
   } else if (sort.length > 0) {
-    // Without _sort (SPEC 4.8 rule 3) the order is unspecified, so the planner may stop at the
-    // first `count` matches of whatever index it drives from: no keys.
     for (const key of sort) {
       // Columns are never null; spelling NULLS LAST on them would keep a backward index scan
       // from serving a descending sort.
