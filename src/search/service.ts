@@ -246,8 +246,10 @@ export async function search(
     const tokenCode = driven && !prefix && !dates && !planOnce ? tokenCodeDriver(driven, filterParams) : undefined;
     // Keys and string prefixes select few rows (sorting them is cheaper than growing windows that
     // few rows of the sort parameter meet); cursors have their own order.
-    const selective = planOnce || filterParams.some(([name, value]) => stringPrefixRange(name, value, paramTypes, parameters) !== undefined);
-    const sortedRows = oneProject && !selective && !cursorMode ? sortWindow(oneProject, sort) : undefined;
+    const sortedRows =
+      oneProject && sort.length === 1 && !cursorMode && !planOnce && !filterParams.some(([name, value]) => stringPrefixRange(name, value, paramTypes, parameters))
+        ? sortWindow(oneProject, sort)
+        : undefined;
     // A key filter drives the page whatever its order (sorted, cursor or not): its few rows are the candidates.
     const keyed = oneProject && !prefix && planOnce ? keyDrivenConditions(oneProject, filterParams) : undefined;
     const rows =
