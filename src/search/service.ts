@@ -21,6 +21,9 @@ import {
   tokenCodeRowCount,
   dateSortMatches,
   stringSortMatches,
+  numericRangeTable,
+  numericRangeMatches,
+  numericRangesExist,
   type CompileContext,
   type IndexRowsCondition,
   type ValueSetMember,
@@ -242,8 +245,9 @@ export async function search(
     const driven = sort.length === 0 ? oneProject : undefined;
     const page = { count, offset, columns, kept };
     const prefix = driven && prefixDriver(driven, filterParams);
-    const dates = driven && !prefix && !planOnce ? dateRangePair(filterParams) : undefined;
+    const dates = driven && !prefix && !planOnce ? dateRangePair(filterParams, (name) => isDateParameter(name, driven.type, parameters)) : undefined;
     const tokenCode = driven && !prefix && !dates && !planOnce ? tokenCodeDriver(driven, filterParams) : undefined;
+    const numeric = driven && !prefix && !dates && !tokenCode && !planOnce ? numericDriver(driven, filterParams) : undefined;
     // Keys and string prefixes select few rows (sorting them is cheaper than growing windows that
     // few rows of the sort parameter meet); cursors have their own order.
     const sortedRows =
@@ -256,6 +260,7 @@ export async function search(
       (prefix && (await orderedMatchesPage(driven!, prefix, page))) ||
       (dates && (await dateRangePage(driven!, dates, page))) ||
       (tokenCode?.alone && (await orderedMatchesPage(driven!, tokenCode, page))) ||
+      (numeric && (await numeric.unranged()) && (await orderedMatchesPage(driven!, numeric, page))) ||
       (tokenCode &&
         !tokenCode.alone &&
         (await growingWindowPage(driven!, tokenCode.matches, 'ASC', tokenCode.others, page, tokenCode.holdsEveryRow))) ||
@@ -770,6 +775,29 @@ function tokenCodeDriver(
   };
 }
 
+/**
+ * A number or quantity comparison (numericRangeTable: `Observation?value-quantity=gt60`) when it
+ * is the search's only filter besides `_project`, read like a lone token code (orderedMatchesPage)
+ * when no row of the parameter in the project holds a Range (`unranged`, one probe of the partial
+ * index on the highs): by least matching value, then id.
+ */
+function numericDriver(search: DrivenSearch, filters: readonly [string, string][]): (OrderedDriver & { unranged: () => Promise<boolean> }) | undefined {
+  const others = filters.filter(([name]) => name === '_project');
+  if (filters.length - others.length !== 1) return undefined;
+  const [name, value] = filters.find(([n]) => n !== '_project')!;
+  const table = numericRangeTable(name, value, [search.type], search.ctx.parameters);
+  if (!table) return undefined;
+  return {
+    matches: (ctx, window) => numericRangeMatches(table, name, value, search.type, search.projectId, ctx, window),
+    others,
+    unranged: async () => {
+      const ctx = freshContext(search);
+      const [row] = await search.services.db.query<{ ranged: boolean }>(numericRangesExist(table, name, search.type, search.projectId, ctx), ctx.args.values);
+      return !row.ranged;
+    },
+  };
+}
+
 /** Index rows a window reads per row of the page it is for (resources with several matching values, filtered ones). */
 const WINDOW_FACTOR = 4;
 const WINDOW_MIN = 100;
@@ -777,8 +805,9 @@ const WINDOW_MIN = 100;
 /**
  * A page of a search without _sort whose matches an OrderedDriver lists in its index's order: a
  * string prefix (`Patient?name=smi`: by each resource's first matching value, then id, the order
- * of the string index, 0014_string_index_order) or a lone token code (`Observation?code=...`: by
- * first matching system, then id). The page is read from the first rows of the index range
+ * of the string index, 0014_string_index_order), a lone token code (`Observation?code=...`: by
+ * first matching system, then id) or a lone number or quantity comparison (numericDriver: by least
+ * matching value, then id). The page is read from the first rows of the index range
  * instead of de-duplicating every match (1,666 index rows for "smi" among 100,000 Patients,
  * 50,000 for a code among 1,000,000 Observations), and never depends on how the planner guesses
  * the project's resources are spread among other projects' (a merge by id over every project's
@@ -877,14 +906,26 @@ interface DateRangePair {
   others: [string, string][];
 }
 
-function dateRangePair(filters: readonly [string, string][]): DateRangePair | undefined {
+/** The first pair of bounds on a date parameter (`isDate`), or a lone bound (openDateRange). */
+function dateRangePair(filters: readonly [string, string][], isDate: (name: string) => boolean): DateRangePair | undefined {
   for (const [at, [name, lower]] of filters.entries()) {
-    if (dateBoundKind(lower) !== 'lower' || filters.findIndex(([n, v]) => n === name && dateBoundKind(v) === 'lower') !== at) continue;
+    if (!isDate(name) || dateBoundKind(lower) !== 'lower' || filters.findIndex(([n, v]) => n === name && dateBoundKind(v) === 'lower') !== at) continue;
     const upperAt = filters.findIndex(([n, v]) => n === name && dateBoundKind(v) === 'upper');
     if (upperAt < 0) continue;
     return { name, lower, upper: filters[upperAt][1], others: filters.filter((_, i) => i !== at && i !== upperAt) };
   }
-  return openDateRange(filters);
+  return openDateRange(filters, isDate);
+}
+
+/** Whether `name` (no modifier or chain) is a searchable date parameter of `type`. */
+function isDateParameter(name: string, type: string, parameters: ProjectParameters | undefined): boolean {
+  if (name.startsWith('_') || name.includes(':') || name.includes('.')) return false;
+  try {
+    const param = findParameter(name, [type], name, parameters);
+    return param.type === 'date' && isSearchable(param);
+  } catch {
+    return false;
+  }
 }
 
 /** The bounds that every stored date meets (FHIR's years run from 0001 to 9999). */
@@ -898,10 +939,11 @@ const LATEST_DATE = 'le9999-12-31';
  * Alone only: with other filters, a bound that half the rows meet would drive a page that those
  * filters may thin out.
  */
-function openDateRange(filters: readonly [string, string][]): DateRangePair | undefined {
+function openDateRange(filters: readonly [string, string][], isDate: (name: string) => boolean): DateRangePair | undefined {
   const others = filters.filter(([name]) => name === '_project');
   if (filters.length - others.length !== 1) return undefined;
   const [name, value] = filters.find(([n]) => n !== '_project')!;
+  if (!isDate(name)) return undefined;
   const kind = dateBoundKind(value);
   if (kind === 'lower') return { name, lower: value, upper: LATEST_DATE, others };
   if (kind === 'upper') return { name, lower: EARLIEST_DATE, upper: value, others };

@@ -283,6 +283,58 @@ export function stringSortMatches(code: string, descending: boolean, type: strin
 }
 
 /**
+ * The index table of `name=value` when it is a number or quantity parameter's comparison with one
+ * value that reads a range of the index's values (any prefix but `ne`), else undefined
+ * (numericRangeMatches).
+ */
+export function numericRangeTable(name: string, value: string, types: readonly string[], parameters?: ProjectParameters): 'number_index' | 'quantity_index' | undefined {
+  if (name.startsWith('_') || name.includes(':') || name.includes('.')) return undefined;
+  const values = splitOr(value);
+  if (values.length !== 1 || values[0].startsWith('ne')) return undefined;
+  try {
+    const param = findParameter(name, types, name, parameters);
+    if (!isSearchable(param)) return undefined;
+    return param.type === 'number' ? 'number_index' : param.type === 'quantity' ? 'quantity_index' : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The resources of one project and type matching a number or quantity comparison
+ * (numericRangeTable), each once with its least matching value (`first`), ordered by it, then id:
+ * the order of the index (projectId, resourceType, code, value), so that with `window` the match
+ * stops early and is the beginning of the whole match, as tokenCodeMatches does for a code. Only
+ * where no row of the parameter in the project holds a Range (numericRangesExist): a Range's high
+ * would match values the range scan of `value` does not reach.
+ */
+export function numericRangeMatches(
+  table: 'number_index' | 'quantity_index',
+  name: string,
+  value: string,
+  type: string,
+  projectId: string,
+  ctx: CompileContext,
+  window?: number,
+): string {
+  const condition =
+    table === 'number_index' ? numberCondition(name, value, 'w.value', ctx) : quantityCondition(name, value, { ...quantityColumns('w'), high: undefined }, ctx);
+  const inOrder = window === undefined ? '' : ` ORDER BY w.value, w."resourceId" LIMIT ${ctx.args.add(window)}`;
+  const rows =
+    `SELECT w."resourceId", w.value FROM ${table} w WHERE w."projectId" = ${ctx.args.add(projectId)} AND w."resourceType" = ${ctx.args.add(type)}` +
+    ` AND w.code = ${ctx.args.add(name)} AND ${condition}${inOrder}`;
+  return `SELECT m."resourceId", min(m.value) AS first FROM (${rows}) m GROUP BY m."resourceId" ORDER BY first, m."resourceId"`;
+}
+
+/** Whether some row of a number or quantity parameter in the project holds a Range (a partial index on the highs answers). */
+export function numericRangesExist(table: 'number_index' | 'quantity_index', name: string, type: string, projectId: string, ctx: CompileContext): string {
+  return (
+    `SELECT EXISTS (SELECT 1 FROM ${table} w WHERE w."projectId" = ${ctx.args.add(projectId)} AND w."resourceType" = ${ctx.args.add(type)}` +
+    ` AND w.code = ${ctx.args.add(name)} AND w.high IS NOT NULL) AS ranged`
+  );
+}
+
+/**
  * The least string above every string starting with `prefix`, in code point order (which is
  * UTF-8 byte order, text_pattern_ops' order): the prefix with its last code point incremented.
  */
@@ -834,8 +886,8 @@ interface QuantityColumns {
   value: string;
   system: string;
   unit: string;
-  /** The nullable column of a Range's high (quantity_index.high, composite_index.highN). */
-  high: string;
+  /** The nullable column of a Range's high (quantity_index.high, composite_index.highN); absent where no row holds a Range. */
+  high?: string;
 }
 
 function quantityColumns(x: string): QuantityColumns {
