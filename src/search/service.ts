@@ -782,9 +782,9 @@ function tokenCodeDriver(
  * index on the highs): by least matching value, then id.
  */
 function numericDriver(search: DrivenSearch, filters: readonly [string, string][]): (OrderedDriver & { unranged: () => Promise<boolean> }) | undefined {
-  const others = filters.filter(([name]) => name === '_project');
-  if (filters.length - others.length !== 1) return undefined;
-  const [name, value] = filters.find(([n]) => n !== '_project')!;
+  const lone = loneFilter(filters);
+  if (!lone) return undefined;
+  const { filter: [name, value], others } = lone;
   const table = numericRangeTable(name, value, [search.type], search.ctx.parameters);
   if (!table) return undefined;
   return {
@@ -796,6 +796,12 @@ function numericDriver(search: DrivenSearch, filters: readonly [string, string][
       return !row.ranged;
     },
   };
+}
+
+/** The search's one filter besides `_project` (which `others` holds), if it has exactly one. */
+function loneFilter(filters: readonly [string, string][]): { filter: [string, string]; others: [string, string][] } | undefined {
+  const others = filters.filter(([name]) => name === '_project');
+  return filters.length - others.length === 1 ? { filter: filters.find(([name]) => name !== '_project')!, others } : undefined;
 }
 
 /** Index rows a window reads per row of the page it is for (resources with several matching values, filtered ones). */
@@ -940,10 +946,9 @@ const LATEST_DATE = 'le9999-12-31';
  * filters may thin out.
  */
 function openDateRange(filters: readonly [string, string][], isDate: (name: string) => boolean): DateRangePair | undefined {
-  const others = filters.filter(([name]) => name === '_project');
-  if (filters.length - others.length !== 1) return undefined;
-  const [name, value] = filters.find(([n]) => n !== '_project')!;
-  if (!isDate(name)) return undefined;
+  const lone = loneFilter(filters);
+  if (!lone || !isDate(lone.filter[0])) return undefined;
+  const { filter: [name, value], others } = lone;
   const kind = dateBoundKind(value);
   if (kind === 'lower') return { name, lower: value, upper: LATEST_DATE, others };
   if (kind === 'upper') return { name, lower: EARLIEST_DATE, upper: value, others };

@@ -193,11 +193,11 @@ export function stringPrefixMatches(range: PrefixRange, type: string, projectId:
   const { args } = ctx;
   const inOrder = window === undefined ? '' : ` ORDER BY w.value USING ~<~, w."resourceId" LIMIT ${args.add(window)}`;
   const rows =
-    `SELECT w."resourceId", w.value FROM string_index w WHERE w."projectId" = ${args.add(projectId)} AND w."resourceType" = ${args.add(type)}` +
-    ` AND w.code = ${args.add(range.code)} AND w.value ~>=~ ${args.add(range.lower)} AND w.value ~<~ ${args.add(range.upper)}${inOrder}`;
+    `SELECT w."resourceId", w.value FROM string_index w WHERE ${rowsOfCode(projectId, type, range.code, ctx)}` +
+    ` AND w.value ~>=~ ${args.add(range.lower)} AND w.value ~<~ ${args.add(range.upper)}${inOrder}`;
   // min under "C" is text_pattern_ops' byte order. Ordered here, before the page's join to the
   // resources, so that the join keeps this order and stops at the page.
-  return `SELECT m."resourceId", min(m.value COLLATE "C") AS first FROM (${rows}) m GROUP BY m."resourceId" ORDER BY first, m."resourceId"`;
+  return firstOfEach(rows, 'min(m.value COLLATE "C")', true);
 }
 
 /**
@@ -226,7 +226,7 @@ export function isTokenCodeMatch(name: string, value: string, types: readonly st
 export function tokenCodeMatches(name: string, value: string, type: string, projectId: string, ctx: CompileContext, window?: number): string {
   const inOrder = window === undefined ? '' : ` ORDER BY w.system, w."resourceId" LIMIT ${ctx.args.add(window)}`;
   const rows = `SELECT w."resourceId", w.system FROM token_index w WHERE ${tokenCodeRows(name, value, type, projectId, ctx)}${inOrder}`;
-  return `SELECT m."resourceId", min(m.system) AS first FROM (${rows}) m GROUP BY m."resourceId" ORDER BY first, m."resourceId"`;
+  return firstOfEach(rows, 'min(m.system)', true);
 }
 
 /** How many index rows a token code has, counting no further than `limit` (whether a window of that many holds them all). */
@@ -235,11 +235,20 @@ export function tokenCodeRowCount(name: string, value: string, type: string, pro
 }
 
 function tokenCodeRows(name: string, value: string, type: string, projectId: string, ctx: CompileContext): string {
-  const { args } = ctx;
-  return (
-    `w."projectId" = ${args.add(projectId)} AND w."resourceType" = ${args.add(type)} AND w.code = ${args.add(name)}` +
-    ` AND ${tokenCondition(name, undefined, value, tokenColumns('w'), ctx)}`
-  );
+  return `${rowsOfCode(projectId, type, name, ctx)} AND ${tokenCondition(name, undefined, value, tokenColumns('w'), ctx)}`;
+}
+
+/** The rows `w` of an index table that belong to one project, type and parameter code (the leading columns of its indexes). */
+function rowsOfCode(projectId: string, type: string, code: string, ctx: CompileContext): string {
+  return `w."projectId" = ${ctx.args.add(projectId)} AND w."resourceType" = ${ctx.args.add(type)} AND w.code = ${ctx.args.add(code)}`;
+}
+
+/**
+ * Each resource of `rows` (columns "resourceId" and the aggregated ones, as `m`) once, with
+ * `aggregate` as `first`; `ordered`: by it, then id.
+ */
+function firstOfEach(rows: string, aggregate: string, ordered: boolean): string {
+  return `SELECT m."resourceId", ${aggregate} AS first FROM (${rows}) m GROUP BY m."resourceId"${ordered ? ' ORDER BY first, m."resourceId"' : ''}`;
 }
 
 /**
@@ -251,13 +260,12 @@ function tokenCodeRows(name: string, value: string, type: string, projectId: str
  * row there holds its value).
  */
 export function dateSortMatches(code: string, descending: boolean, type: string, projectId: string, ctx: CompileContext, window: number): string {
-  const { args } = ctx;
   const value = descending ? 'COALESCE(w."end", w.start)' : 'COALESCE(w.start, w."end")';
   const direction = descending ? 'DESC' : 'ASC';
   const rows =
-    `SELECT w."resourceId", ${value} AS v FROM date_index w WHERE w."projectId" = ${args.add(projectId)} AND w."resourceType" = ${args.add(type)}` +
-    ` AND w.code = ${args.add(code)} AND ${value} IS NOT NULL ORDER BY ${value} ${direction}, w."resourceId" LIMIT ${args.add(window)}`;
-  return `SELECT m."resourceId", ${descending ? 'max' : 'min'}(m.v) AS first FROM (${rows}) m GROUP BY m."resourceId"`;
+    `SELECT w."resourceId", ${value} AS v FROM date_index w WHERE ${rowsOfCode(projectId, type, code, ctx)}` +
+    ` AND ${value} IS NOT NULL ORDER BY ${value} ${direction}, w."resourceId" LIMIT ${ctx.args.add(window)}`;
+  return firstOfEach(rows, `${descending ? 'max' : 'min'}(m.v)`, false);
 }
 
 /**
@@ -270,12 +278,11 @@ export function dateSortMatches(code: string, descending: boolean, type: string,
  * have more rows beyond it, are left out: the rest are the beginning of the whole order.
  */
 export function stringSortMatches(code: string, descending: boolean, type: string, projectId: string, ctx: CompileContext, window: number): string {
-  const { args } = ctx;
   const order = descending ? 'w.value USING ~>~, w."resourceId" DESC' : 'w.value USING ~<~, w."resourceId"';
   const rows =
-    `SELECT w."resourceId", w.value COLLATE "C" AS v FROM string_index w WHERE w."projectId" = ${args.add(projectId)}` +
-    ` AND w."resourceType" = ${args.add(type)} AND w.code = ${args.add(code)} ORDER BY ${order} LIMIT ${args.add(window)}`;
-  if (!descending) return `SELECT m."resourceId", min(m.v) AS first FROM (${rows}) m GROUP BY m."resourceId"`;
+    `SELECT w."resourceId", w.value COLLATE "C" AS v FROM string_index w WHERE ${rowsOfCode(projectId, type, code, ctx)}` +
+    ` ORDER BY ${order} LIMIT ${ctx.args.add(window)}`;
+  if (!descending) return firstOfEach(rows, 'min(m.v)', false);
   return (
     `SELECT q."resourceId", q.first FROM (SELECT m."resourceId", max(m.v) AS first, min(min(m.v)) OVER () AS last` +
     ` FROM (${rows}) m GROUP BY m."resourceId") q WHERE q.first > q.last`
@@ -321,16 +328,14 @@ export function numericRangeMatches(
     table === 'number_index' ? numberCondition(name, value, 'w.value', ctx) : quantityCondition(name, value, { ...quantityColumns('w'), high: undefined }, ctx);
   const inOrder = window === undefined ? '' : ` ORDER BY w.value, w."resourceId" LIMIT ${ctx.args.add(window)}`;
   const rows =
-    `SELECT w."resourceId", w.value FROM ${table} w WHERE w."projectId" = ${ctx.args.add(projectId)} AND w."resourceType" = ${ctx.args.add(type)}` +
-    ` AND w.code = ${ctx.args.add(name)} AND ${condition}${inOrder}`;
-  return `SELECT m."resourceId", min(m.value) AS first FROM (${rows}) m GROUP BY m."resourceId" ORDER BY first, m."resourceId"`;
+    `SELECT w."resourceId", w.value FROM ${table} w WHERE ${rowsOfCode(projectId, type, name, ctx)} AND ${condition}${inOrder}`;
+  return firstOfEach(rows, 'min(m.value)', true);
 }
 
 /** Whether some row of a number or quantity parameter in the project holds a Range (a partial index on the highs answers). */
 export function numericRangesExist(table: 'number_index' | 'quantity_index', name: string, type: string, projectId: string, ctx: CompileContext): string {
   return (
-    `SELECT EXISTS (SELECT 1 FROM ${table} w WHERE w."projectId" = ${ctx.args.add(projectId)} AND w."resourceType" = ${ctx.args.add(type)}` +
-    ` AND w.code = ${ctx.args.add(name)} AND w.high IS NOT NULL) AS ranged`
+    `SELECT EXISTS (SELECT 1 FROM ${table} w WHERE ${rowsOfCode(projectId, type, name, ctx)} AND w.high IS NOT NULL) AS ranged`
   );
 }
 
