@@ -1,16 +1,16 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { isResourceType } from '../../src/fhir/definitions.js';
+import { R4_EXAMPLES } from '../helpers/fixtures.js';
 import { useTestServer } from '../helpers/server.js';
 
 /**
  * HL7's published R4 examples round-trip through create and read unchanged apart from `meta`
  * (and `id`, which the server assigns on POST).
  */
-const EXAMPLES = new URL('../../../shared/conformance/fhir-test-cases/r4/examples/', import.meta.url);
-const files = readdirSync(EXAMPLES)
+const files = readdirSync(R4_EXAMPLES)
   .filter((name) => name.endsWith('.json'))
-  .map((name) => ({ name, resource: JSON.parse(readFileSync(new URL(name, EXAMPLES), 'utf8')) as Record<string, unknown> }))
+  .map((name) => ({ name, resource: JSON.parse(readFileSync(new URL(name, R4_EXAMPLES), 'utf8')) as Record<string, unknown> }))
   .filter(({ resource }) => typeof resource.resourceType === 'string' && isResourceType(resource.resourceType));
 
 /** Published examples that are not valid R4; each must be refused with 400, for the reason given. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { R4_EXAMPLES, R4_GRAPHQL_CASES } from '../helpers/fixtures.js';
 import { useTestServer, type ProjectClient } from '../helpers/server.js';
 import { fhirXmlToJson } from './fhir-xml.js';
 
@@ -16,9 +17,6 @@ import { fhirXmlToJson } from './fhir-xml.js';
  * expected outputs omit them: nulls and empty lists are dropped before comparing.
  */
 
-const CASES = new URL('../../../shared/conformance/fhir-test-cases/r4/graphql/', import.meta.url);
-const EXAMPLES = new URL('../../../shared/conformance/fhir-test-cases/r4/examples/', import.meta.url);
-
 type Json = any;
 
 interface ManifestCase {
@@ -33,7 +31,7 @@ interface ManifestCase {
 }
 
 function readManifest(): ManifestCase[] {
-  const xml = readFileSync(new URL('manifest.xml', CASES), 'utf8');
+  const xml = readFileSync(new URL('manifest.xml', R4_GRAPHQL_CASES), 'utf8');
   return [...xml.matchAll(/<test\s([^>]*?)\/>/g)].map(([, attributes]) => {
     const attribute = (name: string) => new RegExp(`\\b${name}="([^"]*)"`).exec(attributes)?.[1];
     return {
@@ -142,7 +140,7 @@ describe('FHIR GraphQL test cases (fhir-test-cases r4/graphql)', () => {
     it(title, async () => {
       const client = api.newProject();
       const { ids, contextId } = await loadExamples(client, examplesOf(testCase));
-      const query = deviation?.query ? fillIds(deviation.query, ids) : readFileSync(new URL(testCase.source, CASES), 'utf8');
+      const query = deviation?.query ? fillIds(deviation.query, ids) : readFileSync(new URL(testCase.source, R4_GRAPHQL_CASES), 'utf8');
       const res = await runQuery(client, testCase, contextId, query, deviation?.variables);
 
       if (testCase.output === '$error' && !deviation?.expected) {
@@ -150,7 +148,7 @@ describe('FHIR GraphQL test cases (fhir-test-cases r4/graphql)', () => {
         return;
       }
       expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
-      const expected = deviation?.expected ?? JSON.parse(readFileSync(new URL(testCase.output, CASES), 'utf8'));
+      const expected = deviation?.expected ?? JSON.parse(readFileSync(new URL(testCase.output, R4_GRAPHQL_CASES), 'utf8'));
       const actual = restoreIds(withoutEmpty(res.data), ids);
       const compare = SERVER_SPECIFIC[testCase.name];
       if (compare) compare(actual, expected);
@@ -163,8 +161,8 @@ describe('FHIR XML examples', () => {
   // The converter that loads the XML-only examples gives the published JSON of the examples that have both.
   it.each(['patient-example', 'condition-example', 'organization-1', 'observation-decimal'])('%s.xml converts to %s.json', (file) => {
     const withoutNarrative = (resource: Json) => ({ ...resource, text: { ...resource.text, div: undefined } });
-    const converted = fhirXmlToJson(readFileSync(new URL(`${file}.xml`, EXAMPLES), 'utf8'));
-    const published = JSON.parse(readFileSync(new URL(`${file}.json`, EXAMPLES), 'utf8'));
+    const converted = fhirXmlToJson(readFileSync(new URL(`${file}.xml`, R4_EXAMPLES), 'utf8'));
+    const published = JSON.parse(readFileSync(new URL(`${file}.json`, R4_EXAMPLES), 'utf8'));
     expect(withoutNarrative(converted)).toEqual(withoutNarrative(published));
   });
 });
@@ -185,10 +183,10 @@ function contextOf(testCase: ManifestCase): { type: string; id: string } | undef
 }
 
 function readExample(file: string): Json {
-  const json = new URL(`${file}.json`, EXAMPLES);
+  const json = new URL(`${file}.json`, R4_EXAMPLES);
   if (existsSync(json)) return JSON.parse(readFileSync(json, 'utf8'));
   // Some examples are published as XML only (list-example-long, patient-glossy-example, ...).
-  return fhirXmlToJson(readFileSync(new URL(`${file}.xml`, EXAMPLES), 'utf8'));
+  return fhirXmlToJson(readFileSync(new URL(`${file}.xml`, R4_EXAMPLES), 'utf8'));
 }
 
 /** Loaded examples: `Type/originalId` → the id the example was stored under. */

@@ -9,6 +9,7 @@ import { emptyIndexRows, type CompositeRow } from '../../src/search/index-rows.j
 import { buildIndexRows } from '../../src/search/indexer.js';
 import { collectComposites, findCompositePlan, getCompositePlans, MAX_ROWS_PER_ELEMENT } from '../../src/search/indexing/composite.js';
 import { addRows } from '../../src/search/indexing/rows.js';
+import { R4_EXAMPLES } from '../helpers/fixtures.js';
 import { observation, rowsOf } from './helpers.js';
 
 /** The columns of a row that are set, for readable expectations. */
@@ -106,8 +107,7 @@ describe('Reference.identifier rows', () => {
 
 // The fast path against fhirpath.js, on HL7's examples -----------------------------------------------
 
-const EXAMPLES = new URL('../../../shared/conformance/fhir-test-cases/r4/examples/', import.meta.url);
-const files = readdirSync(EXAMPLES).filter((name) => name.endsWith('.json')).sort();
+const files = readdirSync(R4_EXAMPLES).filter((name) => name.endsWith('.json')).sort();
 const byUrl = new Map(getSearchParameters().map((param) => [param.url, param]));
 const FIXES: Record<string, string> = {
   'http://hl7.org/fhir/SearchParameter/DocumentReference-relatesto': 'target',
@@ -144,7 +144,7 @@ function slowElements(resource: Resource, code: string): string[] {
 
 describe('composite rows on HL7 examples', () => {
   it.each(files)('agree with fhirpath.js on how many values each component has, for %s', (name) => {
-    const resource = JSON.parse(readFileSync(fileURLToPath(new URL(name, EXAMPLES)), 'utf8')) as Resource;
+    const resource = JSON.parse(readFileSync(fileURLToPath(new URL(name, R4_EXAMPLES)), 'utf8')) as Resource;
     const plans = getCompositePlans(resource.resourceType);
     if (plans.length === 0) return;
     expect(() => buildIndexRows(resource)).not.toThrow();

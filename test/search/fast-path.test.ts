@@ -4,11 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { compileFastPath } from '../../src/search/indexing/fast-path.js';
 import { compileFhirPath } from '../../src/search/indexing/fhirpath-eval.js';
 import { splitUnion, termAppliesTo } from '../../src/search/indexing/plan.js';
-
-const CONFORMANCE = new URL('../../../shared/conformance/fhir-test-cases/r4/', import.meta.url);
+import { FHIR_TEST_CASES_R4 } from '../helpers/fixtures.js';
 
 function read(path: string): string {
-  return readFileSync(fileURLToPath(new URL(path, CONFORMANCE)), 'utf8');
+  return readFileSync(fileURLToPath(new URL(path, FHIR_TEST_CASES_R4)), 'utf8');
 }
 
 function evaluate(expression: string, resource: { resourceType: string }): unknown[] {

@@ -7,12 +7,12 @@ import { buildIndexRows } from '../../src/search/indexer.js';
 import { compileFhirPath } from '../../src/search/indexing/fhirpath-eval.js';
 import { getIndexPlan } from '../../src/search/indexing/plan.js';
 import { addRows } from '../../src/search/indexing/rows.js';
+import { R4_EXAMPLES } from '../helpers/fixtures.js';
 
-const EXAMPLES = new URL('../../../shared/conformance/fhir-test-cases/r4/examples/', import.meta.url);
-const files = readdirSync(EXAMPLES).filter((name) => name.endsWith('.json')).sort();
+const files = readdirSync(R4_EXAMPLES).filter((name) => name.endsWith('.json')).sort();
 
 function example(name: string): Resource {
-  return JSON.parse(readFileSync(fileURLToPath(new URL(name, EXAMPLES)), 'utf8')) as Resource;
+  return JSON.parse(readFileSync(fileURLToPath(new URL(name, R4_EXAMPLES)), 'utf8')) as Resource;
 }
 
 function rowsOf<T extends keyof IndexRows>(rows: IndexRows, table: T, code: string): IndexRows[T] {

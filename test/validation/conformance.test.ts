@@ -1,10 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { isResourceType } from '../../src/fhir/definitions.js';
+import { R4_EXAMPLES } from '../helpers/fixtures.js';
 import { validationIssues } from './helpers.js';
-
-/** The published FHIR R4 examples (HL7 fhir-test-cases) must pass, except the few that break R4 itself. */
-const EXAMPLES_DIR = new URL('../../../shared/conformance/fhir-test-cases/r4/examples/', import.meta.url);
 
 /**
  * Examples that are not valid R4, each with why, and the issues they must produce: asserting the
@@ -21,10 +19,11 @@ const KNOWN_INVALID: Record<string, { reason: string; code: string; expression: 
 };
 
 function readExample(file: string): unknown {
-  return JSON.parse(readFileSync(new URL(file, EXAMPLES_DIR), 'utf8'));
+  return JSON.parse(readFileSync(new URL(file, R4_EXAMPLES), 'utf8'));
 }
 
-const files = readdirSync(EXAMPLES_DIR)
+/** The published FHIR R4 examples (HL7 fhir-test-cases) must pass, except the few that break R4 itself. */
+const files = readdirSync(R4_EXAMPLES)
   .filter((file) => file.endsWith('.json'))
   .filter((file) => {
     const resourceType = (readExample(file) as { resourceType?: unknown }).resourceType;
