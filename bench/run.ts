@@ -13,7 +13,6 @@ import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from '
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import { typicalObservation, typicalPatient } from './fixtures.js';
 import { clientCredentialsToken, launchFlint, stopFlint } from './flint-process.js';
 
@@ -212,9 +211,6 @@ async function benchDatabase(label: string, env: Record<string, string>, selecte
     await seedGraphqlObservations(ids);
     for (const scenario of scenarios) {
       if (selected && !selected.has(scenario.name.split(' ')[0])) continue;
-      // Before each scenario: the create scenarios add ~25,000 rows in 20 s, more than the
-      // statistics of the seeding describe (autovacuum would catch up within its minute).
-      if (env.DATABASE_URL) await analyzePostgres(env.DATABASE_URL);
       await scenario.run(ids.slice(0, 100)).catch(() => undefined); // warm-up pass, short
       const result = await scenario.run(ids);
       const row: Row = {
@@ -273,23 +269,6 @@ async function interleaved(label: string, a: Scenario, b: Scenario, ids: string[
   };
   console.log(`${label.padEnd(10)} ${row.scenario}: ${row.target}`);
   return row;
-}
-
-/**
- * Planner statistics as autovacuum would have them a minute after the writes (its default nap
- * time): measured right after a bulk load, a PostgreSQL search can run on statistics from before
- * it (the GraphQL page's search measured 6.8 ms instead of 2.0 ms after the seeding, and 20 ms
- * instead of 1.2 ms after the create scenarios: a merge semi-join walking every Observation). The embedded database
- * analyzes itself once writes pause (src/db/plan-statistics.ts).
- */
-async function analyzePostgres(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query('ANALYZE');
-  } finally {
-    await client.end();
-  }
 }
 
 async function main(): Promise<void> {

@@ -53,8 +53,6 @@ export async function generate(databaseUrl: string, projectId: string, patients:
       process.stdout.write(`\r  observations ${Math.min(from + batch - 1, observations)}/${observations}`);
     }
     process.stdout.write('\n');
-    // Sets hint bits and the visibility map (index-only scans), as autovacuum would after a load.
-    await client.query('VACUUM ANALYZE');
   } finally {
     await client.end();
   }
