@@ -4,10 +4,10 @@
  * every expression through fhirpath.js, for a typical Patient and Observation.
  */
 import type { Resource } from '../src/fhir/types.js';
-import { buildIndexRows } from '../src/search/indexer.js';
+import { buildIndexRows } from '../src/indexing/indexer.js';
 import { typicalObservation, typicalPatient } from './fixtures.js';
-import { collectRows } from '../src/search/indexing/collect.js';
-import { buildPlan, type ParamPlan } from '../src/search/indexing/plan.js';
+import { collectRows } from '../src/indexing/collect.js';
+import { buildPlan, type ParamPlan } from '../src/indexing/plan.js';
 
 const patient: Resource = { ...typicalPatient(), id: 'bench-patient', meta: { project: 'p1' } };
 const observation: Resource = { ...typicalObservation('bench-patient'), id: 'bench-observation', meta: { project: 'p1' } };

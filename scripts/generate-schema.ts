@@ -9,7 +9,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import '../src/operations/builtin.js';
+import { registerBuiltins } from '../src/builtins.js';
 import { listOperations } from '../src/operations/registry.js';
 import { generateSchemaFiles, OPERATIONS_FILE } from '../src/graphql/generator/index.js';
 import { generateOperationsSdl } from '../src/graphql/generator/operations.js';
@@ -18,6 +18,7 @@ const repositoryRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const outputRoot = resolve(process.env.SCHEMA_OUTPUT_DIR || repositoryRoot);
 
 const files = generateSchemaFiles();
+registerBuiltins();
 const operationsSdl = generateOperationsSdl(listOperations());
 
 for (const [path, content] of Object.entries(files)) write(path, content);

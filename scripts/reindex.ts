@@ -11,7 +11,7 @@ import { Database } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
 import { pino } from 'pino';
 import { openInvalidationBus } from '../src/cache/invalidation.js';
-import { SearchCache } from '../src/search/search-cache.js';
+import { SearchCache } from '../src/cache/search-cache.js';
 import { DEFAULT_BATCH_SIZE, reindex, type ReindexResult } from '../src/search/reindex.js';
 
 export interface ReindexArguments {

@@ -3,19 +3,20 @@ import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
-import type { Services } from './context.js';
+import type { Services } from './operations/context.js';
 import { watchAsyncJobs } from './admin/async-job.js';
+import { registerBuiltins } from './builtins.js';
 import { bootstrapSuperAdmin } from './auth/bootstrap.js';
 import { AuthService } from './auth/service.js';
 import { openInvalidationBus, type InvalidationBus } from './cache/invalidation.js';
 import { RedisStore, type SharedStore } from './cache/shared-store.js';
-import { watchSearchParameters } from './search/parameters.js';
+import { watchSearchParameters } from './indexing/parameters.js';
 import { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { createApp } from './http/app.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
 import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
-import { SearchCache } from './search/search-cache.js';
+import { SearchCache } from './cache/search-cache.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -29,6 +30,7 @@ export interface StartOptions {
 }
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  registerBuiltins();
   const log = options.log ?? pino({ level: config.logLevel });
   const db = await Database.open(config);
   try {

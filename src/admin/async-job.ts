@@ -1,4 +1,4 @@
-import type { RequestContext, Services } from '../context.js';
+import type { RequestContext, Services } from '../operations/context.js';
 import { allOk, errors, issue, OperationOutcomeError, outcome, toOperationOutcomeError } from '../fhir/outcome.js';
 import type { AsyncJob, Parameters } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';

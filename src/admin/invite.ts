@@ -5,8 +5,9 @@ import { hashSecret } from '../auth/secrets.js';
 import { assertExternalIdFree } from '../auth/uniqueness.js';
 import { errors } from '../fhir/outcome.js';
 import type { Reference } from '../fhir/resources.js';
-import type { HonoContext } from '../http/fhir-handlers.js';
-import { fhirJson } from '../http/responses.js';
+import type { Resource } from '../fhir/types.js';
+import type { AuthService } from '../auth/service.js';
+import type { Identity } from '../identity/identity.js';
 
 const PROFILE_TYPES = ['Practitioner', 'Patient', 'RelatedPerson'] as const;
 type ProfileType = (typeof PROFILE_TYPES)[number];
@@ -22,16 +23,12 @@ function isProfileType(type: string): type is ProfileType {
  * used by any membership gives 409, also when two invites race (a lock in the transaction orders
  * them). Everything is written in one transaction: a failure part-way leaves nothing behind.
  */
-export async function inviteHandler(c: HonoContext): Promise<Response> {
-  const { identity } = c.get('ctx');
-  const auth = c.get('services').auth;
-  const projectId = c.req.param('projectId') as string;
+export async function inviteUser(auth: AuthService, identity: Identity, projectId: string, body: Record<string, unknown>): Promise<Resource> {
   if (!identity.superAdmin && !(identity.projectAdmin && identity.projectId === projectId)) {
     throw errors.forbidden('Only admins of this project (or super admins) can invite users');
   }
   const project = await readAny(auth.db, 'Project', projectId);
   if (!project) throw errors.notFound(`Project/${projectId} not found`);
-  const body = await readBody(c);
   const str = (name: string, required: boolean): string | undefined => {
     const value = body[name];
     if (value === undefined && !required) return undefined;
@@ -46,7 +43,7 @@ export async function inviteHandler(c: HonoContext): Promise<Response> {
   const email = str('email', false);
   const password = str('password', false);
   if (body.admin !== undefined && typeof body.admin !== 'boolean') throw errors.invalid('"admin" must be a boolean', 'admin');
-  const accessPolicy = await policyReference(c, body.accessPolicy, projectId);
+  const accessPolicy = await policyReference(auth, body.accessPolicy, projectId);
   // scrypt is slow: hash before the transaction opens (used only when the User is new).
   const passwordHash = email && password ? await hashSecret(password) : undefined;
   const name = `${firstName} ${lastName}`;
@@ -85,28 +82,15 @@ export async function inviteHandler(c: HonoContext): Promise<Response> {
       accessPolicy,
     });
   });
-  return fhirJson(membership, 201);
+  return membership;
 }
 
-async function readBody(c: HonoContext): Promise<Record<string, unknown>> {
-  let body: unknown;
-  try {
-    body = await c.req.json();
-  } catch {
-    throw errors.invalid('Send a JSON object: resourceType, firstName, lastName, externalId');
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw errors.invalid('Send a JSON object: resourceType, firstName, lastName, externalId');
-  }
-  return body as Record<string, unknown>;
-}
-
-async function policyReference(c: HonoContext, value: unknown, projectId: string): Promise<Reference | undefined> {
+async function policyReference(auth: AuthService, value: unknown, projectId: string): Promise<Reference | undefined> {
   if (value === undefined) return undefined;
   const reference = typeof value === 'string' ? value : (value as { reference?: unknown } | null)?.reference;
   const ref = typeof reference === 'string' ? parseReference(reference) : undefined;
   if (!ref || ref[0] !== 'AccessPolicy') throw errors.invalid('"accessPolicy" must reference AccessPolicy/<id>', 'accessPolicy');
-  const policy = await readAny(c.get('services').auth.db, 'AccessPolicy', ref[1]);
+  const policy = await readAny(auth.db, 'AccessPolicy', ref[1]);
   if (!policy || policy.meta?.project !== projectId) throw errors.invalid(`AccessPolicy/${ref[1]} is not in this project`, 'accessPolicy');
   return { reference: `AccessPolicy/${ref[1]}` };
 }

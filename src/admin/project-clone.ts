@@ -1,14 +1,15 @@
+import { ID_SOURCE } from '../fhir/ids.js';
 import { randomUUID } from 'node:crypto';
 import type { AuthService } from '../auth/service.js';
 import { readAny } from '../auth/accounts.js';
 import { hashSecret, randomSecret, seal } from '../auth/secrets.js';
-import type { Identity } from '../context.js';
+import type { Identity } from '../identity/identity.js';
 import { errors } from '../fhir/outcome.js';
 import type { Project, Reference } from '../fhir/resources.js';
-import type { Resource } from '../fhir/types.js';
+import { type Resource, isRecord } from '../fhir/types.js';
 import { binaryKey } from '../storage/binary-storage.js';
-import { writeHookOf } from '../storage/repository.js';
-import { loadProjectParameters, type ProjectParameters } from '../search/parameters.js';
+import { writeHookOf } from '../storage/write-hooks.js';
+import { loadProjectParameters, type ProjectParameters } from '../indexing/parameters.js';
 import { insertFirstVersion } from '../storage/sql.js';
 import { copyIndexedConcepts } from '../terminology/indexing.js';
 import { validateResource } from '../validation/validator.js';
@@ -142,7 +143,7 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
  * `_history` suffix or as an absolute URL of this server) and attachment `url`s of Binaries.
  */
 function referenceRewriter(ids: Map<string, string>, fhirBase: string): <T>(value: T) => T {
-  const pattern = /^((?:.*\/)?)([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})((?:\/_history\/.*)?)$/;
+  const pattern = new RegExp(`^((?:.*/)?)([A-Z][A-Za-z]+)/(${ID_SOURCE})((?:/_history/.*)?)$`);
   const mapString = (text: string): string => {
     const match = pattern.exec(text);
     if (!match) return text;
@@ -172,9 +173,6 @@ function metaWithoutVersion(meta: unknown): unknown {
   return rest;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 export const projectCloneOperation: Operation<CloneRequest> = {
   definition: {

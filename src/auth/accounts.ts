@@ -1,4 +1,5 @@
-import type { Services } from '../context.js';
+import { TYPE_AND_ID } from '../fhir/ids.js';
+import type { StorageServices } from '../storage/repository.js';
 import type { SqlExecutor } from '../db/database.js';
 import type { ProjectMembership, ResourceType, ResourceTypeMap, User } from '../fhir/resources.js';
 import { Repository } from '../storage/repository.js';
@@ -8,13 +9,13 @@ import { Repository } from '../storage/repository.js';
  * AccessPolicy). Authentication reads and writes them as the system: across every project, writing
  * into the project it names.
  */
-export function systemRepository(services: Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'> & Partial<Pick<Services, 'bus'>>, projectId: string): Repository {
+export function systemRepository(services: StorageServices, projectId: string): Repository {
   return new Repository(services, { projectId, superAdmin: true });
 }
 
 /** `Type/id` → [Type, id]. */
 export function parseReference(reference: string | undefined): [string, string] | undefined {
-  const match = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(reference ?? '');
+  const match = TYPE_AND_ID.exec(reference ?? '');
   return match ? [match[1], match[2]] : undefined;
 }
 

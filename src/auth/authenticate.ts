@@ -1,4 +1,4 @@
-import type { Identity } from '../context.js';
+import type { Identity } from '../identity/identity.js';
 import { OperationOutcomeError, outcome, issue } from '../fhir/outcome.js';
 import type { AuthService } from './service.js';
 import { TokenError } from './tokens.js';

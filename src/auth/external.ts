@@ -1,14 +1,21 @@
+import { ID_SOURCE } from '../fhir/ids.js';
 import { decodeJwt, type JWTPayload } from 'jose';
 import type { Config, ExternalAuthProvider } from '../config.js';
-import type { Identity } from '../context.js';
+import type { Identity } from '../identity/identity.js';
 import type { ProjectMembership } from '../fhir/resources.js';
 import { membershipsByExternalId, membershipsReferencing, parseReference } from './accounts.js';
 import { sha256Base64Url } from './secrets.js';
 import type { SharedStore } from '../cache/shared-store.js';
-import type { AuthService, TokenResponse } from './service.js';
-import { TokenError } from './tokens.js';
+import { TokenError, type TokenResponse } from './tokens.js';
+import type { Database } from '../db/database.js';
 
 const CACHE_MS = 60 * 60_000;
+
+/** What external authentication needs of the accounts (the AuthService): memberships, and identities for them. */
+export interface MembershipIdentities {
+  readonly db: Database;
+  identityFor(membership: ProjectMembership, extra?: Partial<Identity>): Promise<Identity>;
+}
 
 /** The outcome of validating one external token, kept for an hour (SPEC 5 rule 9). */
 export interface ExternalResult {
@@ -56,7 +63,7 @@ export class ExternalAuth {
     this.shared = store;
   }
 
-  async validate(auth: AuthService, token: string): Promise<ExternalResult> {
+  async validate(auth: MembershipIdentities, token: string): Promise<ExternalResult> {
     const found = this.providerOf(token);
     if (!found) throw new TokenError('The token was not issued by a configured identity provider');
     const { provider, claims } = found;
@@ -84,7 +91,7 @@ export class ExternalAuth {
   }
 
   private async sharedOrResolved(
-    auth: AuthService,
+    auth: MembershipIdentities,
     key: string,
     provider: ExternalAuthProvider,
     token: string,
@@ -105,7 +112,7 @@ export class ExternalAuth {
   }
 
   private async resolve(
-    auth: AuthService,
+    auth: MembershipIdentities,
     provider: ExternalAuthProvider,
     token: string,
     claims: JWTPayload & Record<string, unknown>,
@@ -139,7 +146,7 @@ async function callUserInfo(provider: ExternalAuthProvider, token: string): Prom
 }
 
 /** SPEC 5 rule 4: `fhirUser` (or `ext.fhirUser`) first, else `sub` against ProjectMembership.externalId. */
-async function identify(auth: AuthService, claims: Record<string, unknown>): Promise<ProjectMembership> {
+async function identify(auth: MembershipIdentities, claims: Record<string, unknown>): Promise<ProjectMembership> {
   const ext = claims.ext as Record<string, unknown> | undefined;
   const fhirUser = typeof claims.fhirUser === 'string' ? claims.fhirUser : typeof ext?.fhirUser === 'string' ? ext.fhirUser : undefined;
   let memberships: ProjectMembership[];
@@ -165,11 +172,11 @@ async function identify(auth: AuthService, claims: Record<string, unknown>): Pro
  * SPEC 5 rule 5: `Type/id`, `Type?search` or an absolute URL of either. Searches support `_id`,
  * `identifier` (`system|value` or `value`), `email` and `name`-free exact fields of the profile.
  */
-async function findProfiles(auth: AuthService, fhirUser: string): Promise<string[]> {
+async function findProfiles(auth: MembershipIdentities, fhirUser: string): Promise<string[]> {
   let value = fhirUser;
   if (/^https?:\/\//.test(value)) {
     const url = new URL(value);
-    const match = /([A-Z][A-Za-z]+(?:\/[A-Za-z0-9\-.]{1,64})?)$/.exec(url.pathname);
+    const match = new RegExp(`([A-Z][A-Za-z]+(?:/${ID_SOURCE})?)$`).exec(url.pathname);
     if (!match) return [];
     value = match[1] + url.search;
   }

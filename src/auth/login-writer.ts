@@ -1,9 +1,9 @@
 import type { Database, SqlExecutor } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
-import type { IndexRows } from '../search/index-rows.js';
-import type { SearchCache } from '../search/search-cache.js';
-import { buildIndexRows } from '../search/indexer.js';
-import { projectParameters } from '../search/parameters.js';
+import type { IndexRows } from '../indexing/index-rows.js';
+import type { SearchCache } from '../cache/search-cache.js';
+import { buildIndexRows } from '../indexing/indexer.js';
+import { projectParameters } from '../indexing/parameters.js';
 import { INDEX_TABLES } from '../storage/sql.js';
 
 /** Logins written by one statement at most (a statement's JSON arguments stay small). */

@@ -1,18 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { SqlExecutor } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
-import {
-  asResourceOf,
-  type Project,
-  type ProjectMembership,
-  type Reference,
-  type ResourceType,
-  type ResourceTypeMap,
-  type User,
-} from '../fhir/resources.js';
-import type { Resource } from '../fhir/types.js';
+import { type Project, type ProjectMembership, type Reference, type ResourceType, type ResourceTypeMap, type User } from '../fhir/resources.js';
+import { asResourceOf } from '../fhir/typed-resources.js';
+import { compact, type Resource } from '../fhir/types.js';
 import { isUniqueViolation } from '../storage/db-errors.js';
-import { writeHookOf } from '../storage/repository.js';
+import { writeHookOf } from '../storage/write-hooks.js';
 import { insertFirstVersion } from '../storage/sql.js';
 import { validateResource } from '../validation/validator.js';
 import { findUserByEmail, readCredential, writeCredential } from './accounts.js';
@@ -26,10 +19,6 @@ export function stableId(name: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-/** Removes keys whose value is undefined (the validator rejects them; JSON would drop them). */
-export function compact<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
-}
 
 /** Stores a client secret: scrypt hash to verify it, sealed copy so project admins can read it. */
 export async function storeClientSecret(auth: AuthService, clientId: string, projectId: string, secret: string): Promise<void> {

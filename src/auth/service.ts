@@ -1,33 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
-import type { AccessRules, Identity, Services } from '../context.js';
+import type { StorageServices } from '../storage/repository.js';
+import type { AccessRules, Identity } from '../identity/identity.js';
 import type { Database } from '../db/database.js';
-import {
-  asResourceOf,
-  type AccessPolicy,
-  type Login,
-  type LoginAuthMethod,
-  type LoginCodeChallengeMethod,
-  type Project,
-  type ProjectMembership,
-} from '../fhir/resources.js';
+import { type AccessPolicy, type Login, type LoginAuthMethod, type LoginCodeChallengeMethod, type Project, type ProjectMembership } from '../fhir/resources.js';
+import { asResourceOf } from '../fhir/typed-resources.js';
 import { CredentialCache, parseReference, readAny, systemRepository } from './accounts.js';
 import { ExternalAuth } from './external.js';
 import { loadServerKeys, type ServerKeys } from './keys.js';
 import { randomSecret, safeEqual, sha256Base64Url, VerifiedSecrets } from './secrets.js';
 import { LoginThrottle } from './throttle.js';
-import { compact } from './projects.js';
-import { writeHookOf, type ResourceKey, type StoredVersion } from '../storage/repository.js';
+import { compact } from '../fhir/types.js';
+import { writeHookOf } from '../storage/write-hooks.js';
+import { type ResourceKey, type StoredVersion } from '../storage/types.js';
 import { validateResource } from '../validation/validator.js';
 import { LoginWriter } from './login-writer.js';
 import { changedResourceOf, resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import type { SharedStore } from '../cache/shared-store.js';
 // Registers the write hooks keeping externalId and User email unique (every server runs them).
-import './uniqueness.js';
-import { ACCESS_TOKEN_SECONDS, IdentityCache, REFRESH_TOKEN_SECONDS, TokenError, TokenSigner } from './tokens.js';
-import type { SearchCache } from '../search/search-cache.js';
+import { ACCESS_TOKEN_SECONDS, IdentityCache, REFRESH_TOKEN_SECONDS, TokenError, TokenSigner, type TokenResponse } from './tokens.js';
+import type { SearchCache } from '../cache/search-cache.js';
 
-type StorageServices = Pick<Services, 'db' | 'binaryStorage' | 'resourceCache'> & Partial<Pick<Services, 'bus' | 'searchCache'>>;
 
 /** The resources a cached Identity is made of, and which identities a change of one affects. */
 const IDENTITY_SOURCES: Record<string, (identity: Identity, id: string) => boolean> = {
@@ -38,18 +31,6 @@ const IDENTITY_SOURCES: Record<string, (identity: Identity, id: string) => boole
   ClientApplication: (identity, id) => identity.clientId === id,
   User: (identity, id) => identity.subject === `User/${id}`,
 };
-
-/** What a token response carries (RFC 6749 5.1 plus the project and profile references). */
-export interface TokenResponse {
-  token_type: 'Bearer';
-  access_token: string;
-  expires_in: number;
-  scope: string;
-  refresh_token?: string;
-  id_token?: string;
-  project: { reference: string };
-  profile: { reference: string };
-}
 
 export interface LoginRequest {
   authMethod: LoginAuthMethod;

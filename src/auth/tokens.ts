@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify, SignJWT, type JWTPayload } from 'jose';
 import type { Config } from '../config.js';
-import type { Identity } from '../context.js';
+import type { Identity } from '../identity/identity.js';
 import { SIGNING_ALGORITHM, type ServerKeys } from './keys.js';
 
 export const ACCESS_TOKEN_SECONDS = 3600;
@@ -111,4 +111,16 @@ export class IdentityCache {
   clear(): void {
     this.entries.clear();
   }
+}
+
+/** What a token response carries (RFC 6749 5.1 plus the project and profile references). */
+export interface TokenResponse {
+  token_type: 'Bearer';
+  access_token: string;
+  expires_in: number;
+  scope: string;
+  refresh_token?: string;
+  id_token?: string;
+  project: { reference: string };
+  profile: { reference: string };
 }

@@ -1,7 +1,7 @@
 import type { SqlExecutor } from '../db/database.js';
 import { issue, OperationOutcomeError, outcome } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
-import { registerWriteHook } from '../storage/repository.js';
+import type { WriteHook } from '../storage/write-hooks.js';
 
 /**
  * Values that name one account server-wide, whatever project holds the resource:
@@ -94,9 +94,14 @@ export function assertExternalIdFree(tx: SqlExecutor, externalId: string): Promi
   return assertFree(tx, EXTERNAL_ID, externalId, undefined);
 }
 
-for (const field of [EXTERNAL_ID, EMAIL]) {
-  registerWriteHook(field.resourceType, async (tx, change) => {
-    const value = change.resource ? field.valueOf(change.resource) : undefined;
-    if (value !== undefined) await assertFree(tx, field, value, change.id);
-  });
-}
+/** Write hooks that keep a User's email and a membership's externalId unique (the composition root installs them). */
+export const uniquenessWriteHooks: readonly (readonly [string, WriteHook])[] = [EXTERNAL_ID, EMAIL].map(
+  (field) =>
+    [
+      field.resourceType,
+      async (tx, change) => {
+        const value = change.resource ? field.valueOf(change.resource) : undefined;
+        if (value !== undefined) await assertFree(tx, field, value, change.id);
+      },
+    ] as const,
+);

@@ -44,6 +44,11 @@ export type BundleEntry = Override<
 
 export type Bundle = Override<FhirBundle, { type: BundleType; link?: BundleLink[]; entry?: BundleEntry[] }>;
 
-export function isObject(value: unknown): value is Record<string, unknown> {
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Removes keys whose value is undefined (the validator rejects them; JSON would drop them). */
+export function compact<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }

@@ -1,4 +1,4 @@
-import { shippedCodeSystem, shippedValueSet } from '../terminology/catalogue.js';
+import { shippedCodeSystem, shippedValueSet } from './terminology-catalogue.js';
 import { getResourceTypes, getStructureDefinitions } from './definitions.js';
 import type { Resource } from './types.js';
 

@@ -1,5 +1,5 @@
 import type { YogaInitialContext } from 'graphql-yoga';
-import type { RequestContext } from '../context.js';
+import type { RequestContext } from '../operations/context.js';
 import type { Loaders } from './loaders.js';
 
 /**

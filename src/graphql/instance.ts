@@ -1,3 +1,4 @@
+import { ID_SOURCE } from '../fhir/ids.js';
 import { GraphQLSchema, isObjectType, type GraphQLNamedType, type GraphQLObjectType } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { errors, OperationOutcomeError } from '../fhir/outcome.js';
@@ -12,13 +13,13 @@ import { outcomeToGraphQLError } from './errors.js';
  */
 
 /** The path of an instance-level `$graphql` (`$` may arrive percent-encoded). */
-const INSTANCE_PATH = /^\/fhir\/R4\/([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})\/(?:\$|%24)graphql$/;
+const INSTANCE_PATH = new RegExp(`^/fhir/R4/([A-Z][A-Za-z]+)/(${ID_SOURCE})/(?:\\$|%24)graphql$`);
 
 /** The HTTP layer's route (Hono path syntax; a bare `$` after parameters would end Hono's regular expression). */
-export const INSTANCE_GRAPHQL_ROUTE = '/fhir/R4/:type{[A-Z][A-Za-z]+}/:id{[A-Za-z0-9\\-.]{1,64}}/:operation{\\$graphql}';
+export const INSTANCE_GRAPHQL_ROUTE = `/fhir/R4/:type{[A-Z][A-Za-z]+}/:id{${ID_SOURCE}}/:operation{\\$graphql}`;
 
 /** A URLPattern pathname for yoga's `graphqlEndpoint`: the alternative of INSTANCE_PATH. */
-export const INSTANCE_ENDPOINT_PATTERN = 'fhir/R4/[A-Z][A-Za-z]+/[A-Za-z0-9\\-.]{1,64}/(?:\\$|%24)graphql';
+export const INSTANCE_ENDPOINT_PATTERN = `fhir/R4/[A-Z][A-Za-z]+/${ID_SOURCE}/(?:\\$|%24)graphql`;
 
 export interface InstanceTarget {
   readonly resourceType: string;

@@ -1,3 +1,4 @@
+import { isRecord } from '../fhir/types.js';
 import fhirpath from 'fhirpath';
 import r4Model from 'fhirpath/fhir-context/r4';
 import {
@@ -152,6 +153,3 @@ export function nullableOf<T extends GraphQLOutputType | GraphQLInputType>(type:
   return isKind<GraphQLNonNull<T>>(type, 'GraphQLNonNull') ? (type.ofType as T) : type;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -1,10 +1,10 @@
 import DataLoader from 'dataloader';
-import type { RequestContext } from '../context.js';
+import type { RequestContext } from '../operations/context.js';
 import type { Resource } from '../fhir/types.js';
-import { collectRows } from '../search/indexing/collect.js';
-import { getIndexPlan } from '../search/indexing/plan.js';
+import { collectRows } from '../indexing/collect.js';
+import { getIndexPlan } from '../indexing/plan.js';
 import { DEFAULT_COUNT, MAX_COUNT, search, type SearchServices } from '../search/service.js';
-import { keyOf, type ReadKey } from '../storage/repository.js';
+import { keyOf, type ReadKey } from '../storage/types.js';
 import { parsedResources } from './parsed-cache.js';
 
 /**

@@ -1,12 +1,11 @@
 import type { GraphQLFieldResolver } from 'graphql';
 import { errors } from '../fhir/outcome.js';
-import { isObject, type Resource } from '../fhir/types.js';
+import { isRecord, type Resource } from '../fhir/types.js';
 import { isOpenType, isRepeating, isResourceParameterType, valueKey, type OperationParameter } from '../operations/definition.js';
 import { acceptAsyncJob } from '../admin/async-job.js';
 import { executeOperation } from '../operations/execute.js';
 import { decodeBody } from '../operations/parameters.js';
-import { builtinOperations } from '../operations/builtin.js';
-import type { Operation, OperationRequest } from '../operations/registry.js';
+import { listBuiltinOperations, type Operation, type OperationRequest } from '../operations/registry.js';
 import type { Resolvers } from '../generated/graphql.js';
 import type { GraphQLContext } from './context.js';
 import {
@@ -31,7 +30,7 @@ import {
  * The fields are those of the committed SDL, generated from the built-in operations; an operation
  * registered at run time (tests do) has no field, so it gets no resolver either.
  */
-export function operationResolvers(operations: readonly Operation[] = builtinOperations): Resolvers {
+export function operationResolvers(operations: readonly Operation[] = listBuiltinOperations()): Resolvers {
   const roots: Record<string, Record<string, GraphQLFieldResolver<unknown, GraphQLContext>>> = {};
   for (const field of operationFields(operations)) (roots[field.root] ??= {})[field.name] = operationResolver(field);
   // The field names are computed from the operation definitions, so the generated per-field types cannot check them.
@@ -105,7 +104,7 @@ function toEntry(value: unknown, parameter: OperationParameter, code: string): E
   if (hasParts(parameter)) return { name, part: toEntries(value as Args, partsOf(parameter), code) };
   if (isResourceParameterType(parameter.type)) return { name, resource: plainJson(value, false) };
   if (isOpenType(parameter)) {
-    if (!isObject(value)) {
+    if (!isRecord(value)) {
       throw errors.invalid(
         `Parameter "${name}" of $${code} takes any type of value: give an object with one value[x] property, such as {"valueString": "text"}`,
         'Parameters.parameter',

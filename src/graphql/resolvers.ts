@@ -1,4 +1,4 @@
-import { SERVER_VERSION } from '../fhir/capability.js';
+import { SERVER_VERSION } from '../fhir/software.js';
 import type { Resolvers } from '../generated/graphql.js';
 import { JSONScalar } from './scalars.js';
 
@@ -7,8 +7,8 @@ export const resolvers: Resolvers = {
   JSON: JSONScalar,
   Query: {
     health: async (_parent, _args, { requestContext }) => ({
-      ok: await requestContext.db.healthy(),
-      database: requestContext.db.kind,
+      ok: await requestContext.databaseHealth.healthy(),
+      database: requestContext.databaseHealth.kind,
       version: SERVER_VERSION,
     }),
     resource: (_parent, { resourceType, id }, { requestContext }) =>

@@ -1,3 +1,5 @@
+import { versionOfTag } from '../fhir/etag.js';
+import { ID_SOURCE } from '../fhir/ids.js';
 import type {
   FieldNode,
   GraphQLInputObjectType,
@@ -6,13 +8,13 @@ import type {
   GraphQLResolveInfo,
   SelectionSetNode,
 } from 'graphql';
-import { assertTypeAccess } from '../auth/access.js';
+import { assertTypeAccess } from '../access/guarded-repository.js';
 import { getResourceTypes, getSearchParametersFor, isResourceType } from '../fhir/definitions.js';
 import { allOk, errors } from '../fhir/outcome.js';
-import type { OperationOutcome, Resource } from '../fhir/types.js';
+import { type OperationOutcome, type Resource, isRecord } from '../fhir/types.js';
 import type { Resolvers } from '../generated/graphql.js';
 import { MAX_COUNT, MAX_OFFSET, search, type Paging, type SearchResult, type SearchRow, type SearchServices } from '../search/service.js';
-import { keyOf, type WriteResult } from '../storage/repository.js';
+import { keyOf, type WriteResult } from '../storage/types.js';
 import { parsedResources } from './parsed-cache.js';
 import type { GraphQLContext } from './context.js';
 import { isKind, nullableOf } from './list-fields.js';
@@ -379,7 +381,7 @@ interface ReferenceValue {
 }
 
 /** `Type/id`, optionally `/_history/<vid>` (the current version is returned, as for any reference). */
-const RELATIVE_REFERENCE = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[A-Za-z0-9\-.]{1,64})?$/;
+const RELATIVE_REFERENCE = new RegExp(`^([A-Z][A-Za-z]+)/(${ID_SOURCE})(?:/_history/${ID_SOURCE})?$`);
 
 type Target = { resourceType: string; id: string; key: string } | { contained: string };
 
@@ -518,9 +520,9 @@ function deleteResolver(type: string): FieldResolver {
 /** A version id, bare or as an ETag (`W/"3"`), as REST's If-Match accepts it. */
 function parseIfMatch(value: string | null | undefined): string | undefined {
   if (value === null || value === undefined) return undefined;
-  const match = /^\s*(?:W\/)?"?([^"\s]+)"?\s*$/.exec(value);
-  if (!match) throw errors.invalid(`Malformed ifMatch "${value}": give the version id, e.g. "1" or W/"1"`, 'ifMatch');
-  return match[1];
+  const version = versionOfTag(value);
+  if (version === undefined) throw errors.invalid(`Malformed ifMatch "${value}": give the version id, e.g. "1" or W/"1"`, 'ifMatch');
+  return version;
 }
 
 /**
@@ -572,6 +574,3 @@ async function createBinary(context: GraphQLContext, body: Resource): Promise<Wr
   return repo.createBinary(typeof contentType === 'string' ? contentType : '', bytes, rest);
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -7,7 +7,7 @@ import {
 } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import type { RequestContext } from '../context.js';
+import type { RequestContext } from '../operations/context.js';
 import { OperationOutcomeError } from '../fhir/outcome.js';
 import { maskError, outcomeToGraphQLError, UNEXPECTED_ERROR_MESSAGE, useExecutionErrors } from './errors.js';
 import { useCompiledQueries } from './compiled.js';

@@ -1,10 +1,11 @@
 import type { Context } from 'hono';
-import type { RequestContext, Services } from '../context.js';
-import { historyBundle, offsetLinks } from '../fhir/bundle.js';
+import type { RequestContext, Services } from '../operations/context.js';
+import { historyBundle, offsetLinks } from './bundle.js';
 import { allOk, errors } from '../fhir/outcome.js';
 import { applySubsetting, parseSummary } from '../fhir/summary.js';
-import type { Resource } from '../fhir/types.js';
-import { parseStored, type StoredVersion, type WriteResult } from '../storage/repository.js';
+import { type Resource, isRecord } from '../fhir/types.js';
+import { parseStored } from '../storage/repository.js';
+import { type StoredVersion, type WriteResult } from '../storage/types.js';
 import {
   assertJsonAcceptable,
   assertJsonContentType,
@@ -211,9 +212,6 @@ function isJsonContentType(header: string | undefined): boolean {
   return type === 'application/fhir+json' || type === 'application/json';
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function intParam(query: URLSearchParams, name: string, fallback: number, min: number): number {
   const raw = query.get(name);

@@ -1,3 +1,4 @@
+import { versionOfTag } from '../fhir/etag.js';
 import { errors } from '../fhir/outcome.js';
 
 export const FHIR_JSON = 'application/fhir+json';
@@ -77,7 +78,7 @@ export function preferReturn(header: string | null | undefined): PreferReturn {
 /** Parses If-Match: `W/"3"`, `"3"` or `3` all name version 3. */
 export function parseIfMatch(header: string | null | undefined): string | undefined {
   if (!header) return undefined;
-  const match = /^\s*(?:W\/)?"?([^"]*)"?\s*$/.exec(header);
-  if (!match || match[1] === '') throw errors.invalid(`Malformed If-Match header "${header}": use W/"<versionId>"`);
-  return match[1];
+  const version = versionOfTag(header);
+  if (version === undefined) throw errors.invalid(`Malformed If-Match header "${header}": use W/"<versionId>"`);
+  return version;
 }

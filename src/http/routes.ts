@@ -1,3 +1,4 @@
+import { ID_SOURCE } from '../fhir/ids.js';
 import {
   createHandler,
   deleteHandler,
@@ -10,36 +11,14 @@ import {
 } from './fhir-handlers.js';
 import { searchPostHandler, searchSystemHandler, searchTypeHandler } from './search-handlers.js';
 import { healthcheckHandler, metadataHandler } from './server-handlers.js';
-import { identityRoutes } from '../auth/routes.js';
-import { operationDefinitionReadHandler, operationHandler } from '../operations/http.js';
-
-/** FHIR RESTful interactions (http://hl7.org/fhir/R4/http.html); the CapabilityStatement lists them. */
-export type TypeInteraction =
-  | 'read'
-  | 'vread'
-  | 'update'
-  | 'patch'
-  | 'delete'
-  | 'history-instance'
-  | 'history-type'
-  | 'create'
-  | 'search-type';
-export type SystemInteraction = 'capabilities' | 'transaction' | 'batch' | 'search-system' | 'history-system';
-
-export interface Route {
-  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  path: string;
-  handler: (c: HonoContext) => Promise<Response>;
-  /** The FHIR interaction the route implements, at type or system level. */
-  interaction?: { type: TypeInteraction } | { system: SystemInteraction };
-  /** Served without authentication (metadata, health, well-known documents, token endpoints). */
-  public?: boolean;
-}
+import { identityRoutes } from './auth/routes.js';
+import { operationDefinitionReadHandler, operationHandler } from './operation-handlers.js';
+import type { Route } from './route.js';
 
 const FHIR = '/fhir/R4';
 /** Resource type names start with an upper-case letter; this keeps `metadata` and `$op` apart. */
 const TYPE = ':type{[A-Z][A-Za-z]+}';
-const ID = ':id{[A-Za-z0-9\\-.]{1,64}}';
+const ID = `:id{${ID_SOURCE}}`;
 /**
  * `$code` of an operation; `$graphql` at system and instance level is GraphQL's (mounted beside the
  * route table, src/http/app.ts).
@@ -50,8 +29,8 @@ const NOT_GRAPHQL_OP = ':op{\\$(?!graphql$)[A-Za-z][A-Za-z0-9-]*}';
 /** The one route table of the server. More specific paths come first. */
 export const ROUTES: Route[] = [
   { method: 'GET', path: '/healthcheck', handler: healthcheckHandler, public: true },
-  { method: 'GET', path: `${FHIR}/metadata`, handler: metadataHandler, public: true, interaction: { system: 'capabilities' } },
-  // Identity (issue 3): /oauth2/*, /auth/*, /.well-known/*, /admin/* (src/auth/routes.ts).
+  { method: 'GET', path: `${FHIR}/metadata`, handler: (c) => metadataHandler(c, ROUTES), public: true, interaction: { system: 'capabilities' } },
+  // Identity: /oauth2/*, /auth/*, /.well-known/*, /admin/* (src/http/auth/routes.ts).
   ...identityRoutes,
   // Operations (SPEC 4.1): every level is routed; the OperationDefinition decides what exists and whether GET is allowed.
   { method: 'POST', path: `${FHIR}/${NOT_GRAPHQL_OP}`, handler: operationHandler('system') },

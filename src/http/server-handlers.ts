@@ -1,20 +1,23 @@
 import { authenticateRequest } from '../auth/authenticate.js';
-import { buildCapabilityStatement, projectCapabilityText, SERVER_VERSION } from '../fhir/capability.js';
-import { isDatabaseHealthy, type Services } from '../context.js';
+import { buildCapabilityStatement, projectCapabilityText } from './capability.js';
+import { SERVER_VERSION } from '../fhir/software.js';
+import { type Services } from '../operations/context.js';
+import { isDatabaseHealthy } from '../access/context.js';
 import type { HonoContext } from './fhir-handlers.js';
 import { assertJsonAcceptable } from './negotiation.js';
 import { fhirText } from './responses.js';
-import { ROUTES } from './routes.js';
+import type { Route } from './route.js';
 
 /** The CapabilityStatement is fixed for a process's configuration: built once per server. */
 const capabilityByServices = new WeakMap<Services, string>();
 
-export async function metadataHandler(c: HonoContext): Promise<Response> {
+/** `GET /metadata`: the CapabilityStatement generated from the route table it is served from. */
+export async function metadataHandler(c: HonoContext, routes: readonly Route[]): Promise<Response> {
   assertJsonAcceptable(c.req.query('_format') ?? null, c.req.header('accept') ?? null);
   const services = c.get('services');
   let text = capabilityByServices.get(services);
   if (!text) {
-    text = JSON.stringify(buildCapabilityStatement(services.config, ROUTES));
+    text = JSON.stringify(buildCapabilityStatement(services.config, routes));
     capabilityByServices.set(services, text);
   }
   // Public; with a bearer token (checked as on every route), the caller's project's own search parameters too.

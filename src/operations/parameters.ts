@@ -1,5 +1,5 @@
 import { errors } from '../fhir/outcome.js';
-import { isObject, type Resource } from '../fhir/types.js';
+import { isRecord, type Resource } from '../fhir/types.js';
 import { getPrimitiveType } from '../validation/primitives.js';
 import { validateResource } from '../validation/validator.js';
 import {
@@ -45,10 +45,10 @@ export function outParameters(definition: OperationDefinition): OperationParamet
 export function decodeBody(definition: OperationDefinition, body: unknown, options: { plainJson?: boolean } = {}): OperationInput {
   const label = `$${definition.code}`;
   if (body === undefined) return decodeEntries([], inParameters(definition), ROOT, label);
-  if (options.plainJson && isObject(body) && body.resourceType === undefined) {
+  if (options.plainJson && isRecord(body) && body.resourceType === undefined) {
     return decodeBody(definition, plainJsonToParameters(definition, body));
   }
-  if (!isObject(body) || body.resourceType !== 'Parameters') {
+  if (!isRecord(body) || body.resourceType !== 'Parameters') {
     throw errors.invalid(`The body of ${label} must be a Parameters resource`, 'Parameters');
   }
   const entries = body.parameter ?? [];
@@ -115,7 +115,7 @@ function decodeEntries(entries: Entry[], declared: OperationParameter[], path: s
   const values = new Map<string, unknown[]>();
   entries.forEach((entry, index) => {
     const at = `${path}[${index}]`;
-    if (!isObject(entry) || typeof entry.name !== 'string') {
+    if (!isRecord(entry) || typeof entry.name !== 'string') {
       throw errors.invalid(`Each entry of ${path} needs a name`, at);
     }
     const parameter = declared.find((p) => p.name === entry.name);
@@ -153,7 +153,7 @@ function decodeValue(entry: Entry, parameter: OperationParameter, at: string, la
   }
   if (isResourceParameterType(parameter.type)) {
     const resource = entry.resource;
-    if (!isObject(resource) || valueKeys.length > 0) throw errors.invalid(`${name} must be given as a resource (${parameter.type})`, at);
+    if (!isRecord(resource) || valueKeys.length > 0) throw errors.invalid(`${name} must be given as a resource (${parameter.type})`, at);
     const concrete = !['Resource', 'DomainResource', 'Any'].includes(parameter.type!);
     if (concrete && resource.resourceType !== parameter.type) {
       throw errors.invalid(`${name} must be a ${parameter.type} resource, not ${String(resource.resourceType)}`, `${at}.resource`);
@@ -192,7 +192,7 @@ export function checkValue(value: unknown, type: string): string | undefined {
     const problem = primitive.check(value as never);
     return problem ? `${JSON.stringify(value)} is not a valid ${type}: ${problem}` : undefined;
   }
-  if (!isObject(value)) return `expected a ${type} object, got ${JSON.stringify(value)}`;
+  if (!isRecord(value)) return `expected a ${type} object, got ${JSON.stringify(value)}`;
   return undefined;
 }
 
@@ -214,11 +214,11 @@ export class OutputError extends Error {}
 export function encodeOutput(definition: OperationDefinition, output: unknown): Resource {
   const declared = outParameters(definition);
   if (declared.length === 1 && declared[0].name === 'return' && isResourceParameterType(declared[0].type)) {
-    const value = isObject(output) ? output.return : undefined;
+    const value = isRecord(output) ? output.return : undefined;
     checkResource(value, declared[0], 'return');
     return value as Resource;
   }
-  if (!isObject(output)) throw new OutputError(`the handler returned ${JSON.stringify(output)}, not an object of out parameters`);
+  if (!isRecord(output)) throw new OutputError(`the handler returned ${JSON.stringify(output)}, not an object of out parameters`);
   return { resourceType: 'Parameters', parameter: encodeEntries(output, declared, '') };
 }
 
@@ -243,7 +243,7 @@ function encodeEntries(values: Record<string, unknown>, declared: OperationParam
 
 function encodeValue(value: unknown, parameter: OperationParameter, where: string): Entry {
   if (parameter.part?.length && !parameter.type) {
-    if (!isObject(value)) throw new OutputError(`"${where}" takes parts, got ${JSON.stringify(value)}`);
+    if (!isRecord(value)) throw new OutputError(`"${where}" takes parts, got ${JSON.stringify(value)}`);
     return { name: parameter.name, part: encodeEntries(value, parameter.part, `${where}.`) };
   }
   if (isResourceParameterType(parameter.type)) {
@@ -253,7 +253,7 @@ function encodeValue(value: unknown, parameter: OperationParameter, where: strin
   let type: string = parameter.type!;
   let inner = value;
   if (isOpenType(parameter)) {
-    if (!isObject(value) || typeof value.type !== 'string') throw new OutputError(`"${where}" is open-typed: give { type, value }`);
+    if (!isRecord(value) || typeof value.type !== 'string') throw new OutputError(`"${where}" is open-typed: give { type, value }`);
     type = value.type;
     inner = value.value;
   }
@@ -263,7 +263,7 @@ function encodeValue(value: unknown, parameter: OperationParameter, where: strin
 }
 
 function checkResource(value: unknown, parameter: OperationParameter, where: string): void {
-  if (!isObject(value) || typeof value.resourceType !== 'string') throw new OutputError(`"${where}" must be a resource`);
+  if (!isRecord(value) || typeof value.resourceType !== 'string') throw new OutputError(`"${where}" must be a resource`);
   const concrete = !['Resource', 'DomainResource', 'Any'].includes(parameter.type!);
   if (concrete && value.resourceType !== parameter.type) {
     throw new OutputError(`"${where}" must be a ${parameter.type}, got a ${value.resourceType}`);

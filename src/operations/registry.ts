@@ -1,4 +1,4 @@
-import type { RequestContext } from '../context.js';
+import type { RequestContext } from './context.js';
 import type { Database } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
 import { listsResourceType, type OperationDefinition, type OperationLevel } from './definition.js';
@@ -83,9 +83,23 @@ export function registerOperation(operation: Operation): () => void {
   };
 }
 
-/** Every registered operation with its definition and handler (GraphQL generates its fields from these). */
+/** The server's own operations, registered once at start by the composition root. */
+const builtins: Operation[] = [];
+
+/** Registers the server's own operations: the ones the committed GraphQL schema has fields for. */
+export function registerBuiltinOperations(operations: readonly Operation[]): void {
+  for (const operation of operations) registerOperation(operation);
+  builtins.push(...operations);
+}
+
+/** Every registered operation with its definition and handler (REST and the CapabilityStatement). */
 export function listOperations(): readonly Operation[] {
   return registry;
+}
+
+/** The built-in operations, which GraphQL generates its operation fields from. */
+export function listBuiltinOperations(): readonly Operation[] {
+  return builtins;
 }
 
 export function findOperationDefinition(id: string): OperationDefinition | undefined {

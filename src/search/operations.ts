@@ -2,19 +2,20 @@ import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import { ownOperationDefinition } from '../operations/definition.js';
 import type { Operation } from '../operations/registry.js';
-import { registerWriteHook } from '../storage/repository.js';
-import { checkDefinition } from './parameters.js';
+import type { WriteHook } from '../storage/write-hooks.js';
+import { checkDefinition } from '../indexing/parameters.js';
 import { reindex } from './reindex.js';
 
 /**
  * Search administration: the `$reindex` operation, and the SearchParameter write hook that refuses
- * definitions a project cannot use (importing this module installs it; src/operations/builtin.ts
- * does).
+ * definitions a project cannot use (the composition root installs it).
  */
-
-registerWriteHook('SearchParameter', async (tx, change) => {
-  if (change.resource) await checkDefinition(tx, change.resource, change.projectId);
-});
+export const searchParameterWriteHook: readonly [string, WriteHook] = [
+  'SearchParameter',
+  async (tx, change) => {
+    if (change.resource) await checkDefinition(tx, change.resource, change.projectId);
+  },
+];
 
 interface ReindexInput {
   type: string[];

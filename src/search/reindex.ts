@@ -3,10 +3,10 @@ import { getResourceTypes, isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import { INDEX_TABLE_NAMES, INDEX_TABLES } from '../storage/sql.js';
-import type { IndexRows } from './index-rows.js';
-import { buildIndexRows } from './indexer.js';
-import { loadProjectParameters, type ProjectParameters } from './parameters.js';
-import type { SearchCache } from './search-cache.js';
+import type { IndexRows } from '../indexing/index-rows.js';
+import { buildIndexRows } from '../indexing/indexer.js';
+import { loadProjectParameters, type ProjectParameters } from '../indexing/parameters.js';
+import type { SearchCache } from '../cache/search-cache.js';
 
 /**
  * Rebuilds the search index rows of stored resources from their current content, with the row

@@ -1,11 +1,11 @@
 import type { Config } from '../config.js';
-import type { Identity } from '../context.js';
+import type { Identity } from '../identity/identity.js';
 import { toInstant, type SqlExecutor } from '../db/database.js';
 import { getResourceTypes, isResourceType, type SearchParameter } from '../fhir/definitions.js';
 import { errors, issue, OperationOutcomeError, outcome } from '../fhir/outcome.js';
 import { parseSummary, type SummaryMode } from '../fhir/summary.js';
 import type { OperationOutcomeIssue } from '../fhir/types.js';
-import { policyAllowsType, policyCriteria } from './policy.js';
+import { policyAllowsType, policyCriteria } from '../identity/policy.js';
 import {
   compileParameter,
   selectsByKey,
@@ -31,9 +31,9 @@ import {
 import { decodeCursor, encodeCursor, searchSignature, type CursorPosition } from './query/cursor.js';
 import { splitOr, unescape } from './query/values.js';
 import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
-import { parametersForSearch, type ProjectParameters } from './parameters.js';
+import { parametersForSearch, type ProjectParameters } from '../indexing/parameters.js';
 import { expandForSearch } from './value-sets.js';
-import { statementKey, type SearchCache, type WriteDependency } from './search-cache.js';
+import { statementKey, type SearchCache, type WriteDependency } from '../cache/search-cache.js';
 
 /**
  * The search service (http://hl7.org/fhir/R4/search.html, SPEC 4.8 and 8), transport-free: REST

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Identity, RequestContext } from '../context.js';
+import type { RequestContext } from '../operations/context.js';
+import type { Identity } from '../identity/identity.js';
 import { Database, type SqlExecutor } from '../db/database.js';
 import { errors, issue, OperationOutcomeError, outcome } from '../fhir/outcome.js';
 import type { OperationRequest } from '../operations/registry.js';

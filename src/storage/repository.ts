@@ -1,5 +1,6 @@
+import { ID_PATTERN } from '../fhir/ids.js';
 import { randomUUID } from 'node:crypto';
-import type { Identity } from '../context.js';
+import type { Identity } from '../identity/identity.js';
 import { toInstant, type Database, type SqlExecutor } from '../db/database.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
@@ -8,104 +9,14 @@ import { validateResource } from '../validation/validator.js';
 import { applyJsonPatch } from './patch.js';
 import { isUniqueViolation } from './db-errors.js';
 import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
-import { projectParameters } from '../search/parameters.js';
+import { projectParameters } from '../indexing/parameters.js';
 import { indexDeleteClauses, insertFirstVersion, versionWrite } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
 import type { ResourceCache } from './resource-cache.js';
-import type { SearchCache } from '../search/search-cache.js';
+import type { SearchCache } from '../cache/search-cache.js';
+import { keyOf, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
+import { writeHookOf } from './write-hooks.js';
 
-/** A stored version: the JSON text exactly as stored, plus the columns clients see in headers. */
-export interface StoredVersion {
-  resourceType: string;
-  projectId: string;
-  id: string;
-  versionId: string;
-  lastUpdated: string;
-  deleted: boolean;
-  /**
-   * The resource JSON as stored; null for a delete, and for a version the caller of readVersions
-   * said it already holds (`ReadKey.heldVersionId`), whose text was not loaded.
-   */
-  text: string | null;
-}
-
-/** A resource by type and id, as references name it. */
-export interface ResourceKey {
-  resourceType: string;
-  id: string;
-}
-
-/**
- * A key for readVersions. `heldVersionId`: the version of the resource the caller already holds
- * (parsed); when that is still the current version, its text is not loaded (`text` is null).
- */
-export interface ReadKey extends ResourceKey {
-  heldVersionId?: string;
-}
-
-/** An exact version of a resource, as a search returns it. */
-export interface VersionKey extends ResourceKey {
-  versionId: string;
-}
-
-/** `Type/id`: the key of readVersions' result. */
-export function keyOf(key: ResourceKey): string {
-  return `${key.resourceType}/${key.id}`;
-}
-
-export interface WriteOptions {
-  /** Version the client expects to replace (If-Match); a different current version gives 412. */
-  ifMatch?: string;
-}
-
-export interface WriteResult {
-  resource: Resource;
-  /** The resource as stored (JSON text). */
-  text: string;
-  /** True when the write created the resource (201), false when it updated one (200). */
-  created: boolean;
-  /** False when an update matched the current content and no version was written. */
-  changed: boolean;
-}
-
-export interface HistoryOptions {
-  count: number;
-  offset: number;
-  since?: string;
-}
-
-export interface HistoryPage {
-  versions: (StoredVersion & { first: boolean })[];
-  hasMore: boolean;
-}
-
-const ID_PATTERN = /^[A-Za-z0-9\-.]{1,64}$/;
-
-/**
- * Work that must commit or roll back together with a write of one resource type: terminology
- * indexes a CodeSystem's concepts this way (src/terminology/indexing.ts). It runs inside the
- * write's transaction, after the resource row is written; `resource` is null for a delete.
- */
-export type WriteHook = (
-  tx: SqlExecutor,
-  change: { resourceType: string; id: string; projectId: string; resource: Resource | null },
-) => Promise<void>;
-
-const writeHooks = new Map<string, WriteHook>();
-
-/** Registers the one write hook of a resource type (a narrow extension point, not an event bus). */
-export function registerWriteHook(resourceType: string, hook: WriteHook): void {
-  writeHooks.set(resourceType, hook);
-}
-
-/**
- * The write hook of a resource type, for code that writes resource rows inside a transaction of
- * its own (Project/$init, invite, Project/$clone): it runs the hook in that transaction, after the
- * row is written, as the repository does.
- */
-export function writeHookOf(resourceType: string): WriteHook | undefined {
-  return writeHooks.get(resourceType);
-}
 
 interface CurrentRow {
   projectId: string;
@@ -128,7 +39,7 @@ export interface StorageServices {
   readonly searchCache?: SearchCache;
 }
 
-export class Repository {
+export class Repository implements ResourceRepository {
   private readonly db: Database;
   private readonly binaries: BinaryStorage;
   private readonly cache: ResourceCache;
@@ -138,6 +49,8 @@ export class Repository {
   constructor(
     services: StorageServices,
     private readonly identity: Identity,
+    /** Checked inside every write's transaction of the types it applies to (access policy criteria). */
+    private readonly writeCheck?: WriteCheck,
   ) {
     this.db = services.db;
     this.binaries = services.binaryStorage;
@@ -238,14 +151,14 @@ export class Repository {
     const missing: string[] = [];
     for (const version of versions) {
       const cached = this.cache.get(version.resourceType, version.id);
-      if (cached?.versionId === version.versionId && cached.text !== null) texts.set(version.versionId, cached.text);
+      if (cached?.versionId === version.versionId && cached.text !== null && this.canSee(cached.projectId)) texts.set(version.versionId, cached.text);
       else if (isUuid(version.versionId)) missing.push(version.versionId);
     }
     if (missing.length === 0) return texts;
     const rows = await this.db.query<{ versionId: string; content: string | null }>(
       `SELECT "versionId"::text AS "versionId", content::text AS content FROM resource_history
-       WHERE "versionId" IN (SELECT json_array_elements_text($1::json)::uuid)`,
-      [JSON.stringify(missing)],
+       WHERE "versionId" IN (SELECT json_array_elements_text($1::json)::uuid) AND ($2::boolean OR "projectId" = $3)`,
+      [JSON.stringify(missing), this.identity.superAdmin, this.identity.projectId],
       { planOnce: true },
     );
     for (const row of rows) if (row.content !== null) texts.set(row.versionId, row.content);
@@ -278,7 +191,7 @@ export class Repository {
     assertType(resourceType);
     validateResource(input, { expectedType: resourceType });
     const resource = this.stamp(input, randomUUID(), randomUUID());
-    const text = writeHooks.has(resourceType) || this.verifiesWrites(resourceType)
+    const text = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType)
       ? await this.db.transaction(async (tx) => {
           const written = await this.insertNew(tx, resource);
           await this.afterWrite(tx, resource);
@@ -289,22 +202,15 @@ export class Repository {
     return { resource, text, created: true, changed: true };
   }
 
-  /** Whether writes of this type must pass `verifyWrite`; subclasses that check writes say so. */
-  protected verifiesWrites(_resourceType: string): boolean {
-    return false;
+  private checksWrites(resourceType: string): boolean {
+    return this.writeCheck?.appliesTo(resourceType) === true;
   }
-
-  /**
-   * Runs inside the write's transaction, after the version and its index rows are written and
-   * before commit: throwing here rolls the write back. Access control overrides it.
-   */
-  protected async verifyWrite(_tx: SqlExecutor, _resource: Resource): Promise<void> {}
 
   /** Checks the written version, then runs the write hook of its type, inside the write's transaction. */
   private async afterWrite(tx: SqlExecutor, resource: Resource | null, deleted?: { resourceType: string; id: string; projectId: string }): Promise<void> {
-    if (resource && this.verifiesWrites(resource.resourceType)) await this.verifyWrite(tx, resource);
+    if (resource && this.checksWrites(resource.resourceType)) await this.writeCheck!.verify(tx, resource);
     const key = deleted ?? { resourceType: resource!.resourceType, id: resource!.id!, projectId: resource!.meta!.project! };
-    const hook = writeHooks.get(key.resourceType);
+    const hook = writeHookOf(key.resourceType);
     if (hook) await hook(tx, { ...key, resource });
   }
 

@@ -1,4 +1,4 @@
-import type { StoredVersion } from './repository.js';
+import type { StoredVersion } from './types.js';
 
 /**
  * Current versions of recently used resources, by `Type/id`. Coherent only when this process is

@@ -1,8 +1,8 @@
 import type { SqlExecutor } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
-import type { IndexRows } from '../search/index-rows.js';
-import { buildIndexRows } from '../search/indexer.js';
-import type { ProjectParameters } from '../search/parameters.js';
+import type { IndexRows } from '../indexing/index-rows.js';
+import { buildIndexRows } from '../indexing/indexer.js';
+import type { ProjectParameters } from '../indexing/parameters.js';
 
 /** Column lists of the index tables, in the order the JSON row objects are unpacked. */
 export const INDEX_TABLES: Record<keyof IndexRows, { table: string; columns: [string, string][] }> = {

@@ -1,6 +1,6 @@
-import type { RequestContext } from '../context.js';
+import type { ConceptDetail, LoadedSystem } from './types.js';
+import type { RequestContext } from '../operations/context.js';
 import { Database, type SqlExecutor } from '../db/database.js';
-import type { ConceptDetail } from './concepts.js';
 
 /**
  * In-memory terminology (issue 5 speed): code systems of up to MAX_SYSTEM_CONCEPTS concepts are
@@ -34,17 +34,6 @@ const MAX_CACHED_CONCEPTS = 500_000;
 /** Resolved code system and value set urls kept per database. */
 const MAX_RESOLVED = 10_000;
 
-/** A code system held in memory: its concepts in code system order, by code, and its hierarchy. */
-export interface LoadedSystem {
-  readonly concepts: readonly ConceptDetail[];
-  readonly byCode: ReadonlyMap<string, ConceptDetail>;
-  /** Parents of every code that has some (also codes that are no concepts of the system). */
-  readonly parentsOf: ReadonlyMap<string, readonly string[]>;
-  /** Children of every code that has some (also codes that are no concepts of the system). */
-  readonly childrenOf: ReadonlyMap<string, readonly string[]>;
-  /** Codes at or below a code, computed on demand (in-memory.ts) and kept while the system is. */
-  readonly below: Map<string, ReadonlySet<string>>;
-}
 
 /** Raised by every change this process makes to terminology (see above). */
 let generation = 0;

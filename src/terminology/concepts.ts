@@ -1,17 +1,6 @@
+import type { ConceptDetail, SystemRef } from './types.js';
 import type { Database } from '../db/database.js';
-import type { SystemRef } from './systems.js';
 
-export interface ConceptDetail {
-  code: string;
-  display: string | null;
-  definition: string | null;
-  abstract: boolean;
-  inactive: boolean;
-  designations: { language: string | null; useSystem: string | null; useCode: string | null; useDisplay: string | null; value: string }[];
-  properties: { property: string; type: string; value: string }[];
-  parents: string[];
-  children: string[];
-}
 
 interface Row {
   code: string;

@@ -1,13 +1,6 @@
 import { errors } from '../fhir/outcome.js';
-import {
-  asResourceOf,
-  readTyped,
-  type CodeSystem,
-  type Coding,
-  type ConceptMap,
-  type ConceptMapEquivalence,
-  type ConceptMapGroup,
-} from '../fhir/resources.js';
+import { type CodeSystem, type Coding, type ConceptMap, type ConceptMapEquivalence, type ConceptMapGroup } from '../fhir/resources.js';
+import { asResourceOf, readTyped } from '../fhir/typed-resources.js';
 import { requiredBindingCodes } from '../fhir/value-sets.js';
 import { ownOperationDefinition, type TypedValue } from '../operations/definition.js';
 import type { Operation } from '../operations/registry.js';

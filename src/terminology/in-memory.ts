@@ -1,6 +1,6 @@
-import type { LoadedSystem } from './cache.js';
-import type { ConceptDetail } from './concepts.js';
-import type { ComposeElement, ComposeFilter } from './membership.js';
+import type { LoadedSystem } from './types.js';
+import type { ConceptDetail } from './types.js';
+import type { ComposeElement, ComposeFilter } from './types.js';
 
 /**
  * The membership predicate of one compose element over a code system held in memory: the same

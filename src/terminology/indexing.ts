@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { SqlExecutor } from '../db/database.js';
-import { asResourceOf, type CodeSystem } from '../fhir/resources.js';
-import { isObject } from '../fhir/types.js';
-import { registerWriteHook } from '../storage/repository.js';
+import { type CodeSystem } from '../fhir/resources.js';
+import { asResourceOf } from '../fhir/typed-resources.js';
+import { isRecord } from '../fhir/types.js';
+import type { WriteHook } from '../storage/write-hooks.js';
 import { terminologyChanged } from './cache.js';
 
 /**
@@ -60,15 +61,15 @@ export function conceptRows(concepts: unknown, startSeq = 0): ConceptRows {
   const walk = (list: unknown, parent: string | undefined) => {
     if (!Array.isArray(list)) return;
     for (const concept of list as Concept[]) {
-      if (!isObject(concept) || typeof concept.code !== 'string') continue;
+      if (!isRecord(concept) || typeof concept.code !== 'string') continue;
       const code = concept.code;
       const mySeq = seq++;
       let abstract = false;
       let inactive = false;
       if (parent !== undefined) rows.hierarchy.push({ parent, child: code });
       for (const designation of Array.isArray(concept.designation) ? concept.designation : []) {
-        if (!isObject(designation) || typeof designation.value !== 'string') continue;
-        const use = isObject(designation.use) ? designation.use : {};
+        if (!isRecord(designation) || typeof designation.value !== 'string') continue;
+        const use = isRecord(designation.use) ? designation.use : {};
         rows.designations.push({
           code,
           seq: rows.designations.length,
@@ -80,7 +81,7 @@ export function conceptRows(concepts: unknown, startSeq = 0): ConceptRows {
         });
       }
       for (const property of Array.isArray(concept.property) ? concept.property : []) {
-        if (!isObject(property) || typeof property.code !== 'string') continue;
+        if (!isRecord(property) || typeof property.code !== 'string') continue;
         const valueKey = Object.keys(property).find((key) => key.startsWith('value'));
         if (!valueKey) continue;
         const value = property[valueKey];
@@ -236,7 +237,7 @@ export async function copyIndexedConcepts(tx: SqlExecutor, fromResourceId: strin
  * that carries no concept list and keeps url and version keeps the concepts already indexed (those
  * added by CodeSystem/$import).
  */
-registerWriteHook('CodeSystem', async (tx, change) => {
+const codeSystemWriteHook: WriteHook = async (tx, change) => {
   await terminologyChanged(tx);
   // The hook runs after the write validated the resource.
   const resource = change.resource ? asResourceOf(change.resource, 'CodeSystem') : undefined;
@@ -257,7 +258,13 @@ registerWriteHook('CodeSystem', async (tx, change) => {
   }
   await deleteSystem(tx, '"resourceId" = $1', [change.id]);
   if (resource?.url) await indexCodeSystem(tx, change.projectId, change.id, resource);
-});
+};
 
 /** Value sets are kept in memory by url (resources.ts): any ValueSet write makes them stale. */
-registerWriteHook('ValueSet', (tx) => terminologyChanged(tx));
+const valueSetWriteHook: WriteHook = (tx) => terminologyChanged(tx);
+
+/** The terminology tables' write hooks (the composition root installs them). */
+export const terminologyWriteHooks: readonly (readonly [string, WriteHook])[] = [
+  ['CodeSystem', codeSystemWriteHook],
+  ['ValueSet', valueSetWriteHook],
+];

@@ -3,9 +3,11 @@ import type { Coding, Resource } from '../fhir/types.js';
 import { coreOperationDefinition } from '../operations/definition.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
 import { requestCache } from './cache.js';
-import { readConcept, readSystemAndConcept, type ConceptDetail } from './concepts.js';
+import { readConcept, readSystemAndConcept } from './concepts.js';
+import { type ConceptDetail } from './types.js';
 import { designationIn } from './language.js';
-import { requireSystem, systemOfResource, type SystemRef } from './systems.js';
+import { requireSystem, systemOfResource } from './systems.js';
+import { type SystemRef } from './types.js';
 
 interface LookupInput {
   code?: string;

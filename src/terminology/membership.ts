@@ -1,36 +1,15 @@
+import type { ComposeElement, ComposeFilter, ConceptDetail, LoadedSystem, SystemRef } from './types.js';
 import type { Database } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
-import { isObject, type Resource } from '../fhir/types.js';
+import { isRecord, type Resource } from '../fhir/types.js';
 import type { OperationRequest } from '../operations/registry.js';
-import { requestCache, type LoadedSystem } from './cache.js';
-import type { ConceptDetail } from './concepts.js';
+import { requestCache } from './cache.js';
 import { compileElement, type ConceptTest } from './in-memory.js';
 import type { LanguageDesignation } from './language.js';
 import { findValueSet } from './resources.js';
-import { findSystem, type SystemRef } from './systems.js';
+import { findSystem } from './systems.js';
 
-/**
- * The one membership engine of value sets: $validate-code asks whether one code is a member,
- * $expand lists the members; both evaluate the same SQL predicate built from `compose`, so they
- * cannot disagree. Rules (R4 ValueSet.compose): a code is a member when some include matches it
- * and no exclude does; an include matches a code of its `system` that is in its concept list (or
- * any code when there is none) and passes every filter, and is in every value set it imports.
- * A code system held in memory (cache.ts) is evaluated there by the same rules (in-memory.ts), for
- * both operations alike; filters only SQL evaluates send both to SQL.
- */
-export interface ComposeFilter {
-  property: string;
-  op: string;
-  value: string;
-}
 
-export interface ComposeElement {
-  system?: string;
-  version?: string;
-  concept?: { code: string; display?: string }[];
-  filter?: ComposeFilter[];
-  valueSet?: string[];
-}
 
 export interface Member {
   system: string;
@@ -322,7 +301,7 @@ function unsupportedFilter(filter: ComposeFilter): never {
 }
 
 function compose(valueSet: Resource): { include: ComposeElement[]; exclude: ComposeElement[] } {
-  const value = isObject(valueSet.compose) ? valueSet.compose : {};
+  const value = isRecord(valueSet.compose) ? valueSet.compose : {};
   return {
     include: Array.isArray(value.include) ? (value.include as ComposeElement[]) : [],
     exclude: Array.isArray(value.exclude) ? (value.exclude as ComposeElement[]) : [],

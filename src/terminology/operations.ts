@@ -1,4 +1,3 @@
-import './indexing.js';
 import type { Operation } from '../operations/registry.js';
 import { expandOperation } from './expand.js';
 import { codeSystemImportOperation, conceptMapImportOperation } from './import.js';

@@ -1,11 +1,11 @@
-import type { RequestContext } from '../context.js';
+import type { RequestContext } from '../operations/context.js';
 import type { Database } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
 import type { ResourceType, ResourceTypeMap, ValueSet } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
 import type { OperationRequest } from '../operations/registry.js';
 import { requestCache } from './cache.js';
-import { shippedValueSet } from './catalogue.js';
+import { shippedValueSet } from '../fhir/terminology-catalogue.js';
 
 /** The newest resource of `resourceType` with canonical `url` in the caller's project (uri index). */
 export async function findByUrl<K extends ResourceType>(

@@ -2,7 +2,8 @@ import { errors } from '../fhir/outcome.js';
 import type { Coding } from '../fhir/types.js';
 import { coreOperationDefinition } from '../operations/definition.js';
 import type { Operation } from '../operations/registry.js';
-import { requireSystem, systemOfResource, type SystemRef } from './systems.js';
+import { requireSystem, systemOfResource } from './systems.js';
+import { type SystemRef } from './types.js';
 
 interface SubsumesInput {
   codeA?: string;

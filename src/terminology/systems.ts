@@ -1,27 +1,18 @@
-import type { RequestContext } from '../context.js';
+import type { CodeSystemProperty, SystemRef } from './types.js';
+import type { RequestContext } from '../operations/context.js';
 import type { Database } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
-import type { CodeSystem, CodeSystemProperty as FhirCodeSystemProperty, WithRequired } from '../fhir/resources.js';
+import type { CodeSystem } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
 import { requestCache } from './cache.js';
-import { shippedCodeSystem } from './catalogue.js';
+import { shippedCodeSystem } from '../fhir/terminology-catalogue.js';
 import { deleteSystem, indexCodeSystem } from './indexing.js';
 
 /** The shared scope of the concept tables: the shipped R4 code systems, visible to every project. */
 export const SHARED_SCOPE = '';
 const SHARED_LOAD_LOCK = 7_346_012;
 
-/** A property a code system defines (`CodeSystem.property`, stored with the system row); `code` is 1..1. */
-export type CodeSystemProperty = WithRequired<FhirCodeSystemProperty, 'code'>;
 
-export interface SystemRef {
-  id: string;
-  url: string;
-  version: string;
-  name: string | null;
-  properties: CodeSystemProperty[];
-  resourceId: string | null;
-}
 
 interface SystemRow {
   id: string;

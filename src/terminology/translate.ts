@@ -3,7 +3,7 @@ import type { CodeableConcept, Coding, ConceptMapEquivalence, ConceptMapGroup } 
 import type { Resource } from '../fhir/types.js';
 import { coreOperationDefinition } from '../operations/definition.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
-import { shippedConceptMap, shippedConceptMaps } from './catalogue.js';
+import { shippedConceptMap, shippedConceptMaps } from '../fhir/terminology-catalogue.js';
 import { findByUrl } from './resources.js';
 
 interface TranslateInput {

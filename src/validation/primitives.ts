@@ -1,3 +1,5 @@
+import { ID_PATTERN } from '../fhir/ids.js';
+
 /**
  * FHIR R4 primitive types: the JSON type each is written as, and the check of its lexical form
  * (regexes from http://hl7.org/fhir/R4/datatypes.html, plus the calendar checks the regexes cannot
@@ -31,7 +33,7 @@ const DATE_RE = new RegExp(`^${YEAR}(-${MONTH}(-${DAY})?)?$`);
 const DATE_TIME_RE = new RegExp(`^${YEAR}(-${MONTH}(-${DAY}(T${TIME}${ZONE})?)?)?$`);
 const INSTANT_RE = new RegExp(`^${YEAR}-${MONTH}-${DAY}T${TIME}${ZONE}$`);
 const TIME_RE = new RegExp(`^${TIME}$`);
-const ID_RE = /^[A-Za-z0-9\-.]{1,64}$/;
+const ID_RE = ID_PATTERN;
 const CODE_RE = /^[^ \t\r\n]+([ \t\r\n][^ \t\r\n]+)*$/;
 const URI_RE = /^[^ \t\r\n]*$/;
 const OID_RE = /^urn:oid:[0-2](\.(0|[1-9][0-9]*))+$/;

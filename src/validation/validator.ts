@@ -1,6 +1,6 @@
 import { isResourceType } from '../fhir/definitions.js';
 import { issue, OperationOutcomeError, outcome } from '../fhir/outcome.js';
-import { isObject, type OperationOutcomeIssue, type Resource } from '../fhir/types.js';
+import { isRecord, type OperationOutcomeIssue, type Resource } from '../fhir/types.js';
 import {
   getTypeModel,
   resolveModel,
@@ -49,7 +49,7 @@ class Walk {
   private omitted = 0;
 
   validateRoot(value: unknown, expectedType: string | undefined): void {
-    if (!isObject(value)) {
+    if (!isRecord(value)) {
       this.report('structure', `The body must be a JSON object with a resourceType, got ${describe(value)}`, false);
       return;
     }
@@ -92,7 +92,7 @@ class Walk {
   }
 
   private validateNestedResource(value: unknown): void {
-    if (!isObject(value)) {
+    if (!isRecord(value)) {
       this.wrongType(value, 'a resource (JSON object with a resourceType)');
       return;
     }
@@ -223,7 +223,7 @@ class Walk {
 
   /** The `_name` object of a primitive: only id and extension. */
   private validatePrimitiveElement(value: unknown, key: string): void {
-    if (!isObject(value)) {
+    if (!isRecord(value)) {
       const expected = `${quote(key)} must hold an object with id and/or extension`;
       this.report('structure', `Wrong JSON type at ${this.where()}: ${expected}, got ${describe(value)}`);
       return;
@@ -236,7 +236,7 @@ class Walk {
       if (this.validatePrimitive(value, type.primitive) && binding) this.checkCode(value as string, binding);
     } else if (type.isResource) {
       this.validateNestedResource(value);
-    } else if (!isObject(value)) {
+    } else if (!isRecord(value)) {
       this.wrongType(value, `an object (${type.code})`);
     } else {
       const model = resolveModel(type);

@@ -2,7 +2,7 @@ import { buildSchema as buildSdl, type GraphQLObjectType } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { generateOperationsSdl, operationFields } from '../../src/graphql/generator/operations.js';
 import { operationResolvers } from '../../src/graphql/operations.js';
-import { builtinOperations } from '../../src/operations/builtin.js';
+import { builtinOperations } from '../../src/builtins.js';
 import type { OperationDefinition } from '../../src/operations/definition.js';
 import type { Operation } from '../../src/operations/registry.js';
 import { useTestServer, type ProjectClient } from '../helpers/server.js';

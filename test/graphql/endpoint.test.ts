@@ -1,9 +1,9 @@
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { SERVER_VERSION } from '../../src/fhir/capability.js';
+import { SERVER_VERSION } from '../../src/fhir/software.js';
 import { errors } from '../../src/fhir/outcome.js';
-import type { RequestContext } from '../../src/context.js';
+import type { RequestContext } from '../../src/operations/context.js';
 import { createGraphQLHandler } from '../../src/graphql/yoga.js';
 import { stubContext, type LogLine, type StubOptions } from './stub-context.js';
 

@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { errors } from '../../src/fhir/outcome.js';
-import type { RequestContext } from '../../src/context.js';
+import type { RequestContext } from '../../src/operations/context.js';
 import { regularMediaType } from '../../src/graphql/http-fast-path.js';
 import { createGraphQLHandler, type GraphQLHandler } from '../../src/graphql/yoga.js';
 import { stubContext } from './stub-context.js';

@@ -21,9 +21,10 @@ import type { Observation, Patient, PatientInput } from '../../src/generated/gra
 import { generateSchemaFiles, OPERATIONS_FILE } from '../../src/graphql/generator/index.js';
 import { generateOperationsSdl } from '../../src/graphql/generator/operations.js';
 import { buildSchema, loadTypeDefsDocument } from '../../src/graphql/schema.js';
-import '../../src/operations/builtin.js';
+import { registerBuiltins } from '../../src/builtins.js';
 import { listOperations } from '../../src/operations/registry.js';
 
+registerBuiltins();
 const ROOT = new URL('../../', import.meta.url);
 
 let schema: GraphQLSchema;

@@ -1,8 +1,8 @@
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
-import type { RequestContext } from '../../src/context.js';
+import type { RequestContext } from '../../src/operations/context.js';
 import type { Resource } from '../../src/fhir/types.js';
-import type { Repository } from '../../src/storage/repository.js';
+import type { ResourceRepository } from '../../src/storage/types.js';
 
 /** Log lines written through a stub context's logger, parsed. */
 export type LogLine = Record<string, unknown> & { msg?: string; err?: { message?: string } };
@@ -19,15 +19,15 @@ export interface StubOptions {
 export function stubContext(options: StubOptions = {}): { context: RequestContext; logs: LogLine[] } {
   const logs: LogLine[] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
-  const repo: Pick<Repository, 'readResource'> = {
+  const repo: Pick<ResourceRepository, 'readResource'> = {
     readResource: options.readResource ?? (async () => Promise.reject(new Error('readResource not stubbed'))),
   };
   const context: RequestContext = {
     requestId: 'test-request',
     identity: { projectId: 'test-project', superAdmin: false },
-    // The GraphQL layer calls readResource only; the rest of Repository is not needed here.
-    repo: repo as Repository,
-    db: { kind: 'pglite', healthy: async () => options.healthy ?? true },
+    // The GraphQL layer calls readResource only; the rest of ResourceRepository is not needed here.
+    repo: repo as ResourceRepository,
+    databaseHealth: { kind: 'pglite', healthy: async () => options.healthy ?? true },
     // No SQL in these tests: the resolvers under test call the repository stub only.
     database: {} as RequestContext['database'],
     log,

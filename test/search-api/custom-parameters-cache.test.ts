@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SqlExecutor } from '../../src/db/database.js';
-import { PARAMETERS_TTL_MS, projectParameters, searchParametersChanged } from '../../src/search/parameters.js';
+import { PARAMETERS_TTL_MS, projectParameters, searchParametersChanged } from '../../src/indexing/parameters.js';
 
 /**
  * The per-process cache of a project's SearchParameters: with several servers on one database, a

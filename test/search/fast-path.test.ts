@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { compileFastPath } from '../../src/search/indexing/fast-path.js';
-import { compileFhirPath } from '../../src/search/indexing/fhirpath-eval.js';
-import { splitUnion, termAppliesTo } from '../../src/search/indexing/plan.js';
+import { compileFastPath } from '../../src/indexing/fast-path.js';
+import { compileFhirPath } from '../../src/indexing/fhirpath-eval.js';
+import { splitUnion, termAppliesTo } from '../../src/indexing/plan.js';
 import { FHIR_TEST_CASES_R4 } from '../helpers/fixtures.js';
 
 function read(path: string): string {

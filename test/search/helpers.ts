@@ -1,6 +1,6 @@
 import type { Resource } from '../../src/fhir/types.js';
-import type { IndexRows } from '../../src/search/index-rows.js';
-import { buildIndexRows } from '../../src/search/indexer.js';
+import type { IndexRows } from '../../src/indexing/index-rows.js';
+import { buildIndexRows } from '../../src/indexing/indexer.js';
 
 /** The rows of one table for one parameter code. */
 export function rowsOf<T extends keyof IndexRows>(resource: Resource, table: T, code: string): IndexRows[T] {

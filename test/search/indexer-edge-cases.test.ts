@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Resource } from '../../src/fhir/types.js';
-import { buildIndexRows } from '../../src/search/indexer.js';
+import { buildIndexRows } from '../../src/indexing/indexer.js';
 import { observation, patient, rowsOf } from './helpers.js';
 
 describe('admin types', () => {
@@ -96,7 +96,7 @@ describe('rows left out', () => {
 
 describe('index value caps', () => {
   it('cuts long token values and systems to the byte caps without splitting characters', async () => {
-    const { buildIndexRows } = await import('../../src/search/indexer.js');
+    const { buildIndexRows } = await import('../../src/indexing/indexer.js');
     const long = 'é'.repeat(3000);
     const rows = buildIndexRows({ resourceType: 'Patient', identifier: [{ system: `http://x/${long}`, value: long }] });
     const identifier = rows.token.find((row) => row.code === 'identifier')!;

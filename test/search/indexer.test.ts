@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildIndexRows } from '../../src/search/indexer.js';
+import { buildIndexRows } from '../../src/indexing/indexer.js';
 import { observation, patient, rowsOf } from './helpers.js';
 
 describe('string parameters', () => {

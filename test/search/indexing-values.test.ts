@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { dateRange } from '../../src/search/indexing/dates.js';
-import { parseCanonical, parseReference, referencedType } from '../../src/search/indexing/references.js';
-import { clean, normalise } from '../../src/search/indexing/text.js';
+import { dateRange } from '../../src/indexing/dates.js';
+import { parseCanonical, parseReference, referencedType } from '../../src/indexing/references.js';
+import { clean, normalise } from '../../src/indexing/text.js';
 
 describe('dateRange', () => {
   it.each([

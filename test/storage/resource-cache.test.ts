@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LruResourceCache } from '../../src/storage/resource-cache.js';
-import type { StoredVersion } from '../../src/storage/repository.js';
+import type { StoredVersion } from '../../src/storage/types.js';
 
 const version = (id: string, text = '{}'): StoredVersion => ({
   resourceType: 'Patient',

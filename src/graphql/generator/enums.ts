@@ -1,5 +1,5 @@
 import { requiredBindingCodes } from '../../fhir/value-sets.js';
-import { shippedValueSet } from '../../terminology/catalogue.js';
+import { shippedValueSet } from '../../fhir/terminology-catalogue.js';
 import type { FhirModel, FieldModel } from './model.js';
 import { compare } from './model.js';
 import { hyphenToUnderscore, isGraphQLName, pascalCase } from './names.js';

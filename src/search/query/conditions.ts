@@ -1,11 +1,11 @@
 import { getSearchParametersFor, isResourceType, type SearchParameter } from '../../fhir/definitions.js';
 import { errors, issue, OperationOutcomeError, outcome } from '../../fhir/outcome.js';
-import { MAX_COMPONENTS } from '../index-rows.js';
-import { findCompositePlan, type CompositePlan } from '../indexing/composite.js';
-import { IDENTIFIER_SUFFIX, isIndexedType } from '../indexing/rows.js';
-import { parseReference } from '../indexing/references.js';
-import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from '../indexing/text.js';
-import type { ProjectParameters } from '../parameters.js';
+import { MAX_COMPONENTS } from '../../indexing/index-rows.js';
+import { findCompositePlan, type CompositePlan } from '../../indexing/composite.js';
+import { IDENTIFIER_SUFFIX, isIndexedType } from '../../indexing/rows.js';
+import { parseReference } from '../../indexing/references.js';
+import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from '../../indexing/text.js';
+import type { ProjectParameters } from '../../indexing/parameters.js';
 import { likeEscape, scopeSql, type Scope, type SqlArgs } from './sql-builder.js';
 import { parseDateValue, parseNumberValue, splitComponents, splitOr, splitPipe, takePrefix, unescape, type Prefix } from './values.js';
 

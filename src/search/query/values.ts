@@ -1,5 +1,5 @@
 import { errors } from '../../fhir/outcome.js';
-import { dateRange, type DateRange } from '../indexing/dates.js';
+import { dateRange, type DateRange } from '../../indexing/dates.js';
 
 /**
  * Parsing of search values (http://hl7.org/fhir/R4/search.html#ptypes): prefixes, escapes, and

@@ -1,14 +1,13 @@
-import type { HonoContext } from '../http/fhir-handlers.js';
-import { readHandler } from '../http/fhir-handlers.js';
-import { assertJsonAcceptable, assertJsonContentType } from '../http/negotiation.js';
-import { fhirJson } from '../http/responses.js';
+import type { HonoContext } from './fhir-handlers.js';
+import { readHandler } from './fhir-handlers.js';
+import { assertJsonAcceptable, assertJsonContentType } from './negotiation.js';
+import { fhirJson } from './responses.js';
 import { allOk, errors } from '../fhir/outcome.js';
 import { acceptAsyncJob, prefersAsync } from '../admin/async-job.js';
-import type { OperationLevel } from './definition.js';
-import { invokeOperation } from './execute.js';
-import { decodeBody, decodeQuery } from './parameters.js';
-import { findOperationDefinition, resolveOperation } from './registry.js';
-import './builtin.js';
+import type { OperationLevel } from '../operations/definition.js';
+import { invokeOperation } from '../operations/execute.js';
+import { decodeBody, decodeQuery } from '../operations/parameters.js';
+import { findOperationDefinition, resolveOperation } from '../operations/registry.js';
 
 /** Where the FHIR API is mounted (src/http/routes.ts). */
 const FHIR_PATH = '/fhir/R4';

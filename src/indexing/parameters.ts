@@ -1,11 +1,11 @@
 import { ALL_KEYS, changedResourceOf, resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
-import type { Identity } from '../context.js';
+import type { Identity } from '../identity/identity.js';
 import type { SqlExecutor } from '../db/database.js';
 import { getSearchParameters, getSearchParametersFor, isResourceType, type SearchParameter } from '../fhir/definitions.js';
 import { issue, OperationOutcomeError, outcome } from '../fhir/outcome.js';
 import type { OperationOutcomeIssue, Resource } from '../fhir/types.js';
-import { compileFhirPath } from './indexing/fhirpath-eval.js';
-import { compileParamPlan, getIndexPlan, type ParamPlan } from './indexing/plan.js';
+import { compileFhirPath } from './fhirpath-eval.js';
+import { compileParamPlan, getIndexPlan, type ParamPlan } from './plan.js';
 
 /**
  * A project's own search parameters: the SearchParameter resources stored in the project. Writes

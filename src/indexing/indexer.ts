@@ -1,9 +1,9 @@
 import { isResourceType } from '../fhir/definitions.js';
 import type { Resource } from '../fhir/types.js';
 import { emptyIndexRows, type IndexRows } from './index-rows.js';
-import { collectRows } from './indexing/collect.js';
-import { collectComposites, getCompositePlans } from './indexing/composite.js';
-import { getIndexPlan } from './indexing/plan.js';
+import { collectRows } from './collect.js';
+import { collectComposites, getCompositePlans } from './composite.js';
+import { getIndexPlan } from './plan.js';
 import type { ProjectParameters } from './parameters.js';
 
 /**

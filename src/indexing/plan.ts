@@ -1,4 +1,4 @@
-import { getSearchParametersFor, isResourceType, type SearchParameter } from '../../fhir/definitions.js';
+import { getSearchParametersFor, isResourceType, type SearchParameter } from '../fhir/definitions.js';
 import { compileFastPath, type Evaluator } from './fast-path.js';
 import { compileFhirPath } from './fhirpath-eval.js';
 import { isIndexedType } from './rows.js';

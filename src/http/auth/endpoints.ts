@@ -1,14 +1,15 @@
-import type { HonoContext } from '../http/fhir-handlers.js';
-import { errors, issue, outcome, OperationOutcomeError } from '../fhir/outcome.js';
-import { parseReference, readAny } from './accounts.js';
-import { authenticateRequest, bearerToken, unauthorized } from './authenticate.js';
-import { checkPassword, chooseMembership } from './logins.js';
-import { OAuthError } from './oauth-errors.js';
-import { randomSecret, sha256Base64Url } from './secrets.js';
-import type { AuthService } from './service.js';
+import { isFhirId } from '../../fhir/ids.js';
+import type { HonoContext } from '../fhir-handlers.js';
+import { errors, issue, outcome, OperationOutcomeError } from '../../fhir/outcome.js';
+import { parseReference, readAny } from '../../auth/accounts.js';
+import { authenticateRequest, bearerToken, unauthorized } from '../../auth/authenticate.js';
+import { checkPassword, chooseMembership } from '../../auth/logins.js';
+import { OAuthError } from '../../auth/oauth-errors.js';
+import { randomSecret, sha256Base64Url } from '../../auth/secrets.js';
+import type { AuthService } from '../../auth/service.js';
 import { clientAddress } from './token-endpoint.js';
-import { TokenError } from './tokens.js';
-import { SIGNING_ALGORITHM } from './keys.js';
+import { TokenError } from '../../auth/tokens.js';
+import { SIGNING_ALGORITHM } from '../../auth/keys.js';
 
 const GRANT_TYPES = [
   'client_credentials',
@@ -227,7 +228,7 @@ export async function authorizeHandler(c: HonoContext): Promise<Response> {
   const params = c.req.method === 'GET' ? new URL(c.req.url).searchParams : new URLSearchParams(await c.req.text());
   const clientId = params.get('client_id') ?? '';
   const redirectUri = params.get('redirect_uri') ?? '';
-  const client = /^[A-Za-z0-9\-.]{1,64}$/.test(clientId) ? await readAny(auth.db, 'ClientApplication', clientId) : undefined;
+  const client = isFhirId(clientId) ? await readAny(auth.db, 'ClientApplication', clientId) : undefined;
   if (!client) throw errors.invalid('client_id names no client application');
   const allowed = [client.redirectUri, ...(client.redirectUris ?? [])].filter(Boolean);
   if (!allowed.includes(redirectUri)) throw errors.invalid('redirect_uri is not registered for this client application');

@@ -1,17 +1,11 @@
-import { errors } from '../../fhir/outcome.js';
-import {
-  asResourceOf,
-  readTyped,
-  type Expression,
-  type Measure,
-  type MeasureReport,
-  type MeasureReportGroup,
-  type MeasureReportGroupStratifier,
-} from '../../fhir/resources.js';
-import { search } from '../../search/service.js';
-import { findByUrl } from '../../terminology/resources.js';
-import { coreOperationDefinition } from '../definition.js';
-import type { Operation, OperationRequest } from '../registry.js';
+import { ID_SOURCE } from '../fhir/ids.js';
+import { errors } from '../fhir/outcome.js';
+import { type Expression, type Measure, type MeasureReport, type MeasureReportGroup, type MeasureReportGroupStratifier } from '../fhir/resources.js';
+import { asResourceOf, readTyped } from '../fhir/typed-resources.js';
+import { search } from '../search/service.js';
+import { findByUrl } from '../terminology/resources.js';
+import { coreOperationDefinition } from '../operations/definition.js';
+import type { Operation, OperationRequest } from '../operations/registry.js';
 
 interface EvaluateInput {
   periodStart: string;
@@ -114,7 +108,7 @@ async function measureOf(input: EvaluateInput, request: OperationRequest): Promi
   if (input.measure === undefined) {
     throw errors.invalid('Give the measure (its url, or Measure/<id>), or call the operation on a Measure instance', 'Parameters.parameter');
   }
-  const local = /^Measure\/([A-Za-z0-9\-.]{1,64})$/.exec(input.measure);
+  const local = new RegExp(`^Measure/(${ID_SOURCE})$`).exec(input.measure);
   if (local) return readTyped(request.ctx.repo, 'Measure', local[1]);
   const found = await findByUrl(request.ctx, request.db, 'Measure', input.measure);
   if (!found) throw errors.notFound(`Measure ${input.measure} not found`);

@@ -1,5 +1,5 @@
-import type { Resource } from '../../fhir/types.js';
-import { emptyIndexRows, type IndexRows } from '../index-rows.js';
+import type { Resource } from '../fhir/types.js';
+import { emptyIndexRows, type IndexRows } from './index-rows.js';
 import type { ParamPlan } from './plan.js';
 import { addRows } from './rows.js';
 

@@ -1,6 +1,6 @@
-import { getSearchParameters, getSearchParametersFor, type SearchParameter } from '../../fhir/definitions.js';
-import type { Resource } from '../../fhir/types.js';
-import { emptyIndexRows, MAX_COMPONENTS, type ComponentColumn, type CompositeRow } from '../index-rows.js';
+import { getSearchParameters, getSearchParametersFor, type SearchParameter } from '../fhir/definitions.js';
+import type { Resource } from '../fhir/types.js';
+import { emptyIndexRows, MAX_COMPONENTS, type ComponentColumn, type CompositeRow } from './index-rows.js';
 import { compileNodePath, rootNode, type Node } from './fast-path.js';
 import { splitUnion, termAppliesTo } from './plan.js';
 import { addRows } from './rows.js';

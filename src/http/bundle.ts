@@ -1,5 +1,5 @@
-import type { StoredVersion } from '../storage/repository.js';
-import type { Bundle, BundleEntry, BundleLink, Resource } from './types.js';
+import type { StoredVersion } from '../storage/types.js';
+import type { Bundle, BundleEntry, BundleLink, Resource } from '../fhir/types.js';
 
 /** A `history` Bundle, newest first; deletes are entries with `request.method` DELETE and no resource. */
 export function historyBundle(

@@ -1,4 +1,4 @@
-import { ALL_KEYS, type InvalidationBus } from '../cache/invalidation.js';
+import { ALL_KEYS, type InvalidationBus } from './invalidation.js';
 
 /**
  * Search answers kept until a write could change them: exact counts (`_total=accurate`,

@@ -1,4 +1,4 @@
-import { getStructureDefinition, getStructureDefinitions } from '../../fhir/definitions.js';
+import { getStructureDefinition, getStructureDefinitions } from '../fhir/definitions.js';
 
 /**
  * Element types from the StructureDefinitions (R4 and the admin types), for the fast-path

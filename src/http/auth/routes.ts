@@ -1,5 +1,6 @@
-import type { Route } from '../http/routes.js';
-import { inviteHandler } from '../admin/invite.js';
+import { ID_SOURCE } from '../../fhir/ids.js';
+import type { Route } from '../route.js';
+import { inviteHandler } from './invite-handler.js';
 import {
   authorizeHandler,
   jwksHandler,
@@ -29,5 +30,5 @@ export const identityRoutes: Route[] = [
   { method: 'POST', path: '/oauth2/logout', handler: logoutHandler },
   { method: 'GET', path: '/oauth2/logout', handler: logoutHandler },
   { method: 'POST', path: '/auth/login', handler: loginHandler, public: true },
-  { method: 'POST', path: '/admin/projects/:projectId{[A-Za-z0-9\\-.]{1,64}}/invite', handler: inviteHandler },
+  { method: 'POST', path: `/admin/projects/:projectId{${ID_SOURCE}}/invite`, handler: inviteHandler },
 ];

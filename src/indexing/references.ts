@@ -1,4 +1,5 @@
-import { isResourceType } from '../../fhir/definitions.js';
+import { ID_SOURCE } from '../fhir/ids.js';
+import { isResourceType } from '../fhir/definitions.js';
 
 /**
  * Reading `Type/id` out of reference strings, for reference rows and for `resolve()`: the indexer
@@ -11,7 +12,7 @@ export interface ReferenceTarget {
   url: string | null;
 }
 
-const ID = '[A-Za-z0-9\\-.]{1,64}';
+const ID = ID_SOURCE;
 const LOCAL = new RegExp(`^([A-Z][A-Za-z]*)/(${ID})(?:/_history/${ID})?$`);
 const TAIL = new RegExp(`/([A-Z][A-Za-z]*)/(${ID})(?:/_history/${ID})?$`);
 

@@ -1,4 +1,4 @@
-import type { Identity } from '../context.js';
+import type { Identity } from './identity.js';
 
 /**
  * The caller's AccessPolicy, read the way search applies it: which types it allows, and the

@@ -1,20 +1,24 @@
-import type { Identity, Services } from '../context.js';
+import type { Services } from '../operations/context.js';
+import type { Identity } from '../identity/identity.js';
 import { errors, OperationOutcomeError } from '../fhir/outcome.js';
 import type { SqlExecutor } from '../db/database.js';
-import type { Resource } from '../fhir/types.js';
+import { type Resource, isRecord } from '../fhir/types.js';
+import { parseStored, Repository } from '../storage/repository.js';
 import {
   keyOf,
-  Repository,
   type HistoryOptions,
   type HistoryPage,
+  type ReadKey,
   type ResourceKey,
+  type ResourceRepository,
   type StoredVersion,
+  type VersionKey,
   type WriteOptions,
   type WriteResult,
-} from '../storage/repository.js';
-import { randomSecret } from './secrets.js';
-import { readClientSecret, storeClientSecret } from './projects.js';
-import { policyAllowsType, policyCriteria } from '../search/policy.js';
+} from '../storage/types.js';
+import { randomSecret } from '../auth/secrets.js';
+import { readClientSecret, storeClientSecret } from '../auth/projects.js';
+import { policyAllowsType, policyCriteria } from '../identity/policy.js';
 import { MAX_COUNT, search } from '../search/service.js';
 
 /** Types only project admins (or super admins) may create, change or delete. */
@@ -46,21 +50,35 @@ export function assertTypeAccess(identity: Identity, resourceType: string, write
 /**
  * The repository of a request: the project-scoped store plus access control (admin-only types,
  * the membership's AccessPolicy), and ClientApplication secrets, which are never stored in the
- * resource: they are sealed beside it and shown to project admins only.
+ * resource: they are sealed beside it and shown to project admins only. It holds the store and
+ * implements every method of ResourceRepository itself, so none reaches the store unguarded.
  */
-export class GuardedRepository extends Repository {
+export class GuardedRepository implements ResourceRepository {
+  private readonly store: Repository;
+
   constructor(
     private readonly services: Services,
     private readonly who: Identity,
   ) {
-    super(services, who);
+    this.store = new Repository(services, who, {
+      appliesTo: (resourceType) => policyCriteria(who, resourceType) !== undefined,
+      verify: (tx, resource) => this.verifyWrite(tx, resource),
+    });
   }
 
-  override async readVersion(resourceType: string, id: string): Promise<StoredVersion> {
+  get cachesVersions(): boolean {
+    return this.store.cachesVersions;
+  }
+
+  async readVersion(resourceType: string, id: string): Promise<StoredVersion> {
     assertTypeAccess(this.who, resourceType, false);
-    const version = await super.readVersion(resourceType, id);
+    const version = await this.store.readVersion(resourceType, id);
     await this.assertWithinCriteria(resourceType, id);
     return resourceType === 'ClientApplication' ? this.withSecret(version) : version;
+  }
+
+  async readResource(resourceType: string, id: string): Promise<Resource> {
+    return parseStored(await this.readVersion(resourceType, id));
   }
 
   /**
@@ -69,47 +87,49 @@ export class GuardedRepository extends Repository {
    * a reference, must not learn that a hidden target exists). Criteria cost one search per type
    * that has them, whatever the number of keys.
    */
-  override async readVersions(keys: readonly ResourceKey[]): Promise<Map<string, StoredVersion>> {
-    const found = await super.readVersions(keys.filter((key) => policyAllowsType(this.who, key.resourceType)));
-    const types = new Set([...found.values()].map((version) => version.resourceType));
-    for (const type of types) {
-      if (!policyCriteria(this.who, type)) continue;
-      const ids = [...found.values()].filter((version) => version.resourceType === type).map((version) => version.id);
-      const within = await this.idsWithinCriteria(type, ids);
-      for (const id of ids) if (!within.has(id)) found.delete(keyOf({ resourceType: type, id }));
-    }
+  async readVersions(keys: readonly ReadKey[]): Promise<Map<string, StoredVersion>> {
+    const found = await this.store.readVersions(keys.filter((key) => policyAllowsType(this.who, key.resourceType)));
+    for (const hidden of await this.outsideCriteria([...found.values()])) found.delete(keyOf(hidden));
     for (const [key, version] of found) {
       if (version.resourceType === 'ClientApplication') found.set(key, await this.withSecret(version));
     }
     return found;
   }
 
-  override async readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
+  /** Texts of versions a search found: only of types the policy allows, and within its criteria. */
+  async readVersionTexts(versions: readonly VersionKey[]): Promise<Map<string, string>> {
+    const allowed = versions.filter((version) => policyAllowsType(this.who, version.resourceType));
+    const texts = await this.store.readVersionTexts(allowed);
+    for (const hidden of await this.outsideCriteria(allowed)) texts.delete(hidden.versionId);
+    return texts;
+  }
+
+  async readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
     assertTypeAccess(this.who, resourceType, false);
-    const version = await super.readHistoryVersion(resourceType, id, versionId);
+    const version = await this.store.readHistoryVersion(resourceType, id, versionId);
     await this.assertWithinCriteria(resourceType, id);
     return version;
   }
 
-  override async history(resourceType: string, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
+  async history(resourceType: string, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
     assertTypeAccess(this.who, resourceType, false);
     if (id !== undefined) await this.assertWithinCriteria(resourceType, id);
     else if (policyCriteria(this.who, resourceType)) {
       throw errors.forbidden(`Your access policy narrows ${resourceType} by criteria: read its history per resource`);
     }
-    return super.history(resourceType, id, options);
+    return this.store.history(resourceType, id, options);
   }
 
-  override async createResource(resourceType: string, input: unknown): Promise<WriteResult> {
+  async createResource(resourceType: string, input: unknown): Promise<WriteResult> {
     assertTypeAccess(this.who, resourceType, true);
     this.checkMembership(resourceType, input);
-    if (resourceType !== 'ClientApplication' || !isRecord(input)) return super.createResource(resourceType, input);
+    if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.store.createResource(resourceType, input);
     const { secret, ...rest } = input;
-    const result = await super.createResource(resourceType, rest);
+    const result = await this.store.createResource(resourceType, rest);
     return this.attachSecret(result, typeof secret === 'string' && secret !== '' ? secret : randomSecret());
   }
 
-  override async updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {
+  async updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {
     assertTypeAccess(this.who, resourceType, true);
     this.checkMembership(resourceType, input);
     await this.assertExistingWithinCriteria(resourceType, id);
@@ -124,7 +144,7 @@ export class GuardedRepository extends Repository {
   /** A resource of a project the caller cannot see is invisible: 404, as for reads (not 409). */
   private async updateVisible(resourceType: string, id: string, input: unknown, options: WriteOptions): Promise<WriteResult> {
     try {
-      return await super.updateResource(resourceType, id, input, options);
+      return await this.store.updateResource(resourceType, id, input, options);
     } catch (error) {
       if (error instanceof OperationOutcomeError && error.status === 409 && /cannot be used/.test(error.message)) {
         throw errors.notFound(`${resourceType}/${id} not found`);
@@ -133,7 +153,7 @@ export class GuardedRepository extends Repository {
     }
   }
 
-  override async patchResource(resourceType: string, id: string, operations: unknown, options: WriteOptions = {}): Promise<WriteResult> {
+  async patchResource(resourceType: string, id: string, operations: unknown, options: WriteOptions = {}): Promise<WriteResult> {
     assertTypeAccess(this.who, resourceType, true);
     if (
       resourceType === 'ClientApplication' &&
@@ -143,26 +163,32 @@ export class GuardedRepository extends Repository {
       throw errors.invalid('A ClientApplication secret cannot be patched: send it with PUT', 'ClientApplication.secret');
     }
     await this.assertExistingWithinCriteria(resourceType, id);
-    const result = await super.patchResource(resourceType, id, operations, options);
+    const result = await this.store.patchResource(resourceType, id, operations, options);
     if (resourceType === 'ProjectMembership') this.checkMembership(resourceType, result.resource);
     return result;
   }
 
-  override async deleteResource(resourceType: string, id: string, options: WriteOptions = {}): Promise<void> {
+  async deleteResource(resourceType: string, id: string, options: WriteOptions = {}): Promise<void> {
     assertTypeAccess(this.who, resourceType, true);
     await this.assertExistingWithinCriteria(resourceType, id);
-    return super.deleteResource(resourceType, id, options);
+    return this.store.deleteResource(resourceType, id, options);
   }
 
-  override createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}): Promise<WriteResult> {
+  createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}): Promise<WriteResult> {
     assertTypeAccess(this.who, 'Binary', true);
-    return super.createBinary(contentType, data, extra);
+    return this.store.createBinary(contentType, data, extra);
   }
 
-  override async updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
+  async updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
     assertTypeAccess(this.who, 'Binary', true);
     await this.assertExistingWithinCriteria('Binary', id);
-    return super.updateBinary(id, contentType, data, options);
+    return this.store.updateBinary(id, contentType, data, options);
+  }
+
+  async readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined> {
+    assertTypeAccess(this.who, 'Binary', false);
+    await this.assertWithinCriteria('Binary', version.id);
+    return this.store.readBinaryData(version);
   }
 
   /**
@@ -171,11 +197,20 @@ export class GuardedRepository extends Repository {
    */
   private async assertWithinCriteria(resourceType: string, id: string): Promise<void> {
     if (!policyCriteria(this.who, resourceType)) return;
-    const result = await search({ db: this.services.db, identity: this.who, config: this.services.config }, resourceType, [
-      ['_id', id],
-      ['_count', '1'],
-    ]);
-    if (result.matches.length === 0) throw errors.notFound(`${resourceType}/${id} not found`);
+    const within = await this.idsWithinCriteria(resourceType, [id]);
+    if (!within.has(id)) throw errors.notFound(`${resourceType}/${id} not found`);
+  }
+
+  /** The versions outside the AccessPolicy criteria of their type (one search per type that has criteria). */
+  private async outsideCriteria<K extends ResourceKey>(versions: readonly K[]): Promise<K[]> {
+    const outside: K[] = [];
+    for (const type of new Set(versions.map((version) => version.resourceType))) {
+      if (!policyCriteria(this.who, type)) continue;
+      const ofType = versions.filter((version) => version.resourceType === type);
+      const within = await this.idsWithinCriteria(type, ofType.map((version) => version.id));
+      outside.push(...ofType.filter((version) => !within.has(version.id)));
+    }
+    return outside;
   }
 
   /** Which of `ids` meet the policy's criteria for `type`: the search engine decides, as for single reads. */
@@ -192,12 +227,8 @@ export class GuardedRepository extends Repository {
     return within;
   }
 
-  protected override verifiesWrites(resourceType: string): boolean {
-    return policyCriteria(this.who, resourceType) !== undefined;
-  }
-
   /** A written resource must meet the criteria of the caller's policy for its type, or the write is undone. */
-  protected override async verifyWrite(tx: SqlExecutor, resource: Resource): Promise<void> {
+  private async verifyWrite(tx: SqlExecutor, resource: Resource): Promise<void> {
     const result = await search({ db: tx, identity: this.who, config: this.services.config }, resource.resourceType, [
       ['_id', resource.id!],
       ['_count', '1'],
@@ -211,7 +242,7 @@ export class GuardedRepository extends Repository {
   private async assertExistingWithinCriteria(resourceType: string, id: string): Promise<void> {
     if (!policyCriteria(this.who, resourceType)) return;
     try {
-      await super.readVersion(resourceType, id);
+      await this.store.readVersion(resourceType, id);
     } catch {
       return;
     }
@@ -242,10 +273,6 @@ export class GuardedRepository extends Repository {
     if (!secret) return version;
     return { ...version, text: JSON.stringify({ ...(JSON.parse(version.text) as Resource), secret }) };
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 const FHIR_TYPE_PATH = /^\/fhir\/R4\/([A-Z][A-Za-z]+)(?:\/|$)/;

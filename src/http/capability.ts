@@ -1,21 +1,21 @@
+import { SERVER_NAME, SERVER_VERSION } from '../fhir/software.js';
 import type { Config } from '../config.js';
-import type { Identity } from '../context.js';
+import type { Identity } from '../identity/identity.js';
 import type { SqlExecutor } from '../db/database.js';
-import type { Route, SystemInteraction, TypeInteraction } from '../http/routes.js';
+import type { Route, SystemInteraction, TypeInteraction } from './route.js';
 import { searchableParameters } from '../search/query/conditions.js';
-import { getResourceTypes } from './definitions.js';
+import { getResourceTypes } from '../fhir/definitions.js';
 import type {
   CapabilityStatement,
   CapabilityStatementRestResource,
   CapabilityStatementRestResourceOperation,
   CapabilityStatementRestResourceSearchParam,
   CapabilityStatementRestSecurity,
-} from './resources.js';
+} from '../fhir/resources.js';
 import { listsResourceType } from '../operations/definition.js';
 import { listOperations } from '../operations/registry.js';
-import { NO_PROJECT_PARAMETERS, projectParameters, type ProjectParameters } from '../search/parameters.js';
+import { NO_PROJECT_PARAMETERS, projectParameters, type ProjectParameters } from '../indexing/parameters.js';
 
-export const SERVER_VERSION = '0.1.0';
 
 /**
  * The CapabilityStatement, generated from the route table so it cannot drift from what the
@@ -36,7 +36,7 @@ export function buildCapabilityStatement(config: Config, routes: readonly Route[
     date: new Date().toISOString(),
     publisher: 'Flint',
     kind: 'instance',
-    software: { name: 'Flint', version: SERVER_VERSION },
+    software: { name: SERVER_NAME, version: SERVER_VERSION },
     implementation: { description: 'Flint FHIR R4 server', url: config.fhirBaseUrl },
     fhirVersion: '4.0.1',
     format: ['application/fhir+json', 'json'],

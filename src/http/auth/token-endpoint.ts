@@ -1,15 +1,17 @@
+import { isFhirId } from '../../fhir/ids.js';
 import { getConnInfo } from '@hono/node-server/conninfo';
-import type { HonoContext } from '../http/fhir-handlers.js';
-import type { ClientApplication, ProjectMembership } from '../fhir/resources.js';
-import { hasSeveralCredentials, REPEATED_AUTHORIZATION } from './authenticate.js';
-import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny, readCredential } from './accounts.js';
-import { checkPassword, chooseMembership } from './logins.js';
-import { oauth, OAuthError, readForm } from './oauth-errors.js';
-import { stableId } from './projects.js';
-import { safeEqual, sha256Base64Url } from './secrets.js';
-import { loginAge, type AuthService, type TokenResponse } from './service.js';
-import { ADDRESS_RULE } from './throttle.js';
-import { TokenError } from './tokens.js';
+import type { HonoContext } from '../fhir-handlers.js';
+import type { ClientApplication, ProjectMembership } from '../../fhir/resources.js';
+import { hasSeveralCredentials, REPEATED_AUTHORIZATION } from '../../auth/authenticate.js';
+import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny, readCredential } from '../../auth/accounts.js';
+import { checkPassword, chooseMembership } from '../../auth/logins.js';
+import { oauth, OAuthError, readForm } from '../../auth/oauth-errors.js';
+import { stableId } from '../../auth/projects.js';
+import { safeEqual, sha256Base64Url } from '../../auth/secrets.js';
+import { loginAge, type AuthService } from '../../auth/service.js';
+import { type TokenResponse } from '../../auth/tokens.js';
+import { ADDRESS_RULE } from '../../auth/throttle.js';
+import { TokenError } from '../../auth/tokens.js';
 
 const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
@@ -84,7 +86,7 @@ async function clientCredentials(auth: AuthService, header: string | undefined, 
   const addressKey = `address:${address}`;
   const wait = auth.throttle.retryAfter(addressKey, ADDRESS_RULE);
   if (wait > 0) throw oauth.throttled(wait);
-  const found = /^[A-Za-z0-9\-.]{1,64}$/.test(id) ? await findClient(auth, id) : undefined;
+  const found = isFhirId(id) ? await findClient(auth, id) : undefined;
   const client = found?.client;
   if (!client || !found.hash || !(await auth.secrets.verify(`ClientApplication/${id}`, secret, found.hash))) {
     auth.throttle.fail(addressKey, ADDRESS_RULE);
@@ -225,7 +227,7 @@ async function tokenExchange(auth: AuthService, form: URLSearchParams, c: HonoCo
   if (!subjectToken || !clientId) throw oauth.invalidRequest('subject_token and client_id are required');
   const type = form.get('subject_token_type');
   if (type && type !== ACCESS_TOKEN_TYPE) throw oauth.invalidRequest(`subject_token_type must be ${ACCESS_TOKEN_TYPE}`);
-  const client = /^[A-Za-z0-9\-.]{1,64}$/.test(clientId) ? await readAny(auth.db, 'ClientApplication', clientId) : undefined;
+  const client = isFhirId(clientId) ? await readAny(auth.db, 'ClientApplication', clientId) : undefined;
   const provider = client?.identityProvider;
   if (!client || !provider?.userInfoUrl) throw oauth.invalidClient('Unknown client, or it has no identity provider');
   let response: Response;

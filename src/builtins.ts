@@ -1,0 +1,35 @@
+/**
+ * The composition root's list of what the server's capabilities plug into shared mechanisms: the
+ * built-in operations and the write hooks. Each lives with its capability; nothing registers itself
+ * on import, so what runs is what this file names.
+ */
+import { asyncJobCancelOperation } from './admin/async-job.js';
+import { projectOperations } from './admin/project-operations.js';
+import { uniquenessWriteHooks } from './auth/uniqueness.js';
+import { evaluateMeasureOperation } from './measure/evaluate-measure.js';
+import { registerBuiltinOperations, type Operation } from './operations/registry.js';
+import { reindexOperation, searchParameterWriteHook } from './search/operations.js';
+import { registerWriteHook } from './storage/write-hooks.js';
+import { terminologyWriteHooks } from './terminology/indexing.js';
+import { terminologyOperations } from './terminology/operations.js';
+
+/** The operations the committed GraphQL schema has fields for (tests may register more, REST-only). */
+export const builtinOperations: readonly Operation[] = [
+  ...terminologyOperations,
+  evaluateMeasureOperation,
+  ...projectOperations,
+  reindexOperation,
+  asyncJobCancelOperation,
+];
+
+let registered = false;
+
+/** Installs the built-in operations and write hooks once per process (every server shares them). */
+export function registerBuiltins(): void {
+  if (registered) return;
+  registered = true;
+  registerBuiltinOperations(builtinOperations);
+  for (const [resourceType, hook] of [...uniquenessWriteHooks, ...terminologyWriteHooks, searchParameterWriteHook]) {
+    registerWriteHook(resourceType, hook);
+  }
+}

@@ -1,0 +1,29 @@
+/** Who is calling, as decided by authentication. */
+export interface Identity {
+  /** The project the caller acts in; every read and write is scoped to it. */
+  readonly projectId: string;
+  /** A super admin sees every project (DESIGN 5); `_project=<id>` narrows a search to one. */
+  readonly superAdmin: boolean;
+  /** Admin of `projectId`: manages its memberships, client applications and access policies. */
+  readonly projectAdmin?: boolean;
+  /** The ProjectMembership the token acts through. */
+  readonly membershipId?: string;
+  /** `User/<id>` or `ClientApplication/<id>`: who logged in. */
+  readonly subject?: string;
+  /** The membership's profile, e.g. `Practitioner/<id>` (or the ClientApplication itself). */
+  readonly profile?: string;
+  /** The ClientApplication the token was issued to, if any. */
+  readonly clientId?: string;
+  /** The Login behind the token (revoked by /oauth2/logout). */
+  readonly loginId?: string;
+  readonly scope?: string;
+  /** Rules of the membership's AccessPolicy; absent means every type, read and write. */
+  readonly accessPolicy?: AccessRules;
+}
+
+/** An AccessPolicy reduced to what enforcement needs (resource types are case-sensitive). */
+export interface AccessRules {
+  readonly policyId: string;
+  /** Allowed types; `*` allows every type. */
+  readonly resources: readonly { readonly resourceType: string; readonly readonly: boolean; readonly criteria?: string }[];
+}

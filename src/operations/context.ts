@@ -1,0 +1,41 @@
+import type { Logger } from 'pino';
+import type { Identity } from '../identity/identity.js';
+import type { Config } from '../config.js';
+import type { Database } from '../db/database.js';
+import type { BinaryStorage } from '../storage/binary-storage.js';
+import type { ResourceCache } from '../storage/resource-cache.js';
+import type { ResourceRepository } from '../storage/types.js';
+import type { AuthService } from '../auth/service.js';
+import type { InvalidationBus } from '../cache/invalidation.js';
+import type { SearchCache } from '../cache/search-cache.js';
+
+/** Long-lived services the server builds once at start. */
+export interface Services {
+  readonly config: Config;
+  readonly db: Database;
+  readonly log: Logger;
+  readonly binaryStorage: BinaryStorage;
+  readonly resourceCache: ResourceCache;
+  /** Keys, token signing and verification, and the caches that keep them cheap (src/auth). */
+  readonly auth: AuthService;
+  /** Notices that keep several servers' in-memory caches honest (src/cache/invalidation.ts). */
+  readonly bus: InvalidationBus;
+  /** Exact search counts until a write could change them (src/search/search-cache.ts). */
+  readonly searchCache: SearchCache;
+}
+
+/** Built once per request and passed down; REST handlers and GraphQL resolvers get the same one. */
+export interface RequestContext {
+  readonly requestId: string;
+  readonly identity: Identity;
+  readonly repo: ResourceRepository;
+  readonly databaseHealth: { healthy(): Promise<boolean>; readonly kind: 'pglite' | 'postgres' };
+  /** The database itself, for services that run SQL under their own scoping (search, terminology tables). */
+  readonly database: Database;
+  readonly log: Logger;
+  readonly config: Config;
+  /** Accounts and tokens, for handlers that create them (Project/$init, invites). */
+  readonly auth: AuthService;
+  /** Exact search counts kept between requests; searches pass it on (SearchServices.searchCache). */
+  readonly searchCache?: SearchCache;
+}

@@ -1,0 +1,103 @@
+import type { SqlExecutor } from '../db/database.js';
+import type { Resource } from '../fhir/types.js';
+
+/** A stored version: the JSON text exactly as stored, plus the columns clients see in headers. */
+export interface StoredVersion {
+  resourceType: string;
+  projectId: string;
+  id: string;
+  versionId: string;
+  lastUpdated: string;
+  deleted: boolean;
+  /**
+   * The resource JSON as stored; null for a delete, and for a version the caller of readVersions
+   * said it already holds (`ReadKey.heldVersionId`), whose text was not loaded.
+   */
+  text: string | null;
+}
+
+/** A resource by type and id, as references name it. */
+export interface ResourceKey {
+  resourceType: string;
+  id: string;
+}
+
+/**
+ * A key for readVersions. `heldVersionId`: the version of the resource the caller already holds
+ * (parsed); when that is still the current version, its text is not loaded (`text` is null).
+ */
+export interface ReadKey extends ResourceKey {
+  heldVersionId?: string;
+}
+
+/** An exact version of a resource, as a search returns it. */
+export interface VersionKey extends ResourceKey {
+  versionId: string;
+}
+
+/** `Type/id`: the key of readVersions' result. */
+export function keyOf(key: ResourceKey): string {
+  return `${key.resourceType}/${key.id}`;
+}
+
+export interface WriteOptions {
+  /** Version the client expects to replace (If-Match); a different current version gives 412. */
+  ifMatch?: string;
+}
+
+export interface WriteResult {
+  resource: Resource;
+  /** The resource as stored (JSON text). */
+  text: string;
+  /** True when the write created the resource (201), false when it updated one (200). */
+  created: boolean;
+  /** False when an update matched the current content and no version was written. */
+  changed: boolean;
+}
+
+export interface HistoryOptions {
+  count: number;
+  offset: number;
+  since?: string;
+}
+
+export interface HistoryPage {
+  versions: (StoredVersion & { first: boolean })[];
+  hasMore: boolean;
+}
+
+/**
+ * Runs inside a write's transaction, after the version and its index rows are written and before
+ * commit: throwing rolls the write back. Access control supplies one for AccessPolicy criteria.
+ */
+export interface WriteCheck {
+  appliesTo(resourceType: string): boolean;
+  verify(tx: SqlExecutor, resource: Resource): Promise<void>;
+}
+
+/**
+ * The resource store as a request uses it. A request reaches it only through access control
+ * (src/access/guarded-repository.ts), which implements each of these methods itself: a method
+ * added here must be guarded there before the code compiles.
+ */
+export interface ResourceRepository {
+  /** Whether recently used versions are kept in memory (readVersionTexts can then skip the database). */
+  readonly cachesVersions: boolean;
+  /** The current version as stored text (the read hot path: no parse, no re-serialise). */
+  readVersion(resourceType: string, id: string): Promise<StoredVersion>;
+  /** Current versions of many resources, keyed by `keyOf`; missing ones are left out. */
+  readVersions(keys: readonly ReadKey[]): Promise<Map<string, StoredVersion>>;
+  /** The stored texts of exact versions a search found, keyed by `keyOf`. */
+  readVersionTexts(versions: readonly VersionKey[]): Promise<Map<string, string>>;
+  readResource(resourceType: string, id: string): Promise<Resource>;
+  readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion>;
+  history(resourceType: string, id: string | undefined, options: HistoryOptions): Promise<HistoryPage>;
+  createResource(resourceType: string, input: unknown): Promise<WriteResult>;
+  updateResource(resourceType: string, id: string, input: unknown, options?: WriteOptions): Promise<WriteResult>;
+  patchResource(resourceType: string, id: string, operations: unknown, options?: WriteOptions): Promise<WriteResult>;
+  deleteResource(resourceType: string, id: string, options?: WriteOptions): Promise<void>;
+  createBinary(contentType: string, data: Uint8Array, extra?: Partial<Resource>): Promise<WriteResult>;
+  updateBinary(id: string, contentType: string, data: Uint8Array, options?: WriteOptions): Promise<WriteResult>;
+  /** The bytes of a Binary version read through readVersion. */
+  readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined>;
+}
