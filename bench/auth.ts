@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/auth.ts`: the identity figures of issue 3, on the embedded database (or on
+ * `npx tsx bench/auth.ts`: the identity (authentication and token) figures, on the embedded database (or on
  * PostgreSQL with BENCH_DATABASE_URL), appended to bench/RESULTS.md (or to the file named by
  * BENCH_RESULTS; BENCH_RESULTS=none prints only). BENCH_SCENARIOS picks some of
  * `token,read,userinfo,inprocess` (all by default).

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Resource } from '../src/fhir/types.js';
 
-/** The "typical Patient" of the issue figures: identifier, name, gender, birthDate, address, telecom. */
+/** The "typical Patient" of the benchmark figures: identifier, name, gender, birthDate, address, telecom. */
 export function typicalPatient(): Resource {
   return {
     resourceType: 'Patient',

@@ -1,5 +1,5 @@
 /**
- * Measure/$evaluate-measure benchmark (issue 5): on a PostgreSQL database holding the search
+ * Measure/$evaluate-measure benchmark: on a PostgreSQL database holding the search
  * benchmark's 100,000 Patients and 1,000,000 Observations (bench/search.ts generates them; run this
  * on a copy: `CREATE DATABASE flint_measure_bench TEMPLATE flint_search_bench`), evaluates a
  * Measure with three populations (all Patients, Observations in the period, Observations of one
@@ -66,7 +66,7 @@ async function main(): Promise<void> {
     const sorted = [...times].sort((a, b) => a - b);
     const line = [
       '',
-      `## Measure/$evaluate-measure (issue 5), PostgreSQL, ${new Date().toISOString().slice(0, 16)}Z`,
+      `## Measure/$evaluate-measure, PostgreSQL, ${new Date().toISOString().slice(0, 16)}Z`,
       '',
       `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, load average ${loadavg()[0].toFixed(1)} (shared). Data: the search benchmark's 100,000 Patients and 1,000,000 Observations.`,
       `Three populations (Patient; Observation in the period; Observation?code=http://loinc.org|8867-4 in the period), counts ${counts}; ${RUNS} runs one after another, target < 1 s:`,

@@ -240,9 +240,9 @@ const SLICE_SECONDS = 2;
 
 /**
  * `a` as a share of `b`, measured in alternating slices of a few seconds on the same server: the
- * throughput of this machine drifts by tens of per cent from one minute to the next (seen: the same
- * REST read scenario at 7,900 and 13,700 req/s ten minutes apart), which back-to-back scenarios
- * of ten seconds each turn into a ratio anywhere from 40% to 130%.
+ * throughput of a shared machine drifts widely from one minute to the next, even for the same
+ * scenario (measured: see bench/RESULTS.md), which back-to-back scenarios of ten seconds each turn
+ * into a ratio far off in either direction.
  */
 async function interleaved(label: string, a: Scenario, b: Scenario, ids: string[]): Promise<Row> {
   let doneA = 0;

@@ -1,5 +1,5 @@
 /**
- * Search benchmark (issue 4): generates 100,000 Patients and 1,000,000 Observations into one
+ * Search benchmark: generates 100,000 Patients and 1,000,000 Observations into one
  * project of PostgreSQL (bench/search-data.ts) and a tenth of that into a second one, starts Flint
  * on it as a child process and drives each search shape with autocannon at 16 connections; then
  * walks every Patient by cursor with _count=1000 and records the query plans of the common

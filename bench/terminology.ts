@@ -1,5 +1,5 @@
 /**
- * Terminology benchmark (issue 5): a 100,000-concept code system (loaded with CodeSystem/$import)
+ * Terminology benchmark: a 100,000-concept code system (loaded with CodeSystem/$import)
  * and a 10,000-concept hierarchy (ten children per concept, five levels), then autocannon at 16
  * connections on $lookup, ValueSet/$validate-code and ValueSet/$expand with is-a filters.
  * Appends the figures to bench/RESULTS.md.
@@ -192,7 +192,7 @@ async function main(): Promise<void> {
     const database = DATABASE_URL ? 'PostgreSQL' : 'PGlite (embedded)';
     lines.push(
       '',
-      `## Terminology (issue 5), ${database}, ${new Date().toISOString().slice(0, 16)}Z`,
+      `## Terminology, ${database}, ${new Date().toISOString().slice(0, 16)}Z`,
       '',
       `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; client, server and database on it; ${DURATION} s per scenario; load average at start ${loadavg()[0].toFixed(1)} (the machine is shared).`,
       Number.isNaN(bigLoadSeconds) ? 'Data reused from an earlier run.' : `Loading 100,000 concepts with CodeSystem/$import (10 calls of 10,000): ${bigLoadSeconds.toFixed(1)} s.`,

@@ -8,7 +8,7 @@ import { projectOperations } from './admin/project-operations.js';
 import { uniquenessWriteHooks } from './auth/uniqueness.js';
 import { evaluateMeasureOperation } from './measure/evaluate-measure.js';
 import { registerBuiltinOperations, type Operation } from './operations/registry.js';
-import { reindexOperation, searchParameterWriteHook } from './search/operations.js';
+import { reindexOperation, searchParameterWriteHook } from './search/administration.js';
 import { registerWriteHook } from './storage/write-hooks.js';
 import { terminologyWriteHooks } from './terminology/indexing.js';
 import { terminologyOperations } from './terminology/operations.js';

@@ -3,7 +3,8 @@ import type { Identity } from '../identity/identity.js';
 import { errors, OperationOutcomeError } from '../fhir/outcome.js';
 import type { SqlExecutor } from '../db/database.js';
 import { type Resource, isRecord } from '../fhir/types.js';
-import { parseStored, Repository } from '../storage/repository.js';
+import { Repository } from '../storage/repository.js';
+import { parseStored } from '../storage/versions.js';
 import {
   keyOf,
   type HistoryOptions,
@@ -17,7 +18,7 @@ import {
   type WriteResult,
 } from '../storage/types.js';
 import { randomSecret } from '../auth/secrets.js';
-import { readClientSecret, storeClientSecret } from '../auth/projects.js';
+import { readClientSecret, storeClientSecret } from '../auth/account-writes.js';
 import { policyAllowsType, policyCriteria } from '../identity/policy.js';
 import { MAX_COUNT, search } from '../search/service.js';
 

@@ -41,7 +41,7 @@ import type { AsyncJobControl, Operation, OperationRequest } from '../operations
  */
 
 /**
- * AsyncJobs are written by the server only (src/auth/access.ts, SYSTEM_TYPES), in the caller's
+ * AsyncJobs are written by the server only (src/access/guarded-repository.ts, SYSTEM_TYPES), in the caller's
  * project; clients read them through their own repository, with its isolation and policies.
  */
 function jobRepository(ctx: RequestContext) {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { parseReference, readAny } from '../auth/accounts.js';
-import { withAccountWrites } from '../auth/projects.js';
+import { withAccountWrites } from '../auth/account-writes.js';
 import { hashSecret } from '../auth/secrets.js';
 import { assertExternalIdFree } from '../auth/uniqueness.js';
 import { errors } from '../fhir/outcome.js';

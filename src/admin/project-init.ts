@@ -1,5 +1,5 @@
 import { parseReference, readAny } from '../auth/accounts.js';
-import { prepareClientSecret, withAccountWrites } from '../auth/projects.js';
+import { prepareClientSecret, withAccountWrites } from '../auth/account-writes.js';
 import { errors } from '../fhir/outcome.js';
 import type { Reference, User } from '../fhir/resources.js';
 import type { OperationDefinition } from '../operations/definition.js';

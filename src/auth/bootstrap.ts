@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { readCredential } from './accounts.js';
-import { put, stableId, storeClientSecret, storePassword } from './projects.js';
+import { put, stableId, storeClientSecret, storePassword } from './account-writes.js';
 import { hashSecret, randomSecret, verifySecret } from './secrets.js';
 import { writeCredential } from './accounts.js';
 import type { AuthService } from './service.js';

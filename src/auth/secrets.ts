@@ -2,8 +2,8 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes, scrypt, timi
 
 /**
  * Passwords and client secrets are stored as scrypt hashes (`scrypt$N$r$p$salt$hash`) and compared
- * in constant time. N = 2^14, r = 8: about 16 MiB and tens of milliseconds per hash, run on the
- * libuv thread pool so the event loop keeps serving.
+ * in constant time. N = 2^14, r = 8: about 16 MiB and deliberately slow CPU work per hash, run on
+ * the libuv thread pool so the event loop keeps serving.
  */
 const N = 16_384;
 const R = 8;

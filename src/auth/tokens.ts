@@ -7,7 +7,7 @@ import { SIGNING_ALGORITHM, type ServerKeys } from './keys.js';
 export const ACCESS_TOKEN_SECONDS = 3600;
 export const REFRESH_TOKEN_SECONDS = 14 * 24 * 3600;
 
-/** Claims of our access tokens (issue 3: issuer, subject, login, profile, project, scope, client, expiry). */
+/** Claims of our access tokens (issuer, subject, login, profile, project, scope, client, expiry). */
 export interface AccessClaims extends JWTPayload {
   iss: string;
   sub: string;

@@ -51,7 +51,7 @@ const EMAIL: UniqueField = {
 
 /**
  * Serialises the transactions that name one value of a field until they end. The key is the one
- * account writes already lock on before looking a User up by email (projects.ts userByEmail), so
+ * account writes already lock on before looking a User up by email (account-writes.ts userByEmail), so
  * an invite that takes it first takes it again here without waiting (advisory locks are reentrant).
  */
 export async function lockValue(tx: SqlExecutor, key: string): Promise<void> {

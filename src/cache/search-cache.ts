@@ -3,10 +3,10 @@ import { ALL_KEYS, type InvalidationBus } from './invalidation.js';
 /**
  * Search answers kept until a write could change them: exact counts (`_total=accurate`,
  * `_summary=count`) everywhere, and on the embedded database the pages of matches too. An exact
- * count of 50,000 matches reads 50,000 index rows (10-20 ms of a core), and sixteen clients asking
- * at once for the same few totals would queue on a small machine; on the embedded database a page
- * costs its worker a statement (a few ms of WebAssembly) while the rest of the request is cheap. An
- * answer stays valid while no write has been heard of for what it depends on: the searched types
+ * count of 50,000 matches reads 50,000 index rows, a real cost in CPU (measured: see
+ * bench/RESULTS.md), and sixteen clients asking at once for the same few totals would queue on a
+ * small machine; on the embedded database a page costs its worker a statement (run in
+ * WebAssembly) while the rest of the request is cheap. An answer stays valid while no write has been heard of for what it depends on: the searched types
  * in its project (or the whole project, when the search follows references to other types).
  * Searches that read value sets (`:in`, `:not-in`) are never kept: terminology writes are not
  * resource writes.

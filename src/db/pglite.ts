@@ -41,8 +41,9 @@ export async function dumpPGlite(pglite: PGlite, file: string): Promise<void> {
 const PARSED_TYPE_OIDS = [16, 20, 21, 23, 26, 700, 701, 114, 3802];
 
 /**
- * PGlite copies its whole parser table (300+ types) on every query, which measured as a third of
- * its CPU time; every other type is read as text, which is what the driver adapter expects anyway.
+ * PGlite copies its whole parser table (300+ types) on every query, a large share of its CPU time
+ * (measured: see bench/RESULTS.md); every other type is read as text, which is what the driver
+ * adapter expects anyway.
  */
 function trimPGliteParsers(pglite: PGlite): void {
   const all = pglite.parsers;

@@ -2,8 +2,8 @@
  * Planner statistics for the embedded database. PostgreSQL's autovacuum analyzes a table once
  * about a tenth of it has changed; PGlite runs no autovacuum (nor collects the change counts it
  * reads), so without this its planner never has statistics and guesses row counts: a GraphQL page
- * of 100 Observations measured 1.65 ms of PGlite CPU for its search statement with statistics
- * against 2.75 ms without, and plans that guess wrong get worse as tables grow.
+ * of 100 Observations costs PGlite less CPU for its search statement with statistics than without
+ * (measured: see bench/RESULTS.md), and plans that guess wrong get worse as tables grow.
  *
  * The same rule as autovacuum's, counted here: after 50 + 10% of the resources there were at the
  * last ANALYZE have been written, the search tables are analyzed once writes pause (QUIET_MS with
@@ -25,7 +25,7 @@ export const ANALYZED_TABLES = [
   'composite_index',
 ] as const;
 
-/** Half PostgreSQL's default: each table's sample is 15,000 rows at most, so one table's ANALYZE stays well under a second. */
+/** Half PostgreSQL's default: each table's sample is 15,000 rows at most, so one table's ANALYZE stays short. */
 const STATISTICS_TARGET = 50;
 const QUIET_MS = 1000;
 const MAX_DELAY_MS = 60_000;

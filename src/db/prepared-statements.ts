@@ -3,15 +3,15 @@ import pg from 'pg';
 /**
  * Server-side prepared statements for PostgreSQL, as pgjdbc does by default: a statement text the
  * server sends again is given a name, so each connection parses and analyses it once and then only
- * binds and executes it (measured with pgbench on the subject-and-code search of 1,000,000
- * Observations: 2,900 statements/s against 2,400 unnamed).
+ * binds and executes it (with pgbench on the subject-and-code search of 1,000,000 Observations,
+ * named statements run more per second than unnamed ones; measured: see bench/RESULTS.md).
  *
  * Each execution is still planned for its values (the main pool sets plan_cache_mode to
  * force_custom_plan; statements driven by a key go to a pool that plans once, see database.ts):
  * after five executions PostgreSQL may otherwise switch to a generic plan,
- * which estimates every value as an average one and misreads skew. Measured: a page of the
- * Observations of a code shared by 50,000 took 38 ms with the generic plan (it aggregates every
- * match) against 1.3 ms planned for the value.
+ * which estimates every value as an average one and misreads skew: a page of the Observations of
+ * a code shared by 50,000 is far slower with the generic plan (it aggregates every match) than
+ * planned for the value (measured: see bench/RESULTS.md).
  *
  * Bounded: at most `perConnection` names per connection (later texts run unnamed there), and
  * connections are replaced after an hour, so long-running servers prepare what is frequent now.

@@ -21,9 +21,10 @@ import type { PreparedOperations } from './prepared.js';
  * Compiled execution (graphql-jit) for the queries clients repeat. graphql-js interprets a query
  * field by field: for every field of every item it builds a resolve info, coerces arguments and
  * tracks promises, and its results are dictionary-mode objects that JSON.stringify serialises
- * slowly. A list of 100 Observations with their subjects (1,500 fields) measured ~2.5 ms of CPU
- * and most of the garbage collection of the request. graphql-jit compiles the operation once into
- * a function that does the same work with plain objects.
+ * slowly. For a list of 100 Observations with their subjects (1,500 fields) that is a large CPU
+ * cost and most of the garbage collection of the request (measured: see bench/RESULTS.md).
+ * graphql-jit compiles the operation once into a function that does the same work with plain
+ * objects.
  *
  * Compiled are queries that have already run once (COMPILE_AFTER executions of the same parsed
  * document on the same schema: a document run once does not pay the compilation, and a client

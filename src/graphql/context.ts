@@ -1,3 +1,4 @@
+import type { GraphQLResolveInfo } from 'graphql';
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { RequestContext } from '../operations/context.js';
 import type { Loaders } from './loaders.js';
@@ -12,3 +13,6 @@ export interface GraphQLContext extends YogaInitialContext {
   /** Batching loaders of this request (src/graphql/loaders.ts). */
   readonly loaders: Loaders;
 }
+
+/** A resolver of one generated field: the generic resolvers make one per resource type. */
+export type FieldResolver = (parent: never, args: never, context: GraphQLContext, info: GraphQLResolveInfo) => unknown;

@@ -11,7 +11,6 @@ import type {
   GraphQLFieldResolver,
   GraphQLResolveInfo,
   GraphQLSchema,
-  OperationDefinitionNode,
   SelectionSetNode,
   ValidationContext,
   ValueNode,

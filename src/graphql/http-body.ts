@@ -26,9 +26,9 @@ function tooLarge(maxBytes: number) {
 
 /**
  * The request headers as Node parsed them (names in lower case), when Hono runs on Node: reading
- * them through `c.req` builds a fetch Headers object first (its validation measured as several
- * per cent of a small GraphQL request). Undefined on other runtimes. A repeated Authorization
- * header is given as REST sees it (below).
+ * them through `c.req` builds a fetch Headers object first (its validation is a noticeable cost of
+ * a small GraphQL request; measured: see bench/RESULTS.md). Undefined on other runtimes. A repeated
+ * Authorization header is given as REST sees it (below).
  */
 export function nodeHeadersOf(c: Context): IncomingHttpHeaders | undefined {
   const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;

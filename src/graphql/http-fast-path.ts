@@ -5,11 +5,12 @@ import type { GraphQLParams, Plugin } from 'graphql-yoga';
  * The common GraphQL request (POST, a JSON object body, a JSON response) without yoga's HTTP layer.
  * yoga answers it by parsing the body, checking the parameters (onParams), executing (envelop), and
  * choosing a result processor by the Accept header (onResultProcess); the fetch adapter around that
- * (request hooks, Request and Response objects, an AbortSignal) measured as more than half of the
- * cost of a small query. GraphQLHandler.handle calls yoga's own `getResultForParams` and
- * `processRegularResult` for such requests, so parameters, plugins, errors, masking, status codes
- * and the JSON text are yoga's; everything else (GET, GraphiQL, other media types, bodies yoga
- * would refuse) goes through yoga whole. test/graphql/transport.test.ts compares both ways.
+ * (request hooks, Request and Response objects, an AbortSignal) is most of the cost of a small
+ * query (measured: see bench/RESULTS.md). GraphQLHandler.handle calls yoga's own
+ * `getResultForParams` and `processRegularResult` for such requests, so parameters, plugins,
+ * errors, masking, status codes and the JSON text are yoga's; everything else (GET, GraphiQL, other
+ * media types, bodies yoga would refuse) goes through yoga whole. test/graphql/transport.test.ts
+ * compares both ways.
  */
 export interface FastPathRequest {
   readonly params: GraphQLParams;

@@ -7,9 +7,10 @@ import { reshapesResults } from './directives.js';
  * the same object for the same text), operation name and variables. An operation whose root fields
  * are all `__schema`, `__type` or `__typename` reads the schema only, so its answer is the same for
  * every caller and lasts as long as the schema (built once per process). GraphiQL and code
- * generators send the same introspection query over and over: executing it measured about half a
- * second of CPU for the 13 MB answer. Answers with errors are not kept. Whether introspection is
- * allowed at all is decided before execution (limits.ts), so a disabled server never reaches this.
+ * generators send the same introspection query over and over, and executing it costs a lot of CPU
+ * for the 13 MB answer (measured: see bench/RESULTS.md). Answers with errors are not kept. Whether
+ * introspection is allowed at all is decided before execution (limits.ts), so a disabled server
+ * never reaches this.
  */
 export function useIntrospectionCache(): Plugin {
   const answers = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string, ExecutionResult>>>();

@@ -6,7 +6,8 @@ import type { CompiledQuery } from 'graphql-jit';
  * run compiled through yoga at the system endpoint (so it parsed and passed validation, limits
  * included, against the full schema), what remains for the next request with the same text is:
  * build the context (authentication), run the compiled function, write the JSON. yoga's plugin
- * chain around those steps measured as a fifth of the cost of a query for one Patient.
+ * chain around those steps is a sizeable share of the cost of a query for one Patient (measured:
+ * see bench/RESULTS.md).
  *
  * Recorded only are operations whose later runs need none of the plugins' execution hooks: not at
  * the instance level (its root is read per request), no `_count` from a variable (checked per

@@ -1,23 +1,19 @@
-import { versionOfTag } from '../fhir/etag.js';
 import { ID_SOURCE } from '../fhir/ids.js';
 import type {
   FieldNode,
-  GraphQLInputObjectType,
-  GraphQLInputType,
-  GraphQLList,
   GraphQLResolveInfo,
   SelectionSetNode,
 } from 'graphql';
 import { assertTypeAccess } from '../access/guarded-repository.js';
 import { getResourceTypes, getSearchParametersFor, isResourceType } from '../fhir/definitions.js';
-import { allOk, errors } from '../fhir/outcome.js';
-import { type OperationOutcome, type Resource, isRecord } from '../fhir/types.js';
+import { errors } from '../fhir/outcome.js';
+import { createResolver, deleteResolver, updateResolver } from './mutations.js';
+import { type Resource, isRecord } from '../fhir/types.js';
 import type { Resolvers } from '../generated/graphql.js';
 import { MAX_COUNT, MAX_OFFSET, search, type Paging, type SearchResult, type SearchRow, type SearchServices } from '../search/service.js';
-import { keyOf, type WriteResult } from '../storage/types.js';
+import { keyOf } from '../storage/types.js';
 import { parsedResources } from './parsed-cache.js';
-import type { GraphQLContext } from './context.js';
-import { isKind, nullableOf } from './list-fields.js';
+import type { FieldResolver, GraphQLContext } from './context.js';
 import type { ReverseQuery } from './loaders.js';
 
 /**
@@ -54,7 +50,6 @@ export function resourceResolvers(): Resolvers {
   return resolvers as unknown as Resolvers;
 }
 
-type FieldResolver = (parent: never, args: never, context: GraphQLContext, info: GraphQLResolveInfo) => unknown;
 type ResolverMap = Record<string, FieldResolver>;
 type Args = Record<string, unknown>;
 
@@ -485,92 +480,3 @@ async function binaryDataResolver(parent: Resource, _args: Args, context: GraphQ
   });
   return data ? Buffer.from(data).toString('base64') : null;
 }
-
-// Mutations -------------------------------------------------------------------------------------
-
-/** `TCreate(res:)`: the REST create (validation, access rules, Binary bytes stored beside the JSON). */
-function createResolver(type: string): FieldResolver {
-  return async (_parent: unknown, args: { res: unknown }, context: GraphQLContext, info: GraphQLResolveInfo) => {
-    const body = inputResource(type, args.res, info);
-    const repo = context.requestContext.repo;
-    const result = type === 'Binary' ? await createBinary(context, body) : await repo.createResource(type, body);
-    return context.loaders.remember(result.resource);
-  };
-}
-
-/** `TUpdate(id:, res:, ifMatch:)`: the REST update; `ifMatch` is the If-Match header's version. */
-function updateResolver(type: string): FieldResolver {
-  return async (_parent: unknown, args: { id: string; res: unknown; ifMatch?: string | null }, context: GraphQLContext, info: GraphQLResolveInfo) => {
-    const body = inputResource(type, args.res, info);
-    // The id is an argument here; a body without one takes it (a different one is still refused).
-    if (body.id === undefined) body.id = args.id;
-    const result = await context.requestContext.repo.updateResource(type, args.id, body, { ifMatch: parseIfMatch(args.ifMatch) });
-    return context.loaders.remember(result.resource);
-  };
-}
-
-/** `TDelete(id:)`: the REST delete, answered with an information OperationOutcome. */
-function deleteResolver(type: string): FieldResolver {
-  return async (_parent: unknown, args: { id: string }, context: GraphQLContext): Promise<OperationOutcome> => {
-    await context.requestContext.repo.deleteResource(type, args.id);
-    return allOk(`Deleted ${type}/${args.id}`);
-  };
-}
-
-/** A version id, bare or as an ETag (`W/"3"`), as REST's If-Match accepts it. */
-function parseIfMatch(value: string | null | undefined): string | undefined {
-  if (value === null || value === undefined) return undefined;
-  const version = versionOfTag(value);
-  if (version === undefined) throw errors.invalid(`Malformed ifMatch "${value}": give the version id, e.g. "1" or W/"1"`, 'ifMatch');
-  return version;
-}
-
-/**
- * The `res` argument as FHIR JSON: enum values already arrive as FHIR codes (the schema maps them);
- * explicit nulls are dropped, since FHIR JSON has no nulls, except inside a repeating primitive and
- * its `_` sibling given together (`given: ["a", null]`, `_given: [null, {...}]`), where FHIR JSON
- * lines the two lists up with nulls (the validator checks they do); JSON-typed values (contained
- * resources) pass unchanged. The resource type is the mutation's, unless the input names another
- * (then validation refuses it, as REST does).
- */
-function inputResource(type: string, input: unknown, info: GraphQLResolveInfo): Resource {
-  const inputType = info.parentType.getFields()[info.fieldName]?.args.find((arg) => arg.name === 'res')?.type;
-  const body = inputType ? withoutNulls(input, inputType) : input;
-  return { resourceType: type, ...(isRecord(body) ? body : {}) };
-}
-
-function withoutNulls(value: unknown, type: GraphQLInputType, keepNullItems = false): unknown {
-  if (value === null || value === undefined) return undefined;
-  const nullable = nullableOf(type);
-  if (isKind<GraphQLList<GraphQLInputType>>(nullable, 'GraphQLList') && Array.isArray(value)) {
-    const items = value.map((item) => withoutNulls(item, nullable.ofType));
-    return keepNullItems ? items.map((item) => item ?? null) : items.filter((item) => item !== undefined);
-  }
-  if (isKind<GraphQLInputObjectType>(nullable, 'GraphQLInputObjectType') && isRecord(value)) {
-    const fields = nullable.getFields();
-    const out: Record<string, unknown> = {};
-    for (const [name, field] of Object.entries(value)) {
-      const kept = fields[name] ? withoutNulls(field, fields[name].type, Array.isArray(value[primitivePair(name)])) : field;
-      if (kept !== undefined) out[name] = kept;
-    }
-    return out;
-  }
-  return value;
-}
-
-/** `given` ↔ `_given`: a primitive element and the sibling holding its id and extensions. */
-function primitivePair(name: string): string {
-  return name.startsWith('_') ? name.slice(1) : `_${name}`;
-}
-
-/** A JSON Binary as REST creates it: `data` (base64) stored as bytes beside the resource. */
-async function createBinary(context: GraphQLContext, body: Resource): Promise<WriteResult> {
-  const repo = context.requestContext.repo;
-  const { data, contentType, ...rest } = body;
-  if (data !== undefined && (typeof data !== 'string' || !/^[A-Za-z0-9+/\s]*={0,2}$/.test(data))) {
-    throw errors.invalid('Binary.data must be base64', 'Binary.data');
-  }
-  const bytes = typeof data === 'string' ? Buffer.from(data, 'base64') : new Uint8Array();
-  return repo.createBinary(typeof contentType === 'string' ? contentType : '', bytes, rest);
-}
-

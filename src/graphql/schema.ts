@@ -62,11 +62,11 @@ export function loadTypeDefsDocument(dir: URL = SCHEMA_DIR): DocumentNode {
 }
 
 /**
- * The SDL files as one document, built by graphql-js directly. The generated SDL is megabytes large:
- * merging the files with graphql-tools' mergeTypeDefs would add about a second at start, and the SDL
- * validation rules a few hundred milliseconds; the files never change at run time, so the tests
- * validate them instead (test/graphql/schema.test.ts). The built schema is still validated by
- * graphql-js before the first query runs.
+ * The SDL files as one document, built by graphql-js directly. The generated SDL is megabytes
+ * large: merging the files with graphql-tools' mergeTypeDefs would add noticeably to start-up, and
+ * so would the SDL validation rules (measured: see bench/RESULTS.md); the files never change at run
+ * time, so the tests validate them instead (test/graphql/schema.test.ts). The built schema is still
+ * validated by graphql-js before the first query runs.
  */
 function buildTypeDefs(): GraphQLSchema {
   return buildASTSchema(loadTypeDefsDocument(), { assumeValidSDL: true });
@@ -90,7 +90,7 @@ let shared: GraphQLSchema | undefined;
  * operations (operationResolvers' default). No setting changes it: GRAPHQL_MAX_DEPTH, _MAX_COST,
  * _MAX_LIST_SIZE and _INTROSPECTION are applied per handler by its plugins (limits.ts), and what the
  * plugins keep per schema (compiled queries, instance-level schemas) is kept per handler. Sharing it
- * saves the build (about half a second) for every later server of the process, as in tests.
+ * saves the build, a noticeable cost, for every later server of the process, as in tests.
  */
 export function sharedSchema(): GraphQLSchema {
   return (shared ??= buildSchema());

@@ -85,7 +85,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
   const started = performance.now();
   // Built by the process's first handler, shared by the later ones (schema.ts).
   const schema = sharedSchema();
-  // The start-up figure (schema ready in under 2 s) is read off this line (first handler of the process).
+  // The start-up target (schema ready in under 2 s) is read off this line (first handler of the process).
   options.log.info({ ms: Math.round(performance.now() - started) }, 'GraphQL schema built');
   const prepared = new PreparedOperations();
   // Limits first: a refused query stops before the instance-level read.

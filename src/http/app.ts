@@ -95,8 +95,8 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
 /**
  * Larger bodies get 413 with an OperationOutcome. GET and HEAD requests cannot have a body, and
  * skip the check: Hono's middleware asks for the request's body, which makes the Node adapter
- * build a full fetch Request for every read (a quarter of the CPU of a cached REST read: 0.19 ms
- * against 0.14 ms measured).
+ * build a full fetch Request for every read (a sizeable share of the CPU of a cached REST read;
+ * measured: see bench/RESULTS.md).
  */
 function requestBodyLimit(maxBytes: number): MiddlewareHandler<AppEnv> {
   const limit = bodyLimit({
@@ -110,7 +110,8 @@ function requestBodyLimit(maxBytes: number): MiddlewareHandler<AppEnv> {
 
 /**
  * CORS for browser apps. Browsers send `Origin` on every cross-origin request, so requests without
- * it skip the middleware: it measured as a quarter of the cost of a cached read.
+ * it skip the middleware: it is a sizeable share of the cost of a cached read (measured: see
+ * bench/RESULTS.md).
  */
 function crossOrigin(services: Services): MiddlewareHandler<AppEnv> {
   const origins = services.config.corsOrigins;

@@ -74,7 +74,7 @@ function operationsOf(type: string): { operation?: CapabilityStatementRestResour
   return operations.length > 0 ? { operation: operations } : {};
 }
 
-/** The search parameters the search service answers for a type (issue 4). */
+/** The search parameters the search service answers for a type. */
 function searchParamsOf(type: string): CapabilityStatementRestResourceSearchParam[] {
   return searchableParameters(type).map((param) => ({ name: param.code, definition: param.url, type: param.type }));
 }
@@ -84,7 +84,7 @@ const projectStatements = new WeakMap<ProjectParameters, { base: string; text: s
 
 /**
  * The CapabilityStatement as the caller's project sees it: `base` (the public statement, as JSON
- * text) plus, under each base type, the project's own SearchParameters (src/search/parameters.ts:
+ * text) plus, under each base type, the project's own SearchParameters (src/indexing/parameters.ts:
  * the ones its searches accept), with `definition` = the SearchParameter's url. A project without
  * any gets `base` itself. Built once per version of the project's definitions.
  */
@@ -111,7 +111,7 @@ export async function projectCapabilityText(db: SqlExecutor, identity: Identity,
   return text;
 }
 
-/** How clients authenticate (SMART on FHIR OAuth URIs extension; issue 3). */
+/** How clients authenticate (SMART on FHIR OAuth URIs extension). */
 function securityOf(config: Config): CapabilityStatementRestSecurity {
   const base = config.baseUrl;
   return {

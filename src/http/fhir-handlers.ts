@@ -4,7 +4,7 @@ import { historyBundle, offsetLinks } from './bundle.js';
 import { allOk, errors } from '../fhir/outcome.js';
 import { applySubsetting, parseSummary } from '../fhir/summary.js';
 import { type Resource, isRecord } from '../fhir/types.js';
-import { parseStored } from '../storage/repository.js';
+import { parseStored } from '../storage/versions.js';
 import { type StoredVersion, type WriteResult } from '../storage/types.js';
 import {
   assertJsonAcceptable,

@@ -7,7 +7,6 @@ import {
   readHandler,
   updateHandler,
   vreadHandler,
-  type HonoContext,
 } from './fhir-handlers.js';
 import { searchPostHandler, searchSystemHandler, searchTypeHandler } from './search-handlers.js';
 import { healthcheckHandler, metadataHandler } from './server-handlers.js';

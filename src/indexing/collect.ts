@@ -1,7 +1,7 @@
 import type { Resource } from '../fhir/types.js';
-import { emptyIndexRows, type IndexRows } from './index-rows.js';
+import { emptyIndexRows, type IndexRows } from './row-types.js';
 import type { ParamPlan } from './plan.js';
-import { addRows } from './rows.js';
+import { addRows } from './add-rows.js';
 
 /** Evaluates every parameter of a plan on the resource and returns the deduplicated rows. */
 export function collectRows(resource: Resource, plan: readonly ParamPlan[]): IndexRows {

@@ -1,16 +1,16 @@
 import { getSearchParameters, getSearchParametersFor, type SearchParameter } from '../fhir/definitions.js';
 import type { Resource } from '../fhir/types.js';
-import { emptyIndexRows, MAX_COMPONENTS, type ComponentColumn, type CompositeRow } from './index-rows.js';
+import { emptyIndexRows, MAX_COMPONENTS, type ComponentColumn, type CompositeRow } from './row-types.js';
 import { compileNodePath, rootNode, type Node } from './fast-path.js';
 import { splitUnion, termAppliesTo } from './plan.js';
-import { addRows } from './rows.js';
+import { addRows } from './add-rows.js';
 import type { TypedValue } from './typed-value.js';
 
 /**
  * Composite search parameters (http://hl7.org/fhir/R4/search.html#composite): a match needs all
  * components' values from the same element, so each element the parameter's expression selects
  * (the Observation itself, one Observation.component, one useContext) gives rows holding one value
- * of every component (index-rows.ts, CompositeRow). The per-kind index tables cannot answer this:
+ * of every component (row-types.ts, CompositeRow). The per-kind index tables cannot answer this:
  * their rows do not say which element a value came from.
  *
  * Element and component expressions are compiled with the fast path (every R4 composite fits

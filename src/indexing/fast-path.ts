@@ -11,9 +11,10 @@ import type { TypedValue } from './typed-value.js';
  *   path   := (ResourceType | 'Resource' | 'DomainResource' | element) ('.' step)*
  *   step   := element | as(Type) | ofType(Type) | where(element = 'text') | where(resolve() is Type)
  *
- * fhirpath.js costs tens of microseconds per expression even compiled; this costs a few property
- * reads. Anything outside the subset makes `compileFastPath` return undefined and the caller uses
- * fhirpath.js. Where fhirpath.js throws (`as` on several values), this evaluator filters instead.
+ * fhirpath.js costs far more per expression even compiled (measured: see bench/RESULTS.md); this
+ * costs a few property reads. Anything outside the subset makes `compileFastPath` return undefined
+ * and the caller uses fhirpath.js. Where fhirpath.js throws (`as` on several values), this
+ * evaluator filters instead.
  */
 
 /** A value with the slot it was read from, so that further steps can be compiled against it. */

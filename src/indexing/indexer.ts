@@ -1,6 +1,6 @@
 import { isResourceType } from '../fhir/definitions.js';
 import type { Resource } from '../fhir/types.js';
-import { emptyIndexRows, type IndexRows } from './index-rows.js';
+import { emptyIndexRows, type IndexRows } from './row-types.js';
 import { collectRows } from './collect.js';
 import { collectComposites, getCompositePlans } from './composite.js';
 import { getIndexPlan } from './plan.js';
@@ -9,7 +9,7 @@ import type { ProjectParameters } from './parameters.js';
 /**
  * Search index rows for a resource, from the SearchParameters of its type: each parameter's
  * FHIRPath expression is evaluated (indexing/plan.ts: a fast path for plain paths, fhirpath.js for
- * the rest) and each value turned into rows by its FHIR type (indexing/rows.ts). Runs inside every
+ * the rest) and each value turned into rows by its FHIR type (indexing/add-rows.ts). Runs inside every
  * create and update, so all per-type work (splitting, parsing, type resolution) is done once per
  * type and cached. Duplicate rows are removed; data of an unexpected shape gives no rows, never an
  * error.
@@ -18,9 +18,9 @@ import type { ProjectParameters } from './parameters.js';
  * values (indexing/composite.ts). A Reference's `identifier` is stored as a token row under the
  * code `<param>:identifier`, for the `:identifier` modifier. A Range value of a quantity parameter
  * (`onset-age`, `context-quantity`) is one quantity row holding its low and high, and one of a
- * number parameter (RiskAssessment `probability`) one number row likewise (indexing/rows.ts).
+ * number parameter (RiskAssessment `probability`) one number row likewise (indexing/add-rows.ts).
  *
- * `parameters`: the SearchParameters of the resource's project (src/search/parameters.ts), indexed
+ * `parameters`: the SearchParameters of the resource's project (src/indexing/parameters.ts), indexed
  * after the built-in ones with the same row builders.
  *
  * Not indexed: special parameters, `_id` and `_lastUpdated` (columns of the resource table),

@@ -1,7 +1,7 @@
 import { getSearchParametersFor, isResourceType, type SearchParameter } from '../fhir/definitions.js';
 import { compileFastPath, type Evaluator } from './fast-path.js';
 import { compileFhirPath } from './fhirpath-eval.js';
-import { isIndexedType } from './rows.js';
+import { isIndexedType } from './add-rows.js';
 
 /**
  * Per resource type, the search parameters to index and how to evaluate each, compiled once.
@@ -93,7 +93,7 @@ export function buildPlan(resourceType: string, engine: EngineChoice = 'auto'): 
 /**
  * One parameter's plan on a resource type, or undefined when it is not indexed or none of its
  * terms applies to the type or compiles. Built-in plans are cached by getIndexPlan; a project's
- * own SearchParameters (src/search/parameters.ts) are compiled with it too, and cached there.
+ * own SearchParameters (src/indexing/parameters.ts) are compiled with it too, and cached there.
  */
 export function compileParamPlan(param: SearchParameter, resourceType: string, engine: EngineChoice = 'auto'): ParamPlan | undefined {
   if (!isIndexed(param)) return undefined;

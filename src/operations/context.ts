@@ -20,7 +20,7 @@ export interface Services {
   readonly auth: AuthService;
   /** Notices that keep several servers' in-memory caches honest (src/cache/invalidation.ts). */
   readonly bus: InvalidationBus;
-  /** Exact search counts until a write could change them (src/search/search-cache.ts). */
+  /** Exact search counts until a write could change them (src/cache/search-cache.ts). */
   readonly searchCache: SearchCache;
 }
 

@@ -3,7 +3,7 @@ import { getResourceTypes, isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import { INDEX_TABLE_NAMES, INDEX_TABLES } from '../storage/sql.js';
-import type { IndexRows } from '../indexing/index-rows.js';
+import type { IndexRows } from '../indexing/row-types.js';
 import { buildIndexRows } from '../indexing/indexer.js';
 import { loadProjectParameters, type ProjectParameters } from '../indexing/parameters.js';
 import type { SearchCache } from '../cache/search-cache.js';

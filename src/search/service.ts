@@ -32,7 +32,7 @@ import { decodeCursor, encodeCursor, searchSignature, type CursorPosition } from
 import { splitOr, unescape } from './query/values.js';
 import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
 import { parametersForSearch, type ProjectParameters } from '../indexing/parameters.js';
-import { expandForSearch } from './value-sets.js';
+import { expandForSearch } from './value-set-expansion.js';
 import { statementKey, type SearchCache, type WriteDependency } from '../cache/search-cache.js';
 
 /**

@@ -16,6 +16,8 @@ import type { ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import { keyOf, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
+import { readHistoryPage, readHistoryVersion } from './history.js';
+import { canSee, isUuid, parseStored, sameContent, toStoredVersion, type VersionRow } from './versions.js';
 
 
 interface CurrentRow {
@@ -35,7 +37,7 @@ export interface StorageServices {
   readonly resourceCache: ResourceCache;
   /** Tells every server's caches about committed writes of the types they watch (absent: nobody watches). */
   readonly bus?: InvalidationBus;
-  /** Exact search counts, voided by every committed write (src/search/search-cache.ts). */
+  /** Exact search counts, voided by every committed write (src/cache/search-cache.ts). */
   readonly searchCache?: SearchCache;
 }
 
@@ -169,22 +171,9 @@ export class Repository implements ResourceRepository {
     return parseStored(await this.readVersion(resourceType, id));
   }
 
-  async readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
+  readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
     assertType(resourceType);
-    if (!isUuid(versionId) || !ID_PATTERN.test(id)) {
-      throw errors.notFound(`Version ${versionId} of ${resourceType}/${id} not found`);
-    }
-    const rows = await this.db.query<{ projectId: string; lastUpdated: unknown; deleted: boolean; content: string | null }>(
-      `SELECT "projectId", "lastUpdated", deleted, content::text AS content FROM resource_history
-       WHERE "versionId" = $1::uuid AND "resourceType" = $2 AND id = $3`,
-      [versionId, resourceType, id],
-    );
-    const row = rows[0];
-    if (!row || !this.canSee(row.projectId)) {
-      throw errors.notFound(`Version ${versionId} of ${resourceType}/${id} not found`);
-    }
-    if (row.deleted) throw errors.gone(`Version ${versionId} of ${resourceType}/${id} is a deletion`);
-    return { resourceType, projectId: row.projectId, id, versionId, lastUpdated: toInstant(row.lastUpdated), deleted: false, text: row.content };
+    return readHistoryVersion(this.db, this.identity, resourceType, id, versionId);
   }
 
   async createResource(resourceType: string, input: unknown): Promise<WriteResult> {
@@ -341,32 +330,8 @@ export class Repository implements ResourceRepository {
   /** History of one resource (id given) or of a whole type in the caller's project, newest first. */
   async history(resourceType: string, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
     assertType(resourceType);
-    const args: unknown[] = [resourceType];
-    const where = ['"resourceType" = $1'];
-    if (id !== undefined) {
-      await this.assertExists(resourceType, id);
-      args.push(id);
-      where.push(`id = $${args.length}`);
-    }
-    if (!this.identity.superAdmin) {
-      args.push(this.identity.projectId);
-      where.push(`"projectId" = $${args.length}`);
-    }
-    if (options.since) {
-      args.push(options.since);
-      where.push(`"lastUpdated" >= $${args.length}::timestamptz`);
-    }
-    args.push(options.count + 1, options.offset);
-    const rows = await this.db.query<VersionRow & { first: boolean }>(
-      `SELECT id, "projectId", "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content,
-         NOT EXISTS (SELECT 1 FROM resource_history p WHERE p."resourceType" = h."resourceType" AND p.id = h.id
-                     AND p."lastUpdated" < h."lastUpdated") AS first
-       FROM resource_history h WHERE ${where.join(' AND ')}
-       ORDER BY "lastUpdated" DESC, "versionId" DESC LIMIT $${args.length - 1} OFFSET $${args.length}`,
-      args,
-    );
-    const versions = rows.slice(0, options.count).map((row) => ({ ...toStoredVersion(resourceType, row), first: row.first }));
-    return { versions, hasMore: rows.length > options.count };
+    if (id !== undefined) await this.assertExists(resourceType, id);
+    return readHistoryPage(this.db, this.identity, resourceType, id, options);
   }
 
   /** Stores Binary bytes and a Binary resource describing them; the bytes are not in the JSON. */
@@ -385,7 +350,7 @@ export class Repository implements ResourceRepository {
   }
 
   private canSee(projectId: string): boolean {
-    return this.identity.superAdmin || projectId === this.identity.projectId;
+    return canSee(this.identity, projectId);
   }
 
   /** The project an existing resource belongs to, or the caller's project for a new id. */
@@ -441,7 +406,7 @@ export class Repository implements ResourceRepository {
 
   /**
    * One statement: resource row, history row and index rows (a single statement is atomic). The
-   * index rows include those of the project's own SearchParameters (src/search/parameters.ts).
+   * index rows include those of the project's own SearchParameters (src/indexing/parameters.ts).
    */
   private async insertNew(executor: SqlExecutor, resource: Resource): Promise<string> {
     const parameters = await projectParameters(executor, resource.meta!.project!);
@@ -524,54 +489,4 @@ function checkVersion(current: CurrentRow, options: WriteOptions, resourceType: 
       `${resourceType}/${id} is at version ${current.versionId}, not ${options.ifMatch}: read it again and retry`,
     );
   }
-}
-
-/** Equal apart from the server-owned meta fields: such an update writes no new version. */
-function sameContent(current: Resource, next: Resource): boolean {
-  return canonical(current) === canonical(next);
-}
-
-function canonical(resource: Resource): string {
-  const { meta, ...rest } = resource;
-  const { versionId: _v, lastUpdated: _l, project: _p, ...otherMeta } = meta ?? {};
-  return stableStringify(Object.keys(otherMeta).length > 0 ? { ...rest, meta: otherMeta } : rest);
-}
-
-function stableStringify(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
-function isUuid(value: string): boolean {
-  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
-}
-
-/** A version row as the read statements select it (`lastUpdated` as the driver returns it). */
-interface VersionRow {
-  projectId: string;
-  id: string;
-  versionId: string;
-  lastUpdated: unknown;
-  deleted: boolean;
-  content: string | null;
-}
-
-function toStoredVersion(resourceType: string, row: VersionRow): StoredVersion {
-  return {
-    resourceType,
-    projectId: row.projectId,
-    id: row.id,
-    versionId: row.versionId,
-    lastUpdated: toInstant(row.lastUpdated),
-    deleted: row.deleted,
-    text: row.content,
-  };
-}
-
-export function parseStored(version: StoredVersion): Resource {
-  return JSON.parse(version.text ?? 'null') as Resource;
 }

@@ -1,8 +1,8 @@
 import type { SqlExecutor } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
-import type { IndexRows } from '../indexing/index-rows.js';
+import type { IndexRows } from '../indexing/row-types.js';
 import { buildIndexRows } from '../indexing/indexer.js';
-import type { ProjectParameters } from '../indexing/parameters.js';
+import { projectParameters, type ProjectParameters } from '../indexing/parameters.js';
 
 /** Column lists of the index tables, in the order the JSON row objects are unpacked. */
 export const INDEX_TABLES: Record<keyof IndexRows, { table: string; columns: [string, string][] }> = {
@@ -51,8 +51,7 @@ export function indexInsertClauses(
     const list = rows[kind];
     if (list.length === 0) continue;
     args.push(JSON.stringify(list));
-    const names = spec.columns.map(([name]) => `"${name}"`).join(', ');
-    const recordType = spec.columns.map(([name, type]) => `"${name}" ${type}`).join(', ');
+    const { names, recordType } = columnsOf(spec);
     clauses.push(
       `i_${kind} AS (INSERT INTO ${spec.table} ("projectId", "resourceType", "resourceId", seq, ${names}) ` +
         `SELECT ${placeholders.project}, ${placeholders.type}, ${placeholders.id}, (row_number() OVER ())::int, ${names} ` +
@@ -107,4 +106,58 @@ export function versionWrite(
     ...indexInsertClauses(buildIndexRows(resource, parameters), { type: '$1', id: '$2', project: '$3' }, args),
   ];
   return { text, args, clauses };
+}
+
+/**
+ * First versions of many stamped new resources (id and meta set), in one statement: resource rows,
+ * history rows and every kind of index row, each from one JSON argument, as insertFirstVersion
+ * writes a single one (with the project's own SearchParameters indexed too). One statement is
+ * atomic on its own; it serves writers that group resources (the Login writer).
+ */
+export async function insertFirstVersions(executor: SqlExecutor, resources: readonly Resource[]): Promise<void> {
+  const versions: Record<string, unknown>[] = [];
+  const rowsByKind = new Map<keyof IndexRows, Record<string, unknown>[]>();
+  for (const resource of resources) {
+    const meta = resource.meta!;
+    const projectId = meta.project!;
+    versions.push({ resourceType: resource.resourceType, id: resource.id, projectId, versionId: meta.versionId, lastUpdated: meta.lastUpdated, content: resource });
+    const rows = buildIndexRows(resource, await projectParameters(executor, projectId));
+    for (const kind of Object.keys(INDEX_TABLES) as (keyof IndexRows)[]) {
+      const list = rows[kind];
+      if (list.length === 0) continue;
+      const target = rowsByKind.get(kind) ?? [];
+      list.forEach((row, index) => target.push({ ...row, projectId, resourceType: resource.resourceType, resourceId: resource.id, seq: index + 1 }));
+      rowsByKind.set(kind, target);
+    }
+  }
+  const args: unknown[] = [JSON.stringify(versions)];
+  const clauses = [
+    `v AS (SELECT * FROM json_to_recordset($1::json) AS x("resourceType" text, id text, "projectId" text, "versionId" uuid, "lastUpdated" timestamptz, content json))`,
+    `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
+           SELECT "versionId", "resourceType", id, "projectId", "lastUpdated", false, content FROM v)`,
+  ];
+  for (const [kind, rows] of rowsByKind) {
+    const spec = INDEX_TABLES[kind];
+    args.push(JSON.stringify(rows));
+    const { names, recordType } = columnsOf(spec);
+    clauses.push(
+      `i_${kind} AS (INSERT INTO ${spec.table} ("projectId", "resourceType", "resourceId", seq, ${names}) ` +
+        `SELECT "projectId", "resourceType", "resourceId", seq, ${names} ` +
+        `FROM json_to_recordset($${args.length}::json) AS x("projectId" text, "resourceType" text, "resourceId" text, seq int, ${recordType}))`,
+    );
+  }
+  await executor.execute(
+    `WITH ${clauses.join(',\n')}
+     INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+     SELECT "resourceType", id, "projectId", "versionId", "lastUpdated", false, content FROM v`,
+    args,
+  );
+}
+
+/** An index table's value columns: as an insert's column list, and as json_to_recordset's record type. */
+function columnsOf(spec: { columns: [string, string][] }): { names: string; recordType: string } {
+  return {
+    names: spec.columns.map(([name]) => `"${name}"`).join(', '),
+    recordType: spec.columns.map(([name, type]) => `"${name}" ${type}`).join(', '),
+  };
 }

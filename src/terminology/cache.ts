@@ -1,9 +1,8 @@
-import type { ConceptDetail, LoadedSystem } from './types.js';
-import type { RequestContext } from '../operations/context.js';
+import type { ConceptDetail, LoadedSystem, TerminologyCaller } from './types.js';
 import { Database, type SqlExecutor } from '../db/database.js';
 
 /**
- * In-memory terminology (issue 5 speed): code systems of up to MAX_SYSTEM_CONCEPTS concepts are
+ * In-memory terminology (for speed): code systems of up to MAX_SYSTEM_CONCEPTS concepts are
  * read whole into memory on first use, and the results of resolving a code system or value set
  * url are kept, so that $lookup, $validate-code and $expand answer from memory.
  *
@@ -161,14 +160,14 @@ function freshMaps(): Maps {
 }
 
 const caches = new WeakMap<Database, TerminologyCache>();
-const synced = new WeakMap<RequestContext, Promise<TerminologyCache | undefined>>();
+const synced = new WeakMap<TerminologyCaller, Promise<TerminologyCache | undefined>>();
 
 /**
  * The terminology cache of a request, checked for freshness once per request. Undefined when the
  * request runs on something other than the database itself (a search inside a write's
  * transaction, which may see changes not yet committed) or has no request context of its own.
  */
-export function requestCache(ctx: RequestContext, db: Database): Promise<TerminologyCache | undefined> {
+export function requestCache(ctx: TerminologyCaller, db: Database): Promise<TerminologyCache | undefined> {
   if (!(db instanceof Database) || typeof ctx.requestId !== 'string') return Promise.resolve(undefined);
   let found = synced.get(ctx);
   if (!found) {

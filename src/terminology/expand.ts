@@ -47,7 +47,7 @@ export const expandOperation: Operation<ExpandInput, { return: Resource }> = {
       throw errors.invalid(`count must be from 0 to ${MAX_COUNT}`, 'Parameters.parameter');
     }
     const paged = input.offset !== undefined || input.count !== undefined;
-    const membership = new Membership(request, { designations: input.displayLanguage !== undefined });
+    const membership = new Membership(request.ctx, request.db, { designations: input.displayLanguage !== undefined });
     const { members, total } = await membership.expand(valueSet, { filter: input.filter, offset, count: input.count });
     const active = input.activeOnly ? members.filter((m) => !m.inactive) : members;
     const listed = input.displayLanguage === undefined ? active : active.map((m) => inLanguage(m, input.displayLanguage!));

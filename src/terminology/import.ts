@@ -1,7 +1,7 @@
 import { errors } from '../fhir/outcome.js';
 import { type CodeSystem, type Coding, type ConceptMap, type ConceptMapEquivalence, type ConceptMapGroup } from '../fhir/resources.js';
 import { asResourceOf, readTyped } from '../fhir/typed-resources.js';
-import { requiredBindingCodes } from '../fhir/value-sets.js';
+import { requiredBindingCodes } from '../fhir/required-bindings.js';
 import { ownOperationDefinition, type TypedValue } from '../operations/definition.js';
 import type { Operation } from '../operations/registry.js';
 import { findByUrl } from './resources.js';

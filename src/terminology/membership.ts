@@ -1,8 +1,7 @@
-import type { ComposeElement, ComposeFilter, ConceptDetail, LoadedSystem, SystemRef } from './types.js';
+import type { ComposeElement, ComposeFilter, ConceptDetail, LoadedSystem, SystemRef, TerminologyCaller } from './types.js';
 import type { Database } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
 import { isRecord, type Resource } from '../fhir/types.js';
-import type { OperationRequest } from '../operations/registry.js';
 import { requestCache } from './cache.js';
 import { compileElement, type ConceptTest } from './in-memory.js';
 import type { LanguageDesignation } from './language.js';
@@ -36,16 +35,14 @@ const MAX_IMPORT_DEPTH = 10;
 const MAX_EXPANSION = 100_000;
 
 export class Membership {
-  private readonly db: Database;
   private readonly systems = new Map<string, Promise<SystemRef | undefined>>();
 
   /** `designations`: expansions carry each member's designations (for displayLanguage). */
   constructor(
-    private readonly request: OperationRequest,
+    private readonly caller: TerminologyCaller,
+    private readonly db: Database,
     private readonly options: { designations?: boolean } = {},
-  ) {
-    this.db = request.db;
-  }
+  ) {}
 
   /** The member `system|code` of the value set, or undefined with the reason. */
   async find(valueSet: Resource, system: string | undefined, code: string, depth = 0): Promise<{ member?: Member; reason?: string }> {
@@ -198,7 +195,7 @@ export class Membership {
 
   /** The code system in memory, when this request may use the cache and the system is small enough. */
   private async loaded(system: SystemRef): Promise<LoadedSystem | undefined> {
-    const cache = await requestCache(this.request.ctx, this.db);
+    const cache = await requestCache(this.caller, this.db);
     return cache?.system(system.id);
   }
 
@@ -263,7 +260,7 @@ export class Membership {
     if (depth >= MAX_IMPORT_DEPTH) throw errors.invalid('Value set imports nest too deeply (a value set imports itself?)');
     const sets: Resource[] = [];
     for (const url of element.valueSet ?? []) {
-      const valueSet = await findValueSet(this.request.ctx, this.db, url);
+      const valueSet = await findValueSet(this.caller, this.db, url);
       if (!valueSet) throw errors.invalid(`ValueSet ${url} (imported by compose.include.valueSet) not found`);
       sets.push(valueSet);
     }
@@ -274,7 +271,7 @@ export class Membership {
     const key = `${url}|${version ?? ''}`;
     let found = this.systems.get(key);
     if (!found) {
-      found = findSystem(this.request.ctx, this.db, url, version);
+      found = findSystem(this.caller, this.db, url, version);
       this.systems.set(key, found);
     }
     return found;

@@ -1,4 +1,4 @@
-import type { RequestContext } from '../operations/context.js';
+import type { TerminologyCaller } from './types.js';
 import type { Database } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
 import type { ResourceType, ResourceTypeMap, ValueSet } from '../fhir/resources.js';
@@ -9,7 +9,7 @@ import { shippedValueSet } from '../fhir/terminology-catalogue.js';
 
 /** The newest resource of `resourceType` with canonical `url` in the caller's project (uri index). */
 export async function findByUrl<K extends ResourceType>(
-  ctx: RequestContext,
+  ctx: TerminologyCaller,
   db: Database,
   resourceType: K,
   url: string,
@@ -32,7 +32,7 @@ export async function findByUrl<K extends ResourceType>(
  * per project until the next terminology change (ValueSet writes raise the revision: cache.ts);
  * callers treat the value set as read-only.
  */
-export async function findValueSet(ctx: RequestContext, db: Database, url: string): Promise<ValueSet | undefined> {
+export async function findValueSet(ctx: TerminologyCaller, db: Database, url: string): Promise<ValueSet | undefined> {
   const cache = await requestCache(ctx, db);
   const find = async () => (await findByUrl(ctx, db, 'ValueSet', url)) ?? shippedValueSet(url.split('|')[0]);
   return cache ? cache.resolved(`ValueSet|${ctx.identity.projectId}|${url}`, find) : find();

@@ -1,5 +1,4 @@
-import type { CodeSystemProperty, SystemRef } from './types.js';
-import type { RequestContext } from '../operations/context.js';
+import type { CodeSystemProperty, SystemRef, TerminologyCaller } from './types.js';
 import type { Database } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
 import type { CodeSystem } from '../fhir/resources.js';
@@ -30,13 +29,13 @@ const sharedLoads = new WeakMap<Database, Map<string, Promise<void>>>();
  * The code system `url` (at `version`, or the latest indexed) as the caller sees it: the caller's
  * project first, then the shared R4 code systems (indexed on first use). Undefined when unknown.
  */
-export async function findSystem(ctx: RequestContext, db: Database, url: string, version?: string): Promise<SystemRef | undefined> {
+export async function findSystem(ctx: TerminologyCaller, db: Database, url: string, version?: string): Promise<SystemRef | undefined> {
   const cache = await requestCache(ctx, db);
   if (!cache) return resolveSystem(ctx, db, url, version);
   return cache.resolved(`CodeSystem|${ctx.identity.projectId}|${url}|${version ?? ''}`, () => resolveSystem(ctx, db, url, version));
 }
 
-async function resolveSystem(ctx: RequestContext, db: Database, url: string, version?: string): Promise<SystemRef | undefined> {
+async function resolveSystem(ctx: TerminologyCaller, db: Database, url: string, version?: string): Promise<SystemRef | undefined> {
   const found = await querySystem(db, ctx.identity.projectId, url, version);
   if (found) return found;
   const shipped = shippedCodeSystem(url);
@@ -46,7 +45,7 @@ async function resolveSystem(ctx: RequestContext, db: Database, url: string, ver
 }
 
 /** Like findSystem, but a missing system is 404 not-found naming it. */
-export async function requireSystem(ctx: RequestContext, db: Database, url: string, version?: string): Promise<SystemRef> {
+export async function requireSystem(ctx: TerminologyCaller, db: Database, url: string, version?: string): Promise<SystemRef> {
   const system = await findSystem(ctx, db, url, version);
   if (!system) {
     throw errors.notFound(`Code system ${url}${version !== undefined ? ` version ${version}` : ''} not found`);
@@ -55,7 +54,7 @@ export async function requireSystem(ctx: RequestContext, db: Database, url: stri
 }
 
 /** The system indexed from one CodeSystem resource (instance-level operations). */
-export async function systemOfResource(db: Database, codeSystem: Resource, ctx?: RequestContext): Promise<SystemRef> {
+export async function systemOfResource(db: Database, codeSystem: Resource, ctx?: TerminologyCaller): Promise<SystemRef> {
   const cache = ctx && (await requestCache(ctx, db));
   if (!cache) return readSystemOfResource(db, codeSystem);
   return cache.resolved(`CodeSystem/${codeSystem.id}`, () => readSystemOfResource(db, codeSystem));

@@ -1,4 +1,5 @@
 import type { CodeSystemProperty as FhirCodeSystemProperty, WithRequired } from '../fhir/resources.js';
+import type { Identity } from '../identity/identity.js';
 
 /** A property a code system defines (`CodeSystem.property`, stored with the system row); `code` is 1..1. */
 export type CodeSystemProperty = WithRequired<FhirCodeSystemProperty, 'code'>;
@@ -57,4 +58,14 @@ export interface ComposeElement {
   concept?: { code: string; display?: string }[];
   filter?: ComposeFilter[];
   valueSet?: string[];
+}
+
+/**
+ * Who a terminology lookup serves: the project whose own code systems and value sets come first
+ * (then FHIR's shipped ones). A request context is one; the caches are synced once per caller
+ * object, and `requestId` absent means no cache (a lookup inside a write's transaction).
+ */
+export interface TerminologyCaller {
+  readonly identity: Pick<Identity, 'projectId'>;
+  readonly requestId?: string;
 }

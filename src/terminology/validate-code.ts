@@ -78,7 +78,7 @@ function codingsOf(input: ValidateInput, defaultSystem: string | undefined): Cod
 
 /** True when any coding is a member (SPEC 4.5: a CodeableConcept is valid when any coding is included). */
 async function validate(request: OperationRequest, valueSet: Resource, codings: Coding[], input: ValidateInput, label: string): Promise<ValidateOutput> {
-  const membership = new Membership(request);
+  const membership = new Membership(request.ctx, request.db);
   const problems: string[] = [];
   for (const coding of codings) {
     if (coding.code === undefined) {

@@ -3,7 +3,7 @@ import {
   type ElementDefinition,
   type StructureDefinition,
 } from '../fhir/definitions.js';
-import { requiredBindingCodes } from '../fhir/value-sets.js';
+import { requiredBindingCodes } from '../fhir/required-bindings.js';
 import { getPrimitiveType, type PrimitiveType } from './primitives.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { eventually, nicknameSearchParameter, projectClient, startServerProcess, TEST_SUPER_ADMIN, testEnv, useTestServer, type ProjectClient, type TestServer } from '../helpers/server.js';
+import { eventually, nicknameSearchParameter, projectClient, startServerProcess, TEST_SUPER_ADMIN, useTestServer, type ProjectClient, type TestServer } from '../helpers/server.js';
 import { startFakeIdp, type FakeIdp } from '../auth/fake-idp.js';
 
 /**

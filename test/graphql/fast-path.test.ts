@@ -88,7 +88,7 @@ async function viaHandle(handler: GraphQLHandler, request: Case) {
 }
 
 describe('the HTTP fast path', () => {
-  // The schema is built once here: building it per case would take a second each.
+  // The schema is built once here: building it per case would make every case slow.
   const handler = setup();
 
   it.each(CASES)('answers $name as yoga does', async (request) => {

@@ -8,7 +8,7 @@ export interface GraphQLResponse {
   body: { data?: Json; errors?: { message: string; path?: (string | number)[]; extensions?: { resource?: Json } }[] };
 }
 
-/** The two endpoints of the issue: the FHIR convention and the plain one. */
+/** The two GraphQL endpoints: the FHIR convention and the plain one. */
 export const ENDPOINTS = ['/fhir/R4/$graphql', '/graphql'] as const;
 
 /** POST a query as `client` (bearer token) to one of the GraphQL endpoints. */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, expect, inject } from 'vitest';
-import { createProject } from '../../src/auth/projects.js';
+import { createProject } from '../../src/auth/account-writes.js';
 import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 

@@ -424,7 +424,7 @@ describe('project isolation', () => {
     const owner = api.newProject();
     const created = await owner.post('/Patient', patientBody());
     const res = await api.newProject().put(`/Patient/${created.body.id}`, { ...created.body, gender: 'female' });
-    // Invisible, as on read (issue 3: 404 on update of another project's resource).
+    // Invisible, as on read (404 on update of another project's resource).
     expect(res.status).toBe(404);
     expect((await owner.get(`/Patient/${created.body.id}`)).body.gender).toBe('male');
   });

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseArguments } from '../../scripts/reindex.js';
-import { createProject } from '../../src/auth/projects.js';
+import { createProject } from '../../src/auth/account-writes.js';
 import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { clientCredentialsToken, eventually, projectClient, testEnv, type ProjectClient } from '../helpers/server.js';

@@ -3,7 +3,7 @@ import { useTestServer, type ProjectClient } from '../helpers/server.js';
 import { create } from './helpers.js';
 
 /**
- * Exact counts are kept between requests until a write could change them (src/search/search-cache.ts).
+ * Exact counts are kept between requests until a write could change them (src/cache/search-cache.ts).
  * A repeated count runs no statement; every kind of write a count depends on is seen by the next one.
  */
 const api = await useTestServer();

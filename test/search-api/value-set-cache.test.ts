@@ -1,13 +1,13 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { expandForSearch, ExpansionMemory, MAX_CACHED_EXPANSIONS } from '../../src/search/value-sets.js';
+import { expandForSearch, ExpansionMemory, MAX_CACHED_EXPANSIONS } from '../../src/search/value-set-expansion.js';
 import { projectClient, startServerProcess, useTestServer, type ProjectClient } from '../helpers/server.js';
 import { params, SYSTEM, withAnimals, withValueSet } from '../terminology/fixtures.js';
 import { create, expectInvalid, found, sorted } from './helpers.js';
 
 /**
- * `:in` / `:not-in` keep value set expansions in memory (src/search/value-sets.ts), per project and
+ * `:in` / `:not-in` keep value set expansions in memory (src/search/value-set-expansion.ts), per project and
  * canonical url with version; every terminology write makes the next search expand again.
  */
 

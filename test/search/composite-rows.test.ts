@@ -5,10 +5,10 @@ import r4Model from 'fhirpath/fhir-context/r4';
 import { describe, expect, it } from 'vitest';
 import { getResourceTypes, getSearchParameters, getSearchParametersFor } from '../../src/fhir/definitions.js';
 import type { Resource } from '../../src/fhir/types.js';
-import { emptyIndexRows, type CompositeRow } from '../../src/indexing/index-rows.js';
+import { emptyIndexRows, type CompositeRow } from '../../src/indexing/row-types.js';
 import { buildIndexRows } from '../../src/indexing/indexer.js';
 import { collectComposites, findCompositePlan, getCompositePlans, MAX_ROWS_PER_ELEMENT } from '../../src/indexing/composite.js';
-import { addRows } from '../../src/indexing/rows.js';
+import { addRows } from '../../src/indexing/add-rows.js';
 import { R4_EXAMPLES } from '../helpers/fixtures.js';
 import { observation, rowsOf } from './helpers.js';
 

@@ -1,5 +1,5 @@
 import type { Resource } from '../../src/fhir/types.js';
-import type { IndexRows } from '../../src/indexing/index-rows.js';
+import type { IndexRows } from '../../src/indexing/row-types.js';
 import { buildIndexRows } from '../../src/indexing/indexer.js';
 
 /** The rows of one table for one parameter code. */

@@ -2,11 +2,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Resource } from '../../src/fhir/types.js';
-import { emptyIndexRows, type IndexRows } from '../../src/indexing/index-rows.js';
+import { emptyIndexRows, type IndexRows } from '../../src/indexing/row-types.js';
 import { buildIndexRows } from '../../src/indexing/indexer.js';
 import { compileFhirPath } from '../../src/indexing/fhirpath-eval.js';
 import { getIndexPlan } from '../../src/indexing/plan.js';
-import { addRows } from '../../src/indexing/rows.js';
+import { addRows } from '../../src/indexing/add-rows.js';
 import { R4_EXAMPLES } from '../helpers/fixtures.js';
 
 const files = readdirSync(R4_EXAMPLES).filter((name) => name.endsWith('.json')).sort();

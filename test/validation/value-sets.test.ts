@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { requiredBindingCodes, requiredBindings } from '../../src/fhir/value-sets.js';
+import { requiredBindingCodes, requiredBindings } from '../../src/fhir/required-bindings.js';
 
 describe('requiredBindingCodes', () => {
   it('expands a value set that includes a whole code system', () => {

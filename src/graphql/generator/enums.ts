@@ -1,4 +1,4 @@
-import { requiredBindingCodes } from '../../fhir/value-sets.js';
+import { requiredBindingCodes } from '../../fhir/required-bindings.js';
 import { shippedValueSet } from '../../fhir/terminology-catalogue.js';
 import type { FhirModel, FieldModel } from './model.js';
 import { compare } from './model.js';

@@ -22,7 +22,7 @@ export const RESOURCE_TYPES_FILE = 'src/generated/fhir-resources.ts';
 const BASE_NAMES = ['Query', 'Mutation', 'Health', 'JSON', 'Resource', 'String', 'Int', 'Float', 'Boolean', 'ID'];
 
 export interface GenerateOptions {
-  /** Value-set expansion of required bindings (default: src/fhir/value-sets.ts). */
+  /** Value-set expansion of required bindings (default: src/fhir/required-bindings.ts). */
   codesOf?: CodesOf;
 }
 

@@ -44,7 +44,8 @@ const EXTENSION_FIELDS = new Set(['extension', 'modifierExtension']);
  * After `_reference`: what the top-level `SList` takes, except its typed search parameters and
  * `_cursor` (a reverse list has no paging links to pass back). Search parameters go in `_params`:
  * as typed arguments they would be about 140,000 arguments over the 5,700 reverse fields, which
- * measured as a schema four times as slow to build and an introspection answer of 41 MB instead of 11.
+ * makes the schema several times slower to build and the introspection answer several times larger
+ * (measured: see bench/RESULTS.md).
  */
 const REVERSE_ARGS: readonly SdlArgument[] = [
   { name: '_params', type: '[SearchParam!]' },

@@ -6,7 +6,7 @@ import { hasSeveralCredentials, REPEATED_AUTHORIZATION } from '../../auth/authen
 import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny, readCredential } from '../../auth/accounts.js';
 import { checkPassword, chooseMembership } from '../../auth/logins.js';
 import { oauth, OAuthError, readForm } from '../../auth/oauth-errors.js';
-import { stableId } from '../../auth/projects.js';
+import { stableId } from '../../auth/account-writes.js';
 import { safeEqual, sha256Base64Url } from '../../auth/secrets.js';
 import { loginAge, type AuthService } from '../../auth/service.js';
 import { type TokenResponse } from '../../auth/tokens.js';

@@ -1,8 +1,8 @@
 import { getSearchParametersFor, isResourceType, type SearchParameter } from '../../fhir/definitions.js';
 import { errors, issue, OperationOutcomeError, outcome } from '../../fhir/outcome.js';
-import { MAX_COMPONENTS } from '../../indexing/index-rows.js';
+import { MAX_COMPONENTS } from '../../indexing/row-types.js';
 import { findCompositePlan, type CompositePlan } from '../../indexing/composite.js';
-import { IDENTIFIER_SUFFIX, isIndexedType } from '../../indexing/rows.js';
+import { IDENTIFIER_SUFFIX, isIndexedType } from '../../indexing/add-rows.js';
 import { parseReference } from '../../indexing/references.js';
 import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from '../../indexing/text.js';
 import type { ProjectParameters } from '../../indexing/parameters.js';

@@ -1,5 +1,5 @@
 import type { SearchParameter } from '../fhir/definitions.js';
-import type { IndexRows, ReferenceRow } from './index-rows.js';
+import type { IndexRows, ReferenceRow } from './row-types.js';
 import { dateRange } from './dates.js';
 import { parseCanonical, parseReference } from './references.js';
 import { capUtf8, clean, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from './text.js';

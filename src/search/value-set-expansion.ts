@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { RequestContext } from '../operations/context.js';
 import type { Identity } from '../identity/identity.js';
 import { Database, type SqlExecutor } from '../db/database.js';
 import { errors, issue, OperationOutcomeError, outcome } from '../fhir/outcome.js';
-import type { OperationRequest } from '../operations/registry.js';
 import { requestCache, type TerminologyCache } from '../terminology/cache.js';
 import { Membership } from '../terminology/membership.js';
 import { findValueSet } from '../terminology/resources.js';
+import type { TerminologyCaller } from '../terminology/types.js';
 import type { ValueSetMember } from './query/conditions.js';
 
 /**
@@ -38,26 +37,25 @@ type Expansion = readonly ValueSetMember[] | OperationOutcomeError;
  * it: `invalid` when it is unknown or cannot be expanded, `too-costly` when it is too large.
  */
 export async function expandForSearch(db: SqlExecutor, identity: Identity, url: string, name: string): Promise<Expansion> {
-  if (!(db instanceof Database)) return expand(db, identity, url, name, undefined);
-  // A context of its own: the terminology cache is synced once per context, so each search (each
+  if (!(db instanceof Database)) return expand(db, { identity }, url, name);
+  // A caller of its own: the terminology cache is synced once per caller, so each search (each
   // value set of it) checks that what is cached is still current.
-  const ctx = { identity, requestId: `search-${randomUUID()}` } as RequestContext;
-  const cache = await requestCache(ctx, db);
-  if (!cache) return expand(db, identity, url, name, undefined);
+  const caller: TerminologyCaller = { identity, requestId: `search-${randomUUID()}` };
+  const cache = await requestCache(caller, db);
+  if (!cache) return expand(db, { identity }, url, name);
   const memory = await expansionMemory(cache);
-  return memory.get(`${identity.projectId}|${url}`, () => expand(db, identity, url, name, ctx));
+  return memory.get(`${identity.projectId}|${url}`, () => expand(db, caller, url, name));
 }
 
-/** Expands `url` for a search; `ctx`: a context whose terminology cache was synced (undefined: none). */
-async function expand(db: SqlExecutor, identity: Identity, url: string, name: string, ctx: RequestContext | undefined): Promise<Expansion> {
-  // The terminology services read the caller's project from the context and nothing else.
-  const request: OperationRequest = { level: 'system', ctx: ctx ?? ({ identity } as RequestContext), db: terminologyDatabase(db) };
+/** Expands `url` for a search; a caller with a `requestId` uses the synced terminology cache. */
+async function expand(db: SqlExecutor, caller: TerminologyCaller, url: string, name: string): Promise<Expansion> {
+  const terminologyDb = terminologyDatabase(db);
   try {
-    const valueSet = await findValueSet(request.ctx, request.db, url);
+    const valueSet = await findValueSet(caller, terminologyDb, url);
     if (!valueSet) {
       return errors.invalid(`${name}: ValueSet ${url} not found (give the canonical URL of a ValueSet of this project or of FHIR R4)`, name);
     }
-    const { members, total } = await new Membership(request).expand(valueSet, { offset: 0, count: MAX_VALUE_SET_CODES + 1 });
+    const { members, total } = await new Membership(caller, terminologyDb).expand(valueSet, { offset: 0, count: MAX_VALUE_SET_CODES + 1 });
     if (total > MAX_VALUE_SET_CODES || members.length > MAX_VALUE_SET_CODES) {
       return new OperationOutcomeError(
         outcome([
