@@ -15,7 +15,7 @@ import {
 import { randomSecret } from './secrets.js';
 import { readClientSecret, storeClientSecret } from './projects.js';
 import { policyAllowsType, policyCriteria } from '../search/policy.js';
-import { MAX_COUNT, search } from '../search/service.js';
+import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../search/service.js';
 
 /** Types only project admins (or super admins) may create, change or delete. */
 const ADMIN_TYPES = new Set(['ProjectMembership', 'ClientApplication', 'AccessPolicy', 'User']);
@@ -165,13 +165,18 @@ export class GuardedRepository extends Repository {
     return super.updateBinary(id, contentType, data, options);
   }
 
+  /** What the caller's criteria searches run with: the same as a request's searches. */
+  private searchContext(): SearchContext {
+    return { database: this.services.db, identity: this.who, config: this.services.config, searchCache: this.services.searchCache };
+  }
+
   /**
    * A resource outside the caller's AccessPolicy criteria for its type is invisible (404), as a
    * resource of another project is. The check is the search engine's, so it cannot disagree with it.
    */
   private async assertWithinCriteria(resourceType: string, id: string): Promise<void> {
     if (!policyCriteria(this.who, resourceType)) return;
-    const result = await search({ db: this.services.db, identity: this.who, config: this.services.config }, resourceType, [
+    const result = await search(searchServicesFor(this.searchContext()), resourceType, [
       ['_id', id],
       ['_count', '1'],
     ]);
@@ -183,7 +188,7 @@ export class GuardedRepository extends Repository {
     const within = new Set<string>();
     for (let start = 0; start < ids.length; start += MAX_COUNT) {
       const chunk = ids.slice(start, start + MAX_COUNT);
-      const result = await search({ db: this.services.db, identity: this.who, config: this.services.config }, type, [
+      const result = await search(searchServicesFor(this.searchContext()), type, [
         ['_id', chunk.join(',')],
         ['_count', String(chunk.length)],
       ]);
@@ -198,7 +203,7 @@ export class GuardedRepository extends Repository {
 
   /** A written resource must meet the criteria of the caller's policy for its type, or the write is undone. */
   protected override async verifyWrite(tx: SqlExecutor, resource: Resource): Promise<void> {
-    const result = await search({ db: tx, identity: this.who, config: this.services.config }, resource.resourceType, [
+    const result = await search(searchServicesFor(this.searchContext(), { transaction: tx }), resource.resourceType, [
       ['_id', resource.id!],
       ['_count', '1'],
     ]);

@@ -1,4 +1,3 @@
-import type { Config } from '../config.js';
 import type { Identity } from '../context.js';
 import { toInstant, type SqlExecutor } from '../db/database.js';
 import { getResourceTypes, isResourceType, type SearchParameter } from '../fhir/definitions.js';
@@ -34,6 +33,9 @@ import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
 import { parametersForSearch, type ProjectParameters } from './parameters.js';
 import { expandForSearch } from './value-sets.js';
 import { statementKey, type SearchCache, type WriteDependency } from './search-cache.js';
+import type { SearchServices } from './search-services.js';
+
+export { searchServicesFor, type SearchContext, type SearchServices, type SearchServicesOptions } from './search-services.js';
 
 /**
  * The search service (http://hl7.org/fhir/R4/search.html, SPEC 4.8 and 8), transport-free: REST
@@ -47,16 +49,6 @@ export const MIN_CURSOR_COUNT = 20;
 /** Rounds of `:iterate` includes, and included resources per search, at most. */
 const MAX_INCLUDE_ROUNDS = 4;
 const MAX_INCLUDED = 5000;
-
-export interface SearchServices {
-  db: SqlExecutor;
-  identity: Identity;
-  config: Pick<Config, 'fhirBaseUrl' | 'accurateCountThreshold'> & Partial<Pick<Config, 'accurateCountOverThreshold'>>;
-  /** The searching project's own SearchParameters (src/search/parameters.ts); search() reads them when absent. */
-  parameters?: ProjectParameters;
-  /** Exact counts kept until a write could change them (search-cache.ts); absent: every count is taken anew. */
-  searchCache?: SearchCache;
-}
 
 export interface SearchOptions {
   /** `Prefer: handling=lenient`: unknown parameters and bad values are ignored and reported. */
