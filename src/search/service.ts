@@ -5,28 +5,14 @@ import { errors, issue, OperationOutcomeError, outcome } from '../fhir/outcome.j
 import { parseSummary, type SummaryMode } from '../fhir/summary.js';
 import type { OperationOutcomeIssue } from '../fhir/types.js';
 import { policyAllowsType, policyCriteria } from './policy.js';
-import {
-  compileParameter,
-  selectsByKey,
-  stringPrefixRange,
-  dateBoundKind,
-  dateRangeCondition,
-  dateRangeRows,
-  findParameter,
-  stringPrefixMatches,
-  isSearchable,
-  isTokenCodeMatch,
-  tokenCodeMatches,
-  tokenCodeRowCount,
-  dateSortMatches,
-  stringSortMatches,
-  numericRangeTable,
-  numericRangeMatches,
-  numericRangesExist,
-  type CompileContext,
-  type IndexRowsCondition,
-  type ValueSetMember,
-} from './query/conditions.js';
+import { compileParameter, type CompileContext, type IndexRowsCondition, type ValueSetMember } from './query/conditions.js';
+import { dateBoundKind, dateSortMatches } from './query/conditions/date.js';
+import { dateRangeCondition, dateRangeRows } from './query/conditions/date-range.js';
+import { selectsByKey } from './query/conditions/keys.js';
+import { findParameter, isSearchable } from './query/conditions/lookup.js';
+import { numericRangeMatches, numericRangesExist, numericRangeTable } from './query/conditions/number-quantity.js';
+import { stringPrefixMatches, stringPrefixRange, stringSortMatches } from './query/conditions/string.js';
+import { isTokenCodeMatch, tokenCodeMatches, tokenCodeRowCount } from './query/conditions/token.js';
 import { decodeCursor, encodeCursor, searchSignature, type CursorPosition } from './query/cursor.js';
 import { splitOr, unescape } from './query/values.js';
 import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
