@@ -2,7 +2,6 @@ import type { CompileContext } from '../conditions.js';
 import { scopeSql } from '../sql-builder.js';
 import { parseDateValue } from '../values.js';
 import { dateBoundKind, dateCondition, dateRowRange } from './date.js';
-import { findParameter, isSearchable } from './lookup.js';
 
 /**
  * A redundant condition for `name=ge<A>&name=le<B>` (gt/lt alike) that an index can serve; the
@@ -18,7 +17,7 @@ import { findParameter, isSearchable } from './lookup.js';
  * bounds overlap [A, B] (the lower bound asks end >= A, the upper start <= B), which the GiST
  * index on the row range finds; the partial index on seq > 1 finds the rest (empty when the
  * parameter has one value per resource, the usual case). When A > B a row meets both only by
- * containing [B, A].
+ * containing [B, A]. `name` is a date parameter without modifier (the caller checks).
  */
 export function dateRangeCondition(
   name: string,
@@ -29,7 +28,7 @@ export function dateRangeCondition(
   ctx: CompileContext,
 ): string | undefined {
   const x = `x${ctx.depth}`;
-  const meets = dateRowMeetsRange(name, lower, upper, types, x, ctx);
+  const meets = dateRowMeetsRange(name, lower, upper, x, ctx);
   if (!meets) return undefined;
   return `(${alias}."projectId", ${alias}."resourceType", ${alias}.id) IN (${dateRowsOf(x, types, ctx, meets, name)}` +
     ` UNION ALL ${dateRowsOf(x, types, ctx, `${x}.seq > 1`, name)})`;
@@ -37,13 +36,10 @@ export function dateRangeCondition(
 
 /**
  * The condition on a date_index row `x` of `name` that it meets both bounds and overlaps [A, B]
- * (the GiST index's), or undefined when `lower`/`upper` are not such a pair on a date parameter.
+ * (the GiST index's), or undefined when `lower`/`upper` are not such a pair.
  */
-function dateRowMeetsRange(name: string, lower: string, upper: string, types: readonly string[], x: string, ctx: CompileContext): string | undefined {
-  if (name.includes(':') || name.includes('.') || name.startsWith('_')) return undefined;
+function dateRowMeetsRange(name: string, lower: string, upper: string, x: string, ctx: CompileContext): string | undefined {
   if (dateBoundKind(lower) !== 'lower' || dateBoundKind(upper) !== 'upper') return undefined;
-  const param = findParameter(name, types, name, ctx.parameters);
-  if (param.type !== 'date' || !isSearchable(param)) return undefined;
   const low = parseDateValue(name, lower);
   const high = parseDateValue(name, upper);
   // The row's end must reach A, its start must not pass B (looser than gt/lt, as a hint may be).
@@ -69,10 +65,11 @@ function dateRowMeetsRange(name: string, lower: string, upper: string, types: re
  * distinct; the resources with such a row (the partial index on seq > 1; none when the parameter
  * has one value per resource) are listed once each when some row meets each bound, as FHIR says.
  * A page joined from these rows stops at its last row, where `IN` had PostgreSQL hash every match
- * first (550 rows for a day of 1,000,000 Observations). Undefined when the pair is not one.
+ * first (550 rows for a day of 1,000,000 Observations). Undefined when the pair is not one;
+ * `name` is a date parameter without modifier (the caller checks).
  */
 export function dateRangeRows(name: string, lower: string, upper: string, type: string, projectId: string, ctx: CompileContext): string | undefined {
-  const meets = dateRowMeetsRange(name, lower, upper, [type], 'g', ctx);
+  const meets = dateRowMeetsRange(name, lower, upper, 'g', ctx);
   if (!meets) return undefined;
   const inProject = (x: string): string =>
     `${x}."projectId" = ${ctx.args.add(projectId)} AND ${x}."resourceType" = ${ctx.args.add(type)} AND ${x}.code = ${ctx.args.add(name)}`;

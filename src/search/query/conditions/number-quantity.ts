@@ -1,8 +1,7 @@
+import type { SearchParameter } from '../../../fhir/definitions.js';
 import { errors } from '../../../fhir/outcome.js';
-import type { ProjectParameters } from '../../parameters.js';
 import type { CompileContext, RowsOf } from '../conditions.js';
 import { parseNumberValue, splitOr, splitPipe, unescape, type Prefix } from '../values.js';
-import { findParameter, isSearchable } from './lookup.js';
 import { firstOfEach, noModifier, orJoin, rowsOfCode } from './shared.js';
 
 /** A number parameter's values on its index rows `x` (no modifiers); a Range keeps its high in `high`. */
@@ -100,21 +99,14 @@ export function quantityCondition(name: string, raw: string, cols: QuantityColum
 }
 
 /**
- * The index table of `name=value` when it is a number or quantity parameter's comparison with one
- * value that reads a range of the index's values (any prefix but `ne`), else undefined
- * (numericRangeMatches).
+ * The index table of a parameter of `kind` (no modifier) when `value` is a number or quantity
+ * comparison with one value that reads a range of the index's values (any prefix but `ne`), else
+ * undefined (numericRangeMatches).
  */
-export function numericRangeTable(name: string, value: string, types: readonly string[], parameters?: ProjectParameters): 'number_index' | 'quantity_index' | undefined {
-  if (name.startsWith('_') || name.includes(':') || name.includes('.')) return undefined;
+export function numericRangeTable(kind: SearchParameter['type'], value: string): 'number_index' | 'quantity_index' | undefined {
   const values = splitOr(value);
   if (values.length !== 1 || values[0].startsWith('ne')) return undefined;
-  try {
-    const param = findParameter(name, types, name, parameters);
-    if (!isSearchable(param)) return undefined;
-    return param.type === 'number' ? 'number_index' : param.type === 'quantity' ? 'quantity_index' : undefined;
-  } catch {
-    return undefined;
-  }
+  return kind === 'number' ? 'number_index' : kind === 'quantity' ? 'quantity_index' : undefined;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { isResourceType } from '../../../fhir/definitions.js';
 import { errors, issue, OperationOutcomeError, outcome } from '../../../fhir/outcome.js';
-import type { CompileContext } from '../conditions.js';
+import type { CompileContext, IndexRowsCondition } from '../conditions.js';
 
 /** Modifiers FHIR R4 defines (or a resource type, for references): others are reported as unknown. */
 const KNOWN_MODIFIERS = new Set(['missing', 'exact', 'contains', 'text', 'not', 'above', 'below', 'in', 'not-in', 'of-type', 'identifier']);
@@ -57,4 +57,13 @@ export function rowsOfCode(projectId: string, type: string, code: string, ctx: C
  */
 export function firstOfEach(rows: string, aggregate: string, ordered: boolean): string {
   return `SELECT m."resourceId", ${aggregate} AS first FROM (${rows}) m GROUP BY m."resourceId"${ordered ? ' ORDER BY first, m."resourceId"' : ''}`;
+}
+
+/** The rows of an index-rows condition as a table of (projectId, resourceType, id), within `scope` (a condition on its alias). */
+export function indexRowsSource(rows: IndexRowsCondition, scope: string): string {
+  const { table, alias, codeArg, condition } = rows;
+  return (
+    `SELECT ${alias}."projectId", ${alias}."resourceType", ${alias}."resourceId" AS id FROM ${table} ${alias}` +
+    ` WHERE ${scope} AND ${alias}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}`
+  );
 }

@@ -1,10 +1,7 @@
-import type { SearchParameter } from '../../../fhir/definitions.js';
 import { normaliseForIndex } from '../../indexing/text.js';
-import type { ProjectParameters } from '../../parameters.js';
 import type { CompileContext, RowsOf } from '../conditions.js';
 import { likeEscape } from '../sql-builder.js';
 import { splitOr, unescape } from '../values.js';
-import { findParameter, isSearchable } from './lookup.js';
 import { firstOfEach, orJoin, rowsOfCode, unsupportedModifier } from './shared.js';
 
 /** A string parameter's values on its index rows `x`: prefix (the default), `:exact` or `:contains`. */
@@ -37,21 +34,13 @@ export interface PrefixRange {
   upper: string;
 }
 
-/** The PrefixRange of `name=value`, or undefined when it is not a plain one-value string prefix. */
-export function stringPrefixRange(name: string, value: string, types: readonly string[], parameters?: ProjectParameters): PrefixRange | undefined {
-  if (name.startsWith('_') || name.includes(':') || name.includes('.')) return undefined;
+/** The PrefixRange of string parameter `code` (no modifier) matching `value`, or undefined when the value is not one prefix. */
+export function stringPrefixRange(code: string, value: string): PrefixRange | undefined {
   const values = splitOr(value);
   if (values.length !== 1) return undefined;
-  let param: SearchParameter;
-  try {
-    param = findParameter(name, types, name, parameters);
-  } catch {
-    return undefined;
-  }
-  if (param.type !== 'string' || !isSearchable(param)) return undefined;
   const lower = normaliseForIndex(unescape(values[0]));
   const upper = lower === '' ? undefined : prefixUpperBound(lower);
-  return upper === undefined ? undefined : { code: name, lower, upper };
+  return upper === undefined ? undefined : { code, lower, upper };
 }
 
 /**

@@ -1,10 +1,8 @@
 import { errors, OperationOutcomeError } from '../../../fhir/outcome.js';
 import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise } from '../../indexing/text.js';
-import type { ProjectParameters } from '../../parameters.js';
 import type { CompileContext, RowsOf } from '../conditions.js';
 import { likeEscape } from '../sql-builder.js';
 import { splitOr, splitPipe, unescape } from '../values.js';
-import { findParameter, isSearchable } from './lookup.js';
 import { firstOfEach, orJoin, rowsOfCode, unsupportedModifier } from './shared.js';
 
 /** Columns a token condition reads: token_index's own, or a composite row's component. */
@@ -90,23 +88,16 @@ export function namesTokenCode(raw: string): boolean {
 }
 
 /**
- * Whether `name=value` is a token parameter's plain match on one code (`code`, `|code` or
- * `system|code`, no modifier): rows its index lists by system, then resource (tokenCodeMatches).
+ * Whether a token parameter's value (no modifier) is a match on one code (`code`, `|code` or
+ * `system|code`): rows its index lists by system, then resource (tokenCodeMatches).
  */
-export function isTokenCodeMatch(name: string, value: string, types: readonly string[], parameters?: ProjectParameters): boolean {
-  if (name.startsWith('_') || name.includes(':') || name.includes('.')) return false;
+export function isOneTokenCode(value: string): boolean {
   const values = splitOr(value);
-  if (values.length !== 1 || !namesTokenCode(values[0])) return false;
-  try {
-    const param = findParameter(name, types, name, parameters);
-    return param.type === 'token' && isSearchable(param);
-  } catch {
-    return false;
-  }
+  return values.length === 1 && namesTokenCode(values[0]);
 }
 
 /**
- * The resources of one project and type matching a token code (isTokenCodeMatch), each once with
+ * The resources of one project and type matching a token code (isOneTokenCode), each once with
  * its first matching system (`first`), ordered by it, then id: the order of the token index
  * (projectId, resourceType, code, value, system, resourceId), so that with `window` (rows of the
  * index read, in that order) the match stops early and is the beginning of the whole match, as
