@@ -17,7 +17,7 @@ import { cpus, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import type { SqlExecutor } from '../src/db/database.js';
-import { search } from '../src/search/service.js';
+import { search, searchServicesFor } from '../src/search/service.js';
 import { FAMILIES, generate, LOINC } from './search-data.js';
 import { clientCredentialsToken, launchFlint } from './flint-process.js';
 
@@ -196,11 +196,9 @@ async function plans(pool: pg.Pool): Promise<string[]> {
       },
       execute: async (sql: string, args: readonly unknown[] = []) => (await pool.query(sql, args as unknown[])).rowCount ?? 0,
     };
-    await search(
-      { db: executor, identity: { projectId: PROJECT, superAdmin: which === 'every project' }, config: { fhirBaseUrl: FHIR, accurateCountThreshold: Number.MAX_SAFE_INTEGER } },
-      type,
-      [...new URLSearchParams(query).entries()],
-    );
+    const identity = { projectId: PROJECT, superAdmin: which === 'every project' };
+    const services = searchServicesFor({ database: executor, identity, config: { fhirBaseUrl: FHIR, accurateCountThreshold: Number.MAX_SAFE_INTEGER } });
+    await search(services, type, [...new URLSearchParams(query).entries()]);
     // The search also reads the project's SearchParameters (cached): pick the statement by its shape.
     const page =
       which === 'count'

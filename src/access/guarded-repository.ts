@@ -20,7 +20,7 @@ import {
 import { randomSecret } from '../auth/secrets.js';
 import { readClientSecret, storeClientSecret } from '../auth/account-writes.js';
 import { policyAllowsType, policyCriteria } from '../identity/policy.js';
-import { MAX_COUNT, search } from '../search/service.js';
+import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../search/service.js';
 
 /** Types only project admins (or super admins) may create, change or delete. */
 const ADMIN_TYPES = new Set(['ProjectMembership', 'ClientApplication', 'AccessPolicy', 'User']);
@@ -192,6 +192,11 @@ export class GuardedRepository implements ResourceRepository {
     return this.store.readBinaryData(version);
   }
 
+  /** What the caller's criteria searches run with: the same as a request's searches. */
+  private searchContext(): SearchContext {
+    return { database: this.services.db, identity: this.who, config: this.services.config, searchCache: this.services.searchCache };
+  }
+
   /**
    * A resource outside the caller's AccessPolicy criteria for its type is invisible (404), as a
    * resource of another project is. The check is the search engine's, so it cannot disagree with it.
@@ -219,7 +224,7 @@ export class GuardedRepository implements ResourceRepository {
     const within = new Set<string>();
     for (let start = 0; start < ids.length; start += MAX_COUNT) {
       const chunk = ids.slice(start, start + MAX_COUNT);
-      const result = await search({ db: this.services.db, identity: this.who, config: this.services.config }, type, [
+      const result = await search(searchServicesFor(this.searchContext()), type, [
         ['_id', chunk.join(',')],
         ['_count', String(chunk.length)],
       ]);
@@ -230,7 +235,7 @@ export class GuardedRepository implements ResourceRepository {
 
   /** A written resource must meet the criteria of the caller's policy for its type, or the write is undone. */
   private async verifyWrite(tx: SqlExecutor, resource: Resource): Promise<void> {
-    const result = await search({ db: tx, identity: this.who, config: this.services.config }, resource.resourceType, [
+    const result = await search(searchServicesFor(this.searchContext(), { transaction: tx }), resource.resourceType, [
       ['_id', resource.id!],
       ['_count', '1'],
     ]);

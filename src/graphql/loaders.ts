@@ -3,7 +3,7 @@ import type { RequestContext } from '../operations/context.js';
 import type { Resource } from '../fhir/types.js';
 import { collectRows } from '../indexing/collect.js';
 import { getIndexPlan } from '../indexing/plan.js';
-import { DEFAULT_COUNT, MAX_COUNT, search, type SearchServices } from '../search/service.js';
+import { DEFAULT_COUNT, MAX_COUNT, search, searchServicesFor, type SearchServices } from '../search/service.js';
 import { keyOf, type ReadKey } from '../storage/types.js';
 import { parsedResources } from './parsed-cache.js';
 
@@ -93,7 +93,7 @@ class RequestLoaders implements Loaders {
     this.reverseLoaders ??= new Map();
     let loader = this.reverseLoaders.get(key);
     if (!loader) {
-      loader = new DataLoader((parents) => reverseLists(searchServicesOf(this.ctx), query, parents), { maxBatchSize: 100 });
+      loader = new DataLoader((parents) => reverseLists(searchServicesFor(this.ctx), query, parents), { maxBatchSize: 100 });
       this.reverseLoaders.set(key, loader);
     }
     return loader.load(parent);
@@ -134,10 +134,6 @@ function markInside(value: unknown, container: Resource, containers: WeakMap<obj
   if (typeof value !== 'object' || value === null) return;
   containers.set(value, container);
   for (const child of Array.isArray(value) ? value : Object.values(value)) markInside(child, container, containers);
-}
-
-function searchServicesOf(ctx: RequestContext): SearchServices {
-  return { db: ctx.database, identity: ctx.identity, config: ctx.config };
 }
 
 /**

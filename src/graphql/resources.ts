@@ -10,7 +10,7 @@ import { errors } from '../fhir/outcome.js';
 import { createResolver, deleteResolver, updateResolver } from './mutations.js';
 import { type Resource, isRecord } from '../fhir/types.js';
 import type { Resolvers } from '../generated/graphql.js';
-import { MAX_COUNT, MAX_OFFSET, search, type Paging, type SearchResult, type SearchRow, type SearchServices } from '../search/service.js';
+import { MAX_COUNT, MAX_OFFSET, search, searchServicesFor, type Paging, type SearchResult, type SearchRow, type SearchServicesOptions } from '../search/service.js';
 import { keyOf } from '../storage/types.js';
 import { parsedResources } from './parsed-cache.js';
 import type { FieldResolver, GraphQLContext } from './context.js';
@@ -162,11 +162,6 @@ function decodePageCursor(text: string): PagePosition {
 
 // Queries ---------------------------------------------------------------------------------------
 
-function searchServices(context: GraphQLContext, overrides: Partial<SearchServices['config']> = {}): SearchServices {
-  const ctx = context.requestContext;
-  return { db: ctx.database, identity: ctx.identity, config: { ...ctx.config, ...overrides }, searchCache: ctx.searchCache };
-}
-
 /**
  * The search service, behind the same type check REST applies at its route (AccessPolicy types),
  * with the matches as FHIR JSON, remembered by the request's loaders (later references to them
@@ -181,11 +176,11 @@ async function runSearch(
   context: GraphQLContext,
   type: string,
   params: [string, string][],
-  overrides?: Partial<SearchServices['config']>,
+  options?: SearchServicesOptions,
 ): Promise<{ result: SearchResult; resources: Resource[] }> {
   assertTypeAccess(context.requestContext.identity, type, false);
   const withoutContent = context.requestContext.repo.cachesVersions || parsedResources.holdsPagesOf(type);
-  const result = await search(searchServices(context, overrides), type, params, { withoutContent });
+  const result = await search(searchServicesFor(context.requestContext, options), type, params, { withoutContent });
   const matches = result.matches;
   const known = withoutContent ? await versionsOf(context, type, matches) : undefined;
   const resources: Resource[] = new Array(matches.length);
@@ -260,7 +255,7 @@ function connectionResolver(type: string): FieldResolver {
     const params = searchParams(type, args);
     const implicitTotal = args._total === undefined || args._total === null ? selectsField(info, 'count') : false;
     if (implicitTotal) params.push(['_total', 'accurate']);
-    const { result, resources } = await runSearch(context, type, params, implicitTotal ? { accurateCountOverThreshold: 'estimate' } : {});
+    const { result, resources } = await runSearch(context, type, params, { estimateOverThreshold: implicitTotal });
     return toConnection(result, resources);
   };
 }

@@ -1,7 +1,7 @@
 import { errors } from '../fhir/outcome.js';
 import { applySubsetting } from '../fhir/summary.js';
 import type { BundleLink, Resource } from '../fhir/types.js';
-import { search, type Paging, type SearchResult, type SearchRow } from '../search/service.js';
+import { search, searchServicesFor, type Paging, type SearchResult, type SearchRow } from '../search/service.js';
 import type { HonoContext } from './fhir-handlers.js';
 import { assertJsonAcceptable } from './negotiation.js';
 import { fhirText } from './responses.js';
@@ -41,7 +41,6 @@ export async function searchSystemHandler(c: HonoContext): Promise<Response> {
 
 async function respond(c: HonoContext, types: string[] | undefined, params: [string, string][], path: string): Promise<Response> {
   const ctx = c.get('ctx');
-  const services = c.get('services');
   assertJsonAcceptable(c.req.query('_format') ?? null, c.req.header('accept') ?? null);
   const lenient = /(^|[;,\s])handling\s*=\s*lenient\b/i.test(c.req.header('prefer') ?? '');
   if (types) {
@@ -49,7 +48,7 @@ async function respond(c: HonoContext, types: string[] | undefined, params: [str
       if (!/^[A-Z][A-Za-z]+$/.test(type)) throw errors.invalid(`Unknown resource type "${type}" in _type`, '_type');
     }
   }
-  const result = await search({ db: services.db, identity: ctx.identity, config: ctx.config, searchCache: ctx.searchCache }, types, params, { lenient });
+  const result = await search(searchServicesFor(ctx), types, params, { lenient });
   const base = path === '' ? ctx.config.fhirBaseUrl : `${ctx.config.fhirBaseUrl}/${path}`;
   const text = bundleText(ctx.config.fhirBaseUrl, base, result);
   return fhirText(text, 200, {}, c.req.query('_pretty') === 'true');

@@ -2,7 +2,7 @@ import { ID_SOURCE } from '../fhir/ids.js';
 import { errors } from '../fhir/outcome.js';
 import { type Expression, type Measure, type MeasureReport, type MeasureReportGroup, type MeasureReportGroupStratifier } from '../fhir/resources.js';
 import { asResourceOf, readTyped } from '../fhir/typed-resources.js';
-import { search } from '../search/service.js';
+import { search, searchServicesFor } from '../search/service.js';
 import { findByUrl } from '../terminology/resources.js';
 import { coreOperationDefinition } from '../operations/definition.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
@@ -134,11 +134,6 @@ async function count(request: OperationRequest, query: { type: string; params: [
   const dateParameter = CLINICAL_DATE_PARAMETER[query.type];
   if (dateParameter) params.push([dateParameter, `ge${input.periodStart}`], [dateParameter, `le${input.periodEnd}`]);
   params.push(['_summary', 'count']);
-  const result = await search(
-    // Counts are exact whatever ACCURATE_COUNT_THRESHOLD says: a measure is a count.
-    { db: request.db, identity: request.ctx.identity, config: { fhirBaseUrl: request.ctx.config.fhirBaseUrl, accurateCountThreshold: Number.MAX_SAFE_INTEGER } },
-    query.type,
-    params,
-  );
+  const result = await search(searchServicesFor(request.ctx, { exactCounts: true }), query.type, params);
   return result.total?.value ?? 0;
 }

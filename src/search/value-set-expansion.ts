@@ -6,7 +6,7 @@ import { requestCache, type TerminologyCache } from '../terminology/cache.js';
 import { Membership } from '../terminology/membership.js';
 import { findValueSet } from '../terminology/resources.js';
 import type { TerminologyCaller } from '../terminology/types.js';
-import type { ValueSetMember } from './query/conditions.js';
+import type { ValueSetMember } from './query/conditions/types.js';
 
 /**
  * Value sets for the token modifiers `:in` and `:not-in`: expanded through the terminology

@@ -4,8 +4,8 @@ import { create, found, matchesOfEveryPage, matchIds, sorted } from './helpers.j
 
 /**
  * `p=ge<A>&p=le<B>` on a date parameter: the search adds an index-friendly condition for the pair
- * (conditions.ts, dateRangeCondition) and counts such searches from the index tables
- * (service.ts, countDateRange). These pin the FHIR semantics both must keep: each bound may be
+ * (query/conditions/date-range.ts, dateRangeCondition) and counts such searches from the index tables
+ * (exact-count.ts, countDateRange). These pin the FHIR semantics both must keep: each bound may be
  * met by a different value of the resource, and a single value meets both when it overlaps.
  */
 const api = await useTestServer();

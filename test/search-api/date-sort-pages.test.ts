@@ -5,7 +5,7 @@ import { create, createInBatches, matchesByOffset as pagesOf, matchIds } from '.
 
 /**
  * A search in one project sorted by one date parameter reads its page from the parameter's rows in
- * the page's order (service.ts, dateSortedPage), falling back to the general statement when those
+ * the page's order (pages/sorted-window.ts, growing-windows.ts), falling back to the general statement when those
  * rows fall short. These pin the order that must come out either way: values, Periods, ties,
  * resources without a value, filters, paging and isolation.
  */

@@ -6,7 +6,7 @@ import { create, includeRefs, link, matchesOfEveryPage, matchIds, pathOf, sorted
 
 /**
  * A super admin's search without one `_project` reads each project's page through its
- * project-first indexes and merges them (service.ts, pageRows). These pin that the merge keeps
+ * project-first indexes and merges them (pages/every-project.ts). These pin that the merge keeps
  * the search's order, paging, cursors, totals and includes across projects. Every test tags its
  * resources: the super admin sees the other tests' projects too.
  */

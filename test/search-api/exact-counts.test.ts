@@ -4,7 +4,7 @@ import { create } from './helpers.js';
 
 /**
  * Exact counts (`_summary=count`, `_total=accurate`) are read from the index tables when the
- * search allows it (service.ts, indexCountQuery). These pin what such a count must agree with:
+ * search allows it (exact-count.ts, indexCountQuery). These pin what such a count must agree with:
  * deleted resources are not counted, a resource with several matching values counts once, and
  * the other parameters of the search still apply.
  */

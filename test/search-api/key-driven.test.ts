@@ -5,7 +5,7 @@ import { create, found, matchesOfEveryPage, matchIds, sorted } from './helpers.j
 /**
  * A search in one project with a key filter (a reference to given resources, an identifier) and
  * other filters tests the others on the key's index rows before reading any resource
- * (service.ts, keyDrivenConditions). These pin what that form must keep: each resource once, the
+ * (pages/key-driven.ts, keyDrivenConditions). These pin what that form must keep: each resource once, the
  * other filters of every kind, the ones on the resource itself, sorting, paging and isolation.
  */
 const api = await useTestServer();

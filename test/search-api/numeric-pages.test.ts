@@ -5,7 +5,7 @@ import { create, createInBatches, matchesByOffset, matchIds } from './helpers.js
 /**
  * A search without _sort in one project whose only filter is a number or quantity comparison
  * (`Observation?value-quantity=gt60`) reads its page from the index in the index's order, by least
- * matching value, then id, when no row of the parameter holds a Range (service.ts, numericDriver).
+ * matching value, then id, when no row of the parameter holds a Range (pages/numeric.ts, numericDriver).
  * These pin what that must keep: the prefixes, units, each resource once, the order across pages.
  */
 const api = await useTestServer();

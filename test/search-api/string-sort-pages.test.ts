@@ -4,7 +4,7 @@ import { createInBatches as createAll, matchesByOffset as pagesOf, matchIds } fr
 
 /**
  * A search in one project sorted by one string parameter reads its page from the string index in
- * the page's order (service.ts, growingWindowPage with stringSortMatches), falling back to the
+ * the page's order (pages/growing-windows.ts with stringSortMatches), falling back to the
  * general statement when those rows fall short. These pin the order that must come out either way.
  */
 const api = await useTestServer();

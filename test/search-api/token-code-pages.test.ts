@@ -6,7 +6,7 @@ import { create, createInBatches, found, matchIds } from './helpers.js';
 /**
  * A search without _sort in one project whose only filter is a token code
  * (`Observation?code=http://loinc.org|8867-4`) reads its page from the token index in the index's
- * order (service.ts, tokenCodeDriver): by each resource's first matching system, then id. These
+ * order (pages/token-code.ts, tokenCodeDriver): by each resource's first matching system, then id. These
  * pin what that must keep: each resource once, the token rules, the order across pages, isolation.
  */
 const api = await useTestServer();

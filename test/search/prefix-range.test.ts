@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { prefixUpperBound } from '../../src/search/query/conditions.js';
+import { prefixUpperBound } from '../../src/search/query/conditions/string.js';
 
 describe('prefixUpperBound', () => {
   it.each([

@@ -1,0 +1,132 @@
+import { everyProject } from './pages/every-project.js';
+import { filterCondition, type Filter } from './plan/filters.js';
+import type { SearchQuery } from './plan/query.js';
+import { policyCriteria } from '../identity/policy.js';
+import type { CompileContext, IndexRowsCondition } from './query/conditions/types.js';
+import { dateBoundKind } from './query/conditions/date.js';
+import { indexRowsSource } from './query/conditions/shared.js';
+import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
+
+/** Above this many projects, a super admin's count names them in one condition instead of counting each apart. */
+const MAX_PROJECTS_COUNTED_APART = 20;
+
+/**
+ * The statement of an exact count from the index tables (indexCountQuery), or undefined to count
+ * through the resource table. A super admin's search spans every project, and the index tables
+ * are keyed by project first: the count is then the sum of one count per project, each with the
+ * projectId that lets the planner use those keys (and carry it from one table to the next).
+ */
+export async function exactCountQuery(query: SearchQuery): Promise<{ sql: string; args: unknown[] } | undefined> {
+  const { services, typeList, scope, filters } = query;
+  if (typeList?.length !== 1) return undefined;
+  const type = typeList[0];
+  if (policyCriteria(services.identity, type)) return undefined;
+  if (filters.some(({ name }) => name.split(/[:.]/)[0] === '_lastUpdated')) return undefined;
+  const args = new SqlArgs();
+  if (scope.projectIds !== undefined || filters.length === 0) {
+    const sql = indexCountQuery(query, type, scope, args);
+    return sql ? { sql, args: args.values } : undefined;
+  }
+  const projects = await services.db.query<{ id: string }>(`SELECT unnest(${everyProject('resource')}) AS id`);
+  if (projects.length > MAX_PROJECTS_COUNTED_APART) {
+    const sql = indexCountQuery(query, type, scope, args);
+    return sql ? { sql, args: args.values } : undefined;
+  }
+  const counts: string[] = [];
+  for (const { id } of projects) {
+    const sql = indexCountQuery(query, type, { projectIds: [id] }, args);
+    if (!sql) return undefined;
+    counts.push(`(${sql})`);
+  }
+  return { sql: `SELECT (${counts.length > 0 ? counts.join(' + ') : '0'})::int AS n`, args: args.values };
+}
+
+/**
+ * An exact count of one type in `scope` that reads the index tables instead of the resource
+ * table (exactCountQuery checks that the search allows it), or undefined. Counting through
+ * `resource` visits one heap row per match; index rows alone answer in index-only scans. It rests
+ * on an invariant of the store (src/storage/sql.ts, repository.ts): a resource has index rows
+ * exactly while its current version is not deleted, and they carry its project and type, so a
+ * matching index row stands for a live resource.
+ *  - No filter: every row of the type minus the deleted ones (index `resource_deleted_idx`).
+ *  - Only `p=ge..&p=le..` on a date parameter: matching rows counted without de-duplication
+ *    (`countDateRange`).
+ *  - Otherwise: the distinct resources of one parameter's matching rows (a token or reference
+ *    one when there is one: its index yields rows in resource order), the other parameters as
+ *    conditions on them; the planner is free to start from any of them.
+ */
+function indexCountQuery({ services, filters, valueSets }: SearchQuery, type: string, scope: Scope, args: SqlArgs): string | undefined {
+  const typeArg = args.add(type);
+  const inScope = (alias: string, table: string): string => {
+    const scoped = scopeSql(alias, 'projectId', scope, args) ?? `${alias}."projectId" = ANY(${everyProject(table)})`;
+    return `${alias}."resourceType" = ${typeArg} AND ${scoped}`;
+  };
+  if (filters.length === 0) {
+    // The primary key (resourceType, id) serves every project at once.
+    const scoped = scopeSql('r', 'projectId', scope, args);
+    const rows = `FROM resource r WHERE r."resourceType" = ${typeArg}${scoped ? ` AND ${scoped}` : ''}`;
+    return `SELECT ((SELECT count(*) ${rows}) - (SELECT count(*) ${rows} AND r.deleted))::int AS n`;
+  }
+  const ctx: CompileContext = { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters: services.parameters };
+  const compiled = filters.map((filter) => {
+    let rows: IndexRowsCondition | undefined;
+    ctx.onRows = (found) => {
+      if (found.depth === 0) rows = found;
+    };
+    const sql = filterCondition(filter, [type], 'r', ctx);
+    return { sql, rows: sql.startsWith('EXISTS (') ? rows : undefined };
+  });
+  const dateRange = countDateRange(filters, compiled, inScope);
+  if (dateRange) return dateRange;
+  const driver =
+    compiled.find((c) => c.rows && (c.rows.table === 'token_index' || c.rows.table === 'reference_index')) ?? compiled.find((c) => c.rows);
+  if (!driver?.rows) return undefined;
+  const others = compiled.filter((c) => c !== driver).map((c) => c.sql);
+  const matching = indexRowsSource(driver.rows, inScope(driver.rows.alias, driver.rows.table));
+  const sql =
+    `SELECT count(*)::int AS n FROM (SELECT DISTINCT r."resourceType", r.id FROM (${matching}) r` +
+    `${others.length > 0 ? ` WHERE ${others.join(' AND ')}` : ''}) c`;
+  return sql;
+}
+
+/**
+ * The count of a search holding `p=ge<A>&p=le<B>` (gt, lt alike) on a date parameter, such as a
+ * measure's period. Resources with at most one row of `p` match when that row meets both bounds;
+ * the others have a row with seq > 1 (query/conditions/date-range.ts) and match when some
+ * row meets each bound. So the count is: rows meeting both bounds, minus those of resources with
+ * a row with seq > 1, plus the resources with a row with seq > 1 that match; the search's other
+ * parameters are conditions on each. The first term is an index-only range scan that needs no
+ * de-duplication (one row per resource); the others read only rows with seq > 1.
+ */
+function countDateRange(
+  filters: readonly Filter[],
+  compiled: { sql: string; rows?: IndexRowsCondition }[],
+  inScope: (alias: string, table: string) => string,
+): string | undefined {
+  const bound = (kind: 'lower' | 'upper', name?: string): number =>
+    filters.findIndex((f, i) => (name === undefined || f.name === name) && dateBoundKind(f.value) === kind && compiled[i].rows?.table === 'date_index');
+  const low = bound('lower');
+  if (low < 0) return undefined;
+  const high = bound('upper', filters[low].name);
+  if (high < 0) return undefined;
+  const first = compiled[low].rows!;
+  const second = compiled[high].rows!;
+  if (!first.condition || !second.condition) return undefined;
+  const others = compiled.filter((_, i) => i !== low && i !== high).map((c) => c.sql);
+  const where = others.length > 0 ? ` WHERE ${others.join(' AND ')}` : '';
+  const x = first.alias;
+  const code = first.codeArg;
+  const both = `${x}.code = ${code} AND ${x}.code = ${second.codeArg} AND (${first.condition}) AND (${second.condition})`;
+  const later = (alias: string): string => `${alias}.code = ${code} AND ${alias}.seq > 1`;
+  const sameResource = (alias: string, of: string): string =>
+    `${alias}."resourceType" = ${of}."resourceType" AND ${alias}."resourceId" = ${of}."resourceId"`;
+  const rowMeets = (condition: string): string =>
+    `EXISTS (SELECT 1 FROM date_index ${x} WHERE ${sameResource(x, 'g')} AND ${x}.code = ${code} AND (${condition}))`;
+  const resources = (alias: string, condition: string): string =>
+    `(SELECT ${alias}."projectId", ${alias}."resourceType", ${alias}."resourceId" AS id FROM date_index ${alias} WHERE ${inScope(alias, 'date_index')} AND ${condition}) r`;
+  const rows = `SELECT count(*) FROM ${resources(x, both)}${where}`;
+  const ofLaterRows = `SELECT count(*) FROM ${resources(x, `${both} AND EXISTS (SELECT 1 FROM date_index g WHERE ${sameResource('g', x)} AND ${later('g')})`)}${where}`;
+  const laterMatching =
+    `SELECT count(*) FROM (SELECT DISTINCT r.id FROM ${resources('g', `${later('g')} AND ${rowMeets(first.condition)} AND ${rowMeets(second.condition)}`)}${where}) m`;
+  return `SELECT ((${rows}) - (${ofLaterRows}) + (${laterMatching}))::int AS n`;
+}

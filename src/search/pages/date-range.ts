@@ -1,0 +1,69 @@
+import { plainParameter, type Filter } from '../plan/filters.js';
+import { dateBoundKind } from '../query/conditions/date.js';
+import { dateRangeRows } from '../query/conditions/date-range.js';
+import { loneFilter, otherConditions, type DrivenSearch } from './driven.js';
+import { runPage, type PageRows, type PageShape } from './rows.js';
+
+/** A date parameter's lower and upper bound among a search's filters (dateRangeConditions' first pair), and the other filters. */
+export interface DateRangePair {
+  name: string;
+  lower: string;
+  upper: string;
+  others: Filter[];
+}
+
+/** The bounds that every stored date meets (FHIR's years run from 0001 to 9999). */
+const EARLIEST_DATE = 'ge0001-01-01';
+const LATEST_DATE = 'le9999-12-31';
+
+function isDate(filter: Filter): boolean {
+  return plainParameter(filter)?.type === 'date';
+}
+
+/** The first pair of bounds on a date parameter, or a lone bound (openDateRange). */
+export function dateRangePair(filters: readonly Filter[]): DateRangePair | undefined {
+  const boundAt = (name: string, kind: 'lower' | 'upper'): number => filters.findIndex((f) => f.name === name && dateBoundKind(f.value) === kind);
+  for (const [at, filter] of filters.entries()) {
+    if (!isDate(filter) || dateBoundKind(filter.value) !== 'lower' || boundAt(filter.name, 'lower') !== at) continue;
+    const upperAt = boundAt(filter.name, 'upper');
+    if (upperAt < 0) continue;
+    return { name: filter.name, lower: filter.value, upper: filters[upperAt].value, others: filters.filter((_, i) => i !== at && i !== upperAt) };
+  }
+  return openDateRange(filters);
+}
+
+/**
+ * A lone one-sided date bound (`Observation?date=gt2024-06-01`, besides `_project`) as a pair
+ * whose other side every stored date meets, so that the GiST index's rows, which stop at the
+ * page, drive it (dateRangePage). The result is the same: the added bound holds for every row.
+ * Alone only: with other filters, a bound that half the rows meet would drive a page that those
+ * filters may thin out.
+ */
+function openDateRange(filters: readonly Filter[]): DateRangePair | undefined {
+  const lone = loneFilter(filters);
+  if (!lone || !isDate(lone.filter)) return undefined;
+  const { filter: { name, value }, others } = lone;
+  const kind = dateBoundKind(value);
+  if (kind === 'lower') return { name, lower: value, upper: LATEST_DATE, others };
+  if (kind === 'upper') return { name, lower: EARLIEST_DATE, upper: value, others };
+  return undefined;
+}
+
+/**
+ * A page of a search without _sort in one project whose filters bound a date parameter from
+ * both sides (`Observation?date=ge2023-03-01&date=le2023-03-01`): the resources are joined from
+ * dateRangeRows (each once, in the GiST index's order), so the statement stops at the page
+ * instead of de-duplicating every match. With no other filter (bar `_project`) the plan is the
+ * same for every range (the index scan stops at the page however many rows the range holds), so
+ * it is planned once. Undefined when the bounds make no range after all.
+ */
+export async function dateRangePage(search: DrivenSearch, pair: DateRangePair, page: PageShape): Promise<PageRows | undefined> {
+  const { ctx, where } = otherConditions(search, pair.others);
+  const source = dateRangeRows(pair.name, pair.lower, pair.upper, search.type, search.projectId, ctx);
+  if (!source) return undefined;
+  const sql =
+    `SELECT ${page.columns} FROM (${source}) g JOIN resource r ON r.id = g."resourceId" WHERE ${where}` +
+    ` LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
+  const planOnce = pair.others.every(({ name }) => name === '_project');
+  return runPage(search.services.db, sql, ctx.args, page.count, false, page.kept, planOnce);
+}

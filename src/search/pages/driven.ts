@@ -1,0 +1,82 @@
+import { baseConditions } from '../plan/base-conditions.js';
+import { dateRangeConditions, filterCondition, type Filter } from '../plan/filters.js';
+import type { CompileContext } from '../query/conditions/types.js';
+import { SqlArgs, type Scope } from '../query/sql-builder.js';
+import type { SearchServices } from '../search-services.js';
+import type { PageShape } from './rows.js';
+
+/**
+ * A search of one type in one project, whose page a strategy reads from an index of its own
+ * choosing, and what such strategies share: statements compiled anew with arguments of their
+ * own, the search's other filters, and the first window of index rows.
+ */
+export interface DrivenSearch {
+  services: SearchServices;
+  type: string;
+  scope: Scope;
+  projectId: string;
+  /** The search's compile context (its value sets, project parameters); its arguments are not reused. */
+  ctx: CompileContext;
+}
+
+/** The search's compile context with arguments of its own, for a statement compiled anew. */
+export function freshContext(search: DrivenSearch): CompileContext {
+  return { ...search.ctx, args: new SqlArgs(), depth: 0, onRows: undefined };
+}
+
+/**
+ * The search's conditions on the resource `r` without the filters a strategy reads itself,
+ * compiled anew with arguments of their own (the strategy adds its own to them).
+ */
+export function otherConditions(search: DrivenSearch, others: readonly Filter[]): { ctx: CompileContext; where: string } {
+  const ctx = freshContext(search);
+  const where = [
+    ...baseConditions(search.services.identity, [search.type], search.scope, ctx),
+    ...others.map((filter) => filterCondition(filter, [search.type], 'r', ctx)),
+    ...dateRangeConditions(others, [search.type], ctx),
+  ];
+  return { ctx, where: where.join(' AND ') };
+}
+
+/**
+ * A search's filters compiled in `ctx` for a statement that tests them on candidate rows `d` of
+ * (projectId, resourceType, id) before it reads the resources `r`: the conditions on `d`, and
+ * those on `r` (the base conditions and the filters testedOnResource).
+ */
+export function candidateConditions(search: DrivenSearch, filters: readonly Filter[], ctx: CompileContext): { candidates: string[]; onResource: string[] } {
+  const onRows = filters.filter((filter) => !testedOnResource(filter));
+  return {
+    candidates: [
+      ...onRows.map((filter) => filterCondition(filter, [search.type], 'd', ctx)),
+      ...dateRangeConditions(onRows, [search.type], ctx, 'd'),
+    ],
+    onResource: [
+      ...baseConditions(search.services.identity, [search.type], search.scope, ctx),
+      ...filters.filter(testedOnResource).map((filter) => filterCondition(filter, [search.type], 'r', ctx)),
+    ],
+  };
+}
+
+/**
+ * Whether a filter is tested on the resource row rather than on candidate rows of
+ * (projectId, resourceType, id): `_lastUpdated` reads a column only the resource has, and
+ * `_project` is already the candidates' project.
+ */
+export function testedOnResource({ name }: Filter): boolean {
+  return name === '_project' || name.split(':')[0] === '_lastUpdated';
+}
+
+/** The search's one filter besides `_project` (which `others` holds), if it has exactly one. */
+export function loneFilter(filters: readonly Filter[]): { filter: Filter; others: Filter[] } | undefined {
+  const others = filters.filter(({ name }) => name === '_project');
+  return filters.length - others.length === 1 ? { filter: filters.find(({ name }) => name !== '_project')!, others } : undefined;
+}
+
+/** Index rows a window reads per row of the page it is for (resources with several matching values, filtered ones). */
+const WINDOW_FACTOR = 4;
+const WINDOW_MIN = 100;
+
+/** How many index rows a strategy's first window reads for `page`. */
+export function firstWindow(page: PageShape): number {
+  return Math.max(WINDOW_MIN, WINDOW_FACTOR * (page.offset + page.count + 1));
+}

@@ -1,0 +1,18 @@
+import type { SortKey } from '../plan/control.js';
+import type { CompileContext } from '../query/conditions/types.js';
+import { dateSortMatches } from '../query/conditions/date.js';
+import { stringSortMatches } from '../query/conditions/string.js';
+import type { DrivenSearch } from './driven.js';
+
+/**
+ * The rows a page sorted by one date or string parameter reads in its order (growingWindowPage):
+ * the parameter's index rows from the migration 0015 index (dates) or the string index, else
+ * undefined.
+ */
+export function sortWindow(search: DrivenSearch, sort: readonly SortKey[]): ((ctx: CompileContext, window: number) => string) | undefined {
+  if (sort.length !== 1 || sort[0].code.startsWith('_')) return undefined;
+  const { code, descending, param } = sort[0];
+  if (param?.type === 'date') return (ctx, window) => dateSortMatches(code, descending, search.type, search.projectId, ctx, window);
+  if (param?.type === 'string') return (ctx, window) => stringSortMatches(code, descending, search.type, search.projectId, ctx, window);
+  return undefined;
+}

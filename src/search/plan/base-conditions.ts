@@ -1,0 +1,40 @@
+import type { Identity } from '../../identity/identity.js';
+import { policyCriteria } from '../../identity/policy.js';
+import { compileParameter } from '../query/conditions.js';
+import { type CompileContext } from '../query/conditions/types.js';
+import { scopeSql, type Scope } from '../query/sql-builder.js';
+
+/** The caller's reach: their project, or every project for a super admin. */
+export function scopeOf(identity: Identity): Scope {
+  return { projectIds: identity.superAdmin ? undefined : [identity.projectId] };
+}
+
+/** What every search of `typeList` asks before its parameters: the type, the project, not deleted, the AccessPolicy's criteria. */
+export function baseConditions(identity: Identity, typeList: readonly string[] | undefined, scope: Scope, ctx: CompileContext): string[] {
+  const { args } = ctx;
+  const where: string[] = [];
+  if (typeList) {
+    where.push(
+      typeList.length === 1
+        ? `r."resourceType" = ${args.add(typeList[0])}`
+        : `r."resourceType" IN (${typeList.map((t) => args.add(t)).join(', ')})`,
+    );
+  }
+  const scoped = scopeSql('r', 'projectId', scope, args);
+  if (scoped) where.push(scoped);
+  where.push('NOT r.deleted');
+  for (const type of typeList ?? []) {
+    // The AccessPolicy's criteria for a type narrow every search of it.
+    const condition = policyCondition(identity, type, ctx);
+    if (!condition) continue;
+    where.push(typeList?.length === 1 ? `(${condition})` : `(r."resourceType" <> ${args.add(type)} OR (${condition}))`);
+  }
+  return where;
+}
+
+/** The caller's AccessPolicy criteria for `type` as one SQL condition on alias `r`, if any. */
+export function policyCondition(identity: Identity, type: string, ctx: CompileContext): string | undefined {
+  const criteria = policyCriteria(identity, type);
+  if (!criteria) return undefined;
+  return criteria.map(([name, value]) => compileParameter(name, value, [type], 'r', ctx)).join(' AND ');
+}

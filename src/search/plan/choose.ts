@@ -1,0 +1,84 @@
+import { dateRangePage, dateRangePair } from '../pages/date-range.js';
+import type { DrivenSearch } from '../pages/driven.js';
+import { everyProject } from '../pages/every-project.js';
+import { pageRows } from '../pages/general.js';
+import { growingWindowPage } from '../pages/growing-windows.js';
+import { keyDrivenConditions } from '../pages/key-driven.js';
+import { numericDriver } from '../pages/numeric.js';
+import { orderedMatchesPage } from '../pages/ordered-matches.js';
+import { COLUMNS, KEY_COLUMNS, type PageRows, type PageShape } from '../pages/rows.js';
+import { sortWindow } from '../pages/sorted-window.js';
+import { prefixDriver, prefixRangeOf } from '../pages/string-prefix.js';
+import { tokenCodeDriver } from '../pages/token-code.js';
+import { searchedProject } from './filters.js';
+import type { SearchQuery } from './query.js';
+
+/** A page strategy chosen for a search: its page, or undefined when it cannot answer after all. */
+type PageReader = () => Promise<PageRows | undefined>;
+
+/**
+ * The page of a search: read by the strategy that suits it (pages/), when one does and answers,
+ * else by the general statement. Strategies read a search of one type in one project from an
+ * index in an order of their own, so that the statement stops at the page.
+ */
+export async function readPage(query: SearchQuery, withoutContent: boolean): Promise<PageRows> {
+  const { control, services } = query;
+  const kept = services.searchCache?.keepsPages && query.dependency ? { cache: services.searchCache, dependency: query.dependency } : undefined;
+  const page: PageShape = { count: control.count, offset: control.offset, columns: withoutContent ? KEY_COLUMNS : COLUMNS, kept };
+  const project = searchedProject(query.scope, query.filters);
+  const oneProject: DrivenSearch | undefined =
+    query.typeList?.length === 1 && project !== undefined
+      ? { services, type: query.typeList[0], scope: query.scope, projectId: project, ctx: query.ctx }
+      : undefined;
+  const strategy = oneProject && chooseStrategy(query, oneProject, page);
+  return (strategy && (await strategy())) ?? generalPage(query, page, oneProject, project);
+}
+
+/** The strategy for a search of one type in one project, if one suits it. */
+function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShape): PageReader | undefined {
+  const { sort } = query.control;
+  if (sort.length === 0) return unsortedStrategy(query, search, page);
+  // Keys and string prefixes select few rows (sorting them is cheaper than growing windows that
+  // few rows of the sort parameter meet); cursors have their own order.
+  if (sort.length !== 1 || query.paging.cursorMode || query.planOnce || query.filters.some(prefixRangeOf)) return undefined;
+  const rows = sortWindow(search, sort);
+  return rows && (() => growingWindowPage(search, rows, sort[0].descending ? 'DESC' : 'ASC', query.filters, page));
+}
+
+/**
+ * A page without _sort: a string prefix's, a date range's, a token code's, a lone number
+ * comparison's (each in its index's order); the last three only without a key, whose few rows
+ * the general statement reads best.
+ */
+function unsortedStrategy({ filters, planOnce }: SearchQuery, search: DrivenSearch, page: PageShape): PageReader | undefined {
+  const prefix = prefixDriver(search, filters);
+  if (prefix) return () => orderedMatchesPage(search, prefix, page);
+  if (planOnce) return undefined;
+  const dates = dateRangePair(filters);
+  if (dates) return () => dateRangePage(search, dates, page);
+  const code = tokenCodeDriver(search, filters);
+  if (code?.alone) return () => orderedMatchesPage(search, code, page);
+  if (code) return () => growingWindowPage(search, code.matches, 'ASC', code.others, page, code.holdsEveryRow);
+  const numeric = numericDriver(search, filters);
+  return numeric && (async () => ((await numeric.unranged()) ? orderedMatchesPage(search, numeric, page) : undefined));
+}
+
+/**
+ * The general statement over the resources, with the search's own conditions, or a key filter's
+ * (keyDrivenConditions: its index rows are the candidates, whatever the order; an unsorted string
+ * prefix never gets here, its strategy always answers); a super admin's search of every project
+ * reads each project's rows through its project-first indexes.
+ */
+function generalPage(query: SearchQuery, page: PageShape, oneProject: DrivenSearch | undefined, project: string | undefined): Promise<PageRows> {
+  const keyed = oneProject && query.planOnce ? keyDrivenConditions(oneProject, query.filters) : undefined;
+  return pageRows(query.services.db, {
+    ...page,
+    args: keyed?.args ?? query.ctx.args,
+    where: keyed?.where ?? query.where,
+    sort: query.control.sort,
+    position: query.paging.position,
+    multiType: query.typeList === undefined || query.typeList.length > 1,
+    planOnce: query.planOnce,
+    projects: query.scope.projectIds === undefined && project === undefined ? everyProject('resource') : undefined,
+  });
+}

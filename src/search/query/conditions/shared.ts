@@ -1,0 +1,69 @@
+import { isResourceType } from '../../../fhir/definitions.js';
+import { errors, issue, OperationOutcomeError, outcome } from '../../../fhir/outcome.js';
+import type { CompileContext, IndexRowsCondition } from './types.js';
+
+/** Modifiers FHIR R4 defines (or a resource type, for references): others are reported as unknown. */
+const KNOWN_MODIFIERS = new Set(['missing', 'exact', 'contains', 'text', 'not', 'above', 'below', 'in', 'not-in', 'of-type', 'identifier']);
+
+/** 400 `not-supported`: a known FHIR feature this server does not offer. */
+export function notSupported(text: string, expression: string): OperationOutcomeError {
+  return new OperationOutcomeError(outcome([issue('not-supported', text, expression)]), 400);
+}
+
+export function unsupportedModifier(name: string, modifier: string, kind: string): OperationOutcomeError {
+  const code = name.split(':')[0];
+  const text = KNOWN_MODIFIERS.has(modifier) || isResourceType(modifier)
+    ? `Modifier :${modifier} is not supported on ${kind} parameter ${code}`
+    : `Unknown modifier :${modifier} on ${kind} parameter ${code}`;
+  return errors.invalid(text, name);
+}
+
+export function noModifier(name: string, modifier: string | undefined, kind: string): void {
+  if (modifier !== undefined) throw unsupportedModifier(name, modifier, kind);
+}
+
+/** The alternatives of a comma-separated value as one condition. */
+export function orJoin(conditions: string[]): string {
+  return conditions.length === 1 ? conditions[0] : `(${conditions.join(') OR (')})`;
+}
+
+/** `:missing=true|false` as a test of the parameter's rows (`rows`: whether some row exists). */
+export function missingCondition(name: string, value: string, rows: () => string): string {
+  if (value !== 'true' && value !== 'false') throw errors.invalid(`${name} must be true or false, not "${value}"`, name);
+  return value === 'true' ? `NOT ${rows()}` : rows();
+}
+
+/** EXISTS over the rows `x` of `table` with the code in `codeArg` that belong to the resource `alias`. */
+export function rowsExist(table: string, codeArg: string, alias: string, x: string, condition: string | undefined): string {
+  return (
+    `EXISTS (SELECT 1 FROM ${table} ${x} WHERE ${x}."projectId" = ${alias}."projectId" AND ${x}."resourceType" = ${alias}."resourceType"` +
+    ` AND ${x}."resourceId" = ${alias}.id AND ${x}.code = ${codeArg}${condition ? ` AND (${condition})` : ''})`
+  );
+}
+
+/** EXISTS over the rows of `table` with `code` that belong to the resource `alias`. */
+export function existsRows(table: string, code: string, alias: string, ctx: CompileContext, condition: string | undefined): string {
+  return rowsExist(table, ctx.args.add(code), alias, `x${ctx.depth}`, condition);
+}
+
+/** The rows `w` of an index table that belong to one project, type and parameter code (the leading columns of its indexes). */
+export function rowsOfCode(projectId: string, type: string, code: string, ctx: CompileContext): string {
+  return `w."projectId" = ${ctx.args.add(projectId)} AND w."resourceType" = ${ctx.args.add(type)} AND w.code = ${ctx.args.add(code)}`;
+}
+
+/**
+ * Each resource of `rows` (columns "resourceId" and the aggregated ones, as `m`) once, with
+ * `aggregate` as `first`; `ordered`: by it, then id.
+ */
+export function firstOfEach(rows: string, aggregate: string, ordered: boolean): string {
+  return `SELECT m."resourceId", ${aggregate} AS first FROM (${rows}) m GROUP BY m."resourceId"${ordered ? ' ORDER BY first, m."resourceId"' : ''}`;
+}
+
+/** The rows of an index-rows condition as a table of (projectId, resourceType, id), within `scope` (a condition on its alias). */
+export function indexRowsSource(rows: IndexRowsCondition, scope: string): string {
+  const { table, alias, codeArg, condition } = rows;
+  return (
+    `SELECT ${alias}."projectId", ${alias}."resourceType", ${alias}."resourceId" AS id FROM ${table} ${alias}` +
+    ` WHERE ${scope} AND ${alias}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}`
+  );
+}

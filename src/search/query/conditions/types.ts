@@ -1,0 +1,61 @@
+import type { OperationOutcomeError } from '../../../fhir/outcome.js';
+import type { SearchParameter } from '../../../fhir/definitions.js';
+import type { ProjectParameters } from '../../../indexing/parameters.js';
+import type { Scope, SqlArgs } from '../sql-builder.js';
+
+/** The types the condition compiler and its per-kind files share. */
+
+export interface CompileContext {
+  args: SqlArgs;
+  scope: Scope;
+  /** The server's FHIR base, to read absolute references to this server as local ones. */
+  fhirBase: string;
+  /** Nesting depth of chains and `_has`, for unique aliases and a limit. */
+  depth: number;
+  /**
+   * Expansions of the value sets named by `:in`/`:not-in`, by the URL as written (expanded once
+   * per search, src/search/plan/value-set-discovery.ts), or the error that expanding gave.
+   */
+  valueSets?: ReadonlyMap<string, readonly ValueSetMember[] | OperationOutcomeError>;
+  /** Set during the discovery pass: URLs of value sets the search needs, collected instead of compiled. */
+  wantedValueSets?: Set<string>;
+  /** The SearchParameters of the searching project (src/indexing/parameters.ts), beside the built-in ones. */
+  parameters?: ProjectParameters;
+  /**
+   * Told of every "some index row matches" condition built (exact counts from the index tables and
+   * key-driven pages use it). A condition at depth 0 whose SQL starts with EXISTS is exactly that test.
+   */
+  onRows?: (rows: IndexRowsCondition) => void;
+}
+
+/** `EXISTS (row of table with code and condition)`, the shape of a plain parameter's condition. */
+export interface IndexRowsCondition {
+  table: string;
+  /** The placeholder holding the parameter's code. */
+  codeArg: string;
+  /** The condition on the row, over the columns of `alias`. */
+  condition: string | undefined;
+  alias: string;
+  depth: number;
+}
+
+/** One code of a value set expansion. */
+export interface ValueSetMember {
+  system: string;
+  code: string;
+}
+
+/** compileParameter's signature, for the kinds that compile parameters of other resources (chains, `_has`). */
+export type CompileParameter = (name: string, value: string, types: readonly string[], alias: string, ctx: CompileContext) => string;
+
+/** Wraps a condition on an index row in the EXISTS over the parameter's rows of the resource. */
+export type RowsOf = (condition: string | undefined) => string;
+
+/** A parameter name resolved against the searched types: which kind compiles it, with its definition where it has one. */
+export type ResolvedParameter =
+  | { readonly kind: 'has' }
+  | { readonly kind: 'chain'; readonly dot: number }
+  | { readonly kind: 'id' | 'lastUpdated' | 'project'; readonly modifier: string | undefined }
+  | { readonly kind: 'composite'; readonly code: string; readonly modifier: string | undefined }
+  | { readonly kind: 'reference-identifier'; readonly code: string; readonly param: SearchParameter }
+  | { readonly kind: 'indexed'; readonly code: string; readonly modifier: string | undefined; readonly param: SearchParameter };

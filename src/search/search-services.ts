@@ -1,0 +1,59 @@
+import type { Config } from '../config.js';
+import type { Identity } from '../identity/identity.js';
+import type { SqlExecutor } from '../db/database.js';
+import type { ProjectParameters } from '../indexing/parameters.js';
+import type { SearchCache } from '../cache/search-cache.js';
+
+/** The settings a search reads. */
+export type SearchConfig = Pick<Config, 'fhirBaseUrl' | 'accurateCountThreshold'> & Partial<Pick<Config, 'accurateCountOverThreshold'>>;
+
+/** What a search runs with: where its statements go, who asks, and what it may keep between requests. */
+export interface SearchServices {
+  db: SqlExecutor;
+  identity: Identity;
+  config: SearchConfig;
+  /** The searching project's own SearchParameters (src/indexing/parameters.ts); search() reads them when absent. */
+  parameters?: ProjectParameters;
+  /** Exact counts kept until a write could change them (search-cache.ts); absent: every count is taken anew. */
+  searchCache?: SearchCache;
+}
+
+/** The parts of a request a search needs (a RequestContext has them all). */
+export interface SearchContext {
+  readonly database: SqlExecutor;
+  readonly identity: Identity;
+  readonly config: SearchConfig;
+  readonly searchCache?: SearchCache;
+}
+
+/** Where a caller's searches deliberately differ from a request's. */
+export interface SearchServicesOptions {
+  /** Exact counts whatever ACCURATE_COUNT_THRESHOLD says: a measure is a count. */
+  readonly exactCounts?: boolean;
+  /**
+   * Above the threshold, the estimate even where the server refuses (ACCURATE_COUNT_OVER_THRESHOLD):
+   * for a total the client did not ask for by name (a GraphQL connection's `count`).
+   */
+  readonly estimateOverThreshold?: boolean;
+  /**
+   * Statements go to this transaction, a write's own check before its commit: answers kept from
+   * before the write would not show it, and an answer the write shows must not outlive a rollback,
+   * so none is read or kept.
+   */
+  readonly transaction?: SqlExecutor;
+}
+
+/** The services every search of a request runs with, built the same way for REST, GraphQL, operations and access checks. */
+export function searchServicesFor(ctx: SearchContext, options: SearchServicesOptions = {}): SearchServices {
+  const config: SearchConfig = {
+    fhirBaseUrl: ctx.config.fhirBaseUrl,
+    accurateCountThreshold: options.exactCounts ? Number.MAX_SAFE_INTEGER : ctx.config.accurateCountThreshold,
+    accurateCountOverThreshold: options.estimateOverThreshold ? 'estimate' : ctx.config.accurateCountOverThreshold,
+  };
+  return {
+    db: options.transaction ?? ctx.database,
+    identity: ctx.identity,
+    config,
+    searchCache: options.transaction ? undefined : ctx.searchCache,
+  };
+}
