@@ -39,15 +39,16 @@ export type DatabaseKind = 'pglite' | 'postgres';
  * embedded PGlite.
  *
  * - `db.prisma`, the generated Prisma client with its model types, for the everyday tables:
- *   server keys (auth/keys.ts), credentials outside resource transactions (auth/accounts.ts),
- *   Binary bytes and metadata (storage/binary-storage.ts), terminology system lookups
- *   (terminology/systems.ts).
- * - `query`/`execute`/`transaction`, hand-written SQL on the adapter, for the hot and bulk paths:
- *   the resource store (read by id, a version with its index rows, search), the secret-hash read
- *   of each client_credentials token on PostgreSQL, the terminology revision read of each request
- *   and the concept tables, and every write that must commit with resource writes. A read by
- *   primary key through the adapter measured 2-3 times the requests per second of the same read
- *   through the Prisma client (see bench/RESULTS.md).
+ *   server keys (auth/keys.ts), credentials read or written on their own (auth/accounts.ts),
+ *   Binary bytes and metadata (storage/binary-storage.ts).
+ * - `query`/`execute`/`transaction`, hand-written SQL on the adapter, for the hot and bulk paths
+ *   and whatever must run inside a transaction: the resource store (read by id, a version with
+ *   its index rows, search), the secret-hash read of each client_credentials token on
+ *   PostgreSQL, the terminology tables (the revision read of each request, bulk concept writes,
+ *   and lookups that also run inside write transactions: AccessPolicy criteria with `:in`), and
+ *   every write that must commit with resource writes. A read by primary key through the adapter
+ *   measured 2-3 times the requests per second of the same read through the Prisma client (see
+ *   DESIGN 3.2 and bench/RESULTS.md).
  * - The migration runner (migrate.ts) is raw SQL too: it runs before the models' tables exist,
  *   and its bookkeeping table is not in the Prisma schema.
  *
