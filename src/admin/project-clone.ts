@@ -115,6 +115,8 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
       await writeHookOf(stamped.resourceType)?.(tx, { resourceType: stamped.resourceType, id: stamped.id!, projectId: newProjectId, resource: stamped });
       // Concepts added by CodeSystem/$import live only in the source's index: copy them too.
       if (sourceResourceId && stamped.resourceType === 'CodeSystem') await copyIndexedConcepts(tx, sourceResourceId, stamped.id!);
+      // Bytes and credentials are copied in the clone's transaction, so on its adapter (not the
+      // Prisma client of binary-storage.ts and accounts.ts, which would run outside it).
       if (binaryFrom) {
         await tx.execute(
           `INSERT INTO binary_content (key, "projectId", "contentType", size, data)

@@ -8,7 +8,7 @@ import { isUniqueViolation } from '../storage/db-errors.js';
 import { writeHookOf } from '../storage/write-hooks.js';
 import { insertFirstVersion } from '../storage/sql.js';
 import { validateResource } from '../validation/validator.js';
-import { findUserByEmail, readCredential, writeCredential } from './accounts.js';
+import { findUserByEmail, readCredential, writeCredential, writeCredentialInTransaction } from './accounts.js';
 import { hashSecret, randomSecret, seal, unseal } from './secrets.js';
 import type { AuthService } from './service.js';
 import { lockKeys, lockValue } from './uniqueness.js';
@@ -126,7 +126,7 @@ export class AccountWrites {
   async storeClientSecret(clientId: string, projectId: string, prepared: PreparedSecret): Promise<void> {
     const id = `ClientApplication/${clientId}`;
     this.auth.clientCredentials.forget(id);
-    await writeCredential(this.tx, { id, projectId, hash: prepared.hash, sealed: prepared.sealed });
+    await writeCredentialInTransaction(this.tx, { id, projectId, hash: prepared.hash, sealed: prepared.sealed });
     this.afterCommit.push(() => {
       this.auth.clientCredentials.forget(id);
       this.auth.secrets.remember(id, prepared.secret, prepared.hash);
@@ -135,7 +135,7 @@ export class AccountWrites {
 
   /** Stores a password hash (from hashSecret, computed before the transaction). */
   async storePasswordHash(userId: string, projectId: string, hash: string): Promise<void> {
-    await writeCredential(this.tx, { id: `User/${userId}`, projectId, hash, sealed: null });
+    await writeCredentialInTransaction(this.tx, { id: `User/${userId}`, projectId, hash, sealed: null });
   }
 
   /**

@@ -1,7 +1,8 @@
 import { TYPE_AND_ID } from '../fhir/ids.js';
 import type { StorageServices } from '../storage/repository.js';
-import type { SqlExecutor } from '../db/database.js';
+import type { Database, SqlExecutor } from '../db/database.js';
 import type { ProjectMembership, ResourceType, ResourceTypeMap, User } from '../fhir/resources.js';
+import type { AuthCredential } from '../generated/prisma/client.js';
 import { Repository } from '../storage/repository.js';
 
 /**
@@ -72,28 +73,41 @@ export async function readAny<K extends ResourceType>(db: SqlExecutor, resourceT
   return list[0];
 }
 
-export interface Credential {
-  id: string;
-  projectId: string;
-  hash: string;
-  sealed: string | null;
-}
+/**
+ * A row of auth_credential (password hash of a User, secret hash and sealed secret of a
+ * ClientApplication). Reads and writes on their own go through the generated Prisma client;
+ * a write inside an account or clone transaction goes on that transaction's adapter
+ * (writeCredentialInTransaction), so it commits or rolls back with the resources; the secret-hash
+ * read of each client_credentials token on PostgreSQL is part of one adapter statement
+ * (token-endpoint.ts, findClient). See src/db/database.ts.
+ */
+export type Credential = Pick<AuthCredential, 'id' | 'projectId' | 'hash' | 'sealed'>;
 
-export async function readCredential(db: SqlExecutor, id: string): Promise<Credential | undefined> {
-  const rows = await db.query<Credential>('SELECT id, "projectId", hash, sealed FROM auth_credential WHERE id = $1', [id]);
-  return rows[0];
+const CREDENTIAL_FIELDS = { id: true, projectId: true, hash: true, sealed: true } as const;
+
+export async function readCredential(db: Database, id: string): Promise<Credential | undefined> {
+  return (await db.prisma.authCredential.findUnique({ where: { id }, select: CREDENTIAL_FIELDS })) ?? undefined;
 }
 
 /** Writes a credential; with `onlyIfAbsent`, keeps an existing one and reports whether it wrote. */
-export async function writeCredential(db: SqlExecutor, credential: Credential, onlyIfAbsent = false): Promise<boolean> {
-  const conflict = onlyIfAbsent
-    ? 'DO NOTHING'
-    : 'DO UPDATE SET hash = EXCLUDED.hash, sealed = EXCLUDED.sealed, "projectId" = EXCLUDED."projectId", "updatedAt" = now()';
-  const count = await db.execute(
-    `INSERT INTO auth_credential (id, "projectId", hash, sealed) VALUES ($1, $2, $3, $4) ON CONFLICT (id) ${conflict}`,
+export async function writeCredential(db: Database, credential: Credential, onlyIfAbsent = false): Promise<boolean> {
+  if (onlyIfAbsent) {
+    // INSERT ... ON CONFLICT DO NOTHING: two servers starting together write one.
+    return (await db.prisma.authCredential.createMany({ data: [credential], skipDuplicates: true })).count > 0;
+  }
+  // Only the primary key in `where` and no nested writes: Prisma sends one INSERT ... ON CONFLICT.
+  const { id, ...fields } = credential;
+  await db.prisma.authCredential.upsert({ where: { id }, create: credential, update: { ...fields, updatedAt: new Date() }, select: { id: true } });
+  return true;
+}
+
+/** writeCredential (upsert) in a transaction of resource writes, on its adapter. */
+export async function writeCredentialInTransaction(tx: SqlExecutor, credential: Credential): Promise<void> {
+  await tx.execute(
+    `INSERT INTO auth_credential (id, "projectId", hash, sealed) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (id) DO UPDATE SET hash = EXCLUDED.hash, sealed = EXCLUDED.sealed, "projectId" = EXCLUDED."projectId", "updatedAt" = now()`,
     [credential.id, credential.projectId, credential.hash, credential.sealed],
   );
-  return count > 0;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import type { Database } from '../db/database.js';
+import type { AuthKey } from '../generated/prisma/client.js';
 
 export const SIGNING_ALGORITHM = 'ES256';
 const SIGNING_SLOT = 'signing-es256';
@@ -18,20 +19,14 @@ export interface ServerKeys {
   readonly sealingKey: Buffer;
 }
 
-interface KeyRow {
-  slot: string;
-  kid: string;
-  privateJwk: string;
-  publicJwk: string | null;
-}
-
 /**
  * Loads the server keys, generating them on first start. Generated keys are inserted with
- * `ON CONFLICT DO NOTHING` and read back, so when two servers start at once both use the winner's.
- * Keys stay in memory afterwards: verifying a token needs no database round trip.
+ * `ON CONFLICT DO NOTHING` (createMany, skipDuplicates) and read back, so when two servers start at
+ * once both use the winner's. Keys stay in memory afterwards: verifying a token needs no database
+ * round trip. Read once per start, so through the generated Prisma client (src/db/database.ts).
  */
 export async function loadServerKeys(db: Database): Promise<ServerKeys> {
-  let rows = await db.query<KeyRow>('SELECT slot, kid, "privateJwk", "publicJwk" FROM auth_key');
+  let rows = await readKeys(db);
   if (!rows.some((row) => row.slot === SIGNING_SLOT)) {
     const { privateKey, publicKey } = await generateKeyPair(SIGNING_ALGORITHM, { extractable: true });
     const kid = randomUUID();
@@ -41,7 +36,7 @@ export async function loadServerKeys(db: Database): Promise<ServerKeys> {
   if (!rows.some((row) => row.slot === SEALING_SLOT)) {
     await insertKey(db, SEALING_SLOT, randomUUID(), randomBytes(32).toString('base64url'), null);
   }
-  rows = await db.query<KeyRow>('SELECT slot, kid, "privateJwk", "publicJwk" FROM auth_key');
+  rows = await readKeys(db);
   const signing = rows.find((row) => row.slot === SIGNING_SLOT)!;
   const sealing = rows.find((row) => row.slot === SEALING_SLOT)!;
   const publicJwks = rows.filter((row) => row.publicJwk !== null).map((row) => JSON.parse(row.publicJwk!) as JWK);
@@ -56,10 +51,13 @@ export async function loadServerKeys(db: Database): Promise<ServerKeys> {
   };
 }
 
+function readKeys(db: Database): Promise<Pick<AuthKey, 'slot' | 'kid' | 'privateJwk' | 'publicJwk'>[]> {
+  return db.prisma.authKey.findMany({ select: { slot: true, kid: true, privateJwk: true, publicJwk: true } });
+}
+
 async function insertKey(db: Database, slot: string, kid: string, privateJwk: string, publicJwk: string | null): Promise<void> {
-  await db.execute(
-    `INSERT INTO auth_key (slot, kid, algorithm, "privateJwk", "publicJwk") VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (slot) DO NOTHING`,
-    [slot, kid, slot === SIGNING_SLOT ? SIGNING_ALGORITHM : 'A256GCM', privateJwk, publicJwk],
-  );
+  await db.prisma.authKey.createMany({
+    data: [{ slot, kid, algorithm: slot === SIGNING_SLOT ? SIGNING_ALGORITHM : 'A256GCM', privateJwk, publicJwk }],
+    skipDuplicates: true,
+  });
 }

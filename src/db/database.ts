@@ -3,13 +3,14 @@ import type {
   ArgType,
   SqlDriverAdapter,
   SqlDriverAdapterFactory,
+  SqlQuery,
   SqlQueryable,
   Transaction,
 } from '@prisma/driver-adapter-utils';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import { preparingClient, StatementNames } from './prepared-statements.js';
-import { WorkerSqlAdapter, workerAdapterFactory } from './worker-adapter.js';
+import { WorkerSqlAdapter } from './worker-adapter.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 
 export type Row = Record<string, unknown>;
@@ -33,21 +34,43 @@ export interface SqlExecutor {
 export type DatabaseKind = 'pglite' | 'postgres';
 
 /**
- * One pool, two speeds (DESIGN 3.2): Prisma for everyday queries, and the same driver adapter
- * Prisma uses for the resource store's hot statements. Works the same over PGlite and PostgreSQL.
+ * One pool, two speeds (DESIGN 3.2; docs/data-access.md). Both paths run on one driver adapter:
+ * the same pool of connections on PostgreSQL (@prisma/adapter-pg), the same worker thread on the
+ * embedded PGlite.
+ *
+ * - `db.prisma`, the generated Prisma client with its model types, for the everyday tables:
+ *   server keys (auth/keys.ts), credentials read or written on their own (auth/accounts.ts),
+ *   Binary bytes and metadata (storage/binary-storage.ts).
+ * - `query`/`execute`/`transaction`, hand-written SQL on the adapter, for the hot and bulk paths
+ *   and whatever must run inside a transaction: the resource store (read by id, a version with
+ *   its index rows, search), the secret-hash read of each client_credentials token on
+ *   PostgreSQL, the terminology tables (the revision read of each request, bulk concept writes,
+ *   and lookups that also run inside write transactions: AccessPolicy criteria with `:in`), and
+ *   every write that must commit with resource writes. A read by primary key through the adapter
+ *   measured 2-3 times the requests per second of the same read through the Prisma client (see
+ *   DESIGN 3.2 and bench/RESULTS.md).
+ * - The migration runner (migrate.ts) is raw SQL too: it runs before the models' tables exist,
+ *   and its bookkeeping table is not in the Prisma schema.
+ *
+ * Prisma calls never join a `transaction()`: they run outside it, on their own. On the embedded
+ * database (one connection) a Prisma call made while a transaction is open waits for it to end, so
+ * never await one inside the work of a transaction.
  */
 export class Database implements SqlExecutor {
-  /** Counts statements sent; tests use it to assert query budgets, never timings. */
+  /** Counts statements sent, by both paths; tests use it to assert query budgets, never timings. */
   statementCount = 0;
+  /** The generated client for the everyday tables (see above), on this database's adapter. */
+  readonly prisma: PrismaClient;
 
   private constructor(
     readonly kind: DatabaseKind,
-    readonly prisma: PrismaClient,
     private readonly adapter: SqlDriverAdapter,
     private readonly closeDriver: () => Promise<void>,
     /** Connections whose statements PostgreSQL may plan once (QueryOptions.planOnce). */
     private readonly planOnceAdapter: SqlDriverAdapter = adapter,
-  ) {}
+  ) {
+    this.prisma = new PrismaClient({ adapter: sharedAdapter(adapter, this) });
+  }
 
   static async open(
     config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePoolSize' | 'databasePreparedStatements'>,
@@ -59,22 +82,12 @@ export class Database implements SqlExecutor {
       // plan_cache_mode is a connection setting, and switching it would cost a round trip.
       const planOncePool = prepared ? postgresPool(config, 'force_generic_plan') : undefined;
       const close = () => Promise.all([pool.end(), planOncePool?.end()]).then(() => undefined);
+      const adapter = await new PrismaPg(pool).connect();
       const planOnceAdapter = planOncePool ? await new PrismaPg(planOncePool).connect() : undefined;
-      return Database.fromFactory('postgres', new PrismaPg(pool), close, planOnceAdapter);
+      return new Database('postgres', adapter, close, planOnceAdapter);
     }
     const worker = await WorkerSqlAdapter.start(config.dataDir);
-    return Database.fromFactory('pglite', workerAdapterFactory(worker), () => worker.dispose());
-  }
-
-  private static async fromFactory(
-    kind: DatabaseKind,
-    factory: SqlDriverAdapterFactory,
-    closeDriver: () => Promise<void>,
-    planOnceAdapter?: SqlDriverAdapter,
-  ): Promise<Database> {
-    const adapter = await factory.connect();
-    const prisma = new PrismaClient({ adapter: factory });
-    return new Database(kind, prisma, adapter, closeDriver, planOnceAdapter);
+    return new Database('pglite', worker, () => worker.dispose());
   }
 
   query<R = Row>(sql: string, args: readonly unknown[] = [], options: QueryOptions = {}): Promise<R[]> {
@@ -110,6 +123,44 @@ export class Database implements SqlExecutor {
     await this.prisma.$disconnect().catch(() => undefined);
     await this.closeDriver();
   }
+}
+
+/**
+ * The adapter as the Prisma client gets it: the Database's own (no second pool or worker), its
+ * statements counted with ours, and closing left to Database.close (Prisma's $disconnect would
+ * otherwise stop the embedded database's worker).
+ */
+function sharedAdapter(adapter: SqlDriverAdapter, counter: { statementCount: number }): SqlDriverAdapterFactory {
+  const counted = (queryable: SqlQueryable) => ({
+    queryRaw(query: SqlQuery) {
+      counter.statementCount++;
+      return queryable.queryRaw(query);
+    },
+    executeRaw(query: SqlQuery) {
+      counter.statementCount++;
+      return queryable.executeRaw(query);
+    },
+  });
+  const shared: SqlDriverAdapter = {
+    provider: adapter.provider,
+    adapterName: adapter.adapterName,
+    ...counted(adapter),
+    executeScript: (script) => adapter.executeScript(script),
+    async startTransaction(isolationLevel) {
+      const tx = await adapter.startTransaction(isolationLevel);
+      return {
+        provider: tx.provider,
+        adapterName: tx.adapterName,
+        options: tx.options,
+        ...counted(tx),
+        commit: () => tx.commit(),
+        rollback: () => tx.rollback(),
+      };
+    },
+    getConnectionInfo: adapter.getConnectionInfo && (() => adapter.getConnectionInfo!()),
+    dispose: async () => undefined,
+  };
+  return { provider: adapter.provider, adapterName: adapter.adapterName, connect: async () => shared };
 }
 
 type PlanCacheMode = 'force_custom_plan' | 'force_generic_plan';

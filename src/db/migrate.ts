@@ -16,6 +16,8 @@ export interface MigrationTarget {
 /**
  * Applies every migration under prisma/migrations not yet recorded, in name order, in one
  * transaction holding an advisory lock, so two servers starting together apply each exactly once.
+ * Hand-written SQL: it runs before the tables of the Prisma models exist, and its bookkeeping
+ * table (_flint_migrations) is not a Prisma model.
  */
 export async function migrate(db: MigrationTarget, log?: Logger): Promise<string[]> {
   const names = (await readdir(MIGRATIONS_DIR, { withFileTypes: true }))

@@ -29,10 +29,10 @@ let nextTransaction = 1;
 async function handle(request: WorkerRequest): Promise<unknown> {
   switch (request.op) {
     case 'query':
-      return queryable(request.tx).queryRaw(request.query as SqlQuery);
+      return queryable(request.tx).queryRaw(withByteArgs(request.query as SqlQuery));
     case 'execute':
       statistics.noteWrite();
-      return queryable(request.tx).executeRaw(request.query as SqlQuery);
+      return queryable(request.tx).executeRaw(withByteArgs(request.query as SqlQuery));
     case 'script':
       return adapter.executeScript(request.script);
     case 'begin': {
@@ -55,6 +55,25 @@ async function handle(request: WorkerRequest): Promise<unknown> {
   }
 }
 
+/**
+ * The generated Prisma client sends a `Bytes` value as base64 text (argument type `bytes`), which
+ * @prisma/adapter-pg decodes and pglite-prisma-adapter 0.6 passes on as text, which PGlite then
+ * refuses as bytea input. Decoded here; the store's own statements send Uint8Array, untouched.
+ */
+function withByteArgs(query: SqlQuery): SqlQuery {
+  const { args, argTypes } = query;
+  let mapped: unknown[] | undefined;
+  for (let i = 0; i < argTypes.length; i++) {
+    if (argTypes[i]?.scalarType !== 'bytes') continue;
+    const arg = args[i];
+    if (typeof arg === 'string') (mapped ??= [...args])[i] = Buffer.from(arg, 'base64');
+    else if (Array.isArray(arg) && argTypes[i].arity === 'list') {
+      (mapped ??= [...args])[i] = arg.map((item: unknown) => (typeof item === 'string' ? Buffer.from(item, 'base64') : item));
+    }
+  }
+  return mapped ? { ...query, args: mapped } : query;
+}
+
 function queryable(tx: number | undefined) {
   if (tx === undefined) return adapter;
   const transaction = transactions.get(tx);
@@ -73,7 +92,28 @@ port.postMessage({ id: 0, ok: true, value: 'ready' } satisfies WorkerResponse);
 function serializeError(error: unknown): { name: string; message: string; cause?: unknown } {
   if (error instanceof Error) {
     const cause = (error as { cause?: unknown }).cause;
-    return { name: error.name, message: error.message, cause: cause && typeof cause === 'object' ? { ...cause } : undefined };
+    return { name: error.name, message: error.message, cause: cause && typeof cause === 'object' ? withErrorKind({ ...cause }) : undefined };
   }
   return { name: 'Error', message: String(error) };
 }
+
+/**
+ * pglite-prisma-adapter 0.6 reports every database error as kind "postgres"; @prisma/adapter-pg
+ * names constraint violations, and the generated client turns only those into its known errors
+ * (P2002 for a unique key taken, ...). Named here as adapter-pg names them, SQLSTATE kept.
+ */
+function withErrorKind(cause: Record<string, unknown>): Record<string, unknown> {
+  if (cause.kind !== 'postgres' || typeof cause.code !== 'string') return cause;
+  const fields = typeof cause.detail === 'string' ? /Key \(([^)]+)\)/.exec(cause.detail)?.[1]?.split(', ') : undefined;
+  const constraint = fields ? { fields } : undefined;
+  const kind = ERROR_KINDS[cause.code];
+  if (!kind) return cause;
+  return { ...cause, kind, ...(kind === 'TransactionWriteConflict' ? {} : { constraint }), originalCode: cause.code, originalMessage: cause.message };
+}
+
+const ERROR_KINDS: Record<string, string> = {
+  '23505': 'UniqueConstraintViolation',
+  '23502': 'NullConstraintViolation',
+  '23503': 'ForeignKeyConstraintViolation',
+  '40001': 'TransactionWriteConflict',
+};

@@ -3,7 +3,6 @@ import {
   DriverAdapterError,
   type IsolationLevel,
   type SqlDriverAdapter,
-  type SqlDriverAdapterFactory,
   type SqlQuery,
   type SqlResultSet,
   type Transaction,
@@ -134,11 +133,6 @@ class WorkerTransaction implements Transaction {
   async rollback(): Promise<void> {
     await this.adapter.call({ op: 'rollback', tx: this.tx });
   }
-}
-
-/** Prisma connects through a factory; it shares the one worker. */
-export function workerAdapterFactory(adapter: WorkerSqlAdapter): SqlDriverAdapterFactory {
-  return { provider: 'postgres', adapterName: ADAPTER_NAME, connect: async () => adapter };
 }
 
 /** Database errors keep their driver shape (Prisma and our SQLSTATE checks read `cause`). */

@@ -1,4 +1,5 @@
-import type { SqlExecutor } from '../db/database.js';
+import type { Database } from '../db/database.js';
+import { Prisma } from '../generated/prisma/client.js';
 
 export interface StoredBinary {
   contentType: string;
@@ -15,37 +16,42 @@ export interface BinaryStorage {
   delete(key: string): Promise<void>;
 }
 
+/**
+ * Bytes in the binary_content table, through the generated Prisma client (src/db/database.ts): a
+ * Binary's bytes are written before its version (repository.ts), outside the version's
+ * transaction, and read once per Binary read, not per resource read or search. Project/$clone
+ * copies rows in its own transaction, on the adapter (admin/project-clone.ts).
+ */
 export class DatabaseBinaryStorage implements BinaryStorage {
-  constructor(private readonly db: SqlExecutor) {}
+  constructor(private readonly db: Database) {}
 
+  /**
+   * A key names one version's bytes, so it is new every time but for a retried write: an insert,
+   * then an update if the key was taken (an upsert would send the bytes twice).
+   */
   async put(key: string, projectId: string, contentType: string, data: Uint8Array): Promise<void> {
-    await this.db.execute(
-      `INSERT INTO binary_content (key, "projectId", "contentType", size, data) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (key) DO UPDATE SET "contentType" = EXCLUDED."contentType", size = EXCLUDED.size, data = EXCLUDED.data`,
-      [key, projectId, contentType, data.byteLength, data],
-    );
+    const fields = { contentType, size: data.byteLength, data: overArrayBuffer(data) };
+    try {
+      await this.db.prisma.binaryContent.create({ data: { key, projectId, ...fields }, select: { key: true } });
+    } catch (error) {
+      if (!(error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002')) throw error;
+      await this.db.prisma.binaryContent.update({ where: { key }, data: fields, select: { key: true } });
+    }
   }
 
   async get(key: string): Promise<StoredBinary | undefined> {
-    const rows = await this.db.query<{ contentType: string; data: unknown }>(
-      'SELECT "contentType", data FROM binary_content WHERE key = $1',
-      [key],
-    );
-    if (rows.length === 0) return undefined;
-    return { contentType: rows[0].contentType, data: toBytes(rows[0].data) };
+    const row = await this.db.prisma.binaryContent.findUnique({ where: { key }, select: { contentType: true, data: true } });
+    return row ?? undefined;
   }
 
   async delete(key: string): Promise<void> {
-    await this.db.execute('DELETE FROM binary_content WHERE key = $1', [key]);
+    await this.db.prisma.binaryContent.deleteMany({ where: { key } });
   }
 }
 
-/** Adapters return bytea as Buffer, Uint8Array or a byte array depending on the driver. */
-function toBytes(value: unknown): Uint8Array {
-  if (value instanceof Uint8Array) return value;
-  if (Array.isArray(value)) return Uint8Array.from(value as number[]);
-  if (typeof value === 'string' && value.startsWith('\\x')) return Buffer.from(value.slice(2), 'hex');
-  throw new Error('Unexpected bytea value from the database driver');
+/** Prisma's Bytes is a Uint8Array over an ArrayBuffer; copied only when over a SharedArrayBuffer. */
+function overArrayBuffer(data: Uint8Array): Uint8Array<ArrayBuffer> {
+  return data.buffer instanceof ArrayBuffer ? (data as Uint8Array<ArrayBuffer>) : new Uint8Array(data);
 }
 
 export function binaryKey(projectId: string, id: string, versionId: string): string {

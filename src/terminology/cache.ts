@@ -79,7 +79,9 @@ export class TerminologyCache {
   private queued: Promise<string> | undefined;
 
   /**
-   * The revision row as committed after this call began. Concurrent requests share reads: a read
+   * The revision row as committed after this call began. One read per terminology request on
+   * PostgreSQL, so hand-written SQL on the adapter (src/db/database.ts); the row is raised in the
+   * transactions of terminology writes (terminologyChanged), on the adapter too. Concurrent requests share reads: a read
    * already under way may have been sent before this call, so a caller joins the read queued to
    * start when it finishes (one per batch of callers), never the one under way.
    */

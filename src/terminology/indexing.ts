@@ -8,7 +8,9 @@ import { terminologyChanged } from './cache.js';
 
 /**
  * Concept tables (prisma/schema.prisma, Terminology*): a CodeSystem is flattened into concept,
- * designation, property and hierarchy rows, each kind inserted from one JSON parameter.
+ * designation, property and hierarchy rows, each kind inserted from one JSON parameter. Bulk
+ * statements in the transaction of the CodeSystem's write (or of $import), so hand-written SQL on
+ * that transaction's adapter, the terminology_system row included; src/db/database.ts.
  */
 export interface ConceptRow {
   code: string;

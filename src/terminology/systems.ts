@@ -13,6 +13,13 @@ const SHARED_LOAD_LOCK = 7_346_012;
 
 
 
+/**
+ * System rows are read with hand-written SQL, like the rest of the terminology tables: these reads
+ * also run inside a write's transaction (an AccessPolicy criterion with `:in` expands its value set
+ * there, through the stand-in Database of search/value-sets.ts), where the Prisma client, which
+ * runs outside any transaction, would neither see the transaction's rows nor, on the embedded
+ * database, get the connection the transaction holds (src/db/database.ts).
+ */
 interface SystemRow {
   id: string;
   url: string;

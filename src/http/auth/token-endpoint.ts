@@ -124,7 +124,9 @@ interface FoundClient {
  * A client, the hash of its secret and its default membership. On the embedded database, from
  * memory once seen (the resource cache and the client credential cache: no statement at all,
  * which is most of the cost of a token there); on PostgreSQL, where other servers may change
- * them, one statement every time.
+ * them, one statement every time: hand-written SQL on the adapter, the secret hash joined to the
+ * resources, since it runs on every token request (src/db/database.ts). The embedded database's
+ * first read of a hash goes through readCredential (the Prisma client).
  */
 async function findClient(auth: AuthService, id: string): Promise<FoundClient | undefined> {
   const membershipId = stableId(`client-membership:${id}`);
