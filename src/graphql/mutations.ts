@@ -24,7 +24,7 @@ export function updateResolver(type: string): FieldResolver {
     const body = inputResource(type, args.res, info);
     // The id is an argument here; a body without one takes it (a different one is still refused).
     if (body.id === undefined) body.id = args.id;
-    const result = await context.requestContext.repo.updateResource(type, args.id, body, { ifMatch: parseIfMatch(args.ifMatch) });
+    const result = await context.requestContext.repo.updateResource(type, args.id, body, { ifMatch: versionOfIfMatchArgument(args.ifMatch) });
     return context.loaders.remember(result.resource);
   };
 }
@@ -38,7 +38,7 @@ export function deleteResolver(type: string): FieldResolver {
 }
 
 /** A version id, bare or as an ETag (`W/"3"`), as REST's If-Match accepts it. */
-function parseIfMatch(value: string | null | undefined): string | undefined {
+function versionOfIfMatchArgument(value: string | null | undefined): string | undefined {
   if (value === null || value === undefined) return undefined;
   const version = versionOfTag(value);
   if (version === undefined) throw errors.invalid(`Malformed ifMatch "${value}": give the version id, e.g. "1" or W/"1"`, 'ifMatch');

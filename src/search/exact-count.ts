@@ -5,7 +5,8 @@ import { policyCriteria } from '../identity/policy.js';
 import type { CompileContext, IndexRowsCondition } from './query/conditions/types.js';
 import { dateBoundKind } from './query/conditions/date.js';
 import { indexRowsSource } from './query/conditions/shared.js';
-import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
+import { scopeSql, type Scope } from '../storage/project-scope.js';
+import { SqlArgs } from '../db/sql-args.js';
 
 /** Above this many projects, a super admin's count names them in one condition instead of counting each apart. */
 const MAX_PROJECTS_COUNTED_APART = 20;

@@ -8,7 +8,8 @@ import { expandValueSets } from './plan/value-set-discovery.js';
 import type { ProjectParameters } from '../indexing/parameters.js';
 import { policyAllowsType } from '../identity/policy.js';
 import { findParameter } from './query/conditions/lookup.js';
-import { scopeSql, SqlArgs, type Scope } from './query/sql-builder.js';
+import { scopeSql, type Scope } from '../storage/project-scope.js';
+import { SqlArgs } from '../db/sql-args.js';
 import type { SearchRow } from './result.js';
 
 /** `_include` and `_revinclude` (with `:iterate`): the resources the matches reference, or that reference them. */

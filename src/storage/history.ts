@@ -1,9 +1,11 @@
 import { toInstant, type SqlExecutor } from '../db/database.js';
+import { SqlArgs } from '../db/sql-args.js';
 import { errors } from '../fhir/outcome.js';
 import { ID_PATTERN } from '../fhir/ids.js';
 import type { Identity } from '../identity/identity.js';
 import type { HistoryOptions, HistoryPage, StoredVersion } from './types.js';
-import { canSee, isUuid, toStoredVersion, type VersionRow } from './versions.js';
+import { isUuid, toStoredVersion, type VersionRow } from './versions.js';
+import { canSee, scopeOf, scopeSql } from './project-scope.js';
 
 /** One version of a resource from its history: 404 when it is not there or not visible, 410 for a deletion. */
 export async function readHistoryVersion(db: SqlExecutor, identity: Identity, resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
@@ -31,28 +33,21 @@ export async function readHistoryPage(
   id: string | undefined,
   options: HistoryOptions,
 ): Promise<HistoryPage> {
-  const args: unknown[] = [resourceType];
-  const where = ['"resourceType" = $1'];
-  if (id !== undefined) {
-    args.push(id);
-    where.push(`id = $${args.length}`);
-  }
-  if (!identity.superAdmin) {
-    args.push(identity.projectId);
-    where.push(`"projectId" = $${args.length}`);
-  }
-  if (options.since) {
-    args.push(options.since);
-    where.push(`"lastUpdated" >= $${args.length}::timestamptz`);
-  }
-  args.push(options.count + 1, options.offset);
+  const args = new SqlArgs();
+  const where = [`"resourceType" = ${args.add(resourceType)}`];
+  if (id !== undefined) where.push(`id = ${args.add(id)}`);
+  const scoped = scopeSql('h', 'projectId', scopeOf(identity), args);
+  if (scoped) where.push(scoped);
+  if (options.since) where.push(`"lastUpdated" >= ${args.add(options.since, 'timestamptz')}`);
+  const limit = args.add(options.count + 1);
+  const offset = args.add(options.offset);
   const rows = await db.query<VersionRow & { first: boolean }>(
     `SELECT id, "projectId", "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content,
        NOT EXISTS (SELECT 1 FROM resource_history p WHERE p."resourceType" = h."resourceType" AND p.id = h.id
                    AND p."lastUpdated" < h."lastUpdated") AS first
      FROM resource_history h WHERE ${where.join(' AND ')}
-     ORDER BY "lastUpdated" DESC, "versionId" DESC LIMIT $${args.length - 1} OFFSET $${args.length}`,
-    args,
+     ORDER BY "lastUpdated" DESC, "versionId" DESC LIMIT ${limit} OFFSET ${offset}`,
+    args.values,
   );
   const versions = rows.slice(0, options.count).map((row) => ({ ...toStoredVersion(resourceType, row), first: row.first }));
   return { versions, hasMore: rows.length > options.count };

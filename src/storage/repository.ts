@@ -17,7 +17,9 @@ import type { SearchCache } from '../cache/search-cache.js';
 import { keyOf, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
-import { canSee, isUuid, parseStored, sameContent, toStoredVersion, type VersionRow } from './versions.js';
+import { isUuid, parseStored, sameContent, toStoredVersion, type VersionRow } from './versions.js';
+import { canSee, scopeOf, scopeSql } from './project-scope.js';
+import { SqlArgs } from '../db/sql-args.js';
 
 
 interface CurrentRow {
@@ -157,10 +159,13 @@ export class Repository implements ResourceRepository {
       else if (isUuid(version.versionId)) missing.push(version.versionId);
     }
     if (missing.length === 0) return texts;
+    const args = new SqlArgs();
+    args.add(JSON.stringify(missing));
+    const scoped = scopeSql('resource_history', 'projectId', scopeOf(this.identity), args);
     const rows = await this.db.query<{ versionId: string; content: string | null }>(
       `SELECT "versionId"::text AS "versionId", content::text AS content FROM resource_history
-       WHERE "versionId" IN (SELECT json_array_elements_text($1::json)::uuid) AND ($2::boolean OR "projectId" = $3)`,
-      [JSON.stringify(missing), this.identity.superAdmin, this.identity.projectId],
+       WHERE "versionId" IN (SELECT json_array_elements_text($1::json)::uuid) AND ${scoped ?? 'true'}`,
+      args.values,
       { planOnce: true },
     );
     for (const row of rows) if (row.content !== null) texts.set(row.versionId, row.content);

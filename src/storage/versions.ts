@@ -1,12 +1,6 @@
 import { toInstant } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
-import type { Identity } from '../identity/identity.js';
 import type { StoredVersion } from './types.js';
-
-/** A super admin sees every project; anyone else only their own. */
-export function canSee(identity: Identity, projectId: string): boolean {
-  return identity.superAdmin || projectId === identity.projectId;
-}
 
 /** Equal apart from the server-owned meta fields: such an update writes no new version. */
 export function sameContent(current: Resource, next: Resource): boolean {

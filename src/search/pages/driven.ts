@@ -1,7 +1,8 @@
 import { baseConditions } from '../plan/base-conditions.js';
 import { dateRangeConditions, filterCondition, type Filter } from '../plan/filters.js';
 import type { CompileContext } from '../query/conditions/types.js';
-import { SqlArgs, type Scope } from '../query/sql-builder.js';
+import { type Scope } from '../../storage/project-scope.js';
+import { SqlArgs } from '../../db/sql-args.js';
 import type { SearchServices } from '../search-services.js';
 import type { PageShape } from './rows.js';
 

@@ -1,4 +1,4 @@
-import type { SqlArgs } from '../query/sql-builder.js';
+import type { SqlArgs } from '../../db/sql-args.js';
 import { columnsOfU } from './rows.js';
 
 /** A term of a page's ORDER BY: an SQL expression and its direction. */

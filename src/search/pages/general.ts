@@ -2,7 +2,7 @@ import type { SqlExecutor } from '../../db/database.js';
 import { errors } from '../../fhir/outcome.js';
 import type { SortKey } from '../plan/control.js';
 import type { CursorPosition } from '../query/cursor.js';
-import { SqlArgs } from '../query/sql-builder.js';
+import { SqlArgs } from '../../db/sql-args.js';
 import { everyProjectStatement, orderBy, type OrderKey } from './every-project.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
 

@@ -2,7 +2,7 @@ import { filterCondition, type Filter } from '../plan/filters.js';
 import type { IndexRowsCondition } from '../query/conditions/types.js';
 import { selectsByKey } from '../query/conditions/keys.js';
 import { indexRowsSource } from '../query/conditions/shared.js';
-import type { SqlArgs } from '../query/sql-builder.js';
+import type { SqlArgs } from '../../db/sql-args.js';
 import { candidateConditions, freshContext, testedOnResource, type DrivenSearch } from './driven.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Filter } from '../plan/filters.js';
 import type { CompileContext } from '../query/conditions/types.js';
-import type { SqlArgs } from '../query/sql-builder.js';
+import type { SqlArgs } from '../../db/sql-args.js';
 import { firstWindow, otherConditions, type DrivenSearch } from './driven.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
 

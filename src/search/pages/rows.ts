@@ -1,5 +1,5 @@
 import { toInstant, type SqlExecutor } from '../../db/database.js';
-import type { SqlArgs } from '../query/sql-builder.js';
+import type { SqlArgs } from '../../db/sql-args.js';
 import type { SearchRow } from '../result.js';
 import { statementKey, type SearchCache, type WriteDependency } from '../../cache/search-cache.js';
 

@@ -2,12 +2,7 @@ import type { Identity } from '../../identity/identity.js';
 import { policyCriteria } from '../../identity/policy.js';
 import { compileParameter } from '../query/conditions.js';
 import { type CompileContext } from '../query/conditions/types.js';
-import { scopeSql, type Scope } from '../query/sql-builder.js';
-
-/** The caller's reach: their project, or every project for a super admin. */
-export function scopeOf(identity: Identity): Scope {
-  return { projectIds: identity.superAdmin ? undefined : [identity.projectId] };
-}
+import { scopeSql, type Scope } from '../../storage/project-scope.js';
 
 /** What every search of `typeList` asks before its parameters: the type, the project, not deleted, the AccessPolicy's criteria. */
 export function baseConditions(identity: Identity, typeList: readonly string[] | undefined, scope: Scope, ctx: CompileContext): string[] {

@@ -4,7 +4,7 @@ import { compileResolved, resolveParameter } from '../query/conditions.js';
 import { type CompileContext, type ResolvedParameter } from '../query/conditions/types.js';
 import { dateBoundKind } from '../query/conditions/date.js';
 import { dateRangeCondition } from '../query/conditions/date-range.js';
-import type { Scope } from '../query/sql-builder.js';
+import type { Scope } from '../../storage/project-scope.js';
 import { splitOr, unescape } from '../query/values.js';
 import { CONTROL } from './control.js';
 import type { Leniency } from './leniency.js';

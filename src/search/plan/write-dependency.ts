@@ -1,6 +1,6 @@
 import type { Identity } from '../../identity/identity.js';
 import { policyCriteria } from '../../identity/policy.js';
-import type { Scope } from '../query/sql-builder.js';
+import type { Scope } from '../../storage/project-scope.js';
 import type { WriteDependency } from '../../cache/search-cache.js';
 import { usesValueSet, type Filter } from './filters.js';
 

@@ -1,7 +1,7 @@
 import { getSearchParametersFor, isResourceType } from '../../../fhir/definitions.js';
 import { errors } from '../../../fhir/outcome.js';
 import type { CompileContext, CompileParameter } from './types.js';
-import { scopeSql } from '../sql-builder.js';
+import { scopeSql } from '../../../storage/project-scope.js';
 import { findParameter } from './lookup.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { CompileContext } from './types.js';
-import { scopeSql } from '../sql-builder.js';
+import { scopeSql } from '../../../storage/project-scope.js';
 import { parseDateValue } from '../values.js';
 import { dateBoundKind, dateCondition, dateRowRange } from './date.js';
 

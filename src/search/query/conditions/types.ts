@@ -1,7 +1,8 @@
 import type { OperationOutcomeError } from '../../../fhir/outcome.js';
 import type { SearchParameter } from '../../../fhir/definitions.js';
 import type { ProjectParameters } from '../../../indexing/parameters.js';
-import type { Scope, SqlArgs } from '../sql-builder.js';
+import type { Scope } from '../../../storage/project-scope.js';
+import type { SqlArgs } from '../../../db/sql-args.js';
 
 /** The types the condition compiler and its per-kind files share. */
 
