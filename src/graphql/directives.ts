@@ -13,13 +13,13 @@ import type {
   GraphQLSchema,
   SelectionSetNode,
   ValidationContext,
-  ValueNode,
 } from 'graphql';
-import { defaultFieldResolver, getNullableType, isListType, isObjectType, Kind, valueFromASTUntyped } from 'graphql';
+import { defaultFieldResolver, getNullableType, isListType, isObjectType, Kind } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import { errors, type OperationOutcomeError } from '../fhir/outcome.js';
 import { findOperation, fragmentsOf } from './documents.js';
 import { outcomeToGraphQLError } from './errors.js';
+import { booleanValue, directiveArgument, responsePathKey, stringValue } from './ast-values.js';
 
 /**
  * The FHIR GraphQL directives that reshape results (http://hl7.org/fhir/R4/graphql.html, "Directives";
@@ -473,31 +473,6 @@ function addSlot(slots: Map<string, Slot>, key: string, kind: SlotKind): Slot {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Small AST helpers.
-
-function directiveArgument(node: FieldNode, directive: string, argument: string): ValueNode | undefined {
-  return node.directives
-    ?.find((candidate) => candidate.name.value === directive)
-    ?.arguments?.find((arg) => arg.name.value === argument)?.value;
-}
-
-function stringValue(value: ValueNode, variables: Readonly<Record<string, unknown>>): string | undefined {
-  const given = valueFromASTUntyped(value, variables);
-  return typeof given === 'string' ? given : undefined;
-}
-
-function booleanValue(value: ValueNode, variables: Readonly<Record<string, unknown>>): boolean | undefined {
-  const given = valueFromASTUntyped(value, variables);
-  return typeof given === 'boolean' ? given : undefined;
-}
-
-/** `a.0.b`: the response path of a field, as execution reports it in `info.path`. */
-function responsePathKey(path: GraphQLResolveInfo['path']): string {
-  const keys: (string | number)[] = [];
-  for (let current: GraphQLResolveInfo['path'] | undefined = path; current; current = current.prev) keys.push(current.key);
-  return keys.reverse().join('.');
-}
-
 function withErrors(result: ExecutionResult, extra: readonly GraphQLError[]): ExecutionResult {
   if (extra.length === 0) return result;
   return { ...result, errors: [...(result.errors ?? []), ...extra] };
