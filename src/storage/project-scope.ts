@@ -23,6 +23,7 @@ export interface Scope {
   projectIds: readonly string[] | undefined;
 }
 
+/** The SQL condition that keeps `alias` within the scope; undefined when the scope is every project. */
 export function scopeSql(alias: string, column: string, scope: Scope, args: SqlArgs): string | undefined {
   if (scope.projectIds === undefined) return undefined;
   if (scope.projectIds.length === 1) return `${alias}."${column}" = ${args.add(scope.projectIds[0])}`;
