@@ -117,7 +117,7 @@ function crossOrigin(services: Services): MiddlewareHandler<AppEnv> {
   const origins = services.config.corsOrigins;
   const handler = cors({
     origin: origins.includes('*') ? '*' : [...origins],
-    allowHeaders: ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'Prefer', 'X-Request-Id'],
+    allowHeaders: ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'If-Modified-Since', 'If-None-Exist', 'Prefer', 'X-Request-Id'],
     allowMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
     exposeHeaders: ['Location', 'Content-Location', 'ETag', 'Last-Modified', 'X-Request-Id'],
     maxAge: 86_400,

@@ -50,6 +50,7 @@ export function buildCapabilityStatement(config: Config, routes: readonly Route[
           interaction: interactions,
           versioning: 'versioned-update',
           readHistory: true,
+          conditionalRead: 'full-support',
           updateCreate: typeInteractions.has('update'),
           conditionalCreate: false,
           conditionalUpdate: false,

@@ -110,7 +110,9 @@ export async function historyHandler(c: HonoContext): Promise<Response> {
 /** Sends a stored version: the stored text as is unless subsetting or Binary bytes are asked for. */
 async function respondWithVersion(c: HonoContext, version: StoredVersion): Promise<Response> {
   const headers = versionHeaders(version);
-  if (matchesIfNoneMatch(c.req.header('if-none-match'), headers.ETag)) return emptyResponse(304, headers);
+  const ifNoneMatch = c.req.header('if-none-match');
+  if (matchesIfNoneMatch(ifNoneMatch, headers.ETag)) return emptyResponse(304, headers);
+  if (ifNoneMatch === undefined && notModifiedSince(c.req.header('if-modified-since'), version.lastUpdated)) return emptyResponse(304, headers);
   const accept = c.req.header('accept') ?? null;
   if (version.resourceType === 'Binary') return binaryResponse(c, version, headers);
   assertJsonAcceptable(c.req.query('_format') ?? null, accept);
@@ -186,6 +188,19 @@ async function readJsonBody(c: HonoContext): Promise<unknown> {
   } catch (error) {
     throw errors.invalid(`The request body is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+/**
+ * `If-Modified-Since` (RFC 9110 13.1.3): the version was last modified at or before the date. A
+ * value that is not a date, or a date later than the server's clock, is ignored. Last-Modified
+ * carries whole seconds, so the version's time is compared at that precision. The caller ignores
+ * the header when If-None-Match is present, as the RFC says.
+ */
+function notModifiedSince(header: string | undefined, lastUpdated: string): boolean {
+  if (!header) return false;
+  const since = Date.parse(header);
+  if (Number.isNaN(since) || since > Date.now()) return false;
+  return Math.floor(Date.parse(lastUpdated) / 1000) * 1000 <= since;
 }
 
 /** `If-None-Match` naming the current version (weak comparison, RFC 9110 13.1.2) or `*`. */

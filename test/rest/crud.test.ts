@@ -466,4 +466,52 @@ describe('conditional read', () => {
     expect(res.status).toBe(200);
     expect(res.body.gender).toBe('female');
   });
+
+  it('answers 304 with ETag and Last-Modified when unchanged since If-Modified-Since', async () => {
+    const client = api.newProject();
+    const created = await client.post('/Patient', patientBody());
+    const res = await client.get(`/Patient/${created.body.id}`, { 'If-Modified-Since': created.headers.get('last-modified')! });
+    expect(res.status).toBe(304);
+    expect(res.text).toBe('');
+    expect(res.headers.get('etag')).toBe(created.headers.get('etag'));
+    expect(res.headers.get('last-modified')).toBe(created.headers.get('last-modified'));
+  });
+
+  it('answers 200 when the resource changed after If-Modified-Since', async () => {
+    const client = api.newProject();
+    const created = await client.post('/Patient', patientBody());
+    const before = new Date(Date.parse(created.body.meta.lastUpdated) - 60_000).toUTCString();
+    const res = await client.get(`/Patient/${created.body.id}`, { 'If-Modified-Since': before });
+    expect(res.status).toBe(200);
+    expect(res.body.id).toBe(created.body.id);
+  });
+
+  it('ignores an If-Modified-Since later than the server clock', async () => {
+    const client = api.newProject();
+    const created = await client.post('/Patient', patientBody());
+    const future = new Date(Date.now() + 86_400_000).toUTCString();
+    const res = await client.get(`/Patient/${created.body.id}`, { 'If-Modified-Since': future });
+    expect(res.status).toBe(200);
+  });
+
+  it('ignores If-Modified-Since when If-None-Match is present', async () => {
+    const client = api.newProject();
+    const created = await client.post('/Patient', patientBody());
+    const updated = await client.put(`/Patient/${created.body.id}`, { ...created.body, gender: 'female' });
+    const res = await client.get(`/Patient/${created.body.id}`, {
+      'If-None-Match': created.headers.get('etag')!,
+      'If-Modified-Since': updated.headers.get('last-modified')!,
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.gender).toBe('female');
+  });
+
+  it('answers 304 on vread when that version is unchanged since If-Modified-Since', async () => {
+    const client = api.newProject();
+    const created = await client.post('/Patient', patientBody());
+    const versionId = created.body.meta.versionId;
+    const res = await client.get(`/Patient/${created.body.id}/_history/${versionId}`, { 'If-Modified-Since': created.headers.get('last-modified')! });
+    expect(res.status).toBe(304);
+    expect(res.headers.get('etag')).toBe(`W/"${versionId}"`);
+  });
 });

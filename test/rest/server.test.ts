@@ -22,6 +22,12 @@ describe('server endpoints', () => {
     expect(body.rest[0].resource.map((r: { type: string }) => r.type)).toContain('ProjectMembership');
   });
 
+  it('states full conditional read support in the CapabilityStatement', async () => {
+    const body = await (await api.raw('/fhir/R4/metadata')).json();
+    const patient = body.rest[0].resource.find((r: { type: string }) => r.type === 'Patient');
+    expect(patient.conditionalRead).toBe('full-support');
+  });
+
   it('echoes a client X-Request-Id and makes one otherwise', async () => {
     const mine = await api.raw('/healthcheck', { headers: { 'X-Request-Id': 'abc-123' } });
     expect(mine.headers.get('x-request-id')).toBe('abc-123');
@@ -59,6 +65,17 @@ describe('CORS', () => {
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
     expect(res.headers.get('access-control-allow-methods')).toContain('PATCH');
+  });
+
+  it('allows the conditional request headers in a browser preflight', async () => {
+    const res = await api.raw('/fhir/R4/Patient', {
+      method: 'OPTIONS',
+      headers: { Origin: 'http://app.example', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'if-modified-since,if-none-exist' },
+    });
+    expect(res.status).toBe(204);
+    const allowed = (res.headers.get('access-control-allow-headers') ?? '').toLowerCase();
+    expect(allowed).toContain('if-modified-since');
+    expect(allowed).toContain('if-none-exist');
   });
 
   it('exposes ETag and Location to browser scripts', async () => {
