@@ -351,6 +351,7 @@ export class Repository implements ResourceRepository {
   }
 
   async readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined> {
+    if (!this.canSee(version.projectId)) return undefined;
     return (await this.binaries.get(binaryKey(version.projectId, version.id, version.versionId)))?.data;
   }
 

@@ -98,6 +98,6 @@ export interface ResourceRepository {
   deleteResource(resourceType: string, id: string, options?: WriteOptions): Promise<void>;
   createBinary(contentType: string, data: Uint8Array, extra?: Partial<Resource>): Promise<WriteResult>;
   updateBinary(id: string, contentType: string, data: Uint8Array, options?: WriteOptions): Promise<WriteResult>;
-  /** The bytes of a Binary version read through readVersion. */
+  /** The bytes of a Binary version found by a read or a search (none for a project the caller cannot see). */
   readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined>;
 }
