@@ -19,6 +19,13 @@ export interface Config {
   /** Server processes sharing the port (Node cluster); more than one needs PostgreSQL. */
   readonly workers: number;
   readonly maxBodyBytes: number;
+  /** Most entries a batch or transaction Bundle may hold (413 above). */
+  readonly maxBundleEntries: number;
+  /**
+   * Most entries of a transaction on the embedded database, whose one connection the transaction
+   * holds (every other request waits for it) until it commits.
+   */
+  readonly embeddedTransactionEntries: number;
   readonly superAdminEmail: string;
   readonly superAdminPassword: string | undefined;
   readonly superAdminClientId: string | undefined;
@@ -113,6 +120,8 @@ export function loadConfig(env: Env = process.env): Config {
     databasePreparedStatements: int('DATABASE_PREPARED_STATEMENTS', 256),
     workers: int('WORKERS', 1, 1),
     maxBodyBytes: int('MAX_BODY_BYTES', 16 * 1024 * 1024, 1024),
+    maxBundleEntries: int('MAX_BUNDLE_ENTRIES', 10_000, 1),
+    embeddedTransactionEntries: int('EMBEDDED_TRANSACTION_ENTRIES', 1000, 1),
     superAdminEmail: merged.SUPER_ADMIN_EMAIL || 'admin@example.com',
     superAdminPassword: merged.SUPER_ADMIN_PASSWORD || undefined,
     superAdminClientId: merged.SUPER_ADMIN_CLIENT_ID || undefined,

@@ -1,4 +1,5 @@
 import type { Database } from '../db/database.js';
+import { JoinedTransaction } from '../db/joined-transaction.js';
 import type { Identity } from '../identity/identity.js';
 import type { RequestContext, Services } from '../operations/context.js';
 import { GuardedRepository } from './guarded-repository.js';
@@ -6,7 +7,7 @@ import { GuardedRepository } from './guarded-repository.js';
 /** A pure function of its inputs, so tests can build a context without HTTP. */
 export function createRequestContext(services: Services, identity: Identity, requestId: string): RequestContext {
   const log = services.log.child({ reqId: requestId });
-  return {
+  const ctx: RequestContext = {
     requestId,
     identity,
     repo: new GuardedRepository(services, identity),
@@ -16,7 +17,29 @@ export function createRequestContext(services: Services, identity: Identity, req
     config: services.config,
     auth: services.auth,
     searchCache: services.searchCache,
+    inTransaction: (work) => runInTransaction(services, ctx, work),
   };
+  return ctx;
+}
+
+/**
+ * One transaction for everything `work` does through the context it gets: caches learn its writes
+ * and other servers hear of them only after the commit.
+ */
+async function runInTransaction<T>(services: Services, outer: RequestContext, work: (ctx: RequestContext) => Promise<T>): Promise<T> {
+  let joined: JoinedTransaction | undefined;
+  const result = await services.db.transaction(async (tx) => {
+    joined = new JoinedTransaction(tx, services.db.kind);
+    const inner: RequestContext = {
+      ...outer,
+      repo: new GuardedRepository(services, outer.identity, joined),
+      transaction: joined,
+      inTransaction: (nested) => nested(inner),
+    };
+    return work(inner);
+  });
+  joined?.committed();
+  return result;
 }
 
 export async function isDatabaseHealthy(db: Database): Promise<boolean> {

@@ -2,6 +2,7 @@ import type { Services } from '../operations/context.js';
 import type { Identity } from '../identity/identity.js';
 import { errors, OperationOutcomeError } from '../fhir/outcome.js';
 import type { SqlExecutor } from '../db/database.js';
+import type { JoinedTransaction } from '../db/joined-transaction.js';
 import { type Resource, isRecord } from '../fhir/types.js';
 import { Repository } from '../storage/repository.js';
 import { parseStored } from '../storage/versions.js';
@@ -60,8 +61,10 @@ export class GuardedRepository implements ResourceRepository {
   constructor(
     private readonly services: Services,
     private readonly who: Identity,
+    /** The transaction every statement joins (a transaction Bundle's entries). */
+    private readonly joined?: JoinedTransaction,
   ) {
-    this.store = new Repository(services, who, {
+    this.store = new Repository(joined ? { ...services, db: joined } : services, who, {
       appliesTo: (resourceType) => policyCriteria(who, resourceType) !== undefined,
       verify: (tx, resource) => this.verifyWrite(tx, resource),
     });
@@ -73,6 +76,7 @@ export class GuardedRepository implements ResourceRepository {
 
   async readVersion(resourceType: string, id: string): Promise<StoredVersion> {
     assertTypeAccess(this.who, resourceType, false);
+    this.assertJoinable(resourceType);
     const version = await this.store.readVersion(resourceType, id);
     await this.assertWithinCriteria(resourceType, id);
     return resourceType === 'ClientApplication' ? this.withSecret(version) : version;
@@ -121,17 +125,19 @@ export class GuardedRepository implements ResourceRepository {
     return this.store.history(resourceType, id, options);
   }
 
-  async createResource(resourceType: string, input: unknown): Promise<WriteResult> {
+  async createResource(resourceType: string, input: unknown, id?: string): Promise<WriteResult> {
     assertTypeAccess(this.who, resourceType, true);
+    this.assertJoinable(resourceType);
     this.checkMembership(resourceType, input);
-    if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.store.createResource(resourceType, input);
+    if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.store.createResource(resourceType, input, id);
     const { secret, ...rest } = input;
-    const result = await this.store.createResource(resourceType, rest);
+    const result = await this.store.createResource(resourceType, rest, id);
     return this.attachSecret(result, typeof secret === 'string' && secret !== '' ? secret : randomSecret());
   }
 
   async updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {
     assertTypeAccess(this.who, resourceType, true);
+    this.assertJoinable(resourceType);
     this.checkMembership(resourceType, input);
     await this.assertExistingWithinCriteria(resourceType, id);
     if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.updateVisible(resourceType, id, input, options);
@@ -175,9 +181,9 @@ export class GuardedRepository implements ResourceRepository {
     return this.store.deleteResource(resourceType, id, options);
   }
 
-  createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}): Promise<WriteResult> {
+  createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}, id?: string): Promise<WriteResult> {
     assertTypeAccess(this.who, 'Binary', true);
-    return this.store.createBinary(contentType, data, extra);
+    return this.store.createBinary(contentType, data, extra, id);
   }
 
   async updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
@@ -194,7 +200,18 @@ export class GuardedRepository implements ResourceRepository {
 
   /** What the caller's criteria searches run with: the same as a request's searches. */
   private searchContext(): SearchContext {
-    return { database: this.services.db, identity: this.who, config: this.services.config, searchCache: this.services.searchCache };
+    const { db, config, searchCache } = this.services;
+    return { database: db, transaction: this.joined, identity: this.who, config, searchCache };
+  }
+
+  /**
+   * A ClientApplication's secret is sealed in a table the resource store's transactions do not
+   * reach, so a transaction could not roll it back (and on the embedded database would wait on itself).
+   */
+  private assertJoinable(resourceType: string): void {
+    if (this.joined && resourceType === 'ClientApplication') {
+      throw errors.invalid('ClientApplication resources cannot be read or written in a transaction: their secrets are kept outside it; use a batch');
+    }
   }
 
   /**
@@ -281,23 +298,23 @@ export class GuardedRepository implements ResourceRepository {
   }
 }
 
-const FHIR_TYPE_PATH = /^\/fhir\/R4\/([A-Z][A-Za-z]+)(?:\/|$)/;
+const TYPE_PATH = /^([A-Z][A-Za-z]+)(?:\/|$)/;
 
 /**
- * AccessPolicy at the HTTP boundary, for every FHIR route whatever serves it (search, history,
- * operations): the type in the path, or each `_type` of a system search, must be allowed. A
- * system search without `_type` under a policy would reach every type, so it must name them.
- * Writes are checked again by the repository (read-only types).
+ * AccessPolicy at the router, for every FHIR interaction whatever serves it (search, history,
+ * operations): the type in the path (below the FHIR base), or each `_type` of a system search, must
+ * be allowed. A system search without `_type` under a policy would reach every type, so it must
+ * name them. Writes are checked again by the repository (read-only types).
  */
-export function assertRouteAccess(identity: Identity, url: URL): void {
+export function assertRouteAccess(identity: Identity, path: string, query: URLSearchParams): void {
   if (!identity.accessPolicy || identity.superAdmin) return;
-  const match = FHIR_TYPE_PATH.exec(url.pathname);
+  const match = TYPE_PATH.exec(path);
   if (match) {
     assertTypeAccess(identity, match[1], false);
     return;
   }
-  if (url.pathname === '/fhir/R4' || url.pathname === '/fhir/R4/') {
-    const types = url.searchParams.getAll('_type').flatMap((value) => value.split(',')).map((t) => t.trim()).filter(Boolean);
+  if (path === '') {
+    const types = query.getAll('_type').flatMap((value) => value.split(',')).map((t) => t.trim()).filter(Boolean);
     if (types.length === 0 && !identity.accessPolicy.resources.some((r) => r.resourceType === '*')) {
       throw errors.forbidden('Your access policy limits the resource types you may search: name them with _type');
     }

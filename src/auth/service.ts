@@ -44,6 +44,9 @@ export interface LoginRequest {
   codeChallengeMethod?: LoginCodeChallengeMethod;
 }
 
+/** The store accounts live in: always the database itself, never a joined transaction. */
+type AuthStorage = StorageServices & { readonly db: Database };
+
 /**
  * Authentication state of one server: its keys (loaded once, kept in memory), the token signer,
  * and the caches that keep token verification and repeated client logins cheap. Everything else
@@ -61,7 +64,7 @@ export class AuthService {
   private readonly logins: LoginWriter;
 
   private constructor(
-    private readonly storage: StorageServices,
+    private readonly storage: AuthStorage,
     readonly config: Config,
     readonly keys: ServerKeys,
   ) {
@@ -71,7 +74,7 @@ export class AuthService {
     this.logins = new LoginWriter(storage.db, storage.searchCache);
   }
 
-  static async start(storage: StorageServices, config: Config): Promise<AuthService> {
+  static async start(storage: AuthStorage, config: Config): Promise<AuthService> {
     return new AuthService(storage, config, await loadServerKeys(storage.db));
   }
 

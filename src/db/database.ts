@@ -34,6 +34,21 @@ export interface SqlExecutor {
 export type DatabaseKind = 'pglite' | 'postgres';
 
 /**
+ * Where the resource store sends its statements: the database, or one transaction that several
+ * writes join (a transaction Bundle). Work that would open a transaction joins the open one, and
+ * what must only follow a commit (caches, notices to other servers) waits for it.
+ */
+export interface TransactionalSql extends SqlExecutor {
+  readonly kind: DatabaseKind;
+  transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  /** Runs `effect` once the work is committed: at once on the database, at the end on a joined transaction. */
+  afterCommit(effect: () => void): void;
+  /** The transaction every statement joins, when there is one. */
+  readonly joined?: SqlExecutor;
+}
+
+
+/**
  * One pool, two speeds (DESIGN 3.2; docs/data-access.md). Both paths run on one driver adapter:
  * the same pool of connections on PostgreSQL (@prisma/adapter-pg), the same worker thread on the
  * embedded PGlite.
@@ -56,7 +71,7 @@ export type DatabaseKind = 'pglite' | 'postgres';
  * database (one connection) a Prisma call made while a transaction is open waits for it to end, so
  * never await one inside the work of a transaction.
  */
-export class Database implements SqlExecutor {
+export class Database implements TransactionalSql {
   /** Counts statements sent, by both paths; tests use it to assert query budgets, never timings. */
   statementCount = 0;
   /** The generated client for the everyday tables (see above), on this database's adapter. */
@@ -117,6 +132,10 @@ export class Database implements SqlExecutor {
     }
     await finishTransaction(tx, 'COMMIT');
     return result;
+  }
+
+  afterCommit(effect: () => void): void {
+    effect();
   }
 
   async close(): Promise<void> {

@@ -3,22 +3,18 @@ import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { compress, COMPRESSIBLE_CONTENT_TYPE_REGEX } from 'hono/compress';
 import { cors } from 'hono/cors';
-import { assertRouteAccess } from '../access/guarded-repository.js';
 import { authenticateRequest } from '../auth/authenticate.js';
 import { type Services } from '../operations/context.js';
 import { createRequestContext } from '../access/context.js';
-import { type Identity } from '../identity/identity.js';
 import { INSTANCE_GRAPHQL_ROUTE } from '../graphql/instance.js';
 import { createGraphQLHandler, GRAPHQL_PATHS } from '../graphql/yoga.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
 import { nodeHeadersOf, readRequestText, requestHeader } from '../graphql/http-body.js';
-import type { AppEnv, HonoContext } from './fhir-handlers.js';
+import type { AppEnv, HonoContext } from './route.js';
+import { FHIR_BASE_PATH, fhirRestHandler, type Authenticator } from './fhir-adapter.js';
 import { outcomeResponse } from './responses.js';
 import { ROUTES } from './routes.js';
-
-/** Decides who is calling; throws an OperationOutcomeError (401) when it cannot. */
-export type Authenticator = (request: Request, services: Services) => Promise<Identity>;
 
 /** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
 const bearerAuthentication: Authenticator = (request, services) => authenticateRequest(services.auth, request);
@@ -39,12 +35,11 @@ export function createApp(services: Services): Hono<AppEnv> {
     if (route.public) app.on(route.method, route.path, (c) => route.handler(c));
     else app.on(route.method, route.path, authenticated, (c) => route.handler(c));
   }
+  const fhir = fhirRestHandler(services, bearerAuthentication);
+  app.all(FHIR_BASE_PATH, fhir);
+  app.all(`${FHIR_BASE_PATH}/*`, fhir);
   app.notFound((c) => {
-    const path = new URL(c.req.url).pathname;
-    const typeMatch = /^\/fhir\/R4\/([A-Za-z]+)(\/|$)/.exec(path);
-    const error = typeMatch && /^[A-Z]/.test(typeMatch[1])
-      ? errors.notSupported(`${c.req.method} ${path} is not supported: check the resource type and interaction`)
-      : errors.notFound(`No endpoint at ${c.req.method} ${path}`);
+    const error = errors.notFound(`No endpoint at ${c.req.method} ${c.req.path}`);
     return outcomeResponse(error.outcome, error.status);
   });
   app.onError((error, c) => {
@@ -183,7 +178,6 @@ function requestLogging(services: Services): MiddlewareHandler<AppEnv> {
 function authentication(services: Services, authenticate: Authenticator): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const identity = await authenticate(c.req.raw, services);
-    assertRouteAccess(identity, new URL(c.req.url));
     c.set('ctx', createRequestContext(services, identity, c.get('requestId')));
     await next();
   };

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Identity } from '../identity/identity.js';
 import type { Config } from '../config.js';
-import type { Database } from '../db/database.js';
+import type { Database, SqlExecutor } from '../db/database.js';
 import type { BinaryStorage } from '../storage/binary-storage.js';
 import type { ResourceCache } from '../storage/resource-cache.js';
 import type { ResourceRepository } from '../storage/types.js';
@@ -38,4 +38,11 @@ export interface RequestContext {
   readonly auth: AuthService;
   /** Exact search counts kept between requests; searches pass it on (SearchServices.searchCache). */
   readonly searchCache?: SearchCache;
+  /** The transaction this context's reads, searches and writes join; absent outside inTransaction. */
+  readonly transaction?: SqlExecutor;
+  /**
+   * Runs `work` with a context whose reads, searches and writes all join one new transaction:
+   * committed when `work` resolves, rolled back when it throws. Inside one, it joins the open one.
+   */
+  inTransaction<T>(work: (ctx: RequestContext) => Promise<T>): Promise<T>;
 }

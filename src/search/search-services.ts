@@ -21,6 +21,8 @@ export interface SearchServices {
 /** The parts of a request a search needs (a RequestContext has them all). */
 export interface SearchContext {
   readonly database: SqlExecutor;
+  /** The transaction the request's statements join (a transaction Bundle), which searches join too. */
+  readonly transaction?: SqlExecutor;
   readonly identity: Identity;
   readonly config: SearchConfig;
   readonly searchCache?: SearchCache;
@@ -50,10 +52,11 @@ export function searchServicesFor(ctx: SearchContext, options: SearchServicesOpt
     accurateCountThreshold: options.exactCounts ? Number.MAX_SAFE_INTEGER : ctx.config.accurateCountThreshold,
     accurateCountOverThreshold: options.estimateOverThreshold ? 'estimate' : ctx.config.accurateCountOverThreshold,
   };
+  const transaction = options.transaction ?? ctx.transaction;
   return {
-    db: options.transaction ?? ctx.database,
+    db: transaction ?? ctx.database,
     identity: ctx.identity,
     config,
-    searchCache: options.transaction ? undefined : ctx.searchCache,
+    searchCache: transaction ? undefined : ctx.searchCache,
   };
 }

@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.js';
+import type { Database, SqlExecutor } from '../db/database.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 export interface StoredBinary {
@@ -11,7 +11,8 @@ export interface StoredBinary {
  * S3 store implements the same three methods.
  */
 export interface BinaryStorage {
-  put(key: string, projectId: string, contentType: string, data: Uint8Array): Promise<void>;
+  /** `within`: the transaction the Binary's version is written in, when the bytes must join it (a transaction Bundle). */
+  put(key: string, projectId: string, contentType: string, data: Uint8Array, within?: SqlExecutor): Promise<void>;
   get(key: string): Promise<StoredBinary | undefined>;
   delete(key: string): Promise<void>;
 }
@@ -29,7 +30,8 @@ export class DatabaseBinaryStorage implements BinaryStorage {
    * A key names one version's bytes, so it is new every time but for a retried write: an insert,
    * then an update if the key was taken (an upsert would send the bytes twice).
    */
-  async put(key: string, projectId: string, contentType: string, data: Uint8Array): Promise<void> {
+  async put(key: string, projectId: string, contentType: string, data: Uint8Array, within?: SqlExecutor): Promise<void> {
+    if (within) return putWithin(within, key, projectId, contentType, data);
     const fields = { contentType, size: data.byteLength, data: overArrayBuffer(data) };
     try {
       await this.db.prisma.binaryContent.create({ data: { key, projectId, ...fields }, select: { key: true } });
@@ -47,6 +49,18 @@ export class DatabaseBinaryStorage implements BinaryStorage {
   async delete(key: string): Promise<void> {
     await this.db.prisma.binaryContent.deleteMany({ where: { key } });
   }
+}
+
+/**
+ * The same row written on an open transaction's connection: Prisma calls never join our
+ * transactions, and on the embedded database one would wait for the transaction to end.
+ */
+async function putWithin(tx: SqlExecutor, key: string, projectId: string, contentType: string, data: Uint8Array): Promise<void> {
+  await tx.execute(
+    `INSERT INTO binary_content (key, "projectId", "contentType", size, data) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (key) DO UPDATE SET "contentType" = EXCLUDED."contentType", size = EXCLUDED.size, data = EXCLUDED.data`,
+    [key, projectId, contentType, data.byteLength, data],
+  );
 }
 
 /** Prisma's Bytes is a Uint8Array over an ArrayBuffer; copied only when over a SharedArrayBuffer. */

@@ -1,7 +1,7 @@
 import { ID_PATTERN } from '../fhir/ids.js';
 import { randomUUID } from 'node:crypto';
 import type { Identity } from '../identity/identity.js';
-import { toInstant, type Database, type SqlExecutor } from '../db/database.js';
+import { toInstant, type SqlExecutor, type TransactionalSql } from '../db/database.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
@@ -34,7 +34,8 @@ interface CurrentRow {
  * projects for a super admin). Writes of a resource, its history row and its index rows are atomic.
  */
 export interface StorageServices {
-  readonly db: Database;
+  /** The database, or a transaction that the writes join (a transaction Bundle). */
+  readonly db: TransactionalSql;
   readonly binaryStorage: BinaryStorage;
   readonly resourceCache: ResourceCache;
   /** Tells every server's caches about committed writes of the types they watch (absent: nobody watches). */
@@ -44,7 +45,7 @@ export interface StorageServices {
 }
 
 export class Repository implements ResourceRepository {
-  private readonly db: Database;
+  private readonly db: TransactionalSql;
   private readonly binaries: BinaryStorage;
   private readonly cache: ResourceCache;
   private readonly bus: InvalidationBus | undefined;
@@ -58,7 +59,9 @@ export class Repository implements ResourceRepository {
   ) {
     this.db = services.db;
     this.binaries = services.binaryStorage;
-    this.cache = services.resourceCache;
+    // Inside a joined transaction the cache may hold versions the transaction has replaced, and
+    // must not learn versions before they commit.
+    this.cache = services.db.joined ? commitOnly(services.resourceCache) : services.resourceCache;
     this.bus = services.bus;
     this.searchCache = services.searchCache;
   }
@@ -181,10 +184,10 @@ export class Repository implements ResourceRepository {
     return readHistoryVersion(this.db, this.identity, resourceType, id, versionId);
   }
 
-  async createResource(resourceType: string, input: unknown): Promise<WriteResult> {
+  async createResource(resourceType: string, input: unknown, id: string = randomUUID()): Promise<WriteResult> {
     assertType(resourceType);
     validateResource(input, { expectedType: resourceType });
-    const resource = this.stamp(input, randomUUID(), randomUUID());
+    const resource = this.stamp(input, id, randomUUID());
     const text = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType)
       ? await this.db.transaction(async (tx) => {
           const written = await this.insertNew(tx, resource);
@@ -221,7 +224,7 @@ export class Repository implements ResourceRepository {
     // Bytes first, under the new version's key: a failed write leaves unreferenced bytes, never a
     // version without its bytes.
     const projectId = await this.projectOfExisting('Binary', id);
-    await this.binaries.put(binaryKey(projectId, id, versionId), projectId, contentType, data);
+    await this.binaries.put(binaryKey(projectId, id, versionId), projectId, contentType, data, this.db.joined);
     return this.update('Binary', id, input, options, versionId, true);
   }
 
@@ -327,8 +330,10 @@ export class Repository implements ResourceRepository {
       return version;
     });
     if (deletion) {
-      this.cache.set(deletion);
-      this.announce(resourceType, deletion.projectId, id);
+      this.db.afterCommit(() => {
+        this.cache.set(deletion);
+        this.announce(resourceType, deletion.projectId, id);
+      });
     }
   }
 
@@ -340,11 +345,11 @@ export class Repository implements ResourceRepository {
   }
 
   /** Stores Binary bytes and a Binary resource describing them; the bytes are not in the JSON. */
-  async createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}): Promise<WriteResult> {
+  async createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}, id: string = randomUUID()): Promise<WriteResult> {
     const input: Resource = { ...extra, resourceType: 'Binary', contentType };
     validateResource(input);
-    const resource = this.stamp(input, randomUUID(), randomUUID());
-    await this.binaries.put(binaryKey(this.identity.projectId, resource.id!, resource.meta!.versionId!), this.identity.projectId, contentType, data);
+    const resource = this.stamp(input, id, randomUUID());
+    await this.binaries.put(binaryKey(this.identity.projectId, resource.id!, resource.meta!.versionId!), this.identity.projectId, contentType, data, this.db.joined);
     const text = await this.insertNew(this.db, resource);
     this.remember(resource, text);
     return { resource, text, created: true, changed: true };
@@ -442,6 +447,10 @@ export class Repository implements ResourceRepository {
 
   /** Called after a write has committed: the cache never holds uncommitted versions. */
   private remember(resource: Resource, text: string): void {
+    this.db.afterCommit(() => this.rememberCommitted(resource, text));
+  }
+
+  private rememberCommitted(resource: Resource, text: string): void {
     const meta = resource.meta!;
     this.cache.set({
       resourceType: resource.resourceType,
@@ -481,6 +490,11 @@ class CreateRace extends Error {
   constructor() {
     super('A resource with this id was created concurrently');
   }
+}
+
+/** A cache that serves nothing and only learns committed versions (the writes of a joined transaction). */
+function commitOnly(cache: ResourceCache): ResourceCache {
+  return { enabled: false, get: () => undefined, fill: () => undefined, set: (version) => cache.set(version) };
 }
 
 function assertType(resourceType: string): void {

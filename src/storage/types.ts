@@ -92,11 +92,12 @@ export interface ResourceRepository {
   readResource(resourceType: string, id: string): Promise<Resource>;
   readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion>;
   history(resourceType: string, id: string | undefined, options: HistoryOptions): Promise<HistoryPage>;
-  createResource(resourceType: string, input: unknown): Promise<WriteResult>;
+  /** `id`: the id the new resource gets (a transaction assigns it before it rewrites references); a new UUID otherwise. */
+  createResource(resourceType: string, input: unknown, id?: string): Promise<WriteResult>;
   updateResource(resourceType: string, id: string, input: unknown, options?: WriteOptions): Promise<WriteResult>;
   patchResource(resourceType: string, id: string, operations: unknown, options?: WriteOptions): Promise<WriteResult>;
   deleteResource(resourceType: string, id: string, options?: WriteOptions): Promise<void>;
-  createBinary(contentType: string, data: Uint8Array, extra?: Partial<Resource>): Promise<WriteResult>;
+  createBinary(contentType: string, data: Uint8Array, extra?: Partial<Resource>, id?: string): Promise<WriteResult>;
   updateBinary(id: string, contentType: string, data: Uint8Array, options?: WriteOptions): Promise<WriteResult>;
   /** The bytes of a Binary version found by a read or a search (none for a project the caller cannot see). */
   readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined>;

@@ -34,6 +34,7 @@ export function stubContext(options: StubOptions = {}): { context: RequestContex
     config: loadConfig({}),
     // The GraphQL layer never creates accounts or tokens.
     auth: {} as RequestContext['auth'],
+    inTransaction: (work) => work(context),
   };
   return { context, logs };
 }

@@ -183,7 +183,7 @@ export async function useTestServer(overrides: Record<string, string> = {}): Pro
 /** A new server with testEnv(overrides), which the caller stops (`server.close()`); useTestServer() stops its own. */
 export async function startTestServer(overrides: Record<string, string>): Promise<TestServer> {
   const config = loadConfig(testEnv(overrides));
-  const server = await startServer(config, { log: pino({ level: 'silent' }) });
+  const server = await startServer(config, { log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
   const fhir = `${server.url}/fhir/R4`;
   const credentials = new WeakMap<ProjectClient, () => Promise<{ clientId: string; clientSecret: string }>>();
   const newProject = (): ProjectClient => {

@@ -50,7 +50,7 @@ describe('server endpoints', () => {
   });
 
   it('answers a method the route table lacks with an OperationOutcome', async () => {
-    const res = await api.raw('/fhir/R4/Patient', { method: 'DELETE' });
+    const res = await api.raw('/fhir/R4/Patient/1/_history', { method: 'DELETE' });
     expect(res.status).toBe(404);
     expect((await res.json()).issue[0].code).toBe('not-supported');
   });

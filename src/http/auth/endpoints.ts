@@ -1,5 +1,5 @@
 import { isFhirId } from '../../fhir/ids.js';
-import type { HonoContext } from '../fhir-handlers.js';
+import type { HonoContext } from '../route.js';
 import { errors, issue, outcome, OperationOutcomeError } from '../../fhir/outcome.js';
 import { parseReference, readAny } from '../../auth/accounts.js';
 import { authenticateRequest, bearerToken, unauthorized } from '../../auth/authenticate.js';

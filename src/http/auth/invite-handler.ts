@@ -1,6 +1,6 @@
 import { inviteUser } from '../../admin/invite.js';
 import { errors } from '../../fhir/outcome.js';
-import type { HonoContext } from '../fhir-handlers.js';
+import type { HonoContext } from '../route.js';
 import { fhirJson } from '../responses.js';
 
 /** `POST /admin/projects/{projectId}/invite` (SPEC 4.3): 201 with the new ProjectMembership. */

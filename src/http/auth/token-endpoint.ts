@@ -1,6 +1,6 @@
 import { isFhirId } from '../../fhir/ids.js';
 import { getConnInfo } from '@hono/node-server/conninfo';
-import type { HonoContext } from '../fhir-handlers.js';
+import type { HonoContext } from '../route.js';
 import type { ClientApplication, ProjectMembership } from '../../fhir/resources.js';
 import { hasSeveralCredentials, REPEATED_AUTHORIZATION } from '../../auth/authenticate.js';
 import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny, readCredential } from '../../auth/accounts.js';

@@ -2,7 +2,7 @@ import { SERVER_NAME, SERVER_VERSION } from '../fhir/software.js';
 import type { Config } from '../config.js';
 import type { Identity } from '../identity/identity.js';
 import type { SqlExecutor } from '../db/database.js';
-import type { Route, SystemInteraction, TypeInteraction } from './route.js';
+import type { FhirRoute, SystemInteraction, TypeInteraction } from './types.js';
 import { searchableParameters } from '../search/query/conditions.js';
 import { getResourceTypes } from '../fhir/definitions.js';
 import type {
@@ -21,13 +21,16 @@ import { NO_PROJECT_PARAMETERS, projectParameters, type ProjectParameters } from
  * The CapabilityStatement, generated from the route table so it cannot drift from what the
  * server really serves. Built once per process.
  */
-export function buildCapabilityStatement(config: Config, routes: readonly Route[]): CapabilityStatement {
+export function buildCapabilityStatement(config: Config, routes: readonly FhirRoute[]): CapabilityStatement {
   const typeInteractions = new Set<TypeInteraction>();
   const systemInteractions = new Set<SystemInteraction>();
+  const conditional = new Set<TypeInteraction>();
   for (const route of routes) {
     if (!route.interaction) continue;
-    if ('type' in route.interaction) typeInteractions.add(route.interaction.type);
-    else systemInteractions.add(route.interaction.system);
+    if ('type' in route.interaction) {
+      typeInteractions.add(route.interaction.type);
+      if (route.conditional) conditional.add(route.interaction.type);
+    } else systemInteractions.add(route.interaction.system);
   }
   const interactions = [...typeInteractions].map((code) => ({ code }));
   return {
@@ -52,9 +55,9 @@ export function buildCapabilityStatement(config: Config, routes: readonly Route[
           readHistory: true,
           conditionalRead: 'full-support',
           updateCreate: typeInteractions.has('update'),
-          conditionalCreate: false,
-          conditionalUpdate: false,
-          conditionalDelete: 'not-supported',
+          conditionalCreate: conditional.has('create'),
+          conditionalUpdate: conditional.has('update'),
+          conditionalDelete: conditional.has('delete') ? 'single' : 'not-supported',
           searchParam: typeInteractions.has('search-type') ? searchParamsOf(type) : undefined,
           ...operationsOf(type),
         })),

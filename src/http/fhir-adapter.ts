@@ -1,0 +1,55 @@
+import type { Services } from '../operations/context.js';
+import { createRequestContext } from '../access/context.js';
+import type { Identity } from '../identity/identity.js';
+import { fhirRouter } from '../router/router.js';
+import { textBody } from '../router/request-body.js';
+import type { FhirMethod, FhirRequest, FhirResponse } from '../router/types.js';
+import { FHIR_CONTENT_TYPE } from './responses.js';
+import type { HonoContext } from './route.js';
+
+/** Where the FHIR router is mounted. */
+export const FHIR_BASE_PATH = '/fhir/R4';
+
+/** Decides who is calling; throws an OperationOutcomeError (401) when it cannot. */
+export type Authenticator = (request: Request, services: Services) => Promise<Identity>;
+
+const BODYLESS = new Set(['GET', 'HEAD', 'DELETE']);
+
+/**
+ * REST onto the FHIR router: the HTTP request becomes a plain FhirRequest, the router's answer an
+ * HTTP response. The route is matched before authentication, so an unknown path is a 404 for
+ * anyone and the CapabilityStatement stays public.
+ */
+export function fhirRestHandler(services: Services, authenticate: Authenticator): (c: HonoContext) => Promise<Response> {
+  return async (c) => {
+    const req = fhirRequestOf(c);
+    const found = fhirRouter.match(req.method, req.path);
+    const needsIdentity = found !== undefined && (!found.route.public || req.header('authorization') !== undefined);
+    const ctx = needsIdentity ? createRequestContext(services, await authenticate(c.req.raw, services), c.get('requestId')) : undefined;
+    if (ctx) c.set('ctx', ctx);
+    const response = await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx }, found);
+    return toHttpResponse(response, req.query.get('_pretty') === 'true');
+  };
+}
+
+function fhirRequestOf(c: HonoContext): FhirRequest {
+  const url = c.req.url;
+  const queryStart = url.indexOf('?');
+  const method = c.req.method as FhirMethod;
+  return {
+    method,
+    path: c.req.path.slice(FHIR_BASE_PATH.length + 1),
+    query: new URLSearchParams(queryStart < 0 ? '' : url.slice(queryStart + 1)),
+    header: (name) => c.req.header(name),
+    body: BODYLESS.has(method) ? undefined : textBody(() => c.req.text(), async () => new Uint8Array(await c.req.arrayBuffer())),
+  };
+}
+
+/** The router's answer as HTTP: FHIR JSON text as it is (re-indented for `_pretty`), resources serialised, bytes raw. */
+export function toHttpResponse(response: FhirResponse, pretty: boolean): Response {
+  const { status, headers, body } = response;
+  if (body === undefined) return new Response(null, { status, headers });
+  if (body instanceof Uint8Array) return new Response(body as BodyInit, { status, headers });
+  const text = typeof body === 'string' ? (pretty ? JSON.stringify(JSON.parse(body), null, 2) : body) : JSON.stringify(body, null, pretty ? 2 : undefined);
+  return new Response(text, { status, headers: { 'Content-Type': FHIR_CONTENT_TYPE, ...headers } });
+}

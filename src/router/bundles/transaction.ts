@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import type { RequestContext } from '../../operations/context.js';
+import { errors } from '../../fhir/outcome.js';
+import type { Resource } from '../../fhir/types.js';
+import { conditionalCriteria, findMatches, lockCriteria, searchOfHeader, severalMatches } from '../conditional.js';
+import { existingResponse } from '../handlers/conditional.js';
+import { notFound } from '../not-found.js';
+import { textResponse } from '../responses.js';
+import type { EntryRouter, FhirResponse, RouteMatch } from '../types.js';
+import { type BundleEntryRequest, entryError, entryPath, failedEntry, readEntry, responseEntryText, withResource } from './entries.js';
+import { mapReferences } from './references.js';
+import { resolveConditionalReferences } from './conditional-references.js';
+
+/** http.html 3.1.0.11.2: deletes, then creates, then updates and patches, then reads (which see the writes). */
+const PHASES: readonly (readonly string[])[] = [['DELETE'], ['POST'], ['PUT', 'PATCH'], ['GET', 'HEAD']];
+
+interface PlannedEntry extends BundleEntryRequest {
+  found: RouteMatch;
+}
+
+/**
+ * A transaction: every entry in one database transaction, all or nothing. A failing entry fails the
+ * whole Bundle with its own status and an OperationOutcome naming it (`Bundle.entry[3]`).
+ */
+export async function runTransaction(router: EntryRouter, ctx: RequestContext, raw: unknown[], prefer: string | undefined): Promise<FhirResponse> {
+  if (ctx.database.kind === 'pglite' && raw.length > ctx.config.embeddedTransactionEntries) {
+    throw errors.tooLarge(
+      `The transaction has ${raw.length} entries; the embedded database takes at most ${ctx.config.embeddedTransactionEntries} (EMBEDDED_TRANSACTION_ENTRIES): split it, or use PostgreSQL`,
+    );
+  }
+  const entries = raw.map((entry, index) => plan(router, readEntry(entry, index, ctx.config.fhirBaseUrl, prefer)));
+  assertOneWritePerResource(entries);
+  const answers = await ctx.inTransaction(async (tx) => {
+    const answered = new Map<number, FhirResponse>();
+    const resolved = await resolveConditionalReferences(tx, entries);
+    const ids = await assignIds(tx, entries, answered);
+    const rewritten = entries.map((entry) => rewrite(entry, ids, resolved));
+    for (const methods of PHASES) {
+      for (const entry of rewritten) {
+        if (!methods.includes(entry.request.method) || answered.has(entry.index)) continue;
+        answered.set(entry.index, await runEntry(router, tx, entry));
+      }
+    }
+    return entries.map((entry) => answered.get(entry.index)!);
+  });
+  const base = ctx.config.fhirBaseUrl;
+  return textResponse(`{"resourceType":"Bundle","type":"transaction-response","entry":[${answers.map((a) => responseEntryText(a, base)).join(',')}]}`);
+}
+
+function plan(router: EntryRouter, entry: BundleEntryRequest): PlannedEntry {
+  const { request, index } = entry;
+  const found = router.match(request.method, request.path);
+  if (!found) throw failedEntry(index, notFound(request.method, request.path));
+  if (found.route.refusedInTransaction) {
+    throw entryError(index, `${request.method} ${request.path || '[base]'} cannot be part of a transaction, which must be able to roll it back: send it in a batch`, 'request');
+  }
+  return { ...entry, found };
+}
+
+/** Two entries that write the same resource make the outcome depend on their order: refused. */
+function assertOneWritePerResource(entries: readonly PlannedEntry[]): void {
+  const writers = new Map<string, number>();
+  for (const { index, request, fullUrl } of entries) {
+    if (request.method === 'GET' || request.method === 'HEAD') continue;
+    const targets = [request.method === 'POST' ? undefined : request.path + (request.query.size > 0 ? `?${request.query}` : ''), fullUrl];
+    for (const target of targets) {
+      if (target === undefined) continue;
+      const earlier = writers.get(target);
+      if (earlier !== undefined) {
+        throw errors.invalid(`Bundle.entry[${earlier}] and Bundle.entry[${index}] both write ${target}`, entryPath(index));
+      }
+      writers.set(target, index);
+    }
+  }
+}
+
+/**
+ * Gives each create its id before anything is written, so references to its fullUrl can be
+ * rewritten: a conditional create that finds its match answers with it and maps to it instead.
+ */
+async function assignIds(tx: RequestContext, entries: PlannedEntry[], answered: Map<number, FhirResponse>): Promise<Map<string, string>> {
+  const ids = new Map<string, string>();
+  for (const entry of entries) {
+    const { request, fullUrl, index } = entry;
+    const type = entry.found.params.type;
+    if (request.method === 'PUT' && fullUrl && entry.found.params.id) ids.set(fullUrl, request.path);
+    if (request.method !== 'POST' || !type) continue;
+    const ifNoneExist = request.header('if-none-exist');
+    if (ifNoneExist !== undefined) {
+      const match = await conditionalMatch(tx, type, ifNoneExist, index);
+      if (match) {
+        answered.set(index, existingResponse(request, tx, match));
+        if (fullUrl) ids.set(fullUrl, `${type}/${match.id}`);
+        continue;
+      }
+    }
+    const id = randomUUID();
+    entry.request = { ...request, assignedId: id, header: (name) => (name === 'if-none-exist' ? undefined : request.header(name)) };
+    if (fullUrl) ids.set(fullUrl, `${type}/${id}`);
+  }
+  return ids;
+}
+
+async function conditionalMatch(tx: RequestContext, type: string, ifNoneExist: string, index: number) {
+  try {
+    const criteria = conditionalCriteria(searchOfHeader(ifNoneExist), 'request.ifNoneExist');
+    await lockCriteria(tx, type, criteria);
+    const matches = await findMatches(tx, type, criteria);
+    if (matches.length > 1) throw severalMatches(type, criteria);
+    return matches[0];
+  } catch (error) {
+    throw failedEntry(index, error);
+  }
+}
+
+/** The entry's resource with fullUrls replaced by the ids given, and conditional references by their matches. */
+function rewrite(entry: PlannedEntry, ids: Map<string, string>, resolved: Map<string, string>): PlannedEntry {
+  if (!entry.resource) return entry;
+  const resource = mapReferences(entry.resource, (value, isReference) => {
+    const target = ids.get(value) ?? (isReference ? resolved.get(value) : undefined);
+    if (target !== undefined) return target;
+    if (isReference && /^urn:(uuid|oid):/.test(value)) {
+      throw entryError(entry.index, `the reference ${value} names no entry of the transaction (no entry has that fullUrl)`, 'resource');
+    }
+    return value;
+  });
+  return { ...withResource(entry, resource as Resource), found: entry.found };
+}
+
+async function runEntry(router: EntryRouter, tx: RequestContext, entry: PlannedEntry): Promise<FhirResponse> {
+  try {
+    return await router.dispatch(entry.request, { config: tx.config, database: tx.database, ctx: tx }, entry.found);
+  } catch (error) {
+    throw failedEntry(entry.index, error);
+  }
+}

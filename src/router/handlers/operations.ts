@@ -1,0 +1,55 @@
+import type { RequestContext } from '../../operations/context.js';
+import { allOk, errors } from '../../fhir/outcome.js';
+import { acceptAsyncJob, prefersAsync } from '../../admin/async-job.js';
+import type { OperationLevel } from '../../operations/definition.js';
+import { invokeOperation } from '../../operations/execute.js';
+import { decodeBody, decodeQuery } from '../../operations/parameters.js';
+import { findOperationDefinition, resolveOperation } from '../../operations/registry.js';
+import { assertJsonAcceptable, assertJsonContentType } from '../negotiation.js';
+import { optionalJsonBody } from '../request-body.js';
+import { resourceResponse } from '../responses.js';
+import type { FhirRequest, FhirResponse, RouteParams } from '../types.js';
+import { readHandler } from './resources.js';
+
+/**
+ * Every operation at one level (`$op`, `[type]/$op`, `[type]/[id]/$op`): routing, GET eligibility
+ * and decoding all come from the OperationDefinition (SPEC 4.1).
+ */
+export function operationHandler(level: OperationLevel) {
+  return async (req: FhirRequest, { type, id, op }: RouteParams, ctx: RequestContext): Promise<FhirResponse> => {
+    const operation = resolveOperation(op!.slice(1), level, type);
+    const definition = operation.definition;
+    assertJsonAcceptable(req.query.get('_format'), req.header('accept') ?? null);
+    const request = { level, resourceType: type, id, ctx, db: ctx.database };
+    operation.authorize?.(request);
+    let input;
+    if (req.method === 'GET') {
+      // SPEC 4.1 rule 4: GET only when the operation does not affect state.
+      if (definition.affectsState) {
+        throw errors.methodNotAllowed(`Operation $${definition.code} changes data: call it with POST`, 'POST');
+      }
+      input = decodeQuery(definition, req.query);
+    } else {
+      assertJsonContentType(req.header('content-type'));
+      input = decodeBody(definition, await optionalJsonBody(req), { plainJson: operation.acceptsPlainJsonBody });
+    }
+    if (operation.respondsAsync && prefersAsync(req.header('prefer'))) {
+      const fhirBase = ctx.config.fhirBaseUrl;
+      const search = req.query.size > 0 ? `?${req.query.toString()}` : '';
+      const job = await acceptAsyncJob(operation, input, request, `${fhirBase}/${req.path}${search}`);
+      const location = `${fhirBase}/AsyncJob/${job.id}`;
+      const accepted = allOk(`Accepted: $${definition.code} runs as AsyncJob/${job.id}; poll ${location} for its status and output`);
+      return resourceResponse(accepted, 202, { 'Content-Location': location });
+    }
+    const result = await invokeOperation(operation, input, request);
+    return resourceResponse(result.resource, result.status);
+  };
+}
+
+/** `GET OperationDefinition/[id]`: the registered definitions (not stored rows) first, then the store. */
+export async function operationDefinitionReadHandler(req: FhirRequest, params: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
+  const definition = findOperationDefinition(params.id!);
+  if (!definition) return readHandler(req, params, ctx);
+  assertJsonAcceptable(req.query.get('_format'), req.header('accept') ?? null);
+  return resourceResponse(definition);
+}

@@ -1,0 +1,57 @@
+import { TrieRouter } from 'hono/router/trie-router';
+import { assertRouteAccess } from '../access/guarded-repository.js';
+import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
+import { notFound } from './not-found.js';
+import type { RequestContext } from '../operations/context.js';
+import { outcomeResponse } from './responses.js';
+import { fhirRoutes } from './routes.js';
+import type { EntryRouter, FhirMethod, FhirRequest, FhirResponse, FhirRoute, PublicCaller, RouteMatch } from './types.js';
+
+/**
+ * The transport-free FHIR router: a plain request and the caller's context in, a plain answer out.
+ * Matching is Hono's trie router (a well-kept matcher with per-segment patterns), over our table.
+ */
+export class FhirRouter implements EntryRouter {
+  private readonly matcher = new TrieRouter<FhirRoute>();
+  readonly routes: readonly FhirRoute[];
+
+  /** `table` gets the router itself: the Bundle routes run their entries through it. */
+  constructor(table: (router: EntryRouter) => readonly FhirRoute[]) {
+    this.routes = table(this);
+    for (const route of this.routes) this.matcher.add(route.method, `/${route.path}`, route);
+  }
+
+  /** The first route of the table that serves the method and path (HEAD is served as GET). */
+  match(method: FhirMethod, path: string): RouteMatch | undefined {
+    const [matches] = this.matcher.match(method === 'HEAD' ? 'GET' : method, `/${path}`) as [[FhirRoute, Record<string, string>][]];
+    const first = matches[0];
+    return first ? { route: first[0], params: first[1] } : undefined;
+  }
+
+  /** Runs a request as the caller; every failure becomes its OperationOutcome answer. */
+  async handle(req: FhirRequest, ctx: RequestContext): Promise<FhirResponse> {
+    try {
+      return await this.dispatch(req, { config: ctx.config, database: ctx.database, ctx });
+    } catch (error) {
+      const outcome = toOperationOutcomeError(error);
+      if (outcome.status >= 500) ctx.log.error({ err: error }, 'request failed');
+      return outcomeResponse(outcome.outcome, outcome.status, outcome.headers);
+    }
+  }
+
+  /**
+   * Runs a request; failures are thrown as OperationOutcomeErrors. `caller.ctx` is absent for a
+   * request without a token, which only public routes serve.
+   */
+  async dispatch(req: FhirRequest, caller: PublicCaller, found = this.match(req.method, req.path)): Promise<FhirResponse> {
+    if (!found) throw notFound(req.method, req.path);
+    const { route, params } = found;
+    if (route.public) return route.handler(req, params, caller);
+    if (!caller.ctx) throw errors.unauthorized('Authentication required: send Authorization: Bearer <access token>');
+    assertRouteAccess(caller.ctx.identity, req.path, req.query);
+    return route.handler(req, params, caller.ctx);
+  }
+}
+
+/** The server's one FHIR router. */
+export const fhirRouter = new FhirRouter(fhirRoutes);

@@ -1,0 +1,57 @@
+import { ID_SOURCE } from '../fhir/ids.js';
+import { createHandler, deleteHandler, patchHandler, readHandler, updateHandler, vreadHandler } from './handlers/resources.js';
+import { conditionalDeleteHandler, conditionalPatchHandler, conditionalUpdateHandler } from './handlers/conditional.js';
+import { historyHandler } from './handlers/history.js';
+import { searchPostHandler, searchSystemHandler, searchTypeHandler } from './handlers/search.js';
+import { metadataHandler } from './handlers/metadata.js';
+import { operationDefinitionReadHandler, operationHandler } from './handlers/operations.js';
+import { bundleHandler } from './bundles/handler.js';
+import type { EntryRouter, FhirRoute } from './types.js';
+
+/** Resource type names start with an upper-case letter; this keeps `metadata` and `$op` apart. */
+const TYPE = ':type{[A-Z][A-Za-z]+}';
+const ID = `:id{${ID_SOURCE}}`;
+const OP = ':op{\\$[A-Za-z][A-Za-z0-9-]*}';
+
+/**
+ * The one table of FHIR interactions, below the FHIR base. REST mounts it at /fhir/R4, Bundle
+ * entries and GraphQL run through it, and the CapabilityStatement is generated from it. More
+ * specific paths come first. `router` runs the entries of batch and transaction Bundles.
+ */
+export function fhirRoutes(router: EntryRouter): FhirRoute[] {
+  const operation = (method: 'GET' | 'POST', path: string, level: 'system' | 'type' | 'instance'): FhirRoute => ({
+    method,
+    path,
+    handler: operationHandler(level),
+    refusedInTransaction: true,
+  });
+  const routes: FhirRoute[] = [
+    { method: 'GET', path: 'metadata', public: true, handler: metadataHandler(() => routes), interaction: { system: 'capabilities' } },
+    // Operations (SPEC 4.1): every level is routed; the OperationDefinition decides what exists and whether GET is allowed.
+    operation('POST', OP, 'system'),
+    operation('GET', OP, 'system'),
+    operation('POST', `${TYPE}/${OP}`, 'type'),
+    operation('GET', `${TYPE}/${OP}`, 'type'),
+    operation('POST', `${TYPE}/${ID}/${OP}`, 'instance'),
+    operation('GET', `${TYPE}/${ID}/${OP}`, 'instance'),
+    // Built-in OperationDefinitions are served from the registry, stored ones by the normal read.
+    { method: 'GET', path: `:type{OperationDefinition}/${ID}`, handler: operationDefinitionReadHandler },
+    { method: 'POST', path: '', handler: bundleHandler(router), interaction: { system: 'transaction' }, refusedInTransaction: true },
+    { method: 'POST', path: '', handler: bundleHandler(router), interaction: { system: 'batch' }, refusedInTransaction: true },
+    { method: 'GET', path: `${TYPE}/_history`, handler: historyHandler, interaction: { type: 'history-type' } },
+    { method: 'GET', path: '', handler: searchSystemHandler, interaction: { system: 'search-system' } },
+    { method: 'GET', path: TYPE, handler: searchTypeHandler, interaction: { type: 'search-type' } },
+    { method: 'POST', path: `${TYPE}/_search`, handler: searchPostHandler, interaction: { type: 'search-type' } },
+    { method: 'POST', path: TYPE, handler: createHandler, interaction: { type: 'create' }, conditional: true },
+    { method: 'PUT', path: TYPE, handler: conditionalUpdateHandler, interaction: { type: 'update' }, conditional: true },
+    { method: 'PATCH', path: TYPE, handler: conditionalPatchHandler, interaction: { type: 'patch' }, conditional: true },
+    { method: 'DELETE', path: TYPE, handler: conditionalDeleteHandler, interaction: { type: 'delete' }, conditional: true },
+    { method: 'GET', path: `${TYPE}/${ID}/_history`, handler: historyHandler, interaction: { type: 'history-instance' } },
+    { method: 'GET', path: `${TYPE}/${ID}/_history/:vid`, handler: vreadHandler, interaction: { type: 'vread' } },
+    { method: 'GET', path: `${TYPE}/${ID}`, handler: readHandler, interaction: { type: 'read' } },
+    { method: 'PUT', path: `${TYPE}/${ID}`, handler: updateHandler, interaction: { type: 'update' } },
+    { method: 'PATCH', path: `${TYPE}/${ID}`, handler: patchHandler, interaction: { type: 'patch' } },
+    { method: 'DELETE', path: `${TYPE}/${ID}`, handler: deleteHandler, interaction: { type: 'delete' } },
+  ];
+  return routes;
+}
