@@ -21,6 +21,7 @@ import {
 import { randomSecret } from '../auth/secrets.js';
 import { readClientSecret, storeClientSecret } from '../auth/account-writes.js';
 import { policyAllowsType, policyCriteria } from '../identity/policy.js';
+import { systemHistoryOptions } from './system-history.js';
 import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../search/service.js';
 
 /** Types only project admins (or super admins) may create, change or delete. */
@@ -116,7 +117,8 @@ export class GuardedRepository implements ResourceRepository {
     return version;
   }
 
-  async history(resourceType: string, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
+  async history(resourceType: string | undefined, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
+    if (resourceType === undefined) return this.store.history(undefined, id, systemHistoryOptions(this.who, options));
     assertTypeAccess(this.who, resourceType, false);
     if (id !== undefined) await this.assertWithinCriteria(resourceType, id);
     else if (policyCriteria(this.who, resourceType)) {

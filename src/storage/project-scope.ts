@@ -12,6 +12,11 @@ export function scopeOf(identity: Identity): Scope {
   return { projectIds: identity.superAdmin ? undefined : [identity.projectId] };
 }
 
+/** The caller's reach, narrowed to `projectId` for a super admin; anyone else keeps their own project. */
+export function narrowedScope(identity: Identity, projectId: string | undefined): Scope {
+  return identity.superAdmin && projectId !== undefined ? { projectIds: [projectId] } : scopeOf(identity);
+}
+
 /** Whether a row of `projectId` is within the caller's reach. */
 export function canSee(identity: Identity, projectId: string): boolean {
   return identity.superAdmin || projectId === identity.projectId;

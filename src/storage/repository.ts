@@ -337,10 +337,10 @@ export class Repository implements ResourceRepository {
     }
   }
 
-  /** History of one resource (id given) or of a whole type in the caller's project, newest first. */
-  async history(resourceType: string, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
-    assertType(resourceType);
-    if (id !== undefined) await this.assertExists(resourceType, id);
+  /** History of one resource (id given), a whole type, or every type (no type) in the caller's project, newest first. */
+  async history(resourceType: string | undefined, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
+    if (resourceType !== undefined) assertType(resourceType);
+    if (resourceType !== undefined && id !== undefined) await this.assertExists(resourceType, id);
     return readHistoryPage(this.db, this.identity, resourceType, id, options);
   }
 

@@ -55,15 +55,28 @@ export interface WriteResult {
   changed: boolean;
 }
 
+/** What a history page holds; versions come newest first, by ("lastUpdated", "versionId"). */
 export interface HistoryOptions {
   count: number;
-  offset: number;
+  /** Versions to skip (offset paging); 0 when absent. */
+  offset?: number;
+  /** `_since`: only versions written at or after this instant. */
   since?: string;
+  /** `_at` (an instant): only the version of each resource current then, its newest at or before it (a deletion included). */
+  at?: string;
+  /** `nextCursor` of the previous page: the page starts after it, however deep (keyset paging). */
+  cursor?: string;
+  /** A super admin's system history narrowed to one project; ignored for anyone else, who sees only their own. */
+  projectId?: string;
+  /** Types left out (a system history under an AccessPolicy). */
+  excludeTypes?: readonly string[];
 }
 
 export interface HistoryPage {
   versions: (StoredVersion & { first: boolean })[];
   hasMore: boolean;
+  /** When hasMore: the cursor of the next page (HistoryOptions.cursor). */
+  nextCursor?: string;
 }
 
 /**
@@ -91,7 +104,8 @@ export interface ResourceRepository {
   readVersionTexts(versions: readonly VersionKey[]): Promise<Map<string, string>>;
   readResource(resourceType: string, id: string): Promise<Resource>;
   readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion>;
-  history(resourceType: string, id: string | undefined, options: HistoryOptions): Promise<HistoryPage>;
+  /** History of a resource (type and id), a type (id undefined) or the whole system (both undefined), newest first. */
+  history(resourceType: string | undefined, id: string | undefined, options: HistoryOptions): Promise<HistoryPage>;
   /** `id`: the id the new resource gets (a transaction assigns it before it rewrites references); a new UUID otherwise. */
   createResource(resourceType: string, input: unknown, id?: string): Promise<WriteResult>;
   updateResource(resourceType: string, id: string, input: unknown, options?: WriteOptions): Promise<WriteResult>;
