@@ -1,20 +1,18 @@
 import type { GraphQLInputObjectType, GraphQLInputType, GraphQLList, GraphQLResolveInfo } from 'graphql';
 import { versionOfTag } from '../fhir/etag.js';
-import { allOk, errors } from '../fhir/outcome.js';
+import { errors } from '../fhir/outcome.js';
 import { type OperationOutcome, type Resource, isRecord } from '../fhir/types.js';
-import type { WriteResult } from '../storage/types.js';
 import type { FieldResolver, GraphQLContext } from './context.js';
 import { isKind, nullableOf } from './list-fields.js';
+import { answerOf, routeAs } from './router-calls.js';
 
 /** The FHIR GraphQL mutations: `TCreate`, `TUpdate`, `TDelete`, each the REST interaction of the same name. */
 
-/** `TCreate(res:)`: the REST create (validation, access rules, Binary bytes stored beside the JSON). */
+/** `TCreate(res:)`: the REST create, through the FHIR router (validation, access rules, Binary bytes stored beside the JSON). */
 export function createResolver(type: string): FieldResolver {
   return async (_parent: unknown, args: { res: unknown }, context: GraphQLContext, info: GraphQLResolveInfo) => {
     const body = inputResource(type, args.res, info);
-    const repo = context.requestContext.repo;
-    const result = type === 'Binary' ? await createBinary(context, body) : await repo.createResource(type, body);
-    return context.loaders.remember(result.resource);
+    return context.loaders.remember(answerOf(await routeAs(context.requestContext, 'POST', type, body)));
   };
 }
 
@@ -24,16 +22,16 @@ export function updateResolver(type: string): FieldResolver {
     const body = inputResource(type, args.res, info);
     // The id is an argument here; a body without one takes it (a different one is still refused).
     if (body.id === undefined) body.id = args.id;
-    const result = await context.requestContext.repo.updateResource(type, args.id, body, { ifMatch: versionOfIfMatchArgument(args.ifMatch) });
-    return context.loaders.remember(result.resource);
+    const ifMatch = versionOfIfMatchArgument(args.ifMatch);
+    const headers: Record<string, string> = ifMatch === undefined ? {} : { 'if-match': `W/"${ifMatch}"` };
+    return context.loaders.remember(answerOf(await routeAs(context.requestContext, 'PUT', `${type}/${args.id}`, body, headers)));
   };
 }
 
 /** `TDelete(id:)`: the REST delete, answered with an information OperationOutcome. */
 export function deleteResolver(type: string): FieldResolver {
   return async (_parent: unknown, args: { id: string }, context: GraphQLContext): Promise<OperationOutcome> => {
-    await context.requestContext.repo.deleteResource(type, args.id);
-    return allOk(`Deleted ${type}/${args.id}`);
+    return answerOf(await routeAs(context.requestContext, 'DELETE', `${type}/${args.id}`)) as OperationOutcome;
   };
 }
 
@@ -82,15 +80,3 @@ function withoutNulls(value: unknown, type: GraphQLInputType, keepNullItems = fa
 function primitivePair(name: string): string {
   return name.startsWith('_') ? name.slice(1) : `_${name}`;
 }
-
-/** A JSON Binary as REST creates it: `data` (base64) stored as bytes beside the resource. */
-async function createBinary(context: GraphQLContext, body: Resource): Promise<WriteResult> {
-  const repo = context.requestContext.repo;
-  const { data, contentType, ...rest } = body;
-  if (data !== undefined && (typeof data !== 'string' || !/^[A-Za-z0-9+/\s]*={0,2}$/.test(data))) {
-    throw errors.invalid('Binary.data must be base64', 'Binary.data');
-  }
-  const bytes = typeof data === 'string' ? Buffer.from(data, 'base64') : new Uint8Array();
-  return repo.createBinary(typeof contentType === 'string' ? contentType : '', bytes, rest);
-}
-

@@ -2,10 +2,8 @@ import type { GraphQLFieldResolver } from 'graphql';
 import { errors } from '../fhir/outcome.js';
 import { isRecord, type Resource } from '../fhir/types.js';
 import { isOpenType, isRepeating, isResourceParameterType, valueKey, type OperationParameter } from '../operations/definition.js';
-import { acceptAsyncJob } from '../admin/async-job.js';
-import { executeOperation } from '../operations/execute.js';
-import { decodeBody } from '../operations/parameters.js';
-import { listBuiltinOperations, type Operation, type OperationRequest } from '../operations/registry.js';
+import { listBuiltinOperations, type Operation } from '../operations/registry.js';
+import { answerOf, routeAs } from './router-calls.js';
 import type { Resolvers } from '../generated/graphql.js';
 import type { GraphQLContext } from './context.js';
 import {
@@ -20,9 +18,9 @@ import {
 
 /**
  * One resolver per operation field (schema/fhir-operations.graphql). GraphQL arguments become the
- * Parameters resource a REST client would send, and `executeOperation` decodes, checks and runs it:
- * the same decoding, validation, authorization and handler as the REST route. The Parameters it
- * returns is read back into the output type's fields.
+ * Parameters resource a REST client would send, POSTed through the FHIR router: the same route,
+ * decoding, validation, authorization and handler as REST. The Parameters it returns is read back
+ * into the output type's fields.
  *
  * A `<Field>Async` field (operations with `respondsAsync`) decodes and checks the same way, then
  * starts the operation as an AsyncJob, as REST does with `Prefer: respond-async`, and returns the job.
@@ -43,35 +41,20 @@ function operationResolver(field: OperationField): GraphQLFieldResolver<unknown,
   const { operation } = field;
   return async (_parent, args: Args, { requestContext }) => {
     const id = args[ID_ARGUMENT];
-    const request: OperationRequest = {
-      level: field.resourceType === undefined ? 'system' : typeof id === 'string' ? 'instance' : 'type',
-      resourceType: field.resourceType,
-      id: typeof id === 'string' ? id : undefined,
-      ctx: requestContext,
-      // Terminology keeps tables of its own.
-      db: requestContext.database,
-    };
-    // As in REST: a refusal comes before any complaint about the input.
-    operation.authorize?.(request);
+    const path = [field.resourceType, typeof id === 'string' ? id : undefined, `$${operation.definition.code}`].filter((part) => part !== undefined).join('/');
+    const parameters = toParameters(args, operation);
     if (field.async) {
-      // REST's `Prefer: respond-async` path: the same checks, then the job (accepted) is the answer.
-      const input = decodeBody(operation.definition, toParameters(args, operation));
-      return acceptAsyncJob(operation, input, request, restUrl(request, operation.definition.code));
+      // REST's `Prefer: respond-async`: the same checks, then the job the router accepted is the answer.
+      const accepted = await routeAs(requestContext, 'POST', path, parameters, { prefer: 'respond-async' });
+      const jobId = /\/AsyncJob\/([^/]+)$/.exec(accepted.headers['Content-Location'] ?? '')?.[1];
+      if (!jobId) throw new Error(`$${operation.definition.code} did not start a job`);
+      return requestContext.repo.readResource('AsyncJob', jobId);
     }
-    const result = await executeOperation(operation, toParameters(args, operation), request);
-    if (field.returnsResource) return result.resource;
+    const result = answerOf(await routeAs(requestContext, 'POST', path, parameters));
+    if (field.returnsResource) return result;
     const out = parametersOf(operation.definition, 'out');
-    return out.length === 0 ? result.resource : fromEntries(entriesOf(result.resource), out);
+    return out.length === 0 ? result : fromEntries(entriesOf(result), out);
   };
-}
-
-/**
- * The URL a REST client would POST the same call to (`<base>/$reindex`, `<base>/Type/id/$op`): the
- * AsyncJob's `request`, as the REST path records it for a POST.
- */
-function restUrl(request: OperationRequest, code: string): string {
-  const path = [request.resourceType, request.id, `$${code}`].filter((part) => part !== undefined).join('/');
-  return `${request.ctx.config.fhirBaseUrl}/${path}`;
 }
 
 /** A Parameters entry, as REST clients send and receive them. */

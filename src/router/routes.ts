@@ -38,6 +38,7 @@ export function fhirRoutes(router: EntryRouter): FhirRoute[] {
     { method: 'GET', path: `:type{OperationDefinition}/${ID}`, handler: operationDefinitionReadHandler },
     { method: 'POST', path: '', handler: bundleHandler(router), interaction: { system: 'transaction' }, refusedInTransaction: true },
     { method: 'POST', path: '', handler: bundleHandler(router), interaction: { system: 'batch' }, refusedInTransaction: true },
+    { method: 'GET', path: '_history', handler: historyHandler, interaction: { system: 'history-system' } },
     { method: 'GET', path: `${TYPE}/_history`, handler: historyHandler, interaction: { type: 'history-type' } },
     { method: 'GET', path: '', handler: searchSystemHandler, interaction: { system: 'search-system' } },
     { method: 'GET', path: TYPE, handler: searchTypeHandler, interaction: { type: 'search-type' } },

@@ -323,7 +323,7 @@ describe('history', () => {
     const res = await client.get('/Patient/_history?_count=2');
     expect(res.body.entry).toHaveLength(2);
     const next = (res.body.link as { relation: string; url: string }[]).find((l) => l.relation === 'next');
-    expect(next?.url).toContain('_offset=2');
+    expect(next?.url).toContain('_cursor=');
     const page2 = await client.get(next!.url.replace('http://localhost/fhir/R4', ''));
     expect(page2.body.entry).toHaveLength(1);
   });
