@@ -3,7 +3,8 @@
  * at 16 connections, and appends the figures to bench/RESULTS.md.
  *
  *   npm run bench                         embedded PGlite, plus PostgreSQL when BENCH_DATABASE_URL is set
- *   BENCH_SCENARIOS=read,create npm run bench   (a scenario is selected by its first word: read, create, graphql)
+ *   BENCH_SCENARIOS=read,create npm run bench   (a scenario is selected by its first word: read, create, graphql,
+ *                                                transaction, batch, search, conditional)
  *   BENCH_DURATION=10 npm run bench       seconds per scenario (default 10)
  *   BENCH_WORKERS=1,2 npm run bench       PostgreSQL once per WORKERS setting (default 1 and 2)
  *   BENCH_RESULTS=/tmp/mine.md npm run bench   append to another file than bench/RESULTS.md
@@ -14,6 +15,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { typicalObservation, typicalPatient } from './fixtures.js';
+import { bundleScenarios } from './bundle-scenarios.js';
 import { clientCredentialsToken, launchFlint, stopFlint } from './flint-process.js';
 
 const CONNECTIONS = 16;
@@ -225,11 +227,38 @@ async function benchDatabase(label: string, env: Record<string, string>, selecte
       console.log(`${label.padEnd(10)} ${row.scenario.padEnd(22)} ${String(row.rps).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${row.errors}`);
       rows.push(row);
     }
+    rows.push(...(await runBundleScenarios(label, ids, selected, rows)));
     const read = scenarios.find((s) => s.name === 'read Patient by id')!;
     const graphqlById = scenarios.find((s) => s.name === 'graphql Patient by id')!;
     if (!selected || (selected.has('read') && selected.has('graphql'))) rows.push(await interleaved(label, graphqlById, read, ids));
   } finally {
     await stopFlint(child);
+  }
+  return rows;
+}
+
+/** Bundle figures count resources per second (50 per Bundle), compared with the single creates of the same run. */
+async function runBundleScenarios(label: string, ids: string[], selected: Set<string> | undefined, earlier: Row[]): Promise<Row[]> {
+  const rows: Row[] = [];
+  const singleCreates = earlier.find((row) => row.scenario === 'create Observation')?.rps;
+  for (const scenario of bundleScenarios(FHIR, JSON_HEADERS)) {
+    if (selected && !selected.has(scenario.name.split(' ')[0])) continue;
+    await scenario.run(ids.slice(0, 100), 2).catch(() => undefined);
+    const result = await scenario.run(ids, DURATION);
+    const rps = Math.round(result.requests.average);
+    const resources = rps * scenario.resourcesPerRequest;
+    const versus = singleCreates && scenario.name.startsWith('transaction') ? `; ${(resources / singleCreates).toFixed(1)}x single Observation creates (${singleCreates}/s)` : '';
+    const row: Row = {
+      database: label,
+      scenario: scenario.name,
+      target: `${scenario.target}: ${resources} resources/s${versus}`,
+      rps,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      errors: result.errors + result.non2xx,
+    };
+    console.log(`${label.padEnd(10)} ${row.scenario}: ${rps} req/s, ${row.target}, errors ${row.errors}`);
+    rows.push(row);
   }
   return rows;
 }

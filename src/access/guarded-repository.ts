@@ -7,7 +7,9 @@ import { type Resource, isRecord } from '../fhir/types.js';
 import { Repository } from '../storage/repository.js';
 import { parseStored } from '../storage/versions.js';
 import {
+  ItemError,
   keyOf,
+  type NewResource,
   type HistoryOptions,
   type HistoryPage,
   type ReadKey,
@@ -135,6 +137,19 @@ export class GuardedRepository implements ResourceRepository {
     const { secret, ...rest } = input;
     const result = await this.store.createResource(resourceType, rest, id);
     return this.attachSecret(result, typeof secret === 'string' && secret !== '' ? secret : randomSecret());
+  }
+
+  async createResources(items: readonly NewResource[]): Promise<WriteResult[]> {
+    items.forEach((item, index) => {
+      try {
+        assertTypeAccess(this.who, item.resourceType, true);
+        if (item.resourceType === 'ClientApplication') throw errors.invalid('ClientApplications are created one at a time, with their secret');
+        this.checkMembership(item.resourceType, item.input);
+      } catch (error) {
+        throw new ItemError(index, error);
+      }
+    });
+    return this.store.createResources(items);
   }
 
   async updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {

@@ -10,11 +10,11 @@ import { applyJsonPatch } from './patch.js';
 import { isUniqueViolation } from './db-errors.js';
 import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import { projectParameters } from '../indexing/parameters.js';
-import { indexDeleteClauses, insertFirstVersion, versionWrite } from './sql.js';
+import { indexDeleteClauses, insertFirstVersion, insertFirstVersions, versionWrite } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
 import type { ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
-import { keyOf, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
+import { ItemError, keyOf, type NewResource, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
 import { isUuid, parseStored, sameContent, toStoredVersion, type VersionRow } from './versions.js';
@@ -197,6 +197,44 @@ export class Repository implements ResourceRepository {
       : await this.insertNew(this.db, resource);
     this.remember(resource, text);
     return { resource, text, created: true, changed: true };
+  }
+
+  /**
+   * Creates many resources, each with its given id: one statement for all of them (resource,
+   * history and index rows) when no write check or hook applies to their types, else one create
+   * each. A resource that fails validation is an ItemError naming its place in `items`.
+   */
+  async createResources(items: readonly NewResource[]): Promise<WriteResult[]> {
+    const resources = items.map((item, index) => {
+      try {
+        assertType(item.resourceType);
+        validateResource(item.input, { expectedType: item.resourceType });
+        return this.stamp(item.input, item.id ?? randomUUID(), randomUUID());
+      } catch (error) {
+        throw new ItemError(index, error);
+      }
+    });
+    if (resources.some((resource) => writeHookOf(resource.resourceType) !== undefined || this.checksWrites(resource.resourceType))) {
+      return this.createEach(items);
+    }
+    await this.db.transaction((tx) => insertFirstVersions(tx, resources));
+    return resources.map((resource) => {
+      const text = JSON.stringify(resource);
+      this.remember(resource, text);
+      return { resource, text, created: true, changed: true };
+    });
+  }
+
+  private async createEach(items: readonly NewResource[]): Promise<WriteResult[]> {
+    const results: WriteResult[] = [];
+    for (const [index, item] of items.entries()) {
+      try {
+        results.push(await this.createResource(item.resourceType, item.input, item.id));
+      } catch (error) {
+        throw new ItemError(index, error);
+      }
+    }
+    return results;
   }
 
   private checksWrites(resourceType: string): boolean {

@@ -108,6 +108,8 @@ export interface ResourceRepository {
   history(resourceType: string | undefined, id: string | undefined, options: HistoryOptions): Promise<HistoryPage>;
   /** `id`: the id the new resource gets (a transaction assigns it before it rewrites references); a new UUID otherwise. */
   createResource(resourceType: string, input: unknown, id?: string): Promise<WriteResult>;
+  /** Creates many at once (a transaction's creates); a failure is an ItemError naming the item. */
+  createResources(items: readonly NewResource[]): Promise<WriteResult[]>;
   updateResource(resourceType: string, id: string, input: unknown, options?: WriteOptions): Promise<WriteResult>;
   patchResource(resourceType: string, id: string, operations: unknown, options?: WriteOptions): Promise<WriteResult>;
   deleteResource(resourceType: string, id: string, options?: WriteOptions): Promise<void>;
@@ -115,4 +117,21 @@ export interface ResourceRepository {
   updateBinary(id: string, contentType: string, data: Uint8Array, options?: WriteOptions): Promise<WriteResult>;
   /** The bytes of a Binary version found by a read or a search (none for a project the caller cannot see). */
   readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined>;
+}
+
+/** One resource of a createResources call. */
+export interface NewResource {
+  resourceType: string;
+  input: unknown;
+  id?: string;
+}
+
+/** The failure of one item of a call that writes many: which one, and why. */
+export class ItemError extends Error {
+  constructor(
+    readonly item: number,
+    readonly reason: unknown,
+  ) {
+    super(reason instanceof Error ? reason.message : String(reason));
+  }
 }

@@ -4,6 +4,9 @@ import { errors } from '../../fhir/outcome.js';
 import type { Resource } from '../../fhir/types.js';
 import { conditionalCriteria, findMatches, lockCriteria, searchOfHeader, severalMatches } from '../conditional.js';
 import { existingResponse } from '../handlers/conditional.js';
+import { writeResponse } from '../handlers/writes.js';
+import { assertRouteAccess } from '../../access/guarded-repository.js';
+import { ItemError } from '../../storage/types.js';
 import { notFound } from '../not-found.js';
 import { textResponse } from '../responses.js';
 import type { EntryRouter, FhirResponse, RouteMatch } from '../types.js';
@@ -36,9 +39,11 @@ export async function runTransaction(router: EntryRouter, ctx: RequestContext, r
     const ids = await assignIds(tx, entries, answered);
     const rewritten = entries.map((entry) => rewrite(entry, ids, resolved));
     for (const methods of PHASES) {
-      for (const entry of rewritten) {
-        if (!methods.includes(entry.request.method) || answered.has(entry.index)) continue;
-        answered.set(entry.index, await runEntry(router, tx, entry));
+      const phase = rewritten.filter((entry) => methods.includes(entry.request.method) && !answered.has(entry.index));
+      const together = phase.filter(isPlainCreate);
+      for (const [index, answer] of await createTogether(tx, together)) answered.set(index, answer);
+      for (const entry of phase) {
+        if (!answered.has(entry.index)) answered.set(entry.index, await runEntry(router, tx, entry));
       }
     }
     return entries.map((entry) => answered.get(entry.index)!);
@@ -125,6 +130,40 @@ function rewrite(entry: PlannedEntry, ids: Map<string, string>, resolved: Map<st
     return value;
   });
   return { ...withResource(entry, resource as Resource), found: entry.found };
+}
+
+/**
+ * A create with its id assigned and no condition left, of a JSON resource other than a Binary
+ * (whose bytes are stored apart): the creates of a transaction are written together, one
+ * statement per table rather than one per entry.
+ */
+function isPlainCreate(entry: PlannedEntry): boolean {
+  const { interaction } = entry.found.route;
+  return (
+    interaction !== undefined && 'type' in interaction && interaction.type === 'create' &&
+    entry.request.assignedId !== undefined && entry.resource !== undefined && entry.found.params.type !== 'Binary'
+  );
+}
+
+async function createTogether(tx: RequestContext, entries: PlannedEntry[]): Promise<Map<number, FhirResponse>> {
+  const answers = new Map<number, FhirResponse>();
+  if (entries.length === 0) return answers;
+  for (const entry of entries) {
+    try {
+      assertRouteAccess(tx.identity, entry.request.path, entry.request.query);
+    } catch (error) {
+      throw failedEntry(entry.index, error);
+    }
+  }
+  const items = entries.map((entry) => ({ resourceType: entry.found.params.type!, input: entry.resource, id: entry.request.assignedId }));
+  try {
+    const results = await tx.repo.createResources(items);
+    results.forEach((result, i) => answers.set(entries[i].index, writeResponse(entries[i].request, tx, result)));
+  } catch (error) {
+    if (error instanceof ItemError) throw failedEntry(entries[error.item].index, error.reason);
+    throw error;
+  }
+  return answers;
 }
 
 async function runEntry(router: EntryRouter, tx: RequestContext, entry: PlannedEntry): Promise<FhirResponse> {
