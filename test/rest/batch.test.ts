@@ -92,6 +92,24 @@ describe('batch', () => {
     expect(res.body.entry[1].resource.resourceType).toBe('CapabilityStatement');
   });
 
+  it('reads many resources, each under the rules of a single read', async () => {
+    const client = api.newProject();
+    const mine = (await client.post('/Patient', patientBody())).body;
+    const deleted = (await client.post('/Patient', patientBody())).body;
+    await client.delete(`/Patient/${deleted.id}`);
+    const theirs = (await api.newProject().post('/Patient', patientBody())).body;
+    const res = await client.post('', batch([
+      { request: { method: 'GET', url: `Patient/${mine.id}` } },
+      { request: { method: 'GET', url: `Patient/${theirs.id}` } },
+      { request: { method: 'GET', url: `Patient/${deleted.id}` } },
+      { request: { method: 'GET', url: `Patient/${mine.id}` } },
+    ]));
+    expect(res.body.entry.map((e: { response: { status: string } }) => e.response.status)).toEqual(['200 OK', '404 Not Found', '410 Gone', '200 OK']);
+    expect(res.body.entry[0].resource.id).toBe(mine.id);
+    expect(res.body.entry[0].response.etag).toBe(`W/"${mine.meta.versionId}"`);
+    expect(res.body.entry[1].resource).toBeUndefined();
+  });
+
   it('accepts absolute entry URLs on this server', async () => {
     const client = api.newProject();
     const existing = (await client.post('/Patient', patientBody())).body;
