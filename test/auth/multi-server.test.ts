@@ -28,6 +28,20 @@ describe.skipIf(!process.env.DATABASE_URL)('two servers on one PostgreSQL databa
     expect((await clientToken(otherApi, clientId, 'rotated-elsewhere')).status).toBe(200);
   });
 
+  it('creates one Patient when 32 conditional creates with the same criteria race across both servers', async () => {
+    const client = api.newProject();
+    const token = await client.token();
+    const viaOther = projectClient(`${other.url}/fhir/R4`, client.projectId, async () => token);
+    const mrn = randomUUID();
+    const body = { resourceType: 'Patient', identifier: [{ system: 'http://example.org/mrn', value: mrn }] };
+    const headers = { 'If-None-Exist': `identifier=http://example.org/mrn|${mrn}` };
+    const results = await Promise.all(Array.from({ length: 32 }, (_, i) => (i % 2 === 0 ? client : viaOther).post('/Patient', body, headers)));
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 200)).toHaveLength(31);
+    const found = await client.get(`/Patient?identifier=http://example.org/mrn|${mrn}&_total=accurate`);
+    expect(found.body.total).toBe(1);
+  });
+
   it('lets exactly one of 6 concurrent creates of one externalId succeed across both servers', async () => {
     const admin = api.newProject();
     const token = await admin.token();

@@ -159,6 +159,26 @@ describe('transaction', () => {
     expect((await client.get(`/Patient?identifier=${MRN}|${mrn}&_total=accurate`)).body.total).toBe(1);
   });
 
+  it('maps the fullUrl of a conditional update to the resource it updates or creates', async () => {
+    const client = api.newProject();
+    const known = randomUUID();
+    const patient = (await client.post('/Patient', patientBody({ identifier: [{ system: MRN, value: known }] }))).body;
+    const [knownUrl, newUrl] = [urn(), urn()];
+    const fresh = randomUUID();
+    const res = await post(client, [
+      { fullUrl: knownUrl, request: { method: 'PUT', url: `Patient?identifier=${MRN}|${known}` }, resource: patientBody({ identifier: [{ system: MRN, value: known }] }) },
+      { fullUrl: newUrl, request: { method: 'PUT', url: `Patient?identifier=${MRN}|${fresh}` }, resource: patientBody({ identifier: [{ system: MRN, value: fresh }] }) },
+      { request: { method: 'POST', url: 'Observation' }, resource: observation(knownUrl) },
+      { request: { method: 'POST', url: 'Observation' }, resource: observation(newUrl) },
+    ]);
+    expect(res.status).toBe(200);
+    const [updated, created, first, second] = res.body.entry;
+    expect(updated.response.status).toBe('200 OK');
+    expect(created.response.status).toBe('201 Created');
+    expect(first.resource.subject.reference).toBe(`Patient/${patient.id}`);
+    expect(second.resource.subject.reference).toBe(`Patient/${created.resource.id}`);
+  });
+
   it('refuses two entries that write the same resource, naming both', async () => {
     const client = api.newProject();
     const existing = (await client.post('/Patient', patientBody())).body;

@@ -89,6 +89,9 @@ async function assignIds(tx: RequestContext, entries: PlannedEntry[], answered: 
     const { request, fullUrl, index } = entry;
     const type = entry.found.params.type;
     if (request.method === 'PUT' && fullUrl && entry.found.params.id) ids.set(fullUrl, request.path);
+    if (request.method === 'PUT' && fullUrl && type && !entry.found.params.id) {
+      ids.set(fullUrl, `${type}/${await conditionalUpdateTarget(tx, entry, type)}`);
+    }
     if (request.method !== 'POST' || !type) continue;
     const ifNoneExist = request.header('if-none-exist');
     if (ifNoneExist !== undefined) {
@@ -104,6 +107,29 @@ async function assignIds(tx: RequestContext, entries: PlannedEntry[], answered: 
     if (fullUrl) ids.set(fullUrl, `${type}/${id}`);
   }
   return ids;
+}
+
+/**
+ * The id a conditional update entry will write, so references to its fullUrl can name it: the
+ * match, else the body's id, else a new id the create will use. The criteria stay locked until the
+ * transaction ends, so the entry's own search finds the same.
+ */
+async function conditionalUpdateTarget(tx: RequestContext, entry: PlannedEntry, type: string): Promise<string> {
+  const { request, index } = entry;
+  try {
+    const criteria = conditionalCriteria(request.query, `Conditional update of ${type}`);
+    await lockCriteria(tx, type, criteria);
+    const matches = await findMatches(tx, type, criteria);
+    if (matches.length > 1) throw severalMatches(type, criteria);
+    if (matches.length === 1) return matches[0].id;
+  } catch (error) {
+    throw failedEntry(index, error);
+  }
+  const bodyId = entry.resource?.id;
+  if (typeof bodyId === 'string') return bodyId;
+  const id = randomUUID();
+  entry.request = { ...request, assignedId: id };
+  return id;
 }
 
 async function conditionalMatch(tx: RequestContext, type: string, ifNoneExist: string, index: number) {

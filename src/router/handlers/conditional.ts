@@ -15,9 +15,17 @@ import { createFrom, writeResponse } from './writes.js';
  * requests with the same criteria see each other's writes.
  */
 
-/** `POST [type]` with `If-None-Exist`: none → create (201); one → that resource (200), nothing written; several → 412. */
-export function conditionalCreate(req: FhirRequest, ctx: RequestContext, type: string, body: unknown, ifNoneExist: string): Promise<FhirResponse> {
+/**
+ * `POST [type]` with `If-None-Exist`: none → create (201); one → that resource (200), nothing
+ * written; several → 412. A committed match is an answer whatever else is running, so the search
+ * runs first on its own; only a create, which must not duplicate a concurrent one, takes the lock
+ * and searches again inside its transaction.
+ */
+export async function conditionalCreate(req: FhirRequest, ctx: RequestContext, type: string, body: unknown, ifNoneExist: string): Promise<FhirResponse> {
   const criteria = conditionalCriteria(searchOfHeader(ifNoneExist), 'If-None-Exist');
+  const seen = ctx.transaction ? [] : await findMatches(ctx, type, criteria);
+  if (seen.length > 1) throw severalMatches(type, criteria);
+  if (seen.length === 1) return existingResponse(req, ctx, seen[0]);
   return ctx.inTransaction(async (tx) => {
     await lockCriteria(tx, type, criteria);
     const matches = await findMatches(tx, type, criteria);
