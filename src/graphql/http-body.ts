@@ -10,14 +10,20 @@ import { headerValue } from './http-fast-path.js';
  * which measured as a large part of a small GraphQL request's cost.
  */
 export async function readRequestText(c: Context, maxBytes: number): Promise<string> {
+  const text = (await readRequestBytes(c, maxBytes)).toString('utf8');
+  // A UTF-8 byte order mark, which the fetch API's text() drops too.
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+/** The request body as bytes, with the same limit and the same way round the fetch Request. */
+export async function readRequestBytes(c: Context, maxBytes: number): Promise<Buffer> {
   const declared = requestHeader(c, 'content-length');
   if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge(maxBytes);
   const incoming = nodeRequestOf(c);
-  const text = incoming ? await readIncoming(incoming, maxBytes) : await c.req.raw.text();
-  // Other runtimes (and Hono's app.fetch in tests) give the text whole: checked afterwards.
-  if (!incoming && Buffer.byteLength(text) > maxBytes) throw tooLarge(maxBytes);
-  // A UTF-8 byte order mark, which the fetch API's text() drops too.
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  const bytes = incoming ? await readIncoming(incoming, maxBytes) : Buffer.from(await c.req.raw.arrayBuffer());
+  // Other runtimes (and Hono's app.fetch in tests) give the body whole: checked afterwards.
+  if (!incoming && bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
+  return bytes;
 }
 
 function tooLarge(maxBytes: number) {
@@ -70,7 +76,7 @@ function isIncomingMessage(value: unknown): value is IncomingMessage {
   return typeof value === 'object' && value !== null && typeof (value as IncomingMessage).on === 'function' && 'readableDidRead' in value;
 }
 
-function readIncoming(incoming: IncomingMessage, maxBytes: number): Promise<string> {
+function readIncoming(incoming: IncomingMessage, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => new BodyReader(incoming, maxBytes, resolve, reject).start());
 }
 
@@ -85,7 +91,7 @@ class BodyReader {
   constructor(
     private readonly incoming: IncomingMessage,
     private readonly maxBytes: number,
-    private readonly resolve: (text: string) => void,
+    private readonly resolve: (bytes: Buffer) => void,
     private readonly reject: (error: unknown) => void,
   ) {
     this.onData = this.onData.bind(this);
@@ -114,7 +120,7 @@ class BodyReader {
 
   private onEnd(): void {
     this.finish();
-    this.resolve(this.chunks.length === 1 ? this.chunks[0].toString('utf8') : Buffer.concat(this.chunks, this.size).toString('utf8'));
+    this.resolve(this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.size));
   }
 
   private onError(error: Error): void {

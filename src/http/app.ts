@@ -11,7 +11,7 @@ import { createGraphQLHandler, GRAPHQL_PATHS } from '../graphql/yoga.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
 import { nodeHeadersOf, readRequestText, requestHeader } from '../graphql/http-body.js';
-import type { AppEnv, HonoContext } from './route.js';
+import type { AppEnv, HonoContext, Route } from './route.js';
 import { FHIR_BASE_PATH, fhirRestHandler, type Authenticator } from './fhir-adapter.js';
 import { outcomeResponse } from './responses.js';
 import { ROUTES } from './routes.js';
@@ -27,17 +27,20 @@ export function createApp(services: Services): Hono<AppEnv> {
   app.use(requestLogging(services));
   app.use(crossOrigin(services));
   app.use(responseCompression());
-  // Before the body limit middleware: GraphQL reads its body itself, within the same limit (graphql/http-body.ts).
+  // Before the body limit middleware: GraphQL and the FHIR router read their bodies themselves,
+  // within the same limit (graphql/http-body.ts).
   mountGraphQL(app, services, bearerAuthentication);
-  app.use(requestBodyLimit(services.config.maxBodyBytes));
   const authenticated = authentication(services, bearerAuthentication);
-  for (const route of ROUTES) {
-    if (route.public) app.on(route.method, route.path, (c) => route.handler(c));
-    else app.on(route.method, route.path, authenticated, (c) => route.handler(c));
-  }
+  const mount = (route: Route) =>
+    route.public ? app.on(route.method, route.path, (c) => route.handler(c)) : app.on(route.method, route.path, authenticated, (c) => route.handler(c));
+  // Identity documents under the FHIR base (bodiless GETs) before the router's wildcard.
+  const underFhirBase = (route: Route) => route.path.startsWith(`${FHIR_BASE_PATH}/`);
+  ROUTES.filter(underFhirBase).forEach(mount);
   const fhir = fhirRestHandler(services, bearerAuthentication);
   app.all(FHIR_BASE_PATH, fhir);
   app.all(`${FHIR_BASE_PATH}/*`, fhir);
+  app.use(requestBodyLimit(services.config.maxBodyBytes));
+  ROUTES.filter((route) => !underFhirBase(route)).forEach(mount);
   app.notFound((c) => {
     const error = errors.notFound(`No endpoint at ${c.req.method} ${c.req.path}`);
     return outcomeResponse(error.outcome, error.status);

@@ -1,4 +1,5 @@
 import type { Services } from '../operations/context.js';
+import { errors } from '../fhir/outcome.js';
 import { createRequestContext } from '../access/context.js';
 import type { Identity } from '../identity/identity.js';
 import { fhirRouter } from '../router/router.js';
@@ -6,6 +7,7 @@ import { textBody } from '../router/request-body.js';
 import type { FhirMethod, FhirRequest, FhirResponse } from '../router/types.js';
 import { FHIR_CONTENT_TYPE } from './responses.js';
 import type { HonoContext } from './route.js';
+import { readRequestBytes, requestHeader } from '../graphql/http-body.js';
 
 /** Where the FHIR router is mounted. */
 export const FHIR_BASE_PATH = '/fhir/R4';
@@ -21,8 +23,11 @@ const BODYLESS = new Set(['GET', 'HEAD', 'DELETE']);
  * anyone and the CapabilityStatement stays public.
  */
 export function fhirRestHandler(services: Services, authenticate: Authenticator): (c: HonoContext) => Promise<Response> {
+  const maxBytes = services.config.maxBodyBytes;
   return async (c) => {
-    const req = fhirRequestOf(c);
+    // A declared length over the limit is refused before anything else looks at the request.
+    if (Number(requestHeader(c, 'content-length') ?? 0) > maxBytes) throw errors.tooLarge(`The request body exceeds the limit of ${maxBytes} bytes`);
+    const req = fhirRequestOf(c, maxBytes);
     const found = fhirRouter.match(req.method, req.path);
     const needsIdentity = found !== undefined && (!found.route.public || req.header('authorization') !== undefined);
     const ctx = needsIdentity ? createRequestContext(services, await authenticate(c.req.raw, services), c.get('requestId')) : undefined;
@@ -32,17 +37,28 @@ export function fhirRestHandler(services: Services, authenticate: Authenticator)
   };
 }
 
-function fhirRequestOf(c: HonoContext): FhirRequest {
+/**
+ * Headers from Node's parsed request and the body read straight from it, within MAX_BODY_BYTES
+ * (413 above): the fetch Request the Hono adapter would otherwise build costs much of a small
+ * request (graphql/http-body.ts).
+ */
+function fhirRequestOf(c: HonoContext, maxBytes: number): FhirRequest {
   const url = c.req.url;
   const queryStart = url.indexOf('?');
   const method = c.req.method as FhirMethod;
+  let bytes: Promise<Buffer> | undefined;
+  const read = () => (bytes ??= readRequestBytes(c, maxBytes));
   return {
     method,
     path: c.req.path.slice(FHIR_BASE_PATH.length + 1),
     query: new URLSearchParams(queryStart < 0 ? '' : url.slice(queryStart + 1)),
-    header: (name) => c.req.header(name),
-    body: BODYLESS.has(method) ? undefined : textBody(() => c.req.text(), async () => new Uint8Array(await c.req.arrayBuffer())),
+    header: (name) => requestHeader(c, name),
+    body: BODYLESS.has(method) ? undefined : textBody(async () => withoutByteOrderMark((await read()).toString('utf8')), read),
   };
+}
+
+function withoutByteOrderMark(text: string): string {
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 /** The router's answer as HTTP: FHIR JSON text as it is (re-indented for `_pretty`), resources serialised, bytes raw. */
