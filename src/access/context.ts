@@ -33,6 +33,7 @@ async function runInTransaction<T>(services: Services, outer: RequestContext, wo
     const inner: RequestContext = {
       ...outer,
       repo: new GuardedRepository(services, outer.identity, joined),
+      database: joinedDatabase(services.db, joined),
       transaction: joined,
       inTransaction: (nested) => nested(inner),
     };
@@ -40,6 +41,22 @@ async function runInTransaction<T>(services: Services, outer: RequestContext, wo
   });
   joined?.committed();
   return result;
+}
+
+/**
+ * The database as the work of a transaction sees it: its statements join the transaction (on the
+ * embedded database, one sent beside it would wait for it forever). Prisma calls still run on
+ * their own; nothing a transaction admits makes one.
+ */
+function joinedDatabase(db: Database, joined: JoinedTransaction): Database {
+  const view = Object.create(db) as Database;
+  return Object.assign(view, {
+    query: joined.query.bind(joined),
+    execute: joined.execute.bind(joined),
+    transaction: joined.transaction.bind(joined),
+    afterCommit: joined.afterCommit.bind(joined),
+    joined: joined.joined,
+  });
 }
 
 export async function isDatabaseHealthy(db: Database): Promise<boolean> {

@@ -23,7 +23,7 @@ export function fhirRoutes(router: EntryRouter): FhirRoute[] {
     method,
     path,
     handler: operationHandler(level),
-    refusedInTransaction: true,
+    operationLevel: level,
   });
   const routes: FhirRoute[] = [
     { method: 'GET', path: 'metadata', public: true, handler: metadataHandler(() => routes), interaction: { system: 'capabilities' } },

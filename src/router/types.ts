@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
 import type { RequestContext } from '../operations/context.js';
+import type { OperationLevel } from '../operations/definition.js';
 
 /**
  * The FHIR router's own request and response: plain values with no transport in them, so REST,
@@ -73,8 +74,10 @@ interface RouteBase {
   /** Below the FHIR base, in Hono's pattern syntax (`:type{[A-Z][A-Za-z]+}/:id`). */
   path: string;
   interaction?: { type: TypeInteraction } | { system: SystemInteraction };
-  /** A transaction refuses the route: what it does cannot be rolled back (operations, a nested Bundle). */
+  /** A transaction refuses the route: what it does cannot be rolled back (a nested Bundle). */
   refusedInTransaction?: boolean;
+  /** The route runs operations of this level: a transaction admits those that change no data. */
+  operationLevel?: OperationLevel;
   /** The route is the conditional form of its interaction (`PUT [type]?search`); the CapabilityStatement says so. */
   conditional?: boolean;
 }

@@ -197,8 +197,20 @@ describe('transaction', () => {
     expect(res.body.issue[0].details.text).toContain(missing);
   });
 
-  it('refuses operations, which a transaction could not roll back', async () => {
-    const res = await post(api.newProject(), [{ request: { method: 'POST', url: 'Project/$clone' }, resource: { resourceType: 'Parameters' } }]);
+  it('runs an operation that only reads inside the transaction', async () => {
+    const client = api.newProject();
+    const res = await post(client, [
+      { request: { method: 'POST', url: 'Patient' }, resource: patientBody() },
+      { request: { method: 'GET', url: 'ValueSet/$expand?url=http://hl7.org/fhir/ValueSet/administrative-gender' } },
+    ]);
+    expect(res.status).toBe(200);
+    expect(res.body.entry[1].response.status).toBe('200 OK');
+    expect(res.body.entry[1].resource.expansion.contains.map((c: { code: string }) => c.code)).toContain('female');
+  });
+
+  it('refuses operations that change data, which a transaction could not roll back', async () => {
+    const client = api.newProject();
+    const res = await post(client, [{ request: { method: 'POST', url: `Project/${client.projectId}/$clone` }, resource: { resourceType: 'Parameters' } }]);
     expect(res.status).toBe(400);
     expect(res.body.issue[0].expression[0]).toBe('Bundle.entry[0].request');
   });

@@ -8,6 +8,8 @@ import { writeResponse } from '../handlers/writes.js';
 import { assertRouteAccess } from '../../access/guarded-repository.js';
 import { ItemError } from '../../storage/types.js';
 import { notFound } from '../not-found.js';
+import { resolveOperation } from '../../operations/registry.js';
+import { prefersAsync } from '../../admin/async-job.js';
 import { textResponse } from '../responses.js';
 import type { EntryRouter, FhirResponse, RouteMatch } from '../types.js';
 import { type BundleEntryRequest, entryError, entryPath, failedEntry, readEntry, responseEntryText, withResource } from './entries.js';
@@ -56,10 +58,25 @@ function plan(router: EntryRouter, entry: BundleEntryRequest): PlannedEntry {
   const { request, index } = entry;
   const found = router.match(request.method, request.path);
   if (!found) throw failedEntry(index, notFound(request.method, request.path));
-  if (found.route.refusedInTransaction) {
+  if (found.route.refusedInTransaction || changesData(found, index, request.header('prefer'))) {
     throw entryError(index, `${request.method} ${request.path || '[base]'} cannot be part of a transaction, which must be able to roll it back: send it in a batch`, 'request');
   }
   return { ...entry, found };
+}
+
+/**
+ * An operation that changes data may write where a rollback cannot reach (accounts, jobs, other
+ * projects, work in the background), and a job outlives the transaction: refused. One that only
+ * reads runs in the transaction and sees its writes.
+ */
+function changesData({ route, params }: RouteMatch, index: number, prefer: string | undefined): boolean {
+  if (!route.operationLevel) return false;
+  try {
+    const operation = resolveOperation(params.op!.slice(1), route.operationLevel, params.type);
+    return operation.definition.affectsState === true || (operation.respondsAsync === true && prefersAsync(prefer));
+  } catch (error) {
+    throw failedEntry(index, error);
+  }
 }
 
 /** Two entries that write the same resource make the outcome depend on their order: refused. */
