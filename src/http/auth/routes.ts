@@ -13,9 +13,10 @@ import {
 import { tokenHandler } from './token-endpoint.js';
 
 /**
- * The identity routes, spliced into the one route table (src/http/routes.ts). Public ones do
- * their own authentication (token, login, authorize) or need none (discovery documents);
- * `/oauth2/userinfo` checks its bearer itself because it also accepts external IDP tokens.
+ * The identity routes, spliced into the HTTP routes beside the FHIR API (src/http/routes.ts).
+ * Public ones do their own authentication (token, login, authorize) or need none (discovery
+ * documents); `/oauth2/userinfo` checks its bearer itself because it also accepts external IDP
+ * tokens.
  */
 export const identityRoutes: Route[] = [
   { method: 'GET', path: '/.well-known/jwks.json', handler: jwksHandler, public: true },
