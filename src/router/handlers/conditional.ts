@@ -1,5 +1,5 @@
 import type { RequestContext } from '../../operations/context.js';
-import { allOk, errors } from '../../fhir/outcome.js';
+import { allOk, errors, OperationOutcomeError } from '../../fhir/outcome.js';
 import { isRecord } from '../../fhir/types.js';
 import type { SearchRow } from '../../search/service.js';
 import { conditionalCriteria, findMatches, lockCriteria, searchOfHeader, severalMatches } from '../conditional.js';
@@ -106,7 +106,7 @@ async function exists(ctx: RequestContext, type: string, id: string): Promise<bo
     await ctx.repo.readVersion(type, id);
     return true;
   } catch (error) {
-    if (error instanceof Error && 'status' in error && (error.status === 404 || error.status === 410)) return false;
+    if (error instanceof OperationOutcomeError && (error.status === 404 || error.status === 410)) return false;
     throw error;
   }
 }
