@@ -10,8 +10,12 @@ import { headerValue } from './http-fast-path.js';
  * which measured as a large part of a small GraphQL request's cost.
  */
 export async function readRequestText(c: Context, maxBytes: number): Promise<string> {
-  const text = (await readRequestBytes(c, maxBytes)).toString('utf8');
-  // A UTF-8 byte order mark, which the fetch API's text() drops too.
+  return bodyText(await readRequestBytes(c, maxBytes));
+}
+
+/** A body's bytes as text, without a UTF-8 byte order mark (which the fetch API's text() drops too). */
+export function bodyText(bytes: Buffer): string {
+  const text = bytes.toString('utf8');
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 

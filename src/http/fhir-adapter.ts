@@ -7,7 +7,7 @@ import { textBody } from '../router/request-body.js';
 import type { FhirMethod, FhirRequest, FhirResponse } from '../router/types.js';
 import { FHIR_CONTENT_TYPE } from './responses.js';
 import type { HonoContext } from './route.js';
-import { readRequestBytes, requestHeader } from '../graphql/http-body.js';
+import { bodyText, readRequestBytes, requestHeader } from '../graphql/http-body.js';
 
 /** Where the FHIR router is mounted. */
 export const FHIR_BASE_PATH = '/fhir/R4';
@@ -53,12 +53,8 @@ function fhirRequestOf(c: HonoContext, maxBytes: number): FhirRequest {
     path: c.req.path.slice(FHIR_BASE_PATH.length + 1),
     query: new URLSearchParams(queryStart < 0 ? '' : url.slice(queryStart + 1)),
     header: (name) => requestHeader(c, name),
-    body: BODYLESS.has(method) ? undefined : textBody(async () => withoutByteOrderMark((await read()).toString('utf8')), read),
+    body: BODYLESS.has(method) ? undefined : textBody(async () => bodyText(await read()), read),
   };
-}
-
-function withoutByteOrderMark(text: string): string {
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 /** The router's answer as HTTP: FHIR JSON text as it is (re-indented for `_pretty`), resources serialised, bytes raw. */

@@ -30,7 +30,7 @@ export function conditionalCriteria(query: URLSearchParams, what: string): [stri
  * this identifier" at once find one patient, not none each. The criteria are sorted so that the
  * same search in another order takes the same lock.
  */
-export async function lockCriteria(ctx: RequestContext, resourceType: string, criteria: [string, string][]): Promise<void> {
+async function lockCriteria(ctx: RequestContext, resourceType: string, criteria: [string, string][]): Promise<void> {
   const tx = ctx.transaction;
   if (!tx) throw new Error('lockCriteria runs inside a transaction');
   const normalised = criteria.map(([name, value]) => `${name}=${value}`).sort().join('&');
@@ -43,7 +43,20 @@ export async function findMatches(ctx: RequestContext, resourceType: string, cri
   return result.matches;
 }
 
-export function severalMatches(resourceType: string, criteria: [string, string][]): Error {
+/** The one match, or none; several is a 412. */
+export async function onlyMatch(ctx: RequestContext, resourceType: string, criteria: [string, string][]): Promise<SearchRow | undefined> {
+  const matches = await findMatches(ctx, resourceType, criteria);
+  if (matches.length > 1) throw severalMatches(resourceType, criteria);
+  return matches[0];
+}
+
+/** onlyMatch under the criteria's lock (lockCriteria), inside the caller's transaction: what a conditional write decides by. */
+export async function lockedMatch(tx: RequestContext, resourceType: string, criteria: [string, string][]): Promise<SearchRow | undefined> {
+  await lockCriteria(tx, resourceType, criteria);
+  return onlyMatch(tx, resourceType, criteria);
+}
+
+function severalMatches(resourceType: string, criteria: [string, string][]): Error {
   const query = new URLSearchParams(criteria).toString();
   return errors.preconditionFailed(`More than one ${resourceType} matches ${resourceType}?${query}: make the criteria select one resource`);
 }

@@ -1,3 +1,4 @@
+import { toOperationOutcomeError } from '../fhir/outcome.js';
 import type { OperationOutcome, Resource } from '../fhir/types.js';
 import type { FhirResponse } from './types.js';
 
@@ -25,6 +26,12 @@ export function resourceResponse(resource: Resource, status = 200, headers: Reco
 
 export function outcomeResponse(outcome: OperationOutcome, status: number, headers: Record<string, string> = {}): FhirResponse {
   return { status, headers, body: outcome };
+}
+
+/** A failure as its answer: the OperationOutcome with its status and headers. */
+export function errorResponse(error: unknown): FhirResponse {
+  const failure = toOperationOutcomeError(error);
+  return outcomeResponse(failure.outcome, failure.status, failure.headers);
 }
 
 export function emptyResponse(status: number, headers: Record<string, string> = {}): FhirResponse {

@@ -1,9 +1,9 @@
 import { TrieRouter } from 'hono/router/trie-router';
 import { assertRouteAccess } from '../access/guarded-repository.js';
-import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
+import { errors } from '../fhir/outcome.js';
 import { notFound } from './not-found.js';
 import type { RequestContext } from '../operations/context.js';
-import { outcomeResponse } from './responses.js';
+import { errorResponse } from './responses.js';
 import { fhirRoutes } from './routes.js';
 import type { EntryRouter, FhirMethod, FhirRequest, FhirResponse, FhirRoute, PublicCaller, RouteMatch } from './types.js';
 
@@ -33,9 +33,9 @@ export class FhirRouter implements EntryRouter {
     try {
       return await this.dispatch(req, { config: ctx.config, database: ctx.database, ctx });
     } catch (error) {
-      const outcome = toOperationOutcomeError(error);
-      if (outcome.status >= 500) ctx.log.error({ err: error }, 'request failed');
-      return outcomeResponse(outcome.outcome, outcome.status, outcome.headers);
+      const response = errorResponse(error);
+      if (response.status >= 500) ctx.log.error({ err: error }, 'request failed');
+      return response;
     }
   }
 

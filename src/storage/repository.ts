@@ -1,7 +1,7 @@
 import { ID_PATTERN } from '../fhir/ids.js';
 import { randomUUID } from 'node:crypto';
 import type { Identity } from '../identity/identity.js';
-import { toInstant, type SqlExecutor, type TransactionalSql } from '../db/database.js';
+import type { SqlExecutor, TransactionalSql } from '../db/database.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
@@ -10,16 +10,16 @@ import { applyJsonPatch } from './patch.js';
 import { isUniqueViolation } from './db-errors.js';
 import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import { projectParameters } from '../indexing/parameters.js';
-import { indexDeleteClauses, insertFirstVersion, insertFirstVersions, versionWrite } from './sql.js';
+import { insertFirstVersion, insertFirstVersions, replaceVersion, writeDeletion } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
 import type { ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, keyOf, type NewResource, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
-import { isUuid, parseStored, sameContent, toStoredVersion, type VersionRow } from './versions.js';
-import { canSee, scopeOf, scopeSql } from './project-scope.js';
-import { SqlArgs } from '../db/sql-args.js';
+import { selectCurrent, selectCurrentMany, selectVersionTexts } from './current-versions.js';
+import { isUuid, parseStored, sameContent } from './versions.js';
+import { canSee } from './project-scope.js';
 
 
 interface CurrentRow {
@@ -85,16 +85,8 @@ export class Repository implements ResourceRepository {
   }
 
   private async loadCurrent(resourceType: string, id: string): Promise<StoredVersion | undefined> {
-    const rows = await this.db.query<VersionRow>(
-      `SELECT "projectId", id, "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content
-       FROM resource WHERE "resourceType" = $1 AND id = $2`,
-      [resourceType, id],
-      { planOnce: true },
-    );
-    const row = rows[0];
-    if (!row) return undefined;
-    const version = toStoredVersion(resourceType, row);
-    this.cache.fill(version);
+    const version = await selectCurrent(this.db, resourceType, id);
+    if (version) this.cache.fill(version);
     return version;
   }
 
@@ -118,33 +110,13 @@ export class Repository implements ResourceRepository {
       } else missing.push(key);
     }
     if (missing.length > 0) {
-      for (const version of await this.loadCurrentMany(missing)) {
+      for (const version of await selectCurrentMany(this.db, missing)) {
         // A held version came without its text: nothing to cache.
         if (cache && (version.text !== null || version.deleted)) cache.fill(version);
         if (!version.deleted && this.canSee(version.projectId)) found.set(keyOf(version), version);
       }
     }
     return found;
-  }
-
-  /**
-   * One statement for any number of keys: the (resourceType, id, held version) triples travel as
-   * one JSON argument. The text of a version the caller holds is not sent (nor cached: it is null).
-   */
-  private async loadCurrentMany(keys: readonly ReadKey[]): Promise<StoredVersion[]> {
-    // Each row names its key by position (`n`): the type and id are the key's, not sent back.
-    const rows = await this.db.query<Omit<VersionRow, 'id'> & { n: number }>(
-      `SELECT k.n::int AS n, r."projectId", r."versionId"::text AS "versionId", r."lastUpdated", r.deleted,
-         CASE WHEN r."versionId"::text = k.v->>2 THEN NULL ELSE r.content::text END AS content
-       FROM json_array_elements($1::json) WITH ORDINALITY AS k(v, n) JOIN resource r ON r."resourceType" = k.v->>0 AND r.id = k.v->>1`,
-      [JSON.stringify(keys.map((key) => [key.resourceType, key.id, key.heldVersionId ?? null]))],
-      { planOnce: true },
-    );
-    return rows.map((row) => {
-      const key = keys[row.n - 1];
-      const { resourceType, id } = key;
-      return { resourceType, projectId: row.projectId, id, versionId: row.versionId, lastUpdated: toInstant(row.lastUpdated), deleted: row.deleted, text: row.content };
-    });
   }
 
   /**
@@ -162,16 +134,7 @@ export class Repository implements ResourceRepository {
       else if (isUuid(version.versionId)) missing.push(version.versionId);
     }
     if (missing.length === 0) return texts;
-    const args = new SqlArgs();
-    args.add(JSON.stringify(missing));
-    const scoped = scopeSql('resource_history', 'projectId', scopeOf(this.identity), args);
-    const rows = await this.db.query<{ versionId: string; content: string | null }>(
-      `SELECT "versionId"::text AS "versionId", content::text AS content FROM resource_history
-       WHERE "versionId" IN (SELECT json_array_elements_text($1::json)::uuid) AND ${scoped ?? 'true'}`,
-      args.values,
-      { planOnce: true },
-    );
-    for (const row of rows) if (row.content !== null) texts.set(row.versionId, row.content);
+    for (const [versionId, text] of await selectVersionTexts(this.db, this.identity, missing)) texts.set(versionId, text);
     return texts;
   }
 
@@ -304,7 +267,7 @@ export class Repository implements ResourceRepository {
           return { resource: JSON.parse(current.content!) as Resource, text: current.content!, created: false, changed: false };
         }
         const resource = this.stamp(input, id, versionId, current.projectId);
-        const text = await this.replace(tx, resource, current.projectId);
+        const text = await replaceVersion(tx, resource, current.projectId);
         await this.afterWrite(tx, resource);
         return { resource, text, created: current.deleted, changed: true };
       }),
@@ -327,7 +290,7 @@ export class Repository implements ResourceRepository {
       if (patched.id !== id) throw errors.invalid('A patch must not change the resource id', `${resourceType}.id`);
       if (sameContent(before, patched)) return { resource: before, text: current.content, created: false, changed: false };
       const resource = this.stamp(patched, id, randomUUID(), current.projectId);
-      const text = await this.replace(tx, resource, current.projectId);
+      const text = await replaceVersion(tx, resource, current.projectId);
       await this.afterWrite(tx, resource);
       return { resource, text, created: false, changed: true };
     });
@@ -352,18 +315,7 @@ export class Repository implements ResourceRepository {
         deleted: true,
         text: null,
       };
-      const args: unknown[] = [resourceType, id, current.projectId, version.versionId, version.lastUpdated];
-      const clauses = [
-        ...indexDeleteClauses({ type: '$1', id: '$2' }),
-        `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
-               VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, true, NULL))`,
-      ];
-      await tx.execute(
-        `WITH ${clauses.join(',\n')}
-         UPDATE resource SET "versionId" = $4::uuid, "lastUpdated" = $5::timestamptz, deleted = true, content = NULL
-         WHERE "resourceType" = $1 AND id = $2`,
-        args,
-      );
+      await writeDeletion(tx, version);
       await this.afterWrite(tx, null, { resourceType, id, projectId: current.projectId });
       return version;
     });
@@ -465,22 +417,6 @@ export class Repository implements ResourceRepository {
       if (isUniqueViolation(error)) throw new CreateRace();
       throw error;
     }
-  }
-
-  /** Two statements (inside the caller's transaction): drop the old index rows, then write the version. */
-  private async replace(executor: SqlExecutor, resource: Resource, projectId: string): Promise<string> {
-    await executor.execute(`WITH ${indexDeleteClauses({ type: '$1', id: '$2' }).join(',\n')} SELECT 1`, [
-      resource.resourceType,
-      resource.id,
-    ]);
-    const { text, args, clauses } = versionWrite(resource, projectId, await projectParameters(executor, projectId));
-    await executor.execute(
-      `WITH ${clauses.join(',\n')}
-       UPDATE resource SET "versionId" = $4::uuid, "lastUpdated" = $5::timestamptz, deleted = false, content = $6::json
-       WHERE "resourceType" = $1 AND id = $2`,
-      args,
-    );
-    return text;
   }
 
   /** Called after a write has committed: the cache never holds uncommitted versions. */

@@ -1,5 +1,6 @@
 import type { SqlExecutor } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
+import type { StoredVersion } from './types.js';
 import type { IndexRows } from '../indexing/row-types.js';
 import { buildIndexRows } from '../indexing/indexer.js';
 import { projectParameters, type ProjectParameters } from '../indexing/parameters.js';
@@ -160,4 +161,32 @@ function columnsOf(spec: { columns: [string, string][] }): { names: string; reco
     names: spec.columns.map(([name]) => `"${name}"`).join(', '),
     recordType: spec.columns.map(([name, type]) => `"${name}" ${type}`).join(', '),
   };
+}
+
+/** Two statements (inside the caller's transaction): drop the old index rows, then write the version. */
+export async function replaceVersion(executor: SqlExecutor, resource: Resource, projectId: string): Promise<string> {
+  await executor.execute(`WITH ${indexDeleteClauses({ type: '$1', id: '$2' }).join(',\n')} SELECT 1`, [resource.resourceType, resource.id]);
+  const { text, args, clauses } = versionWrite(resource, projectId, await projectParameters(executor, projectId));
+  await executor.execute(
+    `WITH ${clauses.join(',\n')}
+     UPDATE resource SET "versionId" = $4::uuid, "lastUpdated" = $5::timestamptz, deleted = false, content = $6::json
+     WHERE "resourceType" = $1 AND id = $2`,
+    args,
+  );
+  return text;
+}
+
+/** A deletion in one statement: the index rows go, a history row marks it, the resource row keeps no content. */
+export async function writeDeletion(executor: SqlExecutor, version: StoredVersion): Promise<void> {
+  const clauses = [
+    ...indexDeleteClauses({ type: '$1', id: '$2' }),
+    `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
+           VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, true, NULL))`,
+  ];
+  await executor.execute(
+    `WITH ${clauses.join(',\n')}
+     UPDATE resource SET "versionId" = $4::uuid, "lastUpdated" = $5::timestamptz, deleted = true, content = NULL
+     WHERE "resourceType" = $1 AND id = $2`,
+    [version.resourceType, version.id, version.projectId, version.versionId, version.lastUpdated],
+  );
 }

@@ -1,6 +1,6 @@
 import type { RequestContext } from '../../operations/context.js';
-import { toOperationOutcomeError } from '../../fhir/outcome.js';
-import { outcomeResponse, textResponse, versionHeaders } from '../responses.js';
+import { respondWithVersion } from '../handlers/resources.js';
+import { errorResponse, textResponse } from '../responses.js';
 import type { EntryRouter, FhirResponse } from '../types.js';
 import { type BundleEntryRequest, entryError, readEntry, responseEntryText } from './entries.js';
 
@@ -14,7 +14,7 @@ export async function runBatch(router: EntryRouter, ctx: RequestContext, entries
   const answers = await readTogether(router, ctx, requests);
   const texts: string[] = [];
   for (const [index, request] of requests.entries()) {
-    const answer = answers.get(index) ?? (request instanceof Error ? failure(request) : await router.handle(request.request, ctx));
+    const answer = answers.get(index) ?? (request instanceof Error ? errorResponse(request) : await router.handle(request.request, ctx));
     texts.push(responseEntryText(answer, base));
   }
   return textResponse(`{"resourceType":"Bundle","type":"batch-response","entry":[${texts.join(',')}]}`);
@@ -36,7 +36,7 @@ function readBatchEntry(entry: unknown, index: number, base: string, prefer: str
  * which answers why (404, 410, 403).
  */
 async function readTogether(router: EntryRouter, ctx: RequestContext, requests: (BundleEntryRequest | Error)[]): Promise<Map<number, FhirResponse>> {
-  const plain = new Map<number, { resourceType: string; id: string }>();
+  const plain = new Map<number, { resourceType: string; id: string; entry: BundleEntryRequest }>();
   for (const [index, entry] of requests.entries()) {
     if (entry instanceof Error) continue;
     const { request } = entry;
@@ -44,19 +44,14 @@ async function readTogether(router: EntryRouter, ctx: RequestContext, requests: 
     const found = router.match(request.method, request.path);
     const interaction = found?.route.interaction;
     if (!interaction || !('type' in interaction) || interaction.type !== 'read' || found.params.type === 'Binary') continue;
-    plain.set(index, { resourceType: found.params.type!, id: found.params.id! });
+    plain.set(index, { resourceType: found.params.type!, id: found.params.id!, entry });
   }
   const answers = new Map<number, FhirResponse>();
   if (plain.size < 2) return answers;
   const versions = await ctx.repo.readVersions([...plain.values()]);
   for (const [index, key] of plain) {
     const version = versions.get(`${key.resourceType}/${key.id}`);
-    if (version?.text) answers.set(index, textResponse(version.text, 200, versionHeaders(version)));
+    if (version) answers.set(index, await respondWithVersion(key.entry.request, ctx, version));
   }
   return answers;
-}
-
-function failure(error: unknown): FhirResponse {
-  const outcome = toOperationOutcomeError(error);
-  return outcomeResponse(outcome.outcome, outcome.status);
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../../operations/context.js';
 import { errors } from '../../fhir/outcome.js';
 import type { Resource } from '../../fhir/types.js';
-import { conditionalCriteria, findMatches, lockCriteria, searchOfHeader, severalMatches } from '../conditional.js';
+import { conditionalCriteria, lockedMatch, searchOfHeader } from '../conditional.js';
 import { existingResponse } from '../handlers/conditional.js';
 import { writeResponse } from '../handlers/writes.js';
 import { assertRouteAccess } from '../../access/guarded-repository.js';
@@ -135,10 +135,8 @@ async function conditionalUpdateTarget(tx: RequestContext, entry: PlannedEntry, 
   const { request, index } = entry;
   try {
     const criteria = conditionalCriteria(request.query, `Conditional update of ${type}`);
-    await lockCriteria(tx, type, criteria);
-    const matches = await findMatches(tx, type, criteria);
-    if (matches.length > 1) throw severalMatches(type, criteria);
-    if (matches.length === 1) return matches[0].id;
+    const match = await lockedMatch(tx, type, criteria);
+    if (match) return match.id;
   } catch (error) {
     throw failedEntry(index, error);
   }
@@ -152,10 +150,7 @@ async function conditionalUpdateTarget(tx: RequestContext, entry: PlannedEntry, 
 async function conditionalMatch(tx: RequestContext, type: string, ifNoneExist: string, index: number) {
   try {
     const criteria = conditionalCriteria(searchOfHeader(ifNoneExist), 'request.ifNoneExist');
-    await lockCriteria(tx, type, criteria);
-    const matches = await findMatches(tx, type, criteria);
-    if (matches.length > 1) throw severalMatches(type, criteria);
-    return matches[0];
+    return await lockedMatch(tx, type, criteria);
   } catch (error) {
     throw failedEntry(index, error);
   }

@@ -2,7 +2,7 @@ import type { RequestContext } from '../../operations/context.js';
 import { allOk, errors, OperationOutcomeError } from '../../fhir/outcome.js';
 import { isRecord } from '../../fhir/types.js';
 import type { SearchRow } from '../../search/service.js';
-import { conditionalCriteria, findMatches, lockCriteria, searchOfHeader, severalMatches } from '../conditional.js';
+import { conditionalCriteria, lockedMatch, onlyMatch, searchOfHeader } from '../conditional.js';
 import { assertJsonContentType, JSON_PATCH_TYPES, parseIfMatch, preferReturn } from '../negotiation.js';
 import { requiredJsonBody } from '../request-body.js';
 import { emptyResponse, outcomeResponse, textResponse, versionHeaders } from '../responses.js';
@@ -11,7 +11,7 @@ import { createFrom, writeResponse } from './writes.js';
 
 /**
  * Conditional create, update, patch and delete (http.html 3.1.0.8-3.1.0.10). Each runs its search
- * and its write in one transaction, after a lock on the criteria (lockCriteria), so concurrent
+ * and its write in one transaction, after a lock on the criteria (lockedMatch), so concurrent
  * requests with the same criteria see each other's writes.
  */
 
@@ -23,14 +23,11 @@ import { createFrom, writeResponse } from './writes.js';
  */
 export async function conditionalCreate(req: FhirRequest, ctx: RequestContext, type: string, body: unknown, ifNoneExist: string): Promise<FhirResponse> {
   const criteria = conditionalCriteria(searchOfHeader(ifNoneExist), 'If-None-Exist');
-  const seen = ctx.transaction ? [] : await findMatches(ctx, type, criteria);
-  if (seen.length > 1) throw severalMatches(type, criteria);
-  if (seen.length === 1) return existingResponse(req, ctx, seen[0]);
+  const seen = ctx.transaction ? undefined : await onlyMatch(ctx, type, criteria);
+  if (seen) return existingResponse(req, ctx, seen);
   return ctx.inTransaction(async (tx) => {
-    await lockCriteria(tx, type, criteria);
-    const matches = await findMatches(tx, type, criteria);
-    if (matches.length > 1) throw severalMatches(type, criteria);
-    if (matches.length === 1) return existingResponse(req, tx, matches[0]);
+    const match = await lockedMatch(tx, type, criteria);
+    if (match) return existingResponse(req, tx, match);
     return writeResponse(req, tx, await createFrom(req, tx, type, body));
   });
 }
@@ -43,12 +40,9 @@ export async function conditionalUpdateHandler(req: FhirRequest, { type }: Route
   if (!isRecord(body)) throw errors.invalid('The request body must be a JSON resource');
   const ifMatch = parseIfMatch(req.header('if-match'));
   return ctx.inTransaction(async (tx) => {
-    await lockCriteria(tx, type!, criteria);
-    const matches = await findMatches(tx, type!, criteria);
-    if (matches.length > 1) throw severalMatches(type!, criteria);
+    const match = await lockedMatch(tx, type!, criteria);
     const id = body.id;
-    if (matches.length === 1) {
-      const match = matches[0];
+    if (match) {
       if (id !== undefined && id !== match.id) {
         throw errors.invalid(`The body id "${String(id)}" is not the id of the matching ${type}/${match.id}`, `${type}.id`);
       }
@@ -70,8 +64,8 @@ export async function conditionalPatchHandler(req: FhirRequest, { type }: RouteP
   const body = await requiredJsonBody(req);
   const ifMatch = parseIfMatch(req.header('if-match'));
   return ctx.inTransaction(async (tx) => {
-    await lockCriteria(tx, type!, criteria);
-    const match = await singleMatch(tx, type!, criteria);
+    const match = await lockedMatch(tx, type!, criteria);
+    if (!match) throw errors.notFound(`No ${type} matches ${type}?${new URLSearchParams(criteria).toString()}`);
     return writeResponse(req, tx, await tx.repo.patchResource(type!, match.id, body, { ifMatch }));
   });
 }
@@ -84,20 +78,11 @@ export async function conditionalDeleteHandler(req: FhirRequest, { type }: Route
   const criteria = conditionalCriteria(req.query, `Conditional delete of ${type}`);
   const ifMatch = parseIfMatch(req.header('if-match'));
   return ctx.inTransaction(async (tx) => {
-    await lockCriteria(tx, type!, criteria);
-    const matches = await findMatches(tx, type!, criteria);
-    if (matches.length > 1) throw severalMatches(type!, criteria);
-    if (matches.length === 0) return outcomeResponse(allOk(`No ${type} matches the criteria: nothing deleted`), 200);
-    await tx.repo.deleteResource(type!, matches[0].id, { ifMatch });
-    return outcomeResponse(allOk(`Deleted ${type}/${matches[0].id}`), 200);
+    const match = await lockedMatch(tx, type!, criteria);
+    if (!match) return outcomeResponse(allOk(`No ${type} matches the criteria: nothing deleted`), 200);
+    await tx.repo.deleteResource(type!, match.id, { ifMatch });
+    return outcomeResponse(allOk(`Deleted ${type}/${match.id}`), 200);
   });
-}
-
-async function singleMatch(ctx: RequestContext, type: string, criteria: [string, string][]): Promise<SearchRow> {
-  const matches = await findMatches(ctx, type, criteria);
-  if (matches.length > 1) throw severalMatches(type, criteria);
-  if (matches.length === 0) throw errors.notFound(`No ${type} matches ${type}?${new URLSearchParams(criteria).toString()}`);
-  return matches[0];
 }
 
 /** Whether the id names a resource the caller can see (a deleted one does not count). */
