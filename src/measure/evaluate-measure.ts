@@ -56,6 +56,8 @@ export const evaluateMeasureOperation: Operation<EvaluateInput, { return: Measur
   // It saves a MeasureReport, so it is not available by GET.
   definition: { ...coreOperationDefinition('Measure-evaluate-measure'), affectsState: true },
   successStatus: 201,
+  // Its one write, the MeasureReport, goes through the request's repository.
+  rollsBack: true,
   async handler(input, request) {
     if (input.periodEnd < input.periodStart) {
       throw errors.invalid('periodEnd must not be before periodStart', 'Parameters.parameter');

@@ -63,6 +63,12 @@ export interface Operation<I = any, O = any> {
    * gives such an operation a second field, `<Field>Async`, that starts the same job and returns it.
    */
   readonly respondsAsync?: boolean;
+  /**
+   * Every write it makes goes through the request context (its repository and database), so a
+   * transaction Bundle can roll it back: it may be an entry of one although it affects state.
+   * Operations that write elsewhere (accounts, other projects, jobs, memory) leave it unset.
+   */
+  readonly rollsBack?: boolean;
 }
 
 /** The one registry of operations: REST routing, the CapabilityStatement and GraphQL read it. */

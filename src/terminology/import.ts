@@ -23,6 +23,8 @@ interface CodeSystemImportInput {
 /** CodeSystem/$import: concepts, properties and designations into the concept tables, in one transaction. */
 export const codeSystemImportOperation: Operation<CodeSystemImportInput, { return: CodeSystem }> = {
   definition: ownOperationDefinition('CodeSystem-import.json'),
+  // The concept tables are written on the request's database, inside a transaction Bundle's.
+  rollsBack: true,
   async handler(input, request) {
     let codeSystem: CodeSystem | undefined;
     if (request.level === 'instance') codeSystem = await readTyped(request.ctx.repo, 'CodeSystem', request.id!);
@@ -118,6 +120,7 @@ function isEquivalence(code: string): code is ConceptMapEquivalence {
 /** ConceptMap/$import: mappings appended to the ConceptMap's groups (one new version). */
 export const conceptMapImportOperation: Operation<ConceptMapImportInput, { return: ConceptMap }> = {
   definition: ownOperationDefinition('ConceptMap-import.json'),
+  rollsBack: true,
   async handler(input, request) {
     let map: ConceptMap | undefined;
     if (request.level === 'instance') map = await readTyped(request.ctx.repo, 'ConceptMap', request.id!);

@@ -31,6 +31,19 @@ async function projectRowCounts(projectId: string): Promise<Record<string, numbe
   return counts;
 }
 
+const MEASURE_PERIOD = {
+  resourceType: 'Parameters',
+  parameter: [
+    { name: 'periodStart', valueDate: '2024-01-01' },
+    { name: 'periodEnd', valueDate: '2024-12-31' },
+  ],
+};
+const measureBody = () => ({
+  resourceType: 'Measure',
+  status: 'active',
+  group: [{ population: [{ criteria: { language: 'application/x-fhir-query', expression: 'Patient' } }] }],
+});
+
 async function post(client: ProjectClient, entries: Entry[]) {
   return client.post('', transaction(entries));
 }
@@ -213,6 +226,29 @@ describe('transaction', () => {
     const res = await post(client, [{ request: { method: 'POST', url: `Project/${client.projectId}/$clone` }, resource: { resourceType: 'Parameters' } }]);
     expect(res.status).toBe(400);
     expect(res.body.issue[0].expression[0]).toBe('Bundle.entry[0].request');
+  });
+
+  it('runs an operation whose writes a rollback undoes, and it sees the entries written before it', async () => {
+    const client = api.newProject();
+    const measure = (await client.post('/Measure', measureBody())).body;
+    const res = await post(client, [
+      { request: { method: 'POST', url: 'Patient' }, resource: patientBody() },
+      { request: { method: 'POST', url: `Measure/${measure.id}/$evaluate-measure` }, resource: MEASURE_PERIOD },
+    ]);
+    expect(res.status).toBe(200);
+    expect(res.body.entry[1].response.status).toBe('201 Created');
+    expect(res.body.entry[1].resource.group[0].population[0].count).toBe(1);
+  });
+
+  it('rolls back what such an operation wrote when a later entry fails', async () => {
+    const client = api.newProject();
+    const measure = (await client.post('/Measure', measureBody())).body;
+    const res = await post(client, [
+      { request: { method: 'POST', url: `Measure/${measure.id}/$evaluate-measure` }, resource: MEASURE_PERIOD },
+      { request: { method: 'PUT', url: 'Patient/not-here' }, resource: { resourceType: 'Patient', id: 'elsewhere' } },
+    ]);
+    expect(res.status).toBe(400);
+    expect((await client.get('/MeasureReport?_total=accurate')).body.total).toBe(0);
   });
 
   it('checks each entry as the single request: a refused entry fails the transaction', async () => {

@@ -66,14 +66,16 @@ function plan(router: EntryRouter, entry: BundleEntryRequest): PlannedEntry {
 
 /**
  * An operation that changes data may write where a rollback cannot reach (accounts, jobs, other
- * projects, work in the background), and a job outlives the transaction: refused. One that only
- * reads runs in the transaction and sees its writes.
+ * projects, work in the background), and a job outlives the transaction: refused, unless its
+ * registration says a rollback undoes all it does. One that only reads runs in the transaction and
+ * sees its writes.
  */
 function changesData({ route, params }: RouteMatch, index: number, prefer: string | undefined): boolean {
   if (!route.operationLevel) return false;
   try {
     const operation = resolveOperation(params.op!.slice(1), route.operationLevel, params.type);
-    return operation.definition.affectsState === true || (operation.respondsAsync === true && prefersAsync(prefer));
+    if (operation.respondsAsync === true && prefersAsync(prefer)) return true;
+    return operation.definition.affectsState === true && operation.rollsBack !== true;
   } catch (error) {
     throw failedEntry(index, error);
   }
