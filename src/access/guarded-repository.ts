@@ -8,8 +8,10 @@ import { Repository } from '../storage/repository.js';
 import { parseStored } from '../storage/versions.js';
 import {
   ItemError,
+  isPrepared,
   keyOf,
   type NewResource,
+  type PreparedCreates,
   type HistoryOptions,
   type HistoryPage,
   type ReadKey,
@@ -139,7 +141,17 @@ export class GuardedRepository implements ResourceRepository {
     return this.attachSecret(result, typeof secret === 'string' && secret !== '' ? secret : randomSecret());
   }
 
-  async createResources(items: readonly NewResource[]): Promise<WriteResult[]> {
+  async createResources(input: readonly NewResource[] | PreparedCreates): Promise<WriteResult[]> {
+    this.assertMayCreate(isPrepared(input) ? input.items : input);
+    return this.store.createResources(input);
+  }
+
+  async prepareCreates(items: readonly NewResource[]): Promise<PreparedCreates> {
+    this.assertMayCreate(items);
+    return this.store.prepareCreates(items);
+  }
+
+  private assertMayCreate(items: readonly NewResource[]): void {
     items.forEach((item, index) => {
       try {
         assertTypeAccess(this.who, item.resourceType, true);
@@ -149,7 +161,6 @@ export class GuardedRepository implements ResourceRepository {
         throw new ItemError(index, error);
       }
     });
-    return this.store.createResources(items);
   }
 
   async updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {

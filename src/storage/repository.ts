@@ -10,11 +10,11 @@ import { applyJsonPatch } from './patch.js';
 import { isUniqueViolation } from './db-errors.js';
 import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import { projectParameters } from '../indexing/parameters.js';
-import { insertFirstVersion, insertFirstVersions, replaceVersion, writeDeletion } from './sql.js';
+import { firstVersionsStatement, insertFirstVersion, replaceVersion, writeDeletion } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
 import type { ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
-import { ItemError, keyOf, type NewResource, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
+import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
 import { selectCurrent, selectCurrentMany, selectVersionTexts } from './current-versions.js';
@@ -167,7 +167,19 @@ export class Repository implements ResourceRepository {
    * history and index rows) when no write check or hook applies to their types, else one create
    * each. A resource that fails validation is an ItemError naming its place in `items`.
    */
-  async createResources(items: readonly NewResource[]): Promise<WriteResult[]> {
+  async createResources(input: readonly NewResource[] | PreparedCreates): Promise<WriteResult[]> {
+    const prepared = isPrepared(input) ? input : await this.prepareCreates(input);
+    if (!prepared.together) return this.createEach(prepared.items);
+    const { resources, statement } = prepared.together;
+    await this.db.execute(statement.sql, statement.args);
+    return resources.map((resource) => {
+      const text = JSON.stringify(resource);
+      this.remember(resource, text);
+      return { resource, text, created: true, changed: true };
+    });
+  }
+
+  async prepareCreates(items: readonly NewResource[]): Promise<PreparedCreates> {
     const resources = items.map((item, index) => {
       try {
         assertType(item.resourceType);
@@ -178,14 +190,9 @@ export class Repository implements ResourceRepository {
       }
     });
     if (resources.some((resource) => writeHookOf(resource.resourceType) !== undefined || this.checksWrites(resource.resourceType))) {
-      return this.createEach(items);
+      return { items };
     }
-    await this.db.transaction((tx) => insertFirstVersions(tx, resources));
-    return resources.map((resource) => {
-      const text = JSON.stringify(resource);
-      this.remember(resource, text);
-      return { resource, text, created: true, changed: true };
-    });
+    return { items, together: { resources, statement: await firstVersionsStatement(this.db, resources) } };
   }
 
   private async createEach(items: readonly NewResource[]): Promise<WriteResult[]> {

@@ -116,13 +116,23 @@ export function versionWrite(
  * atomic on its own; it serves writers that group resources (the Login writer).
  */
 export async function insertFirstVersions(executor: SqlExecutor, resources: readonly Resource[]): Promise<void> {
+  const { sql, args } = await firstVersionsStatement(executor, resources);
+  await executor.execute(sql, args);
+}
+
+/**
+ * The statement insertFirstVersions sends, built apart so a caller can build it (index rows,
+ * JSON) before it opens the transaction that sends it: `reader` only reads the project's
+ * SearchParameters.
+ */
+export async function firstVersionsStatement(reader: SqlExecutor, resources: readonly Resource[]): Promise<{ sql: string; args: unknown[] }> {
   const versions: Record<string, unknown>[] = [];
   const rowsByKind = new Map<keyof IndexRows, Record<string, unknown>[]>();
   for (const resource of resources) {
     const meta = resource.meta!;
     const projectId = meta.project!;
     versions.push({ resourceType: resource.resourceType, id: resource.id, projectId, versionId: meta.versionId, lastUpdated: meta.lastUpdated, content: resource });
-    const rows = buildIndexRows(resource, await projectParameters(executor, projectId));
+    const rows = buildIndexRows(resource, await projectParameters(reader, projectId));
     for (const kind of Object.keys(INDEX_TABLES) as (keyof IndexRows)[]) {
       const list = rows[kind];
       if (list.length === 0) continue;
@@ -147,12 +157,12 @@ export async function insertFirstVersions(executor: SqlExecutor, resources: read
         `FROM json_to_recordset($${args.length}::json) AS x("projectId" text, "resourceType" text, "resourceId" text, seq int, ${recordType}))`,
     );
   }
-  await executor.execute(
-    `WITH ${clauses.join(',\n')}
+  return {
+    sql: `WITH ${clauses.join(',\n')}
      INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
      SELECT "resourceType", id, "projectId", "versionId", "lastUpdated", false, content FROM v`,
     args,
-  );
+  };
 }
 
 /** An index table's value columns: as an insert's column list, and as json_to_recordset's record type. */

@@ -108,8 +108,16 @@ export interface ResourceRepository {
   history(resourceType: string | undefined, id: string | undefined, options: HistoryOptions): Promise<HistoryPage>;
   /** `id`: the id the new resource gets (a transaction assigns it before it rewrites references); a new UUID otherwise. */
   createResource(resourceType: string, input: unknown, id?: string): Promise<WriteResult>;
-  /** Creates many at once (a transaction's creates); a failure is an ItemError naming the item. */
-  createResources(items: readonly NewResource[]): Promise<WriteResult[]>;
+  /**
+   * Creates many at once (a transaction's creates); a failure is an ItemError naming the item.
+   * Given prepareCreates' result, writes what was prepared.
+   */
+  createResources(items: readonly NewResource[] | PreparedCreates): Promise<WriteResult[]>;
+  /**
+   * Validates, stamps and indexes creates without writing them, so that a transaction can do this
+   * work before it opens and hold its connection only while it writes. A failure is an ItemError.
+   */
+  prepareCreates(items: readonly NewResource[]): Promise<PreparedCreates>;
   updateResource(resourceType: string, id: string, input: unknown, options?: WriteOptions): Promise<WriteResult>;
   patchResource(resourceType: string, id: string, operations: unknown, options?: WriteOptions): Promise<WriteResult>;
   deleteResource(resourceType: string, id: string, options?: WriteOptions): Promise<void>;
@@ -117,6 +125,17 @@ export interface ResourceRepository {
   updateBinary(id: string, contentType: string, data: Uint8Array, options?: WriteOptions): Promise<WriteResult>;
   /** The bytes of a Binary version found by a read or a search (none for a project the caller cannot see). */
   readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined>;
+}
+
+/** Creates made ready to write (prepareCreates). */
+export interface PreparedCreates {
+  readonly items: readonly NewResource[];
+  /** The stamped resources and the one statement that writes them; absent when they are written one by one (write hooks, write checks). */
+  readonly together?: { readonly resources: readonly Resource[]; readonly statement: { readonly sql: string; readonly args: readonly unknown[] } };
+}
+
+export function isPrepared(input: readonly NewResource[] | PreparedCreates): input is PreparedCreates {
+  return !Array.isArray(input);
 }
 
 /** One resource of a createResources call. */

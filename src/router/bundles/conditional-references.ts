@@ -13,16 +13,8 @@ const CONDITIONAL_REFERENCE = /^([A-Z][A-Za-z]+)\?(.*)$/;
  * matches fail the transaction (412) naming the search.
  */
 export async function resolveConditionalReferences(tx: RequestContext, entries: readonly BundleEntryRequest[]): Promise<Map<string, string>> {
-  const wanted = new Map<string, number>();
-  for (const entry of entries) {
-    if (!entry.resource) continue;
-    mapReferences(entry.resource, (value, isReference) => {
-      if (isReference && CONDITIONAL_REFERENCE.test(value) && !wanted.has(value)) wanted.set(value, entry.index);
-      return value;
-    });
-  }
   const resolved = new Map<string, string>();
-  for (const [reference, index] of wanted) {
+  for (const [reference, index] of conditionalReferencesOf(entries)) {
     const [, type, query] = CONDITIONAL_REFERENCE.exec(reference)!;
     try {
       const matches = await findMatches(tx, type, conditionalCriteria(new URLSearchParams(query), `The conditional reference ${reference}`));
@@ -35,4 +27,17 @@ export async function resolveConditionalReferences(tx: RequestContext, entries: 
     }
   }
   return resolved;
+}
+
+/** Each conditional reference of the entries' resources, with the index of the first entry that has it. */
+export function conditionalReferencesOf(entries: readonly BundleEntryRequest[]): Map<string, number> {
+  const wanted = new Map<string, number>();
+  for (const entry of entries) {
+    if (!entry.resource) continue;
+    mapReferences(entry.resource, (value, isReference) => {
+      if (isReference && CONDITIONAL_REFERENCE.test(value) && !wanted.has(value)) wanted.set(value, entry.index);
+      return value;
+    });
+  }
+  return wanted;
 }

@@ -6,7 +6,7 @@ import { conditionalCriteria, lockedMatch, searchOfHeader } from '../conditional
 import { existingResponse } from '../handlers/conditional.js';
 import { writeResponse } from '../handlers/writes.js';
 import { assertRouteAccess } from '../../access/guarded-repository.js';
-import { ItemError } from '../../storage/types.js';
+import { ItemError, type PreparedCreates } from '../../storage/types.js';
 import { notFound } from '../not-found.js';
 import { resolveOperation } from '../../operations/registry.js';
 import { prefersAsync } from '../../admin/async-job.js';
@@ -14,7 +14,7 @@ import { textResponse } from '../responses.js';
 import type { EntryRouter, FhirResponse, RouteMatch } from '../types.js';
 import { type BundleEntryRequest, entryError, entryPath, failedEntry, readEntry, responseEntryText, withResource } from './entries.js';
 import { mapReferences } from './references.js';
-import { resolveConditionalReferences } from './conditional-references.js';
+import { conditionalReferencesOf, resolveConditionalReferences } from './conditional-references.js';
 
 /** http.html 3.1.0.11.2: deletes, then creates, then updates and patches, then reads (which see the writes). */
 const PHASES: readonly (readonly string[])[] = [['DELETE'], ['POST'], ['PUT', 'PATCH'], ['GET', 'HEAD']];
@@ -35,15 +35,15 @@ export async function runTransaction(router: EntryRouter, ctx: RequestContext, r
   }
   const entries = raw.map((entry, index) => plan(router, readEntry(entry, index, ctx.config.fhirBaseUrl, prefer)));
   assertOneWritePerResource(entries);
+  // Work that needs no database (ids, references, validation, index rows) is done before the
+  // transaction opens, so that it holds its connection (the embedded database's only one) just
+  // while it writes. Conditions and conditional references are searched inside it.
+  const early = needsDatabaseToPrepare(entries) ? undefined : await prepareEntries(ctx, entries);
   const answers = await ctx.inTransaction(async (tx) => {
-    const answered = new Map<number, FhirResponse>();
-    const resolved = await resolveConditionalReferences(tx, entries);
-    const ids = await assignIds(tx, entries, answered);
-    const rewritten = entries.map((entry) => rewrite(entry, ids, resolved));
+    const { rewritten, creates, answered } = early ?? (await prepareEntries(tx, entries));
     for (const methods of PHASES) {
       const phase = rewritten.filter((entry) => methods.includes(entry.request.method) && !answered.has(entry.index));
-      const together = phase.filter(isPlainCreate);
-      for (const [index, answer] of await createTogether(tx, together)) answered.set(index, answer);
+      if (methods.includes('POST')) for (const [index, answer] of await writeCreates(tx, creates)) answered.set(index, answer);
       for (const entry of phase) {
         if (!answered.has(entry.index)) answered.set(entry.index, await runEntry(router, tx, entry));
       }
@@ -185,25 +185,62 @@ function isPlainCreate(entry: PlannedEntry): boolean {
   );
 }
 
-async function createTogether(tx: RequestContext, entries: PlannedEntry[]): Promise<Map<number, FhirResponse>> {
-  const answers = new Map<number, FhirResponse>();
-  if (entries.length === 0) return answers;
+interface PreparedEntries {
+  rewritten: PlannedEntry[];
+  /** The plain creates, checked and made ready to be written together. */
+  creates: { entries: PlannedEntry[]; prepared: PreparedCreates };
+  /** Entries answered without a write of their own (a conditional create that found its match). */
+  answered: Map<number, FhirResponse>;
+}
+
+/** Ids given, references rewritten and plain creates prepared: with `ctx` a transaction's when it searches. */
+async function prepareEntries(ctx: RequestContext, entries: PlannedEntry[]): Promise<PreparedEntries> {
+  const answered = new Map<number, FhirResponse>();
+  const resolved = await resolveConditionalReferences(ctx, entries);
+  const ids = await assignIds(ctx, entries, answered);
+  const rewritten = entries.map((entry) => rewrite(entry, ids, resolved));
+  const plain = rewritten.filter((entry) => isPlainCreate(entry) && !answered.has(entry.index));
+  return { rewritten, answered, creates: { entries: plain, prepared: await prepareCreates(ctx, plain) } };
+}
+
+/** Conditional entries and conditional references search the data, which only the transaction may do. */
+function needsDatabaseToPrepare(entries: readonly PlannedEntry[]): boolean {
+  const conditional = entries.some(({ request, fullUrl, found }) =>
+    (request.method === 'POST' && request.header('if-none-exist') !== undefined) ||
+    (request.method === 'PUT' && fullUrl !== undefined && found.params.id === undefined));
+  return conditional || conditionalReferencesOf(entries).size > 0;
+}
+
+async function prepareCreates(ctx: RequestContext, entries: PlannedEntry[]): Promise<PreparedCreates> {
   for (const entry of entries) {
     try {
-      assertRouteAccess(tx.identity, entry.request.path, entry.request.query);
+      assertRouteAccess(ctx.identity, entry.request.path, entry.request.query);
     } catch (error) {
       throw failedEntry(entry.index, error);
     }
   }
   const items = entries.map((entry) => ({ resourceType: entry.found.params.type!, input: entry.resource, id: entry.request.assignedId }));
   try {
-    const results = await tx.repo.createResources(items);
+    return await ctx.repo.prepareCreates(items);
+  } catch (error) {
+    throw itemFailure(entries, error);
+  }
+}
+
+async function writeCreates(tx: RequestContext, { entries, prepared }: PreparedEntries['creates']): Promise<Map<number, FhirResponse>> {
+  const answers = new Map<number, FhirResponse>();
+  if (entries.length === 0) return answers;
+  try {
+    const results = await tx.repo.createResources(prepared);
     results.forEach((result, i) => answers.set(entries[i].index, writeResponse(entries[i].request, tx, result)));
   } catch (error) {
-    if (error instanceof ItemError) throw failedEntry(entries[error.item].index, error.reason);
-    throw error;
+    throw itemFailure(entries, error);
   }
   return answers;
+}
+
+function itemFailure(entries: readonly PlannedEntry[], error: unknown): unknown {
+  return error instanceof ItemError ? failedEntry(entries[error.item].index, error.reason) : error;
 }
 
 async function runEntry(router: EntryRouter, tx: RequestContext, entry: PlannedEntry): Promise<FhirResponse> {
