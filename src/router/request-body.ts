@@ -1,3 +1,4 @@
+import { assertJsonDepth } from '../fhir/json-limits.js';
 import { errors } from '../fhir/outcome.js';
 import type { FhirRequest, RequestBody } from './types.js';
 
@@ -20,13 +21,17 @@ export function textBody(readText: () => Promise<string>, readBytes: () => Promi
   };
 }
 
-function parseJson(text: string): unknown {
+/** JSON text of a request, refused (400) when it is not JSON or is nested too deep for what walks it next. */
+export function parseJson(text: string): unknown {
   if (text.trim() === '') return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (error) {
     throw errors.invalid(`The request body is not valid JSON: ${(error as Error).message}`);
   }
+  assertJsonDepth(value);
+  return value;
 }
 
 /** The body of a write: JSON that must be there. */
