@@ -34,6 +34,20 @@ export function parseJson(text: string): unknown {
   return value;
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The bytes of a FHIR JSON body as text (a leading byte order mark dropped). Bytes that are not
+ * UTF-8 are refused (400) rather than stored as U+FFFD.
+ */
+export function utf8Text(bytes: Uint8Array): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw errors.invalid('The request body is not valid UTF-8: FHIR JSON must be encoded in UTF-8');
+  }
+}
+
 /** The body of a write: JSON that must be there. */
 export async function requiredJsonBody(req: FhirRequest): Promise<unknown> {
   const body = req.body ? await req.body.json() : undefined;
