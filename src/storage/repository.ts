@@ -393,7 +393,7 @@ export class Repository implements ResourceRepository {
     if (row && !this.canSee(row.projectId)) {
       // Ids are global: one taken in a project the caller cannot see is never overwritten. Only an
       // update-as-create must say the id is unusable; everything else sees no resource at all.
-      if (purpose === 'update') throw errors.conflict(`The id ${id} cannot be used for ${resourceType}; choose another id`);
+      if (purpose === 'update') throw idInUse(resourceType, id);
       return undefined;
     }
     return row;
@@ -463,6 +463,14 @@ export class Repository implements ResourceRepository {
       throw error;
     }
   }
+}
+
+/**
+ * Ids are unique on the whole server, whichever project holds them: the same answer whoever holds
+ * the id (and whether it is deleted), so it reveals nothing else.
+ */
+function idInUse(resourceType: string, id: string) {
+  return errors.conflict(`The id ${id} is already in use for ${resourceType} on this server; choose another id (a UUID avoids collisions)`);
 }
 
 class CreateRace extends Error {
