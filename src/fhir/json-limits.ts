@@ -40,10 +40,10 @@ export function jsonSizeWithin(root: unknown, limit: number): number {
       size += 1 + Math.max(value.length, 1);
       if (size <= limit) for (const item of value) pending.push(item);
     } else if (typeof value === 'object' && value !== null) {
-      const keys = Object.keys(value);
-      size += 1 + Math.max(keys.length, 1);
-      for (const key of keys) {
-        size += Buffer.byteLength(key) + 3;
+      size += 1;
+      for (const key in value) {
+        size += Buffer.byteLength(key) + 4;
+        if (size > limit) break;
         pending.push((value as Record<string, unknown>)[key]);
       }
     } else size += String(value).length;

@@ -22,7 +22,7 @@ export function textBody(readText: () => Promise<string>, readBytes: () => Promi
 }
 
 /** JSON text of a request, refused (400) when it is not JSON or is nested too deep for what walks it next. */
-export function parseJson(text: string): unknown {
+function parseJson(text: string): unknown {
   if (text.trim() === '') return undefined;
   let value: unknown;
   try {
