@@ -19,6 +19,8 @@ export interface Config {
   /** Server processes sharing the port (Node cluster); more than one needs PostgreSQL. */
   readonly workers: number;
   readonly maxBodyBytes: number;
+  /** Most operations one JSON Patch may hold (400 above); its result is bounded by maxBodyBytes. */
+  readonly maxPatchOperations: number;
   /** Most entries a batch or transaction Bundle may hold (413 above). */
   readonly maxBundleEntries: number;
   /**
@@ -120,6 +122,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePreparedStatements: int('DATABASE_PREPARED_STATEMENTS', 256),
     workers: int('WORKERS', 1, 1),
     maxBodyBytes: int('MAX_BODY_BYTES', 16 * 1024 * 1024, 1024),
+    maxPatchOperations: int('MAX_PATCH_OPERATIONS', 1000, 1),
     maxBundleEntries: int('MAX_BUNDLE_ENTRIES', 10_000, 1),
     embeddedTransactionEntries: int('EMBEDDED_TRANSACTION_ENTRIES', 1000, 1),
     superAdminEmail: merged.SUPER_ADMIN_EMAIL || 'admin@example.com',

@@ -60,6 +60,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const searchCache = new SearchCache({ keepsPages: db.kind === 'pglite' });
   searchCache.shareThrough(bus);
   const storage = {
+    config,
     db,
     bus,
     searchCache,
@@ -78,7 +79,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await Promise.all([bus.close(), store?.close(), db.close()]);
     throw error;
   }
-  const services: Services = { config, log, ...storage, auth, bus };
+  const services: Services = { log, ...storage, auth, bus };
   // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
   const app = createApp(services);

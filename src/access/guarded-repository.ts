@@ -1,6 +1,6 @@
 import type { Services } from '../operations/context.js';
 import type { Identity } from '../identity/identity.js';
-import { errors, OperationOutcomeError } from '../fhir/outcome.js';
+import { errors } from '../fhir/outcome.js';
 import type { SqlExecutor } from '../db/database.js';
 import type { JoinedTransaction } from '../db/joined-transaction.js';
 import { type Resource, isRecord } from '../fhir/types.js';
@@ -168,24 +168,12 @@ export class GuardedRepository implements ResourceRepository {
     this.assertJoinable(resourceType);
     this.checkMembership(resourceType, input);
     await this.assertExistingWithinCriteria(resourceType, id);
-    if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.updateVisible(resourceType, id, input, options);
+    if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.store.updateResource(resourceType, id, input, options);
     const { secret, ...rest } = input;
-    const result = await this.updateVisible(resourceType, id, rest, options);
+    const result = await this.store.updateResource(resourceType, id, rest, options);
     const existing = await readClientSecret(this.services.auth, id);
     const next = typeof secret === 'string' && secret !== '' ? secret : existing ?? randomSecret();
     return this.attachSecret(result, next, next === existing);
-  }
-
-  /** A resource of a project the caller cannot see is invisible: 404, as for reads (not 409). */
-  private async updateVisible(resourceType: string, id: string, input: unknown, options: WriteOptions): Promise<WriteResult> {
-    try {
-      return await this.store.updateResource(resourceType, id, input, options);
-    } catch (error) {
-      if (error instanceof OperationOutcomeError && error.status === 409 && /cannot be used/.test(error.message)) {
-        throw errors.notFound(`${resourceType}/${id} not found`);
-      }
-      throw error;
-    }
   }
 
   async patchResource(resourceType: string, id: string, operations: unknown, options: WriteOptions = {}): Promise<WriteResult> {

@@ -73,7 +73,7 @@ export const errors = {
     new OperationOutcomeError(outcome([issue('not-supported', text)]), 405, { Allow: allow }),
   unsupportedMediaType: (text: string) => fail('not-supported', text, 415),
   notAcceptable: (text: string) => fail('not-supported', text, 406),
-  tooLarge: (text: string) => fail('too-long', text, 413),
+  tooLarge: (text: string, expression?: string | string[]) => fail('too-long', text, 413, expression),
   forbidden: (text = 'Forbidden') => fail('forbidden', text, 403),
   unauthorized: (text = 'Unauthorized') =>
     new OperationOutcomeError(outcome([issue('login', text)]), 401, { 'WWW-Authenticate': 'Bearer' }),

@@ -3,11 +3,11 @@ import { errors } from '../fhir/outcome.js';
 import { createRequestContext } from '../access/context.js';
 import type { Identity } from '../identity/identity.js';
 import { fhirRouter } from '../router/router.js';
-import { textBody } from '../router/request-body.js';
+import { textBody, utf8Text } from '../router/request-body.js';
 import type { FhirMethod, FhirRequest, FhirResponse } from '../router/types.js';
 import { FHIR_CONTENT_TYPE } from './responses.js';
 import type { HonoContext } from './route.js';
-import { bodyText, readRequestBytes, requestHeader } from '../graphql/http-body.js';
+import { readRequestBytes, requestHeader } from '../graphql/http-body.js';
 
 /** Where the FHIR router is mounted. */
 export const FHIR_BASE_PATH = '/fhir/R4';
@@ -53,7 +53,7 @@ function fhirRequestOf(c: HonoContext, maxBytes: number): FhirRequest {
     path: c.req.path.slice(FHIR_BASE_PATH.length + 1),
     query: new URLSearchParams(queryStart < 0 ? '' : url.slice(queryStart + 1)),
     header: (name) => requestHeader(c, name),
-    body: BODYLESS.has(method) ? undefined : textBody(async () => bodyText(await read()), read),
+    body: BODYLESS.has(method) ? undefined : textBody(async () => utf8Text(await read()), read),
   };
 }
 

@@ -48,15 +48,31 @@ export function assertJsonAcceptable(format: string | null, accept: string | nul
   }
 }
 
-/** Request bodies of FHIR writes must be JSON (a missing Content-Type is read as JSON). */
+/**
+ * The one rule for FHIR request bodies (resources, Bundles, JSON Patches, operation inputs): the
+ * Content-Type says which JSON it is and any charset is UTF-8; anything else, or no Content-Type
+ * at all, is 415. Binary's raw bytes and empty operation inputs are decided by their handlers.
+ */
 export function assertJsonContentType(contentType: string | null | undefined, allowed = JSON_TYPES): void {
-  if (!contentType) return;
-  const type = contentType.split(';')[0].trim().toLowerCase();
+  const expected = [...allowed].join(' or ');
+  if (!contentType) throw errors.unsupportedMediaType(`The request body has no Content-Type: send ${expected}`);
+  const [mediaType, ...parameters] = contentType.split(';');
+  const type = mediaType.trim().toLowerCase();
   if (!allowed.has(type)) {
-    throw errors.unsupportedMediaType(
-      `Content-Type ${type} is not supported here: send ${[...allowed].join(' or ')}`,
-    );
+    throw errors.unsupportedMediaType(`Content-Type ${type} is not supported here: send ${expected}`);
   }
+  const charset = charsetOf(parameters);
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw errors.unsupportedMediaType(`charset=${charset} is not supported: FHIR JSON is UTF-8 (send charset=utf-8 or no charset)`);
+  }
+}
+
+function charsetOf(parameters: string[]): string | undefined {
+  for (const parameter of parameters) {
+    const [name, value = ''] = parameter.split('=', 2);
+    if (name.trim().toLowerCase() === 'charset') return value.trim().replace(/^"|"$/g, '').toLowerCase();
+  }
+  return undefined;
 }
 
 export const JSON_PATCH_TYPES = new Set(['application/json-patch+json']);

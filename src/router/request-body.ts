@@ -1,3 +1,4 @@
+import { assertJsonDepth } from '../fhir/json-limits.js';
 import { errors } from '../fhir/outcome.js';
 import type { FhirRequest, RequestBody } from './types.js';
 
@@ -20,12 +21,30 @@ export function textBody(readText: () => Promise<string>, readBytes: () => Promi
   };
 }
 
+/** JSON text of a request, refused (400) when it is not JSON or is nested too deep for what walks it next. */
 function parseJson(text: string): unknown {
   if (text.trim() === '') return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (error) {
     throw errors.invalid(`The request body is not valid JSON: ${(error as Error).message}`);
+  }
+  assertJsonDepth(value);
+  return value;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The bytes of a FHIR JSON body as text (a leading byte order mark dropped). Bytes that are not
+ * UTF-8 are refused (400) rather than stored as U+FFFD.
+ */
+export function utf8Text(bytes: Uint8Array): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw errors.invalid('The request body is not valid UTF-8: FHIR JSON must be encoded in UTF-8');
   }
 }
 

@@ -1,12 +1,13 @@
 import { ID_PATTERN } from '../fhir/ids.js';
 import { randomUUID } from 'node:crypto';
+import type { Config } from '../config.js';
 import type { Identity } from '../identity/identity.js';
 import type { SqlExecutor, TransactionalSql } from '../db/database.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import { validateResource } from '../validation/validator.js';
-import { applyJsonPatch } from './patch.js';
+import { applyJsonPatch, type PatchLimits } from './patch.js';
 import { isUniqueViolation } from './db-errors.js';
 import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import { projectParameters } from '../indexing/parameters.js';
@@ -34,6 +35,8 @@ interface CurrentRow {
  * projects for a super admin). Writes of a resource, its history row and its index rows are atomic.
  */
 export interface StorageServices {
+  /** The body limit also bounds what a JSON Patch makes (src/storage/patch.ts). */
+  readonly config: Pick<Config, 'maxBodyBytes' | 'maxPatchOperations'>;
   /** The database, or a transaction that the writes join (a transaction Bundle). */
   readonly db: TransactionalSql;
   readonly binaryStorage: BinaryStorage;
@@ -50,6 +53,7 @@ export class Repository implements ResourceRepository {
   private readonly cache: ResourceCache;
   private readonly bus: InvalidationBus | undefined;
   private readonly searchCache: SearchCache | undefined;
+  private readonly patchLimits: PatchLimits;
 
   constructor(
     services: StorageServices,
@@ -64,6 +68,7 @@ export class Repository implements ResourceRepository {
     this.cache = services.db.joined ? commitOnly(services.resourceCache) : services.resourceCache;
     this.bus = services.bus;
     this.searchCache = services.searchCache;
+    this.patchLimits = { maxOperations: services.config.maxPatchOperations, maxBytes: services.config.maxBodyBytes };
   }
 
   /**
@@ -292,7 +297,7 @@ export class Repository implements ResourceRepository {
       if (current.deleted || current.content === null) throw errors.gone(`${resourceType}/${id} was deleted`);
       checkVersion(current, options, resourceType, id);
       const before = JSON.parse(current.content) as Resource;
-      const patched = applyJsonPatch(before, operations);
+      const patched = applyJsonPatch(before, operations, this.patchLimits);
       validateResource(patched, { expectedType: resourceType });
       if (patched.id !== id) throw errors.invalid('A patch must not change the resource id', `${resourceType}.id`);
       if (sameContent(before, patched)) return { resource: before, text: current.content, created: false, changed: false };
@@ -395,7 +400,7 @@ export class Repository implements ResourceRepository {
     if (row && !this.canSee(row.projectId)) {
       // Ids are global: one taken in a project the caller cannot see is never overwritten. Only an
       // update-as-create must say the id is unusable; everything else sees no resource at all.
-      if (purpose === 'update') throw errors.conflict(`The id ${id} cannot be used for ${resourceType}; choose another id`);
+      if (purpose === 'update') throw idInUse(resourceType, id);
       return undefined;
     }
     return row;
@@ -465,6 +470,14 @@ export class Repository implements ResourceRepository {
       throw error;
     }
   }
+}
+
+/**
+ * Ids are unique on the whole server, whichever project holds them: the same answer whoever holds
+ * the id (and whether it is deleted), so it reveals nothing else.
+ */
+function idInUse(resourceType: string, id: string) {
+  return errors.conflict(`The id ${id} is already in use for ${resourceType} on this server; choose another id (a UUID avoids collisions)`);
 }
 
 class CreateRace extends Error {

@@ -42,6 +42,20 @@ const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
 const HAS_XML_WHITESPACE_RE = /[ \t\r\n]/;
 const XML_WHITESPACE_RE = /[ \t\r\n]+/g;
 
+/** With the `u` flag a paired surrogate is one code point, so \p{Cs} matches only lone halves. */
+const UNSTORABLE_RE = /[\u0000\p{Cs}]/u;
+
+/**
+ * Why a JSON string cannot be stored, if it cannot: PostgreSQL text and jsonb hold neither U+0000
+ * nor a UTF-16 surrogate without its pair (it is not a character, and has no UTF-8 form).
+ */
+export function unstorableTextProblem(value: string): string | undefined {
+  if (!UNSTORABLE_RE.test(value)) return undefined;
+  return value.includes('\u0000')
+    ? 'it contains U+0000 (NUL), which FHIR strings cannot hold'
+    : 'it contains a lone UTF-16 surrogate (\\uD800-\\uDFFF without its pair), which is not a character';
+}
+
 function isLeapYear(year: number): boolean {
   return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
 }

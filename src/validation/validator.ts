@@ -10,7 +10,7 @@ import {
   type TypeModel,
   type TypeRef,
 } from './model.js';
-import type { PrimitiveType } from './primitives.js';
+import { unstorableTextProblem, type PrimitiveType } from './primitives.js';
 
 /**
  * Structural validation of FHIR R4 JSON against the base StructureDefinitions, in one walk over
@@ -254,6 +254,11 @@ class Walk {
     if (value === '') {
       const rule = 'FHIR JSON does not allow empty strings';
       this.report('value', `Empty string at ${this.where()}: ${rule}; remove the element or give it a value`);
+      return false;
+    }
+    const unstorable = typeof value === 'string' ? unstorableTextProblem(value) : undefined;
+    if (unstorable !== undefined) {
+      this.report('value', `Invalid ${type.code} at ${this.where()}: ${unstorable}; remove it`);
       return false;
     }
     const problem = type.check(value as never);

@@ -238,7 +238,8 @@ describe('project isolation', () => {
       expect((await reader.get(`/Patient/${id}`)).status).toBe(404);
       expect((await reader.get(`/Patient/${id}/_history`)).status).toBe(404);
       expect((await reader.get(`/Patient/${id}/_history/${created.body.meta.versionId}`)).status).toBe(404);
-      expect((await reader.put(`/Patient/${id}`, { ...patientBody(), id })).status).toBe(404);
+      // Ids are server-wide: a PUT of the id is refused as in use (409), telling nothing more.
+      expect((await reader.put(`/Patient/${id}`, { ...patientBody(), id })).status).toBe(409);
       expect((await reader.patch(`/Patient/${id}`, [{ op: 'replace', path: '/gender', value: 'other' }])).status).toBe(404);
       expect((await reader.delete(`/Patient/${id}`)).status).toBe(404);
       const history = await reader.get('/Patient/_history?_count=1000');

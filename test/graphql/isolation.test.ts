@@ -37,13 +37,13 @@ describe('project isolation through GraphQL', () => {
     expect(body).toEqual({ byId: [], all: [], connection: { count: 0, edges: [] } });
   });
 
-  it('B cannot update A’s resource (not found) and A’s resource is unchanged', async () => {
+  it('B cannot update A’s resource (its id is in use server-wide) and A’s resource is unchanged', async () => {
     const { a, b, patient } = await twoProjects();
     const res = await graphql(api, b, `mutation ($id: ID!) { PatientUpdate(id: $id, res: { name: [{ family: "Stolen" }] }) { id } }`, {
       id: patient.id,
     });
     expect(res.body.data).toEqual({ PatientUpdate: null });
-    expect(onlyError(res).code).toBe('not-found');
+    expect(onlyError(res).code).toBe('conflict');
     expect((await a.get(`/Patient/${patient.id}`)).body.name).toEqual([{ family: 'Private' }]);
   });
 

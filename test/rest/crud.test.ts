@@ -424,8 +424,8 @@ describe('project isolation', () => {
     const owner = api.newProject();
     const created = await owner.post('/Patient', patientBody());
     const res = await api.newProject().put(`/Patient/${created.body.id}`, { ...created.body, gender: 'female' });
-    // Invisible, as on read (404 on update of another project's resource).
-    expect(res.status).toBe(404);
+    // Ids are server-wide: the id is in use (409), and nothing else about it is told.
+    expect(res.status).toBe(409);
     expect((await owner.get(`/Patient/${created.body.id}`)).body.gender).toBe('male');
   });
 

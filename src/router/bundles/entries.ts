@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { errors, OperationOutcomeError, toOperationOutcomeError } from '../../fhir/outcome.js';
 import { isRecord, type Resource } from '../../fhir/types.js';
-import { valueBody } from '../request-body.js';
+import { utf8Text, valueBody } from '../request-body.js';
 import type { FhirMethod, FhirRequest, FhirResponse } from '../types.js';
 
 /** One entry of a batch or transaction, checked and turned into a router request. */
@@ -99,9 +99,9 @@ function patchBody(resource: Resource | undefined, index: number): unknown {
     throw entryError(index, `the patch Binary's contentType must be ${JSON_PATCH}, not ${JSON.stringify(resource.contentType)}`, 'resource.contentType');
   }
   try {
-    return JSON.parse(Buffer.from(resource.data, 'base64').toString('utf8')) as unknown;
+    return JSON.parse(utf8Text(Buffer.from(resource.data, 'base64'))) as unknown;
   } catch {
-    throw entryError(index, 'the patch Binary does not hold base64 JSON', 'resource.data');
+    throw entryError(index, 'the patch Binary does not hold base64 UTF-8 JSON', 'resource.data');
   }
 }
 

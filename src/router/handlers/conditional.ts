@@ -59,7 +59,7 @@ export async function conditionalUpdateHandler(req: FhirRequest, { type }: Route
 
 /** `PATCH [type]?criteria`: one match → patched; none → 404; several → 412. */
 export async function conditionalPatchHandler(req: FhirRequest, { type }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  assertJsonContentType(req.header('content-type') ?? 'application/json-patch+json', JSON_PATCH_TYPES);
+  assertJsonContentType(req.header('content-type'), JSON_PATCH_TYPES);
   const criteria = conditionalCriteria(req.query, `Conditional patch of ${type}`);
   const body = await requiredJsonBody(req);
   const ifMatch = parseIfMatch(req.header('if-match'));

@@ -30,7 +30,7 @@ export function operationHandler(level: OperationLevel) {
       }
       input = decodeQuery(definition, req.query);
     } else {
-      assertJsonContentType(req.header('content-type'));
+      await assertInputContentType(req);
       input = decodeBody(definition, await optionalJsonBody(req), { plainJson: operation.acceptsPlainJsonBody });
     }
     if (operation.respondsAsync && prefersAsync(req.header('prefer'))) {
@@ -44,6 +44,13 @@ export function operationHandler(level: OperationLevel) {
     const result = await invokeOperation(operation, input, request);
     return resourceResponse(result.resource, result.status);
   };
+}
+
+/** A POST without a body is an operation without input: it needs no Content-Type. */
+async function assertInputContentType(req: FhirRequest): Promise<void> {
+  const contentType = req.header('content-type');
+  if (contentType === undefined && (req.body === undefined || (await req.body.bytes()).byteLength === 0)) return;
+  assertJsonContentType(contentType);
 }
 
 /** `GET OperationDefinition/[id]`: the registered definitions (not stored rows) first, then the store. */

@@ -46,7 +46,7 @@ export async function updateHandler(req: FhirRequest, { type, id }: RouteParams,
 }
 
 export async function patchHandler(req: FhirRequest, { type, id }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  assertJsonContentType(req.header('content-type') ?? 'application/json-patch+json', JSON_PATCH_TYPES);
+  assertJsonContentType(req.header('content-type'), JSON_PATCH_TYPES);
   const body = await requiredJsonBody(req);
   return writeResponse(req, ctx, await ctx.repo.patchResource(type!, id!, body, { ifMatch: parseIfMatch(req.header('if-match')) }));
 }
