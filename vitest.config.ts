@@ -5,11 +5,13 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * (atomic-writes); a setting a fresh server reads from the environment, and two default servers
  * (memory-sql-agreement); two default servers (terminology/cache); operations registered before
  * the server starts, whose CapabilityStatement and GraphQL schema a server builds once
- * (operations/framework); spending the loopback address's budget of failed logins (throttle).
+ * (operations/framework); spending the loopback address's budget of failed logins (throttle);
+ * hostile requests, which must not take down (or leave broken) a server other files share (fuzz).
  */
 const OWN_SERVER = [
   'test/admin/atomic-writes.test.ts',
   'test/auth/throttle.test.ts',
+  'test/fuzz/hostile.test.ts',
   'test/operations/framework.test.ts',
   'test/terminology/cache.test.ts',
   'test/terminology/memory-sql-agreement.test.ts',

@@ -31,6 +31,8 @@ export async function launchFlint(port: number, env: Record<string, string | und
 
 /** SIGTERM, then waits for the process to drain and exit. */
 export async function stopFlint(child: ChildProcess): Promise<void> {
+  // A server a scenario took down has exited already: no exit event will come.
+  if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
   child.kill('SIGTERM');
   await exited;

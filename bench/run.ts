@@ -4,7 +4,7 @@
  *
  *   npm run bench                         embedded PGlite, plus PostgreSQL when BENCH_DATABASE_URL is set
  *   BENCH_SCENARIOS=read,create npm run bench   (a scenario is selected by its first word: read, create, graphql,
- *                                                transaction, batch, search, conditional)
+ *                                                transaction, batch, search, conditional, hostile)
  *   BENCH_DURATION=10 npm run bench       seconds per scenario (default 10)
  *   BENCH_WORKERS=1,2 npm run bench       PostgreSQL once per WORKERS setting (default 1 and 2)
  *   BENCH_RESULTS=/tmp/mine.md npm run bench   append to another file than bench/RESULTS.md
@@ -16,7 +16,9 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { typicalObservation, typicalPatient } from './fixtures.js';
 import { bundleScenarios } from './bundle-scenarios.js';
-import { clientCredentialsToken, launchFlint, stopFlint } from './flint-process.js';
+import { clientCredentialsToken, launchFlint, stopFlint, type BenchClient } from './flint-process.js';
+import { HOSTILE_CONNECTIONS, runHostile } from './hostile.js';
+import { shapeTarget } from '../test/fuzz/shapes.js';
 
 const CONNECTIONS = 16;
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -46,6 +48,8 @@ interface Row {
 
 /** Filled with the bearer token of the benchmark project's client once Flint is up (every route needs one). */
 const AUTH_HEADERS: Record<string, string> = {};
+/** That client's credentials (the hostile scenario's token requests send them). */
+let projectClient: BenchClient | undefined;
 const JSON_HEADERS: Record<string, string> = { 'content-type': 'application/fhir+json' };
 const GRAPHQL_HEADERS: Record<string, string> = { 'content-type': 'application/json' };
 /** The LOINC code (heart rate) of the Observations the GraphQL list scenario reads. */
@@ -187,7 +191,8 @@ async function projectClientToken(superAdminToken: string): Promise<string> {
   // A read (not a search) carries the secret, for admins.
   const client = id ? ((await (await fetch(`${FHIR}/ClientApplication/${id}`, { headers })).json()) as { secret?: string }) : undefined;
   if (!id || !client?.secret) throw new Error(`no readable ClientApplication in the benchmark project: ${JSON.stringify(bundle)}`);
-  return clientCredentialsToken(BASE, { id, secret: client.secret });
+  projectClient = { id, secret: client.secret };
+  return clientCredentialsToken(BASE, projectClient);
 }
 
 async function seedPatients(count: number): Promise<string[]> {
@@ -209,8 +214,10 @@ async function benchDatabase(label: string, env: Record<string, string>, selecte
   const child = await startFlint(env);
   const rows: Row[] = [];
   try {
-    const ids = await seedPatients(1000);
-    await seedGraphqlObservations(ids);
+    // The hostile scenario makes its own data.
+    const seeded = !selected || [...selected].some((name) => name !== 'hostile');
+    const ids = seeded ? await seedPatients(1000) : [];
+    if (seeded) await seedGraphqlObservations(ids);
     for (const scenario of scenarios) {
       if (selected && !selected.has(scenario.name.split(' ')[0])) continue;
       await scenario.run(ids.slice(0, 100)).catch(() => undefined); // warm-up pass, short
@@ -231,6 +238,8 @@ async function benchDatabase(label: string, env: Record<string, string>, selecte
     const read = scenarios.find((s) => s.name === 'read Patient by id')!;
     const graphqlById = scenarios.find((s) => s.name === 'graphql Patient by id')!;
     if (!selected || (selected.has('read') && selected.has('graphql'))) rows.push(await interleaved(label, graphqlById, read, ids));
+    // Last: on a server that does not resist them, these requests can take it down.
+    if (!selected || selected.has('hostile')) rows.push(await hostile(label, env.DATABASE_URL ? 'postgres' : 'pglite'));
   } finally {
     await stopFlint(child);
   }
@@ -261,6 +270,30 @@ async function runBundleScenarios(label: string, ids: string[], selected: Set<st
     rows.push(row);
   }
   return rows;
+}
+
+/**
+ * The fuzz suite's hostile shapes replayed at a few connections while the health check is timed:
+ * the row's latencies are the health check's (BENCH_HOSTILE_SKIP: a regular expression on shape
+ * names to leave out).
+ */
+async function hostile(label: string, database: 'pglite' | 'postgres'): Promise<Row> {
+  if (!projectClient) throw new Error('the benchmark project has no client');
+  const target = shapeTarget({ baseUrl: BASE, database, clientId: projectClient.id, clientSecret: projectClient.secret, token: AUTH_HEADERS.authorization.slice('Bearer '.length) });
+  const skip = process.env.BENCH_HOSTILE_SKIP ? new RegExp(process.env.BENCH_HOSTILE_SKIP) : undefined;
+  const { rps, answers, unexpected, health } = await runHostile(target, DURATION, skip);
+  const answered = Object.entries(answers).map(([kind, count]) => `${count} ${kind}`).join(', ');
+  const row: Row = {
+    database: label,
+    scenario: `hostile requests at ${HOSTILE_CONNECTIONS} connections, health check latency`,
+    target: `health check < 1 s: max ${health.max} ms over ${health.samples} checks, ${health.failures} failed; answers ${answered}, ${unexpected} not as expected`,
+    rps,
+    p50: health.p50,
+    p99: health.p99,
+    errors: health.failures + unexpected,
+  };
+  console.log(`${label.padEnd(10)} ${row.scenario}: ${rps} req/s, health p50 ${health.p50} ms p99 ${health.p99} ms; ${row.target}`);
+  return row;
 }
 
 /** Slices and their length for `interleaved`. */

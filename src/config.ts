@@ -45,6 +45,15 @@ export interface Config {
   readonly cacheNamespace: string;
   readonly logLevel: string;
   readonly shutdownTimeoutMs: number;
+  /**
+   * Longest a response may go without the client taking any of it (a client that never reads):
+   * the connection is then closed and what was left to send is dropped.
+   */
+  readonly sendTimeoutMs: number;
+  /** Longest a client may take to send a request's headers (Node's `headersTimeout`): 408, closed. */
+  readonly headersTimeoutMs: number;
+  /** Longest a client may take to send a whole request, headers and body (Node's `requestTimeout`): 408, closed. */
+  readonly requestTimeoutMs: number;
   readonly resourceCacheSize: number;
   /** Origins browsers may call from (CORS); `*` allows any. */
   readonly corsOrigins: readonly string[];
@@ -136,6 +145,9 @@ export function loadConfig(env: Env = process.env): Config {
     cacheNamespace: namespace(merged.CACHE_NAMESPACE, problems),
     logLevel: merged.LOG_LEVEL || 'info',
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000),
+    sendTimeoutMs: int('SEND_TIMEOUT_MS', 30_000, 100),
+    headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 20_000, 100),
+    requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 300_000, 100),
     resourceCacheSize: int('RESOURCE_CACHE_SIZE', 10_000),
     corsOrigins: (merged.CORS_ORIGINS || '*').split(',').map((origin) => origin.trim()).filter(Boolean),
     graphqlMaxDepth: int('GRAPHQL_MAX_DEPTH', 15, 1),
@@ -149,6 +161,9 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if ((config.superAdminClientId === undefined) !== (config.superAdminClientSecret === undefined)) {
     problems.push('SUPER_ADMIN_CLIENT_ID and SUPER_ADMIN_CLIENT_SECRET must be set together');
+  }
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    problems.push('HEADERS_TIMEOUT_MS must not be above REQUEST_TIMEOUT_MS: the headers are part of the request');
   }
   if (config.workers > 1 && !config.databaseUrl) {
     problems.push('WORKERS above 1 needs DATABASE_URL: the embedded database belongs to one process');

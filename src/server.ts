@@ -1,6 +1,5 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { serve } from '@hono/node-server';
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Services } from './operations/context.js';
@@ -14,6 +13,7 @@ import { watchSearchParameters } from './indexing/parameters.js';
 import { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { createApp } from './http/app.js';
+import { listenHttp } from './http/transport.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
 import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
 import { SearchCache } from './cache/search-cache.js';
@@ -83,7 +83,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
   const app = createApp(services);
-  const server = await listen(app.fetch, config.port);
+  const server = await listenHttp(app.fetch, config.port, config, log);
   const port = (server.address() as AddressInfo).port;
   log.info({ port, database: db.kind }, 'Flint listening');
   return {
@@ -91,13 +91,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     services,
     close: () => shutdown(server, db, [jobs, bus, ...(store ? [store] : [])], config.shutdownTimeoutMs),
   };
-}
-
-function listen(fetch: (request: Request) => Response | Promise<Response>, port: number): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    const server = serve({ fetch, port, hostname: '0.0.0.0' }, () => resolve(server as Server)) as Server;
-    server.once('error', reject);
-  });
 }
 
 /** Drains: no new connections, idle keep-alive sockets closed, busy ones finish (up to a timeout). */

@@ -13,7 +13,7 @@ import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
 import { nodeHeadersOf, readRequestText, requestHeader } from '../graphql/http-body.js';
 import type { AppEnv, HonoContext, Route } from './route.js';
 import { FHIR_BASE_PATH, fhirRestHandler, type Authenticator } from './fhir-adapter.js';
-import { outcomeResponse } from './responses.js';
+import { bodyResponse, outcomeResponse } from './responses.js';
 import { ROUTES } from './routes.js';
 
 /** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
@@ -79,7 +79,8 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
     // X-Request-Id is set here, not by requestLogging: a header added to a finished Response
     // turns its header record into a fetch Headers object, copied again when it is written.
     c.set('requestIdSent', true);
-    return new Response(result.body, { status: result.status, headers: { ...result.headers, 'x-request-id': requestId } });
+    const headers = { ...result.headers, 'x-request-id': requestId };
+    return result.body === null ? new Response(null, { status: result.status, headers }) : bodyResponse(result.body, result.status, headers);
   };
   for (const path of GRAPHQL_PATHS) app.on(['GET', 'POST'], path, handle);
   app.on(['GET', 'POST'], INSTANCE_GRAPHQL_ROUTE, (c) => {

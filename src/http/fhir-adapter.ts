@@ -5,7 +5,7 @@ import type { Identity } from '../identity/identity.js';
 import { fhirRouter } from '../router/router.js';
 import { textBody, utf8Text } from '../router/request-body.js';
 import type { FhirMethod, FhirRequest, FhirResponse } from '../router/types.js';
-import { FHIR_CONTENT_TYPE } from './responses.js';
+import { bodyResponse, FHIR_CONTENT_TYPE } from './responses.js';
 import type { HonoContext } from './route.js';
 import { readRequestBytes, requestHeader } from '../graphql/http-body.js';
 
@@ -61,7 +61,7 @@ function fhirRequestOf(c: HonoContext, maxBytes: number): FhirRequest {
 export function toHttpResponse(response: FhirResponse, pretty: boolean): Response {
   const { status, headers, body } = response;
   if (body === undefined) return new Response(null, { status, headers });
-  if (body instanceof Uint8Array) return new Response(body as BodyInit, { status, headers });
+  if (body instanceof Uint8Array) return bodyResponse(body, status, headers);
   const text = typeof body === 'string' ? (pretty ? JSON.stringify(JSON.parse(body), null, 2) : body) : JSON.stringify(body, null, pretty ? 2 : undefined);
-  return new Response(text, { status, headers: { 'Content-Type': FHIR_CONTENT_TYPE, ...headers } });
+  return bodyResponse(text, status, { 'Content-Type': FHIR_CONTENT_TYPE, ...headers });
 }

@@ -4,9 +4,71 @@ import { FHIR_JSON } from '../router/negotiation.js';
 export const FHIR_CONTENT_TYPE = `${FHIR_JSON}; charset=utf-8`;
 
 export function fhirJson(resource: Resource, status: number, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(resource), { status, headers: { 'Content-Type': FHIR_CONTENT_TYPE, ...headers } });
+  return bodyResponse(JSON.stringify(resource), status, { 'Content-Type': FHIR_CONTENT_TYPE, ...headers });
 }
 
 export function outcomeResponse(body: OperationOutcome, status: number, headers: Record<string, string> = {}): Response {
   return fhirJson(body, status, headers);
+}
+
+/** Bodies from this size on are written a chunk at a time; smaller ones go to the socket whole. */
+const STREAMED_FROM = 256 * 1024;
+const CHUNK = 64 * 1024;
+
+/**
+ * An answer whose large body is written a chunk at a time, each once the socket has taken the one
+ * before (back-pressure): a client reading slowly, or not at all, holds at most a chunk of it in
+ * the server's buffers instead of the whole remainder, and each chunk it takes counts as progress
+ * for SEND_TIMEOUT_MS (transport.ts). The length is known, so it is still sent as Content-Length.
+ */
+export function bodyResponse(body: string | Uint8Array, status: number, headers: Record<string, string>): Response {
+  if (body.length < STREAMED_FROM) return new Response(body as BodyInit, { status, headers });
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+  return new Response(typeof body === 'string' ? textChunks(body) : byteChunks(body), {
+    status,
+    headers: { ...withoutContentLength(headers), 'content-length': String(length) },
+  });
+}
+
+function textChunks(text: string): ReadableStream<Uint8Array> {
+  let offset = 0;
+  return pulled(() => {
+    let end = Math.min(offset + CHUNK, text.length);
+    // A surrogate pair stays in one chunk: split, each half would be encoded as U+FFFD.
+    if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end--;
+    const chunk = Buffer.from(text.slice(offset, end), 'utf8');
+    offset = end;
+    return { chunk, last: offset >= text.length };
+  });
+}
+
+function byteChunks(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  let offset = 0;
+  return pulled(() => {
+    const chunk = bytes.subarray(offset, offset + CHUNK);
+    offset += chunk.byteLength;
+    return { chunk, last: offset >= bytes.byteLength };
+  });
+}
+
+/** A stream that makes its next chunk only when the reader asks for it (no read-ahead). */
+function pulled(next: () => { chunk: Uint8Array; last: boolean }): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        const { chunk, last } = next();
+        controller.enqueue(chunk);
+        if (last) controller.close();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+function withoutContentLength(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'content-length'));
 }
