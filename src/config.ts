@@ -54,6 +54,8 @@ export interface Config {
   readonly graphqlMaxListSize: number;
   /** GraphQL: whether clients may query the schema (`__schema`, `__type`); GraphiQL needs it. */
   readonly graphqlIntrospection: boolean;
+  /** ValueSet/$expand: most codes one expansion may list; a larger one must be paged with `count` and `offset`. */
+  readonly expandMaxCodes: number;
   /**
    * AsyncJobs: how long a running job's lease lasts (renewed every quarter of it by the server
    * running it); a job whose lease has passed is failed by any server (src/admin/async-job.ts).
@@ -139,6 +141,7 @@ export function loadConfig(env: Env = process.env): Config {
     graphqlMaxCost: int('GRAPHQL_MAX_COST', 50_000, 1),
     graphqlMaxListSize: int('GRAPHQL_MAX_LIST_SIZE', 1000, 1),
     graphqlIntrospection: oneOf('GRAPHQL_INTROSPECTION', ['true', 'false'] as const, 'true') === 'true',
+    expandMaxCodes: int('EXPAND_MAX_CODES', 10_000, 1),
     asyncJobStaleMs: int('ASYNC_JOB_STALE_MS', 60_000, 1000),
   };
   if (config.superAdminClientId !== undefined && !/^[A-Za-z0-9\-.]{1,64}$/.test(config.superAdminClientId)) {

@@ -30,12 +30,11 @@ interface Contains {
   contains?: Contains[];
 }
 
-const MAX_COUNT = 10_000;
-
 /**
  * ValueSet/$expand (R4): `url` or instance or inline `valueSet`; `filter` (text in code or
  * display), `offset` and `count` page a flat list; an unpaged, unfiltered expansion is nested by
- * the code systems' hierarchy unless `excludeNested` is true.
+ * the code systems' hierarchy unless `excludeNested` is true. One answer lists at most
+ * EXPAND_MAX_CODES codes (config.expandMaxCodes): a larger value set is paged by the client.
  */
 export const expandOperation: Operation<ExpandInput, { return: Resource }> = {
   definition: coreOperationDefinition('ValueSet-expand'),
@@ -43,12 +42,14 @@ export const expandOperation: Operation<ExpandInput, { return: Resource }> = {
     const valueSet = await subjectResource(request, 'ValueSet', input.valueSet, input.url);
     const offset = input.offset ?? 0;
     if (offset < 0) throw errors.invalid('offset must be 0 or more', 'Parameters.parameter');
-    if (input.count !== undefined && (input.count < 0 || input.count > MAX_COUNT)) {
-      throw errors.invalid(`count must be from 0 to ${MAX_COUNT}`, 'Parameters.parameter');
-    }
+    const maxCodes = request.ctx.config.expandMaxCodes;
+    checkCount(input.count, maxCodes);
     const paged = input.offset !== undefined || input.count !== undefined;
     const membership = new Membership(request.ctx, request.db, { designations: input.displayLanguage !== undefined });
-    const { members, total } = await membership.expand(valueSet, { filter: input.filter, offset, count: input.count });
+    // Without a count, one code more than the limit is asked for: its presence tells an expansion too large to list.
+    const count = input.count ?? maxCodes + 1;
+    const { members, total } = await membership.expand(valueSet, { filter: input.filter, offset, count });
+    if (members.length > maxCodes) throw tooManyCodes(total, maxCodes);
     const active = input.activeOnly ? members.filter((m) => !m.inactive) : members;
     const listed = input.displayLanguage === undefined ? active : active.map((m) => inLanguage(m, input.displayLanguage!));
     const nest = !paged && !input.filter && input.excludeNested !== true;
@@ -74,6 +75,20 @@ export const expandOperation: Operation<ExpandInput, { return: Resource }> = {
     };
   },
 };
+
+function checkCount(count: number | undefined, maxCodes: number): void {
+  if (count === undefined) return;
+  if (count < 0) throw errors.invalid('count must be 0 or more', 'Parameters.parameter');
+  if (count > maxCodes) {
+    throw errors.tooCostly(`count ${count} is more than the ${maxCodes} codes one expansion may list: page with a smaller count and offset`, 'Parameters.parameter');
+  }
+}
+
+function tooManyCodes(total: number, maxCodes: number) {
+  return errors.tooCostly(
+    `The expansion has ${total} codes, more than the ${maxCodes} one answer may list: page it with offset and count (at most ${maxCodes}), or narrow it with filter`,
+  );
+}
 
 /** The member with its display in `language` where the code system has a designation in it. */
 function inLanguage(member: Member, language: string): Member {
