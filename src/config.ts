@@ -61,6 +61,8 @@ export interface Config {
    * input objects, list literals) and of objects and arrays in its variables.
    */
   readonly graphqlMaxNesting: number;
+  /** GraphQL: most operation fields (`ValueSetExpand`, `CodeSystemLookup`, ...) one query may hold, aliases included. */
+  readonly graphqlMaxOperationFields: number;
   /** ValueSet/$expand: most codes one expansion may list; a larger one must be paged with `count` and `offset`. */
   readonly expandMaxCodes: number;
   /**
@@ -150,6 +152,7 @@ export function loadConfig(env: Env = process.env): Config {
     graphqlIntrospection: oneOf('GRAPHQL_INTROSPECTION', ['true', 'false'] as const, 'true') === 'true',
     graphqlMaxTokens: int('GRAPHQL_MAX_TOKENS', 10_000, 100),
     graphqlMaxNesting: int('GRAPHQL_MAX_NESTING', 100, 10),
+    graphqlMaxOperationFields: int('GRAPHQL_MAX_OPERATION_FIELDS', 10, 1),
     expandMaxCodes: int('EXPAND_MAX_CODES', 10_000, 1),
     asyncJobStaleMs: int('ASYNC_JOB_STALE_MS', 60_000, 1000),
   };
