@@ -107,8 +107,36 @@ function toContains(member: Member): Contains {
   };
 }
 
+/**
+ * Levels of nesting an expansion may have. Serialising (JSON, GraphQL) recurses per level, and a
+ * code system may be a chain of thousands of codes: an expansion whose hierarchy is deeper is
+ * listed flat, as with excludeNested.
+ */
+export const MAX_NESTED_LEVELS = 100;
+
 /** Nests each member under its nearest parent that is also a member (same system). */
 async function nested(request: Parameters<Operation['handler']>[1], members: Member[]): Promise<Contains[]> {
+  const parentOf = await memberParents(request, members);
+  const nodes = new Map(members.map((m) => [`${m.system}|${m.code}`, toContains(m)]));
+  const attachedTo = new Map<Contains, Contains>();
+  const roots: Contains[] = [];
+  for (const member of members) {
+    const key = `${member.system}|${member.code}`;
+    const parent = parentOf.get(key);
+    const node = nodes.get(key)!;
+    const parentNode = parent !== undefined ? nodes.get(`${member.system}|${parent}`) : undefined;
+    const levelsAbove = parentNode ? levelsUpTo(node, parentNode, attachedTo) : 0;
+    if (levelsAbove > MAX_NESTED_LEVELS) return members.map(toContains);
+    if (parentNode && levelsAbove > 0) {
+      (parentNode.contains ??= []).push(node);
+      attachedTo.set(node, parentNode);
+    } else roots.push(node);
+  }
+  return deepestLevel(roots) > MAX_NESTED_LEVELS ? members.map(toContains) : roots;
+}
+
+/** Each member's parent among the members (`system|code` → parent code). */
+async function memberParents(request: OperationRequest, members: Member[]): Promise<Map<string, string>> {
   const bySystem = new Map<string, Member[]>();
   for (const member of members) {
     const list = bySystem.get(member.system);
@@ -125,17 +153,32 @@ async function nested(request: Parameters<Operation['handler']>[1], members: Mem
       if (codes.has(row.parent) && !parentOf.has(`${url}|${row.child}`)) parentOf.set(`${url}|${row.child}`, row.parent);
     }
   }
-  const nodes = new Map(members.map((m) => [`${m.system}|${m.code}`, toContains(m)]));
-  const roots: Contains[] = [];
-  for (const member of members) {
-    const key = `${member.system}|${member.code}`;
-    const parent = parentOf.get(key);
-    const node = nodes.get(key)!;
-    const parentNode = parent !== undefined ? nodes.get(`${member.system}|${parent}`) : undefined;
-    if (parentNode && !isAncestor(node, parentNode)) (parentNode.contains ??= []).push(node);
-    else roots.push(node);
+  return parentOf;
+}
+
+/**
+ * Levels from `parent` up to its root, plus one, walking the nodes attached so far; 0 when `node`
+ * is among them (attaching it would make a cycle, in a malformed hierarchy). Stops past the limit.
+ */
+function levelsUpTo(node: Contains, parent: Contains, attachedTo: ReadonlyMap<Contains, Contains>): number {
+  let levels = 1;
+  for (let current: Contains | undefined = parent; current; current = attachedTo.get(current)) {
+    if (current === node) return 0;
+    if (++levels > MAX_NESTED_LEVELS) return levels;
   }
-  return roots;
+  return levels;
+}
+
+/** Levels of the nested list (1 for a flat one), walked without recursion. */
+function deepestLevel(roots: Contains[]): number {
+  let deepest = 0;
+  const stack: [Contains, number][] = roots.map((root) => [root, 1]);
+  while (stack.length > 0) {
+    const [node, level] = stack.pop()!;
+    deepest = Math.max(deepest, level);
+    for (const child of node.contains ?? []) stack.push([child, level + 1]);
+  }
+  return deepest;
 }
 
 async function parentLinks(request: OperationRequest, systemId: string, codes: Set<string>): Promise<{ parent: string; child: string }[]> {
@@ -151,9 +194,4 @@ async function parentLinks(request: OperationRequest, systemId: string, codes: S
     `SELECT parent, child FROM terminology_hierarchy WHERE "systemId" = $1::uuid AND child = ANY($2::text[]) ORDER BY parent`,
     [systemId, [...codes]],
   );
-}
-
-/** Guards against cycles in a (malformed) hierarchy. */
-function isAncestor(candidate: Contains, node: Contains): boolean {
-  return candidate === node || (candidate.contains ?? []).some((child) => isAncestor(child, node));
 }
