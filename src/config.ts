@@ -65,6 +65,17 @@ export interface Config {
   readonly graphqlMaxListSize: number;
   /** GraphQL: whether clients may query the schema (`__schema`, `__type`); GraphiQL needs it. */
   readonly graphqlIntrospection: boolean;
+  /** GraphQL: most lexical tokens a query document may have (refused before it is parsed). */
+  readonly graphqlMaxTokens: number;
+  /**
+   * GraphQL: deepest nesting of braces, brackets and parentheses in a query document (selections,
+   * input objects, list literals) and of objects and arrays in its variables.
+   */
+  readonly graphqlMaxNesting: number;
+  /** GraphQL: most operation fields (`ValueSetExpand`, `CodeSystemLookup`, ...) one query may hold, aliases included. */
+  readonly graphqlMaxOperationFields: number;
+  /** ValueSet/$expand: most codes one expansion may list; a larger one must be paged with `count` and `offset`. */
+  readonly expandMaxCodes: number;
   /**
    * AsyncJobs: how long a running job's lease lasts (renewed every quarter of it by the server
    * running it); a job whose lease has passed is failed by any server (src/admin/async-job.ts).
@@ -154,6 +165,10 @@ export function loadConfig(env: Env = process.env): Config {
     graphqlMaxCost: int('GRAPHQL_MAX_COST', 50_000, 1),
     graphqlMaxListSize: int('GRAPHQL_MAX_LIST_SIZE', 1000, 1),
     graphqlIntrospection: oneOf('GRAPHQL_INTROSPECTION', ['true', 'false'] as const, 'true') === 'true',
+    graphqlMaxTokens: int('GRAPHQL_MAX_TOKENS', 10_000, 100),
+    graphqlMaxNesting: int('GRAPHQL_MAX_NESTING', 100, 10),
+    graphqlMaxOperationFields: int('GRAPHQL_MAX_OPERATION_FIELDS', 10, 1),
+    expandMaxCodes: int('EXPAND_MAX_CODES', 10_000, 1),
     asyncJobStaleMs: int('ASYNC_JOB_STALE_MS', 60_000, 1000),
   };
   if (config.superAdminClientId !== undefined && !/^[A-Za-z0-9\-.]{1,64}$/.test(config.superAdminClientId)) {

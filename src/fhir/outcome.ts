@@ -74,6 +74,7 @@ export const errors = {
   unsupportedMediaType: (text: string) => fail('not-supported', text, 415),
   notAcceptable: (text: string) => fail('not-supported', text, 406),
   tooLarge: (text: string, expression?: string | string[]) => fail('too-long', text, 413, expression),
+  tooCostly: (text: string, expression?: string | string[]) => fail('too-costly', text, 400, expression),
   forbidden: (text = 'Forbidden') => fail('forbidden', text, 403),
   unauthorized: (text = 'Unauthorized') =>
     new OperationOutcomeError(outcome([issue('login', text)]), 401, { 'WWW-Authenticate': 'Bearer' }),

@@ -16,6 +16,7 @@ import { useFhirDirectives } from './directives.js';
 import { assertFastPathPlugins, fastPathRequest, type FastPathRequest, type RequestHeaders } from './http-fast-path.js';
 import { PreparedOperations, type PreparedOperation } from './prepared.js';
 import { INSTANCE_ENDPOINT_PATTERN, instanceTarget, useInstanceGraphQL } from './instance.js';
+import { useDocumentLimits } from './document-limits.js';
 import { useQueryLimits } from './limits.js';
 import { createLoaders } from './loaders.js';
 import { yogaLogger } from './logging.js';
@@ -90,6 +91,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
   const prepared = new PreparedOperations();
   // Limits first: a refused query stops before the instance-level read.
   const plugins = [
+    useDocumentLimits(options.config),
     useQueryLimits(options.config),
     useFhirDirectives(),
     useInstanceGraphQL(schema),

@@ -30,12 +30,11 @@ interface Contains {
   contains?: Contains[];
 }
 
-const MAX_COUNT = 10_000;
-
 /**
  * ValueSet/$expand (R4): `url` or instance or inline `valueSet`; `filter` (text in code or
  * display), `offset` and `count` page a flat list; an unpaged, unfiltered expansion is nested by
- * the code systems' hierarchy unless `excludeNested` is true.
+ * the code systems' hierarchy unless `excludeNested` is true. One answer lists at most
+ * EXPAND_MAX_CODES codes (config.expandMaxCodes): a larger value set is paged by the client.
  */
 export const expandOperation: Operation<ExpandInput, { return: Resource }> = {
   definition: coreOperationDefinition('ValueSet-expand'),
@@ -43,12 +42,14 @@ export const expandOperation: Operation<ExpandInput, { return: Resource }> = {
     const valueSet = await subjectResource(request, 'ValueSet', input.valueSet, input.url);
     const offset = input.offset ?? 0;
     if (offset < 0) throw errors.invalid('offset must be 0 or more', 'Parameters.parameter');
-    if (input.count !== undefined && (input.count < 0 || input.count > MAX_COUNT)) {
-      throw errors.invalid(`count must be from 0 to ${MAX_COUNT}`, 'Parameters.parameter');
-    }
+    const maxCodes = request.ctx.config.expandMaxCodes;
+    checkCount(input.count, maxCodes);
     const paged = input.offset !== undefined || input.count !== undefined;
     const membership = new Membership(request.ctx, request.db, { designations: input.displayLanguage !== undefined });
-    const { members, total } = await membership.expand(valueSet, { filter: input.filter, offset, count: input.count });
+    // Without a count, one code more than the limit is asked for: its presence tells an expansion too large to list.
+    const count = input.count ?? maxCodes + 1;
+    const { members, total } = await membership.expand(valueSet, { filter: input.filter, offset, count });
+    if (members.length > maxCodes) throw tooManyCodes(total, maxCodes);
     const active = input.activeOnly ? members.filter((m) => !m.inactive) : members;
     const listed = input.displayLanguage === undefined ? active : active.map((m) => inLanguage(m, input.displayLanguage!));
     const nest = !paged && !input.filter && input.excludeNested !== true;
@@ -75,6 +76,20 @@ export const expandOperation: Operation<ExpandInput, { return: Resource }> = {
   },
 };
 
+function checkCount(count: number | undefined, maxCodes: number): void {
+  if (count === undefined) return;
+  if (count < 0) throw errors.invalid('count must be 0 or more', 'Parameters.parameter');
+  if (count > maxCodes) {
+    throw errors.tooCostly(`count ${count} is more than the ${maxCodes} codes one expansion may list: page with a smaller count and offset`, 'Parameters.parameter');
+  }
+}
+
+function tooManyCodes(total: number, maxCodes: number) {
+  return errors.tooCostly(
+    `The expansion has ${total} codes, more than the ${maxCodes} one answer may list: page it with offset and count (at most ${maxCodes}), or narrow it with filter`,
+  );
+}
+
 /** The member with its display in `language` where the code system has a designation in it. */
 function inLanguage(member: Member, language: string): Member {
   const display = designationIn(language, member.designations);
@@ -92,8 +107,36 @@ function toContains(member: Member): Contains {
   };
 }
 
+/**
+ * Levels of nesting an expansion may have. Serialising (JSON, GraphQL) recurses per level, and a
+ * code system may be a chain of thousands of codes: an expansion whose hierarchy is deeper is
+ * listed flat, as with excludeNested.
+ */
+export const MAX_NESTED_LEVELS = 100;
+
 /** Nests each member under its nearest parent that is also a member (same system). */
 async function nested(request: Parameters<Operation['handler']>[1], members: Member[]): Promise<Contains[]> {
+  const parentOf = await memberParents(request, members);
+  const nodes = new Map(members.map((m) => [`${m.system}|${m.code}`, toContains(m)]));
+  const attachedTo = new Map<Contains, Contains>();
+  const roots: Contains[] = [];
+  for (const member of members) {
+    const key = `${member.system}|${member.code}`;
+    const parent = parentOf.get(key);
+    const node = nodes.get(key)!;
+    const parentNode = parent !== undefined ? nodes.get(`${member.system}|${parent}`) : undefined;
+    const levelsAbove = parentNode ? levelsUpTo(node, parentNode, attachedTo) : 0;
+    if (levelsAbove > MAX_NESTED_LEVELS) return members.map(toContains);
+    if (parentNode && levelsAbove > 0) {
+      (parentNode.contains ??= []).push(node);
+      attachedTo.set(node, parentNode);
+    } else roots.push(node);
+  }
+  return deepestLevel(roots) > MAX_NESTED_LEVELS ? members.map(toContains) : roots;
+}
+
+/** Each member's parent among the members (`system|code` → parent code). */
+async function memberParents(request: OperationRequest, members: Member[]): Promise<Map<string, string>> {
   const bySystem = new Map<string, Member[]>();
   for (const member of members) {
     const list = bySystem.get(member.system);
@@ -110,17 +153,32 @@ async function nested(request: Parameters<Operation['handler']>[1], members: Mem
       if (codes.has(row.parent) && !parentOf.has(`${url}|${row.child}`)) parentOf.set(`${url}|${row.child}`, row.parent);
     }
   }
-  const nodes = new Map(members.map((m) => [`${m.system}|${m.code}`, toContains(m)]));
-  const roots: Contains[] = [];
-  for (const member of members) {
-    const key = `${member.system}|${member.code}`;
-    const parent = parentOf.get(key);
-    const node = nodes.get(key)!;
-    const parentNode = parent !== undefined ? nodes.get(`${member.system}|${parent}`) : undefined;
-    if (parentNode && !isAncestor(node, parentNode)) (parentNode.contains ??= []).push(node);
-    else roots.push(node);
+  return parentOf;
+}
+
+/**
+ * Levels from `parent` up to its root, plus one, walking the nodes attached so far; 0 when `node`
+ * is among them (attaching it would make a cycle, in a malformed hierarchy). Stops past the limit.
+ */
+function levelsUpTo(node: Contains, parent: Contains, attachedTo: ReadonlyMap<Contains, Contains>): number {
+  let levels = 1;
+  for (let current: Contains | undefined = parent; current; current = attachedTo.get(current)) {
+    if (current === node) return 0;
+    if (++levels > MAX_NESTED_LEVELS) return levels;
   }
-  return roots;
+  return levels;
+}
+
+/** Levels of the nested list (1 for a flat one), walked without recursion. */
+function deepestLevel(roots: Contains[]): number {
+  let deepest = 0;
+  const stack: [Contains, number][] = roots.map((root) => [root, 1]);
+  while (stack.length > 0) {
+    const [node, level] = stack.pop()!;
+    deepest = Math.max(deepest, level);
+    for (const child of node.contains ?? []) stack.push([child, level + 1]);
+  }
+  return deepest;
 }
 
 async function parentLinks(request: OperationRequest, systemId: string, codes: Set<string>): Promise<{ parent: string; child: string }[]> {
@@ -136,9 +194,4 @@ async function parentLinks(request: OperationRequest, systemId: string, codes: S
     `SELECT parent, child FROM terminology_hierarchy WHERE "systemId" = $1::uuid AND child = ANY($2::text[]) ORDER BY parent`,
     [systemId, [...codes]],
   );
-}
-
-/** Guards against cycles in a (malformed) hierarchy. */
-function isAncestor(candidate: Contains, node: Contains): boolean {
-  return candidate === node || (candidate.contains ?? []).some((child) => isAncestor(child, node));
 }

@@ -8,8 +8,6 @@ import type { LanguageDesignation } from './language.js';
 import { findValueSet } from './resources.js';
 import { findSystem } from './systems.js';
 
-
-
 export interface Member {
   system: string;
   version?: string;
@@ -83,7 +81,7 @@ export class Membership {
         if (excluded) continue;
         seen.add(key);
         members.push(member);
-        if (members.length > MAX_EXPANSION) throw errors.invalid(`The expansion has more than ${MAX_EXPANSION} codes: use filter, offset and count`);
+        if (members.length > MAX_EXPANSION) throw errors.tooCostly(`The expansion has more than ${MAX_EXPANSION} codes: use filter, offset and count`);
       }
     }
     const end = options.count === undefined ? undefined : options.offset + options.count;

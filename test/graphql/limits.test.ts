@@ -137,6 +137,30 @@ describe('cost', () => {
     expect(statements).toBe(0);
   });
 
+  it('costs an operation field 1000, however little of its answer the query reads', async () => {
+    const client = await warmClient(strict);
+    const { res, statements } = await counted(strict, client, '{ ValueSetExpand(url: "http://example.org/vs") { id } }');
+    expectTooCostly(res, /estimated cost is 1001, the limit is 100/);
+    expect(statements).toBe(0);
+  });
+
+  it("counts the lists of an operation's answer as its count argument", async () => {
+    const client = await warmClient(api);
+    const expand = 'ValueSetExpand(url: "http://example.org/vs", count: 10000) { expansion { contains { system code display } } }';
+    // 2 × (1000 + expansion 1 + 10000 × (1 + 3)) = 82002
+    const { res, statements } = await counted(api, client, `{ a: ${expand} b: ${expand} }`);
+    expectTooCostly(res, /estimated cost is 82002, the limit is 50000/);
+    expect(statements).toBe(0);
+  });
+
+  it('counts every alias of an operation field against GRAPHQL_MAX_OPERATION_FIELDS', async () => {
+    const client = await warmClient(api);
+    const aliases = Array.from({ length: 11 }, (_, i) => `a${i}: ValueSetExpand(url: "http://example.org/vs", count: 1) { id }`);
+    const { res, statements } = await counted(api, client, `{ ${aliases.join(' ')} }`);
+    expectTooCostly(res, /11 operation fields \(aliases included\), the limit is 10/);
+    expect(statements).toBe(0);
+  });
+
   it('runs a query within the limits', async () => {
     const client = strict.newProject();
     await create(client, patientBody({ name: [{ family: 'Within' }] }));
@@ -151,6 +175,21 @@ describe('introspection', () => {
     const res = await graphql(api, client, getIntrospectionQuery());
     expect(res.body.errors).toBeUndefined();
     expect(res.body.data.__schema.queryType).toEqual({ name: 'Query', kind: 'OBJECT' });
+  });
+
+  it('refuses more than one __schema field in a query, aliases included', async () => {
+    const client = await warmClient(api);
+    const aliases = Array.from({ length: 100 }, (_, i) => `a${i}: __schema { types { name fields { name } } }`);
+    const { res, statements } = await counted(api, client, `{ ${aliases.join(' ')} }`);
+    expectTooCostly(res, /100 __schema and 0 __type fields \(aliases included\), the limit is 1 __schema and 10 __type fields/);
+    expect(statements).toBe(0);
+  });
+
+  it('refuses more than ten __type fields in a query', async () => {
+    const client = await warmClient(api);
+    const aliases = Array.from({ length: 11 }, (_, i) => `a${i}: __type(name: "Query") { fields { name } }`);
+    const { res } = await counted(api, client, `{ ${aliases.join(' ')} }`);
+    expectTooCostly(res, /0 __schema and 11 __type fields/);
   });
 
   it('is refused when GRAPHQL_INTROSPECTION=false, with an OperationOutcome', async () => {

@@ -131,3 +131,37 @@ describe('ValueSet/$expand', () => {
     expect((await client.get(`/ValueSet/$expand?url=${url}&count=abc`)).status).toBe(400);
   });
 });
+
+describe('ValueSet/$expand of a deep hierarchy', () => {
+  it('lists an expansion whose hierarchy is deeper than 100 levels flat', async () => {
+    const client = api.newProject();
+    const system = 'http://flint.test/CodeSystem/chain';
+    const created = await client.post('/CodeSystem', { resourceType: 'CodeSystem', url: system, status: 'active', content: 'not-present', hierarchyMeaning: 'is-a' });
+    expect(created.status, created.text).toBe(201);
+    // A chain of 150 codes, each the parent of the next. (Thousands of levels would overflow the
+    // stack when the answer is serialised; 150 keeps the import's transitive closure small.)
+    const size = 150;
+    const parameter: unknown[] = [{ name: 'system', valueUri: system }];
+    for (let i = 0; i < size; i++) parameter.push({ name: 'concept', valueCoding: { code: `c${i}` } });
+    for (let i = 1; i < size; i++) {
+      parameter.push({ name: 'property', part: [{ name: 'code', valueCode: `c${i}` }, { name: 'property', valueCode: 'parent' }, { name: 'value', valueCode: `c${i - 1}` }] });
+    }
+    const imported = await client.post('/CodeSystem/$import', { resourceType: 'Parameters', parameter });
+    expect(imported.status, imported.text).toBe(200);
+    const chain = 'http://flint.test/ValueSet/chain';
+    await withValueSet(client, chain, { include: [{ system }] });
+    const res = await client.get(`/ValueSet/$expand?url=${encodeURIComponent(chain)}`);
+    expect(res.status, res.text.slice(0, 300)).toBe(200);
+    expect(res.body.expansion.total).toBe(size);
+    expect(res.body.expansion.contains).toHaveLength(size);
+    expect(res.body.expansion.contains[size - 1]).toEqual({ system, code: `c${size - 1}` });
+  });
+
+  it('still nests a hierarchy of a few levels', async () => {
+    const { client } = await setup({ include: [{ system: SYSTEM }] });
+    const res = await client.get(`/ValueSet/$expand?url=${url}`);
+    expect(res.status).toBe(200);
+    expect(res.body.expansion.contains.map((c: any) => c.code)).toEqual(['animal', 'plant']);
+    expect(res.body.expansion.contains[0].contains[0].contains[0].contains[0].code).toBe('puppy');
+  });
+});
