@@ -1,6 +1,7 @@
 import { errors, issue, outcome, OperationOutcomeError } from '../../fhir/outcome.js';
 import { splitOr } from '../query/values.js';
 import type { SearchLimits } from '../search-services.js';
+import { CONTROL } from './control.js';
 
 /**
  * The sizes a search may have, checked before its parameters are resolved, compiled or sent to
@@ -14,10 +15,13 @@ export function checkSearchSize(params: readonly [string, string][], limits: Sea
       params[limits.searchMaxParameters][0],
     );
   }
+  // Only filters' values count: result control (`_count`, `_sort`...) is bounded by the parameter count.
   let values = 0;
   for (const [name, value] of params) {
     checkName(name, limits);
-    values += checkValue(name, value, limits, limits.searchMaxOrValues - values);
+    const budget = CONTROL.has(name) ? limits.searchMaxOrValues : limits.searchMaxOrValues - values;
+    const given = checkValue(name, value, limits, budget);
+    if (!CONTROL.has(name)) values += given;
   }
 }
 
@@ -39,7 +43,7 @@ function checkValue(name: string, value: string, limits: SearchLimits, budget: n
   if (value.includes('\0')) throw errors.invalid(`The value of ${name} holds a NUL character (U+0000)`, name);
   const alternatives = value.length <= max && !value.includes(',') ? [value] : splitOr(value);
   if (alternatives.length > budget) {
-    throw tooCostly(`A search takes at most ${limits.searchMaxOrValues} values (each OR value of each parameter counts); ${name} goes beyond`, name);
+    throw tooCostly(`A search takes at most ${limits.searchMaxOrValues} values (each OR value of each filter counts); ${name} goes beyond`, name);
   }
   const long = alternatives.find((alternative) => alternative.length > max);
   if (long !== undefined) {
