@@ -40,6 +40,8 @@ export interface Config {
   readonly searchMaxParameters: number;
   /** Search: the most values one search may give, counting each OR value of each parameter (400 too-costly above). */
   readonly searchMaxOrValues: number;
+  /** Sign-in and token requests: the longest field (email, password, scope, token...), in characters (400 invalid_request above). */
+  readonly authMaxFieldLength: number;
   readonly redisUrl: string | undefined;
   /**
    * Names the cache-notice channel (PostgreSQL and Redis) and the Redis key prefix: the servers of
@@ -138,6 +140,7 @@ export function loadConfig(env: Env = process.env): Config {
     searchMaxValueLength: int('SEARCH_MAX_VALUE_LENGTH', 4096, 1),
     searchMaxParameters: int('SEARCH_MAX_PARAMETERS', 100, 1),
     searchMaxOrValues: int('SEARCH_MAX_OR_VALUES', 1000, 1),
+    authMaxFieldLength: int('AUTH_MAX_FIELD_LENGTH', 8192, 256),
     redisUrl: merged.REDIS_URL || undefined,
     cacheNamespace: namespace(merged.CACHE_NAMESPACE, problems),
     logLevel: merged.LOG_LEVEL || 'info',
