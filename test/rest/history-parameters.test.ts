@@ -73,3 +73,11 @@ describe('history _since and _at', () => {
     expect(res.status, res.text).toBe(200);
   });
 });
+
+describe('history parameter values', () => {
+  it("refuses NUL in a super admin's _project with 400", async () => {
+    const res = await api.superAdmin.get('/_history?_project=%00');
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.issue[0].expression).toEqual(['_project']);
+  });
+});

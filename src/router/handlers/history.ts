@@ -53,6 +53,9 @@ function historyOptions(query: URLSearchParams): HistoryOptions {
 }
 
 function checkHistoryParameters(query: URLSearchParams, strict: boolean): void {
+  for (const [name, value] of query) {
+    if (value.includes('\0')) throw errors.invalid(`The value of ${name} holds a NUL character (U+0000)`, name);
+  }
   for (const name of new Set(query.keys())) {
     const refusal = NOT_FOR_HISTORY[name];
     if (refusal !== undefined) throw errors.invalid(refusal, name);
