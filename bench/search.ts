@@ -16,6 +16,7 @@ import { appendFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { loadConfig } from '../src/config.js';
 import type { SqlExecutor } from '../src/db/database.js';
 import { search, searchServicesFor } from '../src/search/service.js';
 import { FAMILIES, generate, LOINC } from './search-data.js';
@@ -197,7 +198,7 @@ async function plans(pool: pg.Pool): Promise<string[]> {
       execute: async (sql: string, args: readonly unknown[] = []) => (await pool.query(sql, args as unknown[])).rowCount ?? 0,
     };
     const identity = { projectId: PROJECT, superAdmin: which === 'every project' };
-    const services = searchServicesFor({ database: executor, identity, config: { fhirBaseUrl: FHIR, accurateCountThreshold: Number.MAX_SAFE_INTEGER } });
+    const services = searchServicesFor({ database: executor, identity, config: { ...loadConfig({}), fhirBaseUrl: FHIR, accurateCountThreshold: Number.MAX_SAFE_INTEGER } });
     await search(services, type, [...new URLSearchParams(query).entries()]);
     // The search also reads the project's SearchParameters (cached): pick the statement by its shape.
     const page =

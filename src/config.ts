@@ -36,6 +36,14 @@ export interface Config {
   readonly accurateCountThreshold: number;
   /** `_total=accurate` when the estimate reaches the threshold: return the estimate, or refuse (400). */
   readonly accurateCountOverThreshold: 'estimate' | 'refuse';
+  /** Search: the longest value (each OR value of a parameter) and parameter name, in characters (400 too-long above). */
+  readonly searchMaxValueLength: number;
+  /** Search: the most parameters one search may give, result control included (400 too-costly above). */
+  readonly searchMaxParameters: number;
+  /** Search: the most values one search may give, counting each OR value of each parameter (400 too-costly above). */
+  readonly searchMaxOrValues: number;
+  /** Sign-in and token requests: the longest field (email, password, scope, token...), in characters (400 invalid_request above). */
+  readonly authMaxFieldLength: number;
   readonly redisUrl: string | undefined;
   /**
    * Names the cache-notice channel (PostgreSQL and Redis) and the Redis key prefix: the servers of
@@ -152,6 +160,10 @@ export function loadConfig(env: Env = process.env): Config {
     externalAuthProviders: parseProviders(merged.EXTERNAL_AUTH_PROVIDERS, problems),
     accurateCountThreshold: int('ACCURATE_COUNT_THRESHOLD', 1_000_000),
     accurateCountOverThreshold: oneOf('ACCURATE_COUNT_OVER_THRESHOLD', ['estimate', 'refuse'] as const, 'estimate'),
+    searchMaxValueLength: int('SEARCH_MAX_VALUE_LENGTH', 4096, 1),
+    searchMaxParameters: int('SEARCH_MAX_PARAMETERS', 100, 1),
+    searchMaxOrValues: int('SEARCH_MAX_OR_VALUES', 1000, 1),
+    authMaxFieldLength: int('AUTH_MAX_FIELD_LENGTH', 8192, 256),
     redisUrl: merged.REDIS_URL || undefined,
     cacheNamespace: namespace(merged.CACHE_NAMESPACE, problems),
     logLevel: merged.LOG_LEVEL || 'info',

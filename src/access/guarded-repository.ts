@@ -255,8 +255,9 @@ export class GuardedRepository implements ResourceRepository {
   /** Which of `ids` meet the policy's criteria for `type`: the search engine decides, as for single reads. */
   private async idsWithinCriteria(type: string, ids: readonly string[]): Promise<Set<string>> {
     const within = new Set<string>();
-    for (let start = 0; start < ids.length; start += MAX_COUNT) {
-      const chunk = ids.slice(start, start + MAX_COUNT);
+    const chunkSize = Math.min(MAX_COUNT, this.services.config.searchMaxOrValues);
+    for (let start = 0; start < ids.length; start += chunkSize) {
+      const chunk = ids.slice(start, start + chunkSize);
       const result = await search(searchServicesFor(this.searchContext()), type, [
         ['_id', chunk.join(',')],
         ['_count', String(chunk.length)],

@@ -1,7 +1,9 @@
-import { parseReference, readAny } from '../auth/accounts.js';
+import { membershipsReferencing, parseReference, readAny } from '../auth/accounts.js';
 import { prepareClientSecret, withAccountWrites } from '../auth/account-writes.js';
+import type { SqlExecutor } from '../db/database.js';
 import { errors } from '../fhir/outcome.js';
 import type { Reference, User } from '../fhir/resources.js';
+import type { Identity } from '../identity/identity.js';
 import type { OperationDefinition } from '../operations/definition.js';
 import type { Operation } from '../operations/registry.js';
 import { randomUUID } from 'node:crypto';
@@ -22,8 +24,8 @@ export const projectInitDefinition: OperationDefinition = {
   affectsState: true,
   parameter: [
     { use: 'in', name: 'name', min: 1, max: '1', type: 'string', documentation: 'Name of the new Project' },
-    { use: 'in', name: 'owner', min: 0, max: '1', type: 'Reference', documentation: 'An existing User/<id> who owns the Project' },
-    { use: 'in', name: 'ownerEmail', min: 0, max: '1', type: 'string', documentation: 'Email of the owner; the User is created when none has it' },
+    { use: 'in', name: 'owner', min: 0, max: '1', type: 'Reference', documentation: "An existing User/<id> who owns the Project: a member of the caller's project (any user for a super admin)" },
+    { use: 'in', name: 'ownerEmail', min: 0, max: '1', type: 'string', documentation: "Email of the owner; the User is created when none has it (an existing one must be a member of the caller's project, unless the caller is a super admin)" },
     { use: 'out', name: 'return', min: 1, max: '1', type: 'Project', documentation: 'The new Project' },
   ],
 };
@@ -37,7 +39,8 @@ interface InitInput {
 /**
  * `Project/$init` (SPEC 4.6): a new Project (`strictMode: true`) owned by `owner`, `ownerEmail`
  * or the token's user, with the owner's admin membership (Practitioner profile) and the default
- * ClientApplication (DESIGN 5). 201 with the Project.
+ * ClientApplication (DESIGN 5). 201 with the Project. An existing user named as owner must be a
+ * member of the caller's project, unless the caller is a super admin (mayName).
  */
 export const projectInitOperation: Operation<InitInput> = {
   definition: projectInitDefinition,
@@ -52,7 +55,8 @@ export const projectInitOperation: Operation<InitInput> = {
     if (input.owner) {
       const ref = parseReference(input.owner.reference);
       const user = ref?.[0] === 'User' ? await readAny(auth.db, 'User', ref[1]) : undefined;
-      if (!user) throw errors.invalid('"owner" must reference an existing User/<id>', 'Parameters.parameter');
+      // One answer for a user the caller may not name and for no user at all: it tells nothing of other projects.
+      if (!user || !(await mayName(auth.db, ctx.identity, user))) throw errors.invalid(OWNER_REFUSED, 'Parameters.parameter');
       owner = ownerOf(user);
     } else if (input.ownerEmail) {
       ownerEmail = input.ownerEmail.trim();
@@ -73,7 +77,8 @@ export const projectInitOperation: Operation<InitInput> = {
     // membership, the default client, its membership and its secret all commit, or none does.
     const created = await withAccountWrites(auth, async (writes) => {
       if (ownerEmail) {
-        const { user } = await writes.userByEmail(ownerEmail, projectId, { firstName: ownerEmail.split('@')[0], lastName: 'Owner' });
+        const { user, created } = await writes.userByEmail(ownerEmail, projectId, { firstName: ownerEmail.split('@')[0], lastName: 'Owner' });
+        if (!created && !(await mayName(writes.tx, ctx.identity, user))) throw errors.invalid(OWNER_EMAIL_REFUSED, 'Parameters.parameter');
         owner = ownerOf(user);
       }
       return writes.createProject({ id: projectId, name, owner }, secret);
@@ -81,6 +86,20 @@ export const projectInitOperation: Operation<InitInput> = {
     return { return: created.project };
   },
 };
+
+const OWNER_REFUSED = '"owner" must reference an existing User/<id> of your project';
+const OWNER_EMAIL_REFUSED = '"ownerEmail" must be the email of a user of your project, or of no user yet (a new user is made)';
+
+/**
+ * Whether the caller may make an existing user the owner (and so an admin member) of a new
+ * project: a super admin any user; anyone else only a user who is already a member of the
+ * caller's own project, so that no project can attach another project's users to itself.
+ */
+async function mayName(db: SqlExecutor, caller: Identity, user: User): Promise<boolean> {
+  if (caller.superAdmin) return true;
+  const memberships = await membershipsReferencing(db, 'user', `User/${user.id}`);
+  return memberships.some((membership) => membership.meta?.project === caller.projectId);
+}
 
 interface Owner {
   userId: string;

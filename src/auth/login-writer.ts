@@ -21,8 +21,8 @@ interface Pending {
  * bench/RESULTS.md). A request alone is written at once, as before. Each Login is validated and
  * stamped by the caller; it is stored exactly as the repository stores a new resource (resource
  * row, history row, index rows including those of its project's own SearchParameters), and answered
- * only after the statement has committed. A failed statement fails the requests whose Logins it
- * carried.
+ * only after the statement has committed. When a statement of several Logins fails, each is
+ * written again alone, so that a Login the database refuses fails its own request only.
  */
 export class LoginWriter {
   private readonly queue: Pending[] = [];
@@ -64,15 +64,22 @@ export class LoginWriter {
 
   private async runStatement(batch: Pending[]): Promise<void> {
     try {
-      await insertFirstVersions(this.db, batch.map((pending) => pending.resource));
-      for (const project of new Set(batch.map((pending) => pending.resource.meta!.project!))) this.searchCache?.written(project, 'Login');
-      for (const pending of batch) pending.resolve();
+      await this.writeTogether(batch);
     } catch (error) {
-      for (const pending of batch) pending.reject(error);
+      if (batch.length === 1) batch[0].reject(error);
+      // One Login the statement failed on must not fail the others it carried: each is written
+      // alone, and only those that fail alone fail their request.
+      else for (const pending of batch) await this.writeTogether([pending]).catch((alone: unknown) => pending.reject(alone));
     } finally {
       this.running--;
       // What arrived meanwhile goes in the next statement.
       this.startStatements();
     }
+  }
+
+  private async writeTogether(batch: Pending[]): Promise<void> {
+    await insertFirstVersions(this.db, batch.map((pending) => pending.resource));
+    for (const project of new Set(batch.map((pending) => pending.resource.meta!.project!))) this.searchCache?.written(project, 'Login');
+    for (const pending of batch) pending.resolve();
   }
 }

@@ -15,6 +15,7 @@ import { writeHookOf } from '../storage/write-hooks.js';
 import { type ResourceKey, type StoredVersion } from '../storage/types.js';
 import { validateResource } from '../validation/validator.js';
 import { LoginWriter } from './login-writer.js';
+import { checkAuthFields } from './request-fields.js';
 import { changedResourceOf, resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import type { SharedStore } from '../cache/shared-store.js';
 // Registers the write hooks keeping externalId and User email unique (every server runs them).
@@ -198,6 +199,9 @@ export class AuthService {
 
   /** Records a Login (a resource in the membership's project). */
   async createLogin(request: LoginRequest, extra: Partial<Login> = {}): Promise<Login> {
+    // Checked by the endpoints already; here too, as nothing that fails the statement may join other requests' Logins.
+    const { scope, clientId, codeChallenge } = request;
+    checkAuthFields({ scope, client_id: clientId, code_challenge: codeChallenge }, this.config.authMaxFieldLength);
     const projectId = request.membership.meta!.project!;
     const login: Login = {
       resourceType: 'Login',

@@ -5,7 +5,12 @@ import type { ProjectParameters } from '../indexing/parameters.js';
 import type { SearchCache } from '../cache/search-cache.js';
 
 /** The settings a search reads. */
-export type SearchConfig = Pick<Config, 'fhirBaseUrl' | 'accurateCountThreshold'> & Partial<Pick<Config, 'accurateCountOverThreshold'>>;
+export type SearchConfig = Pick<Config, 'fhirBaseUrl' | 'accurateCountThreshold'> &
+  Partial<Pick<Config, 'accurateCountOverThreshold'>> &
+  SearchLimits;
+
+/** The sizes a search may have (docs/search.md#limits). */
+export type SearchLimits = Pick<Config, 'searchMaxValueLength' | 'searchMaxParameters' | 'searchMaxOrValues'>;
 
 /** What a search runs with: where its statements go, who asks, and what it may keep between requests. */
 export interface SearchServices {
@@ -51,6 +56,9 @@ export function searchServicesFor(ctx: SearchContext, options: SearchServicesOpt
     fhirBaseUrl: ctx.config.fhirBaseUrl,
     accurateCountThreshold: options.exactCounts ? Number.MAX_SAFE_INTEGER : ctx.config.accurateCountThreshold,
     accurateCountOverThreshold: options.estimateOverThreshold ? 'estimate' : ctx.config.accurateCountOverThreshold,
+    searchMaxValueLength: ctx.config.searchMaxValueLength,
+    searchMaxParameters: ctx.config.searchMaxParameters,
+    searchMaxOrValues: ctx.config.searchMaxOrValues,
   };
   const transaction = options.transaction ?? ctx.transaction;
   return {

@@ -6,7 +6,7 @@ import type { SearchOptions, SearchResult } from './result.js';
 import type { SearchServices } from './search-services.js';
 import { searchTotal } from './total.js';
 
-export { DEFAULT_COUNT, MAX_COUNT, MAX_OFFSET, MIN_CURSOR_COUNT } from './plan/control.js';
+export { DEFAULT_COUNT, MAX_COUNT, MAX_OFFSET, MIN_CURSOR_COUNT, parseOffset } from './plan/control.js';
 export type { Paging, SearchOptions, SearchResult, SearchRow, SearchTotal } from './result.js';
 export { searchServicesFor, type SearchContext, type SearchServices, type SearchServicesOptions } from './search-services.js';
 

@@ -13,3 +13,8 @@ function sqlStateOf(error: unknown): string | undefined {
   }
   return undefined;
 }
+
+/** True for PostgreSQL's invalid_regular_expression (2201B): a pattern that does not compile. */
+export function isInvalidRegularExpression(error: unknown): boolean {
+  return sqlStateOf(error) === '2201B';
+}

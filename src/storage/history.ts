@@ -94,7 +94,7 @@ function pageConditions(options: HistoryOptions, args: SqlArgs): string[] {
   // obvious plan, statistics or not. Without one, a planner without statistics (PGlite; PostgreSQL
   // before its first ANALYZE) guesses a type has a few versions and reads and sorts all of them.
   const where = [`(h."lastUpdated", h."versionId") < (${args.add(from.lastUpdated, 'timestamptz')}, ${args.add(from.versionId, 'uuid')})`];
-  if (options.since) where.push(`h."lastUpdated" >= ${args.add(options.since, 'timestamptz')}`);
+  if (options.since !== undefined) where.push(`h."lastUpdated" >= ${args.add(instantOption('_since', options.since), 'timestamptz')}`);
   if (options.at !== undefined) where.push(...currentAt(options.at, args));
   // Types are only ever left out (`<> ALL`, which no index serves). A list of types to keep would be
   // a condition on the (project, type) index, selective enough to a planner without statistics that
@@ -111,15 +111,20 @@ function pageConditions(options: HistoryOptions, args: SqlArgs): string[] {
  * in order and stops at its end.
  */
 function currentAt(at: string, args: SqlArgs): string[] {
-  if (INSTANT.check(at as never) !== undefined) {
-    throw errors.invalid(`_at must be an instant such as 2024-01-31T12:00:00Z, not "${at}"`, '_at');
-  }
-  const instant = args.add(at, 'timestamptz');
+  const instant = args.add(instantOption('_at', at), 'timestamptz');
   return [
     `h."lastUpdated" <= ${instant}`,
     `NOT EXISTS (SELECT 1 FROM resource_history n WHERE n."resourceType" = h."resourceType" AND n.id = h.id
        AND n."lastUpdated" <= ${instant} AND (n."lastUpdated", n."versionId") > (h."lastUpdated", h."versionId"))`,
   ];
+}
+
+/** `_since` and `_at` are instants (FHIR's `_since` is one too): a date alone is refused, not read as midnight in some zone. */
+function instantOption(name: string, value: string): string {
+  if (INSTANT.check(value as never) !== undefined) {
+    throw errors.invalid(`${name} must be an instant such as 2024-01-31T12:00:00Z, not "${value}"`, name);
+  }
+  return value;
 }
 
 function present(condition: string | undefined): string[] {

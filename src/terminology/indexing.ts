@@ -5,6 +5,7 @@ import { asResourceOf } from '../fhir/typed-resources.js';
 import { isRecord } from '../fhir/types.js';
 import type { WriteHook } from '../storage/write-hooks.js';
 import { terminologyChanged } from './cache.js';
+import { checkRegexFilters } from './regex-filter.js';
 
 /**
  * Concept tables (prisma/schema.prisma, Terminology*): a CodeSystem is flattened into concept,
@@ -262,8 +263,14 @@ const codeSystemWriteHook: WriteHook = async (tx, change) => {
   if (resource?.url) await indexCodeSystem(tx, change.projectId, change.id, resource);
 };
 
-/** Value sets are kept in memory by url (resources.ts): any ValueSet write makes them stale. */
-const valueSetWriteHook: WriteHook = (tx) => terminologyChanged(tx);
+/**
+ * Value sets are kept in memory by url (resources.ts): any ValueSet write makes them stale. A
+ * written ValueSet's regex filters must compile.
+ */
+const valueSetWriteHook: WriteHook = async (tx, change) => {
+  if (change.resource) await checkRegexFilters(tx, change.resource);
+  await terminologyChanged(tx);
+};
 
 /** The terminology tables' write hooks (the composition root installs them). */
 export const terminologyWriteHooks: readonly (readonly [string, WriteHook])[] = [

@@ -7,6 +7,7 @@ import { compileElement, type ConceptTest } from './in-memory.js';
 import type { LanguageDesignation } from './language.js';
 import { findValueSet } from './resources.js';
 import { findSystem } from './systems.js';
+import { badRegexFilter, regexCondition } from './regex-filter.js';
 
 export interface Member {
   system: string;
@@ -180,15 +181,28 @@ export class Membership {
       args.push(options.count);
       paging += ` LIMIT $${args.length}`;
     }
-    const rows = await this.db.query<ConceptRowOut & { total: number | string }>(
+    const rows = await this.concepts<ConceptRowOut & { total: number | string }>(
       `SELECT c.code, c.display, c.abstract, c.inactive, c.seq, ${this.options.designations ? DESIGNATIONS : 'NULL'} AS designations,
          count(*) OVER () AS total
        FROM terminology_concept c WHERE ${where.join(' AND ')} ORDER BY c.seq ${paging}`,
       args,
+      [element, ...exclude],
     );
     const members = rows.map((row) => toMember(element, system, row));
     const total = rows.length > 0 ? Number(rows[0].total) : await this.countOnly(where, args, options);
     return { members, total };
+  }
+
+  /**
+   * Concept rows selected by the filters of `elements`: a regex filter that does not compile (in a
+   * value set written before the write check, or given inline) is the client's 400.
+   */
+  private async concepts<R>(sql: string, args: unknown[], elements: readonly ComposeElement[]): Promise<R[]> {
+    try {
+      return await this.db.query<R>(sql, args);
+    } catch (error) {
+      throw badRegexFilter(error, elements) ?? error;
+    }
   }
 
   /** The code system in memory, when this request may use the cache and the system is small enough. */
@@ -226,10 +240,11 @@ export class Membership {
           member = conceptMember(element, known, concept);
         } else {
           const args: unknown[] = [known.id, code];
-          const rows = await this.db.query<ConceptRowOut>(
+          const rows = await this.concepts<ConceptRowOut>(
             `SELECT c.code, c.display, c.abstract, c.inactive, c.seq, ${DESIGNATIONS} AS designations
              FROM terminology_concept c WHERE c."systemId" = $1::uuid AND c.code = $2 AND ${this.predicate(element, args)}`,
             args,
+            [element],
           );
           if (!rows[0]) return {};
           member = toMember(element, known, rows[0]);
@@ -331,7 +346,7 @@ function filterSql(filter: ComposeFilter, args: unknown[]): string {
     case '=':
       return valueTest(property, onCode, (column) => `${column} = ${v}`);
     case 'regex':
-      return valueTest(property, onCode, (column) => `${column} ~ ('^(?:' || ${v} || ')$')`);
+      return valueTest(property, onCode, (column) => regexCondition(column, v));
     case 'in':
       return valueTest(property, onCode, (column) => `${column} = ANY(string_to_array(${v}, ','))`);
     case 'not-in':

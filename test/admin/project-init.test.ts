@@ -82,7 +82,8 @@ describe('Project/$init', () => {
     const ownerId = byEmail.body.owner.reference;
     const user = await getJson(api, `/fhir/R4/${ownerId}`, bearer(await api.superAdmin.token()));
     expect(user.body.email).toBe(email);
-    const byRef = await init(clientOnly, [
+    // A user of another project: only a super admin may name them (see below).
+    const byRef = await init(await api.superAdmin.token(), [
       { name: 'name', valueString: 'By reference' },
       { name: 'owner', valueReference: { reference: ownerId } },
     ]);
@@ -96,7 +97,8 @@ describe('Project/$init', () => {
   });
 
   it('makes one owner User of concurrent $init calls naming one new ownerEmail', async () => {
-    const token = await api.newProject().token();
+    // A super admin: once one call has made the User, the others name a user of another project.
+    const token = await api.superAdmin.token();
     const email = `${randomUUID()}@example.org`;
     const results = await Promise.all(
       Array.from({ length: 4 }, (_, i) =>
@@ -114,3 +116,74 @@ describe('Project/$init', () => {
   });
 });
 
+
+/** A user invited into `project` (a member of it only): their reference and email. */
+async function memberOf(project: ReturnType<typeof api.newProject>): Promise<{ reference: string; email: string }> {
+  const email = `${randomUUID()}@example.org`;
+  const invited = await sendJson(
+    api,
+    'POST',
+    `/admin/projects/${project.projectId}/invite`,
+    { resourceType: 'Practitioner', firstName: 'Ann', lastName: 'Other', externalId: randomUUID(), email, password: 'pa55word!' },
+    bearer(await project.token()),
+  );
+  expect(invited.status, JSON.stringify(invited.body)).toBe(201);
+  return { reference: invited.body.user.reference as string, email };
+}
+
+/** The number of memberships of a user, in every project. */
+async function membershipsOf(reference: string): Promise<number> {
+  const found = await getJson(api, `/fhir/R4/ProjectMembership?user=${reference}&_total=accurate`, bearer(await api.superAdmin.token()));
+  expect(found.status).toBe(200);
+  return found.body.total as number;
+}
+
+describe('Project/$init: who may be named owner', () => {
+  it("refuses a project admin's owner from another project with the 400 of an unknown user, attaching nothing", async () => {
+    const outsider = await memberOf(api.newProject());
+    const admin = await api.newProject().token();
+    const unknown = await init(admin, [
+      { name: 'name', valueString: 'x' },
+      { name: 'owner', valueReference: { reference: `User/${randomUUID()}` } },
+    ]);
+    const res = await init(admin, [
+      { name: 'name', valueString: 'x' },
+      { name: 'owner', valueReference: { reference: outsider.reference } },
+    ]);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual(unknown.body);
+    expect(await membershipsOf(outsider.reference)).toBe(1);
+  });
+
+  it("refuses a project admin's ownerEmail of another project's user, attaching nothing", async () => {
+    const outsider = await memberOf(api.newProject());
+    const res = await init(await api.newProject().token(), [
+      { name: 'name', valueString: 'x' },
+      { name: 'ownerEmail', valueString: outsider.email },
+    ]);
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].expression).toEqual(['Parameters.parameter']);
+    expect(await membershipsOf(outsider.reference)).toBe(1);
+  });
+
+  it("lets a project admin name a user of the admin's own project", async () => {
+    const home = api.newProject();
+    const member = await memberOf(home);
+    const res = await init(await home.token(), [
+      { name: 'name', valueString: 'Second clinic' },
+      { name: 'ownerEmail', valueString: member.email },
+    ]);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.owner.reference).toBe(member.reference);
+  });
+
+  it('lets a super admin name any user', async () => {
+    const outsider = await memberOf(api.newProject());
+    const res = await init(await api.superAdmin.token(), [
+      { name: 'name', valueString: 'Theirs' },
+      { name: 'owner', valueReference: { reference: outsider.reference } },
+    ]);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(await membershipsOf(outsider.reference)).toBe(2);
+  });
+});

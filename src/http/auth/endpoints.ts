@@ -5,6 +5,7 @@ import { parseReference, readAny } from '../../auth/accounts.js';
 import { authenticateRequest, bearerToken, unauthorized } from '../../auth/authenticate.js';
 import { checkPassword, chooseMembership } from '../../auth/logins.js';
 import { OAuthError } from '../../auth/oauth-errors.js';
+import { checkAuthFields } from '../../auth/request-fields.js';
 import { randomSecret, sha256Base64Url } from '../../auth/secrets.js';
 import type { AuthService } from '../../auth/service.js';
 import { clientAddress } from './token-endpoint.js';
@@ -184,6 +185,8 @@ interface CodeRequest {
 }
 
 async function issueCode(auth: AuthService, email: string, password: string, request: CodeRequest): Promise<{ login: string; code: string }> {
+  const { projectId, clientId, codeChallenge, scope } = request;
+  checkAuthFields({ email, password, projectId, clientId, codeChallenge, scope }, auth.config.authMaxFieldLength);
   const user = await checkPassword(auth, email, password, request.address);
   const membership = await chooseMembership(auth, `User/${user.id}`, request.projectId);
   const secret = randomSecret();

@@ -11,6 +11,7 @@ import { safeEqual, sha256Base64Url } from '../../auth/secrets.js';
 import { loginAge, type AuthService } from '../../auth/service.js';
 import { type TokenResponse } from '../../auth/tokens.js';
 import { ADDRESS_RULE } from '../../auth/throttle.js';
+import { checkTokenForm } from '../../auth/request-fields.js';
 import { TokenError } from '../../auth/tokens.js';
 
 const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -25,6 +26,7 @@ export async function tokenHandler(c: HonoContext): Promise<Response> {
     const authorization = c.req.header('authorization');
     if (authorization !== undefined && hasSeveralCredentials(authorization)) throw oauth.invalidRequest(REPEATED_AUTHORIZATION);
     const form = await readForm(c.req.raw);
+    checkTokenForm(form, auth.config.authMaxFieldLength);
     const grant = form.get('grant_type');
     const address = clientAddress(c);
     let tokens: TokenResponse;
@@ -73,7 +75,12 @@ function clientCredentialsOf(header: string | undefined, form: URLSearchParams):
     const decoded = Buffer.from(match[1], 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 0) throw oauth.invalidClient('HTTP Basic credentials must be client_id:client_secret', true);
-    return { id: decodeURIComponent(decoded.slice(0, colon)), secret: decodeURIComponent(decoded.slice(colon + 1)), basic: true };
+    const id = decodeURIComponent(decoded.slice(0, colon));
+    // RFC 6749 2.3: one way of authenticating the client per request.
+    if (form.has('client_secret') || (form.has('client_id') && form.get('client_id') !== id)) {
+      throw oauth.invalidRequest('Client credentials go either in the Basic Authorization header or in the body, not both');
+    }
+    return { id, secret: decodeURIComponent(decoded.slice(colon + 1)), basic: true };
   }
   const id = form.get('client_id');
   const secret = form.get('client_secret');

@@ -81,7 +81,8 @@ function parseCount(raw: string | undefined): number {
   return Math.min(value, MAX_COUNT);
 }
 
-function parseOffset(raw: string | undefined): number {
+/** `_offset`: 0 to MAX_OFFSET (history takes the same rule). */
+export function parseOffset(raw: string | undefined): number {
   if (raw === undefined) return 0;
   const value = Number(raw);
   if (raw.trim() === '' || !Number.isInteger(value) || value < 0) {

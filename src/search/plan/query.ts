@@ -12,6 +12,7 @@ import { scopeOf } from '../../storage/project-scope.js';
 import { parseControl, type ResultControl } from './control.js';
 import { compileFilters, dateRangeConditions, resolveFilters, type Filter } from './filters.js';
 import { Leniency } from './leniency.js';
+import { checkSearchSize } from './limits.js';
 import { parsePaging, type PagingRequest } from './paging.js';
 import { expandValueSets, type ValueSets } from './value-set-discovery.js';
 import { writeDependency } from './write-dependency.js';
@@ -45,13 +46,17 @@ export interface SearchQuery {
   readonly dependency: WriteDependency | undefined;
 }
 
-/** Parses a search of `types` for the caller of `services`; throws the 400 of a bad request (some are warnings under `lenient`). */
+/**
+ * Parses a search of `types` for the caller of `services`; throws the 400 of a bad request (some are
+ * warnings under `lenient`; a search over the size limits never is).
+ */
 export async function parseQuery(
   services: SearchServices,
   types: string | readonly string[] | undefined,
   params: readonly [string, string][],
   lenient: boolean,
 ): Promise<SearchQuery> {
+  checkSearchSize(params, services.config);
   const leniency = new Leniency(lenient);
   const typeList = typeListOf(types);
   const paramTypes = typeList ?? ['Resource'];

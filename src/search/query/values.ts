@@ -26,19 +26,18 @@ export function splitComponents(value: string): string[] {
 
 /** Splits at each `separator` not preceded by a backslash; backslash escapes stay in the parts. */
 function splitUnescaped(value: string, separator: string): string[] {
+  // Slices rather than a part built a character at a time: a value may be megabytes long.
   const parts: string[] = [];
-  let current = '';
+  let start = 0;
   for (let i = 0; i < value.length; i++) {
     const char = value[i];
-    if (char === '\\' && i + 1 < value.length) {
-      current += char + value[i + 1];
-      i++;
-    } else if (char === separator) {
-      parts.push(current);
-      current = '';
-    } else current += char;
+    if (char === '\\') i++;
+    else if (char === separator) {
+      parts.push(value.slice(start, i));
+      start = i + 1;
+    }
   }
-  parts.push(current);
+  parts.push(value.slice(start));
   return parts;
 }
 
