@@ -11,8 +11,12 @@ import { getIntrospectionQuery } from 'graphql';
 
 export type DatabaseKind = 'pglite' | 'postgres';
 
-/** What a resisting server answers: a 4xx refusal, or 2xx for a shape that is valid after all. */
-export type Expected = 'refused' | 'accepted';
+/**
+ * What a resisting server answers: a 4xx refusal, 2xx for a shape that is valid after all, or for
+ * GraphQL a refused field: the request itself is valid, so GraphQL over HTTP answers 200 with the
+ * field's error (an OperationOutcome in its extensions) and the field null.
+ */
+export type Expected = 'refused' | 'accepted' | 'field-refused';
 
 /** How a refusal explains itself (explainsRefusal). */
 export type AnswerKind = 'fhir' | 'oauth' | 'graphql';
@@ -133,7 +137,7 @@ export const HOSTILE_SHAPES: readonly HostileShape[] = [
     headers: bearer(t, FORM),
     body: `name=${'a'.repeat(HUGE_VALUE_CHARS)}`,
   })),
-  graphql('GraphQL search argument of 3 MiB', async () => `{ PatientList(name: "${'a'.repeat(HUGE_VALUE_CHARS)}") { id } }`),
+  { ...graphql('GraphQL search argument of 3 MiB', async () => `{ PatientList(name: "${'a'.repeat(HUGE_VALUE_CHARS)}") { id } }`), expected: () => 'field-refused' },
   fhir('10,000 name= parameters (POST _search)', async (t) => ({
     method: 'POST',
     path: '/fhir/R4/Patient/_search',
