@@ -10,7 +10,7 @@ import { CONTROL } from './control.js';
  */
 export function checkSearchSize(params: readonly [string, string][], limits: SearchLimits): void {
   if (params.length > limits.searchMaxParameters) {
-    throw tooCostly(
+    throw errors.tooCostly(
       `A search takes at most ${limits.searchMaxParameters} parameters; this one has ${params.length}. Narrow it, or split it into several searches`,
       params[limits.searchMaxParameters][0],
     );
@@ -43,7 +43,7 @@ function checkValue(name: string, value: string, limits: SearchLimits, budget: n
   if (value.includes('\0')) throw errors.invalid(`The value of ${name} holds a NUL character (U+0000)`, name);
   const alternatives = value.length <= max && !value.includes(',') ? [value] : splitOr(value);
   if (alternatives.length > budget) {
-    throw tooCostly(`A search takes at most ${limits.searchMaxOrValues} values (each OR value of each filter counts); ${name} goes beyond`, name);
+    throw errors.tooCostly(`A search takes at most ${limits.searchMaxOrValues} values (each OR value of each filter counts); ${name} goes beyond`, name);
   }
   const long = alternatives.find((alternative) => alternative.length > max);
   if (long !== undefined) {
@@ -56,6 +56,3 @@ function tooLong(text: string, expression: string): OperationOutcomeError {
   return new OperationOutcomeError(outcome([issue('too-long', text, expression)]), 400);
 }
 
-function tooCostly(text: string, expression: string): OperationOutcomeError {
-  return new OperationOutcomeError(outcome([issue('too-costly', text, expression)]), 400);
-}
