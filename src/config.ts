@@ -89,6 +89,8 @@ export interface Config {
    * running it); a job whose lease has passed is failed by any server (src/admin/async-job.ts).
    */
   readonly asyncJobStaleMs: number;
+  /** PostgreSQL: how often one server analyzes the search tables that changed enough since their last ANALYZE (0: never). */
+  readonly statisticsIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -182,6 +184,7 @@ export function loadConfig(env: Env = process.env): Config {
     graphqlMaxOperationFields: int('GRAPHQL_MAX_OPERATION_FIELDS', 10, 1),
     expandMaxCodes: int('EXPAND_MAX_CODES', 10_000, 1),
     asyncJobStaleMs: int('ASYNC_JOB_STALE_MS', 60_000, 1000),
+    statisticsIntervalMs: int('STATISTICS_INTERVAL_MS', 60_000),
   };
   if (config.superAdminClientId !== undefined && !/^[A-Za-z0-9\-.]{1,64}$/.test(config.superAdminClientId)) {
     problems.push('SUPER_ADMIN_CLIENT_ID must be 1-64 of A-Z a-z 0-9 - . (it is the ClientApplication id)');

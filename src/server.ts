@@ -12,6 +12,7 @@ import { RedisStore, type SharedStore } from './cache/shared-store.js';
 import { watchSearchParameters } from './indexing/parameters.js';
 import { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
+import { PostgresStatistics } from './db/postgres-statistics.js';
 import { createApp } from './http/app.js';
 import { listenHttp } from './http/transport.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
@@ -82,6 +83,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const services: Services = { log, ...storage, auth, bus };
   // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
+  const statistics = keepStatistics(db, config, log);
   const app = createApp(services);
   const server = await listenHttp(app.fetch, config.port, config, log);
   const port = (server.address() as AddressInfo).port;
@@ -89,8 +91,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   return {
     url: `http://127.0.0.1:${port}`,
     services,
-    close: () => shutdown(server, db, [jobs, bus, ...(store ? [store] : [])], config.shutdownTimeoutMs),
+    close: () => shutdown(server, db, [jobs, bus, statistics, ...(store ? [store] : [])], config.shutdownTimeoutMs),
   };
+}
+
+/** On PostgreSQL, the search tables are analyzed when they changed enough, whatever autovacuum does (db/postgres-statistics.ts). */
+function keepStatistics(db: Database, config: Config, log: Logger): { close(): Promise<void> } {
+  if (db.kind !== 'postgres') return { close: async () => undefined };
+  const keeper = new PostgresStatistics(db, config.statisticsIntervalMs, (error) => log.warn({ err: error }, 'analyzing the search tables failed'));
+  keeper.start();
+  return keeper;
 }
 
 /** Drains: no new connections, idle keep-alive sockets closed, busy ones finish (up to a timeout). */

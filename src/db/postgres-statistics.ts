@@ -1,0 +1,61 @@
+import type { SqlExecutor } from './database.js';
+import { ANALYZED_TABLES } from './plan-statistics.js';
+
+/**
+ * Planner statistics on PostgreSQL, whatever autovacuum does. Search plans are written not to
+ * depend on fresh statistics, but the planner still reads them for what the plans leave open
+ * (estimates, `_total=estimate`), and a server whose autovacuum is off, slowed down or busy with
+ * other databases would keep the statistics of an empty database for ever. This is the second line:
+ * every `intervalMs` one server (the one that takes the advisory lock; the others skip the round)
+ * reads the change counts PostgreSQL keeps (pg_stat_user_tables) and analyzes each search table
+ * whose changes since its last ANALYZE passed autovacuum's own threshold, 50 + 10% of its rows.
+ */
+
+const BASE_THRESHOLD = 50;
+const SCALE_FACTOR = 0.1;
+/** Any fixed number, the same on every server: the lock that makes one of them do a round. */
+const LOCK_KEY = 7_246_201_883;
+
+export class PostgresStatistics {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly db: { transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> },
+    private readonly intervalMs: number,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  start(): void {
+    if (this.intervalMs <= 0) return;
+    this.timer = setInterval(() => {
+      this.running ??= this.analyzeDue()
+        .catch(this.onError)
+        .finally(() => (this.running = undefined));
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** Analyzes the search tables that are due; the tables it analyzed (none when another server holds the round). */
+  analyzeDue(): Promise<string[]> {
+    return this.db.transaction(async (tx) => {
+      const [lock] = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1::bigint) AS locked', [LOCK_KEY]);
+      if (!lock?.locked) return [];
+      const due = await tx.query<{ table: string }>(
+        `SELECT relname::text AS "table" FROM pg_stat_user_tables
+         WHERE schemaname = current_schema() AND relname = ANY($1::text[])
+           AND n_mod_since_analyze > $2::int + $3::float8 * n_live_tup
+         ORDER BY relname`,
+        [[...ANALYZED_TABLES], BASE_THRESHOLD, SCALE_FACTOR],
+      );
+      // One table at a time: each ANALYZE samples at most 30,000 rows, whatever the table's size.
+      for (const { table } of due) await tx.execute(`ANALYZE "${table}"`);
+      return due.map(({ table }) => table);
+    });
+  }
+}

@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { Database } from '../../src/db/database.js';
+import { migrate } from '../../src/db/migrate.js';
+import { PostgresStatistics } from '../../src/db/postgres-statistics.js';
+import { testEnv } from '../helpers/server.js';
+
+const serverUrl = process.env.DATABASE_URL;
+
+/**
+ * The keeper on a database of its own, so that no other test's writes or ANALYZE change the counts
+ * it reads.
+ */
+describe.skipIf(!serverUrl)('planner statistics on PostgreSQL', () => {
+  const name = `flint_statistics_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  let db: Database;
+  let keeper: PostgresStatistics;
+
+  async function admin(sql: string): Promise<void> {
+    const client = new pg.Client({ connectionString: serverUrl });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  }
+
+  beforeAll(async () => {
+    await admin(`CREATE DATABASE ${name}`);
+    const url = new URL(serverUrl!);
+    url.pathname = `/${name}`;
+    db = await Database.open(loadConfig(testEnv({ DATABASE_URL: url.toString() })));
+    await migrate(db);
+    keeper = new PostgresStatistics(db, 0, () => undefined);
+  }, 60_000);
+
+  afterAll(async () => {
+    await db?.close();
+    await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  });
+
+  async function insertPatients(count: number): Promise<void> {
+    await db.execute(
+      `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+       SELECT 'Patient', gen_random_uuid()::text, 'p', gen_random_uuid(), now(), false, '{"resourceType":"Patient"}'::json
+       FROM generate_series(1, $1::int)`,
+      [count],
+    );
+  }
+
+  /** The changes PostgreSQL counted on `resource` since its last ANALYZE, once its statistics show at least `atLeast`. */
+  async function changesCounted(atLeast: number): Promise<number> {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const [row] = await db.query<{ n: number }>(`SELECT n_mod_since_analyze::int AS n FROM pg_stat_user_tables WHERE relname = 'resource'`);
+      if ((row?.n ?? 0) >= atLeast) return row.n;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`PostgreSQL never counted ${atLeast} changes on resource`);
+  }
+
+  it('analyzes a search table once its changes pass 50 + 10% of its rows, then leaves it until they do again', async () => {
+    await insertPatients(200);
+    await changesCounted(200);
+    expect(await keeper.analyzeDue()).toEqual(['resource']);
+
+    await insertPatients(40);
+    await changesCounted(40);
+    expect(await keeper.analyzeDue()).toEqual([]);
+  });
+
+  it('skips its round while another server holds it', async () => {
+    await insertPatients(500);
+    await changesCounted(500);
+    const other = new PostgresStatistics(db, 0, () => undefined);
+    const [mine, theirs] = await Promise.all([keeper.analyzeDue(), other.analyzeDue()]);
+    expect([mine, theirs].filter((tables) => tables.length > 0)).toEqual([['resource']]);
+  });
+});
