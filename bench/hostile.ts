@@ -57,7 +57,11 @@ async function answerStatus(target: ShapeTarget, shape: HostileShape): Promise<n
 
 function asExpected(shape: HostileShape, target: ShapeTarget, status: number | 'no answer'): boolean {
   if (typeof status !== 'number') return false;
-  return shape.expected(target.database) === 'accepted' ? status >= 200 && status < 300 : status >= 400 && status < 500;
+  const expected = shape.expected(target.database);
+  if (expected === 'accepted') return status >= 200 && status < 300;
+  // A refused GraphQL field: the request is valid, the answer 200 with the field's error.
+  if (expected === 'field-refused') return status === 200;
+  return status >= 400 && status < 500;
 }
 
 async function timeHealthChecks(baseUrl: string, until: number): Promise<HostileFigures['health']> {
