@@ -82,6 +82,8 @@ export function bundleScenarios(fhir: string, jsonHeaders: Record<string, string
       resourcesPerRequest: 1,
       run: async (_ids, seconds) => {
         const mrns = await identifiedPatients();
+        // Bodies made before the load, as the search's paths are: the client shares the server's cores.
+        const bodies = mrns.map((mrn) => JSON.stringify({ ...typicalPatient(), identifier: [{ system: MRN, value: mrn }] }));
         let next = 0;
         return load({
           url: `${fhir}/Patient`,
@@ -92,9 +94,8 @@ export function bundleScenarios(fhir: string, jsonHeaders: Record<string, string
               method: 'POST',
               headers: jsonHeaders,
               setupRequest: (req) => {
-                const mrn = mrns[next++ % mrns.length];
-                const body = { ...typicalPatient(), identifier: [{ system: MRN, value: mrn }] };
-                return { ...req, headers: { ...req.headers, 'if-none-exist': `identifier=${MRN}|${mrn}` }, body: JSON.stringify(body) };
+                const at = next++ % mrns.length;
+                return { ...req, headers: { ...req.headers, 'if-none-exist': `identifier=${MRN}|${mrns[at]}` }, body: bodies[at] };
               },
             },
           ],
