@@ -29,18 +29,20 @@ function exceedsDepth(root: unknown, max: number): boolean {
 /**
  * The length of `value` as JSON text in UTF-8 bytes (escapes aside), counting no further than
  * just past `limit`: a result above `limit` only says "too large", at a cost bounded by the limit.
+ * With `containerBytes`, each object and array counts at least that much: what it takes in memory
+ * rather than its two characters of text.
  */
-export function jsonSizeWithin(root: unknown, limit: number): number {
+export function jsonSizeWithin(root: unknown, limit: number, containerBytes = 0): number {
   let size = 0;
   const pending: unknown[] = [root];
   while (pending.length > 0 && size <= limit) {
     const value = pending.pop();
     if (typeof value === 'string') size += Buffer.byteLength(value) + 2;
     else if (Array.isArray(value)) {
-      size += 1 + Math.max(value.length, 1);
+      size += containerBytes + 1 + Math.max(value.length, 1);
       if (size <= limit) for (const item of value) pending.push(item);
     } else if (typeof value === 'object' && value !== null) {
-      size += 1;
+      size += containerBytes + 1;
       for (const key in value) {
         size += Buffer.byteLength(key) + 4;
         if (size > limit) break;

@@ -5,6 +5,9 @@ import { isRecord, type Resource } from '../fhir/types.js';
 
 const { applyOperation, getValueByPointer, JsonPatchError } = fastJsonPatch;
 
+/** About what a small object or array takes in V8's heap. */
+const CONTAINER_BYTES = 64;
+
 /** What one patch may cost: its operations, and the size of what it makes (MAX_BODY_BYTES). */
 export interface PatchLimits {
   readonly maxOperations: number;
@@ -55,7 +58,10 @@ function copiedSize(document: unknown, operation: Record<string, unknown>, index
   } catch {
     return 0; // an unresolvable `from` is reported by applyOne
   }
-  const size = jsonSizeWithin(value, Math.max(growthLeft, 0));
+  // Objects and arrays count as what they take in memory: copying `[{}]` into itself doubles
+  // millions of tiny objects long before their text reaches the limit, and copying them is what
+  // takes the time.
+  const size = jsonSizeWithin(value, Math.max(growthLeft, 0), CONTAINER_BYTES);
   if (size > growthLeft) {
     const text = `JSON Patch operation ${index} (copy) would make the resource larger than the limit of ${maxBytes} bytes (MAX_BODY_BYTES)`;
     throw errors.tooLarge(text, `Patch[${index}]`);
