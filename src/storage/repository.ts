@@ -13,13 +13,13 @@ import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidatio
 import { projectParameters } from '../indexing/parameters.js';
 import { firstVersionsStatement, insertFirstVersion, replaceVersion, writeDeletion } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
-import type { ResourceCache } from './resource-cache.js';
+import { commitOnly, type ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
 import { selectCurrent, selectCurrentMany, selectVersionTexts } from './current-versions.js';
-import { isUuid, parseStored, sameContent } from './versions.js';
+import { checkVersion, isUuid, parseStored, sameContent } from './versions.js';
 import { canSee } from './project-scope.js';
 
 
@@ -486,21 +486,8 @@ class CreateRace extends Error {
   }
 }
 
-/** A cache that serves nothing and only learns committed versions (the writes of a joined transaction). */
-function commitOnly(cache: ResourceCache): ResourceCache {
-  return { enabled: false, get: () => undefined, fill: () => undefined, set: (version) => cache.set(version) };
-}
-
 function assertType(resourceType: string): void {
   if (!isResourceType(resourceType)) {
     throw errors.notSupported(`Unknown resource type "${resourceType}"`);
-  }
-}
-
-function checkVersion(current: CurrentRow, options: WriteOptions, resourceType: string, id: string): void {
-  if (options.ifMatch !== undefined && options.ifMatch !== current.versionId) {
-    throw errors.preconditionFailed(
-      `${resourceType}/${id} is at version ${current.versionId}, not ${options.ifMatch}: read it again and retry`,
-    );
   }
 }

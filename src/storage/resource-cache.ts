@@ -62,3 +62,8 @@ export class LruResourceCache implements ResourceCache {
     if (!this.entries.has(`${version.resourceType}/${version.id}`)) this.set(version);
   }
 }
+
+/** A cache that serves nothing and only learns committed versions (the writes of a joined transaction). */
+export function commitOnly(cache: ResourceCache): ResourceCache {
+  return { enabled: false, get: () => undefined, fill: () => undefined, set: (version) => cache.set(version) };
+}

@@ -1,4 +1,5 @@
 import { toInstant } from '../db/database.js';
+import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import type { StoredVersion } from './types.js';
 
@@ -50,4 +51,13 @@ export function toStoredVersion(resourceType: string, row: VersionRow): StoredVe
 
 export function parseStored(version: StoredVersion): Resource {
   return JSON.parse(version.text ?? 'null') as Resource;
+}
+
+/** If-Match: the version the client last read must still be the current one (412 otherwise). */
+export function checkVersion(current: { versionId: string }, options: { ifMatch?: string }, resourceType: string, id: string): void {
+  if (options.ifMatch !== undefined && options.ifMatch !== current.versionId) {
+    throw errors.preconditionFailed(
+      `${resourceType}/${id} is at version ${current.versionId}, not ${options.ifMatch}: read it again and retry`,
+    );
+  }
 }
