@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Context } from 'hono';
 import { errors } from '../fhir/outcome.js';
 import { headerValue } from './http-fast-path.js';
+import { utf8Text } from '../router/request-body.js';
 
 /**
  * The request body as text, refused with 413 (the same OperationOutcome as the HTTP layer's body
@@ -10,14 +11,10 @@ import { headerValue } from './http-fast-path.js';
  * which measured as a large part of a small GraphQL request's cost.
  */
 export async function readRequestText(c: Context, maxBytes: number): Promise<string> {
-  return bodyText(await readRequestBytes(c, maxBytes));
+  // Mutations carry resources: bytes that are not UTF-8 are refused, as on REST, not stored as U+FFFD.
+  return utf8Text(await readRequestBytes(c, maxBytes));
 }
 
-/** A body's bytes as text, without a UTF-8 byte order mark (which the fetch API's text() drops too). */
-export function bodyText(bytes: Buffer): string {
-  const text = bytes.toString('utf8');
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-}
 
 /** The request body as bytes, with the same limit and the same way round the fetch Request. */
 export async function readRequestBytes(c: Context, maxBytes: number): Promise<Buffer> {

@@ -44,7 +44,7 @@ export function utf8Text(bytes: Uint8Array): string {
   try {
     return utf8.decode(bytes);
   } catch {
-    throw errors.invalid('The request body is not valid UTF-8: FHIR JSON must be encoded in UTF-8');
+    throw errors.invalid('The request body is not valid UTF-8: JSON bodies must be encoded in UTF-8');
   }
 }
 

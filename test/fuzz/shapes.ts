@@ -168,6 +168,22 @@ export const HOSTILE_SHAPES: readonly HostileShape[] = [
     headers: bearer(t, FHIR_JSON),
     body: Buffer.concat([Buffer.from('{"resourceType":"Patient","name":[{"family":"a'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}]}')]),
   })),
+  {
+    name: 'invalid UTF-8 bytes in a GraphQL mutation',
+    answers: 'graphql',
+    expected: refused,
+    request: async (t) => ({
+      method: 'POST',
+      path: '/fhir/R4/$graphql',
+      headers: { ...bearer(t, 'application/json'), Accept: 'application/graphql-response+json' },
+      // The family name's bytes are not UTF-8; the rest is a valid request.
+      body: Buffer.concat([
+        Buffer.from('{"query":"mutation { PatientCreate(res: { name: [{ family: \\"'),
+        Buffer.from([0xff, 0xfe, 0xc3]),
+        Buffer.from('\\" }] }) { id } }"}'),
+      ]),
+    }),
+  },
   fhir('transaction of 10,001 conditional entries (over MAX_BUNDLE_ENTRIES)', async (t) => transaction(t, conditionalCreates(10_001))),
   {
     name: 'transaction of 1,001 conditional entries (over the embedded database cap)',
