@@ -48,7 +48,7 @@ function twoServerCases(redis: Record<string, string>): void {
     api = await useTestServer(overrides);
     expect(api.server.services.bus.kind).toBe(redis.REDIS_URL ? 'redis' : 'postgres');
     other = await startServerProcess(overrides);
-  }, 60_000);
+  }, 150_000);
 
   it('ends a token on the other server as soon as it is logged out', async () => {
     const client = api.newProject();

@@ -305,20 +305,26 @@ export function nicknameSearchParameter(code = 'nickname'): Record<string, unkno
  * signals, or a second server sharing no module state with this one.
  */
 export async function startServerProcess(overrides: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  // Below Linux's ephemeral range (32768 up), where the ports of outgoing connections and of
+  // servers listening on port 0 are taken from.
+  const port = 20000 + Math.floor(Math.random() * 12000);
   const env = { ...process.env, ...testEnv({ PORT: String(port), ...overrides }) };
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     env: Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined)),
-    stdio: 'ignore',
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
+  // The end of what the child printed on stderr, to say why it did not start.
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
   const url = `http://127.0.0.1:${port}`;
-  // Up to 50 s: the child compiles the sources (tsx) before it starts, slow on a busy machine.
-  for (let i = 0; i < 500; i++) {
+  // Up to 120 s: the child compiles the sources (tsx) before it starts, slow on a machine busy
+  // with both test workers.
+  for (let i = 0; i < 1200 && child.exitCode === null; i++) {
     if (await fetch(`${url}/healthcheck`).then((r) => r.ok, () => false)) return { url, child };
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   child.kill();
-  throw new Error('the server process did not start');
+  throw new Error(`the server process did not start (exit code ${child.exitCode}): ${stderr}`);
 }
 
 /**

@@ -54,7 +54,7 @@ describe('WORKERS', () => {
       expect((await client.get(`/Patient/${created.body.id}`)).status).toBe(200);
     });
 
-    it('replaces a worker that dies', { timeout: 60_000 }, async () => {
+    it('replaces a worker that dies', { timeout: 150_000 }, async () => {
       const { url, child } = await startWorkers();
       const [first, second] = await until(() => childPids(child), (pids) => pids.length === 2);
       process.kill(first, 'SIGKILL');

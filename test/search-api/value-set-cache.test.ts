@@ -182,5 +182,5 @@ describe.runIf(onPostgres)('value set expansions on two servers', () => {
     expect(await found(p, `/Observation?code:in=${VS}`)).toEqual([cat]);
     await put(elsewhere, { ...valueSet(['dog', 'cat']), id });
     expect(await found(p, `/Observation?code:in=${VS}`)).toEqual(sorted(dog, cat));
-  }, 60_000);
+  }, 150_000);
 });
