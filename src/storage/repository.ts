@@ -2,7 +2,7 @@ import { ID_PATTERN } from '../fhir/ids.js';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Identity } from '../identity/identity.js';
-import type { SqlExecutor, TransactionalSql } from '../db/database.js';
+import { toInstant, type SqlExecutor, type TransactionalSql } from '../db/database.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
@@ -19,13 +19,14 @@ import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, t
 import { writeHookOf } from './write-hooks.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
 import { selectCurrent, selectCurrentMany, selectVersionTexts } from './current-versions.js';
-import { checkVersion, isUuid, parseStored, sameContent } from './versions.js';
+import { checkVersion, isUuid, nextInstant, parseStored, sameContent } from './versions.js';
 import { canSee } from './project-scope.js';
 
 
 interface CurrentRow {
   projectId: string;
   versionId: string;
+  lastUpdated: string;
   deleted: boolean;
   content: string | null;
 }
@@ -278,7 +279,7 @@ export class Repository implements ResourceRepository {
         if (unchanged) {
           return { resource: JSON.parse(current.content!) as Resource, text: current.content!, created: false, changed: false };
         }
-        const resource = this.stamp(input, id, versionId, current.projectId);
+        const resource = this.stamp(input, id, versionId, current.projectId, current);
         const text = await replaceVersion(tx, resource, current.projectId);
         await this.afterWrite(tx, resource);
         return { resource, text, created: current.deleted, changed: true };
@@ -301,7 +302,7 @@ export class Repository implements ResourceRepository {
       validateResource(patched, { expectedType: resourceType });
       if (patched.id !== id) throw errors.invalid('A patch must not change the resource id', `${resourceType}.id`);
       if (sameContent(before, patched)) return { resource: before, text: current.content, created: false, changed: false };
-      const resource = this.stamp(patched, id, randomUUID(), current.projectId);
+      const resource = this.stamp(patched, id, randomUUID(), current.projectId, current);
       const text = await replaceVersion(tx, resource, current.projectId);
       await this.afterWrite(tx, resource);
       return { resource, text, created: false, changed: true };
@@ -323,7 +324,7 @@ export class Repository implements ResourceRepository {
         id,
         projectId: current.projectId,
         versionId: randomUUID(),
-        lastUpdated: new Date().toISOString(),
+        lastUpdated: nextInstant(current),
         deleted: true,
         text: null,
       };
@@ -392,11 +393,11 @@ export class Repository implements ResourceRepository {
   ): Promise<CurrentRow | undefined> {
     if (!ID_PATTERN.test(id)) return undefined;
     const rows = await tx.query<CurrentRow>(
-      `SELECT "projectId", "versionId"::text AS "versionId", deleted, content::text AS content
+      `SELECT "projectId", "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content
        FROM resource WHERE "resourceType" = $1 AND id = $2 FOR UPDATE`,
       [resourceType, id],
     );
-    const row = rows[0];
+    const row = rows[0] && { ...rows[0], lastUpdated: toInstant(rows[0].lastUpdated) };
     if (row && !this.canSee(row.projectId)) {
       // Ids are global: one taken in a project the caller cannot see is never overwritten. Only an
       // update-as-create must say the id is unusable; everything else sees no resource at all.
@@ -406,13 +407,13 @@ export class Repository implements ResourceRepository {
     return row;
   }
 
-  /** Server-owned fields: id, meta.versionId, meta.lastUpdated, meta.project. */
-  private stamp(input: Resource, id: string, versionId: string, projectId = this.identity.projectId): Resource {
+  /** Server-owned fields: id, meta.versionId, meta.lastUpdated (after `previous`'s), meta.project. */
+  private stamp(input: Resource, id: string, versionId: string, projectId = this.identity.projectId, previous?: CurrentRow): Resource {
     const { resourceType, id: _ignored, meta, ...rest } = input;
     return {
       resourceType,
       id,
-      meta: { ...meta, versionId, lastUpdated: new Date().toISOString(), project: projectId },
+      meta: { ...meta, versionId, lastUpdated: nextInstant(previous), project: projectId },
       ...rest,
     };
   }

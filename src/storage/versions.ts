@@ -61,3 +61,14 @@ export function checkVersion(current: { versionId: string }, options: { ifMatch?
     );
   }
 }
+
+/**
+ * Now, or a millisecond after the current version when that is not earlier (a version written
+ * within the same millisecond, or a clock set back): a resource's versions stay in the order they
+ * were written, which history lists newest first by lastUpdated.
+ */
+export function nextInstant(previous: { lastUpdated: string } | undefined): string {
+  const now = Date.now();
+  const after = previous ? Date.parse(previous.lastUpdated) + 1 : now;
+  return new Date(Math.max(now, after)).toISOString();
+}

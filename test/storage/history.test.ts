@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createRequestContext } from '../../src/access/context.js';
 import { OperationOutcomeError } from '../../src/fhir/outcome.js';
 import type { AccessRules, Identity } from '../../src/identity/identity.js';
@@ -188,7 +188,8 @@ describe('system history under an AccessPolicy', () => {
       { resourceType: '*', readonly: true },
     ]);
     const page = await narrowed.history(undefined, undefined, { count: 50 });
-    expect(page.versions.map((v) => v.resourceType)).toEqual(['Encounter', 'Observation']);
+    // Two writes in one millisecond have no order of their own: the types, not their order.
+    expect(page.versions.map((v) => v.resourceType).sort()).toEqual(['Encounter', 'Observation']);
     // A type's own history under criteria is still refused, as before.
     expect((await rejection(narrowed.history('Patient', undefined, { count: 50 }))).status).toBe(403);
 
@@ -197,5 +198,25 @@ describe('system history under an AccessPolicy', () => {
       { resourceType: 'Patient', readonly: true, criteria: 'Patient?gender=female' },
     ]);
     expect(keys(await listed.history(undefined, undefined, { count: 50 }))).toEqual([`Observation/${obs.id}/${obs.meta!.versionId}`]);
+  });
+});
+
+describe('the order of a resource\'s versions', () => {
+  it('lists versions written within one millisecond in the order they were written', async () => {
+    const { repo } = newProject();
+    const created = (await repo.createResource('Patient', patientBody())).resource;
+    const written = [created.meta!.versionId!];
+    // The clock stands still: every version is written "in the same millisecond".
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    try {
+      for (let i = 0; i < 10; i++) {
+        const { resource } = await repo.updateResource('Patient', created.id!, { ...created, birthDate: `2000-01-${String(i + 1).padStart(2, '0')}` });
+        written.push(resource.meta!.versionId!);
+      }
+    } finally {
+      vi.useRealTimers();
+    }
+    const page = await repo.history('Patient', created.id!, { count: 50 });
+    expect(page.versions.map((v) => v.versionId)).toEqual(written.reverse());
   });
 });
