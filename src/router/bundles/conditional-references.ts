@@ -12,9 +12,9 @@ const CONDITIONAL_REFERENCE = /^([A-Z][A-Za-z]+)\?(.*)$/;
  * entry is written, so they see the data as it was before the transaction. None or several
  * matches fail the transaction (412) naming the search.
  */
-export async function resolveConditionalReferences(tx: RequestContext, entries: readonly BundleEntryRequest[]): Promise<Map<string, string>> {
+export async function resolveConditionalReferences(tx: RequestContext, wanted: ReadonlyMap<string, number>): Promise<Map<string, string>> {
   const resolved = new Map<string, string>();
-  for (const [reference, index] of conditionalReferencesOf(entries)) {
+  for (const [reference, index] of wanted) {
     const [, type, query] = CONDITIONAL_REFERENCE.exec(reference)!;
     try {
       const matches = await findMatches(tx, type, conditionalCriteria(new URLSearchParams(query), `The conditional reference ${reference}`));

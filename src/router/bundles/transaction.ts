@@ -38,10 +38,11 @@ export async function runTransaction(router: EntryRouter, ctx: RequestContext, r
   // Work that needs no database (ids, references, validation, index rows) is done before the
   // transaction opens, so that it holds its connection (the embedded database's only one) just
   // while it writes. Conditions and conditional references are searched inside it.
-  const early = needsDatabaseToPrepare(entries) ? undefined : await prepareEntries(ctx, entries);
+  const references = conditionalReferencesOf(entries);
+  const early = references.size > 0 || hasConditionalEntry(entries) ? undefined : await prepareEntries(ctx, entries, references);
   if (early && writtenInOneStatement(early, entries)) return transactionResponse(ctx, await writeAnswers(ctx, early.creates));
   const answers = await ctx.inTransaction(async (tx) => {
-    const { rewritten, creates, answered } = early ?? (await prepareEntries(tx, entries));
+    const { rewritten, creates, answered } = early ?? (await prepareEntries(tx, entries, references));
     for (const methods of PHASES) {
       const phase = rewritten.filter((entry) => methods.includes(entry.request.method) && !answered.has(entry.index));
       if (methods.includes('POST')) for (const [index, answer] of await writeCreates(tx, creates)) answered.set(index, answer);
@@ -199,21 +200,20 @@ interface PreparedEntries {
 }
 
 /** Ids given, references rewritten and plain creates prepared: with `ctx` a transaction's when it searches. */
-async function prepareEntries(ctx: RequestContext, entries: PlannedEntry[]): Promise<PreparedEntries> {
+async function prepareEntries(ctx: RequestContext, entries: PlannedEntry[], references: ReadonlyMap<string, number>): Promise<PreparedEntries> {
   const answered = new Map<number, FhirResponse>();
-  const resolved = await resolveConditionalReferences(ctx, entries);
+  const resolved = await resolveConditionalReferences(ctx, references);
   const ids = await assignIds(ctx, entries, answered);
   const rewritten = entries.map((entry) => rewrite(entry, ids, resolved));
   const plain = rewritten.filter((entry) => isPlainCreate(entry) && !answered.has(entry.index));
   return { rewritten, answered, creates: { entries: plain, prepared: await prepareCreates(ctx, plain) } };
 }
 
-/** Conditional entries and conditional references search the data, which only the transaction may do. */
-function needsDatabaseToPrepare(entries: readonly PlannedEntry[]): boolean {
-  const conditional = entries.some(({ request, fullUrl, found }) =>
+/** A conditional create or conditional update: its search reads the data, which only the transaction may do. */
+function hasConditionalEntry(entries: readonly PlannedEntry[]): boolean {
+  return entries.some(({ request, fullUrl, found }) =>
     (request.method === 'POST' && request.header('if-none-exist') !== undefined) ||
     (request.method === 'PUT' && fullUrl !== undefined && found.params.id === undefined));
-  return conditional || conditionalReferencesOf(entries).size > 0;
 }
 
 async function prepareCreates(ctx: RequestContext, entries: PlannedEntry[]): Promise<PreparedCreates> {
