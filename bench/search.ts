@@ -10,6 +10,12 @@
  * BENCH_PATIENTS / BENCH_OBSERVATIONS change the sizes; data already present in a bench project
  * is reused; BENCH_DURATION is seconds per scenario (default 10); BENCH_SCENARIOS=a,b selects;
  * BENCH_RESULTS=<file> appends there instead of bench/RESULTS.md.
+ *
+ * Fresh data: the server runs without its statistics keeper (STATISTICS_INTERVAL_MS=0) and nothing
+ * analyzes the tables, so the scenarios first run on the planner statistics the data arrived
+ * with (none, on a database the bench just filled). BENCH_FRESH=1 then runs ANALYZE and every
+ * scenario again, and records both rates side by side: each search's fresh rate against its
+ * analyzed one (the plans must not need the statistics).
  */
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
@@ -101,6 +107,7 @@ async function startFlint(): Promise<ChildProcess> {
     DATABASE_URL,
     LOG_LEVEL: 'warn',
     DATABASE_POOL_SIZE: '16',
+    STATISTICS_INTERVAL_MS: '0',
     SUPER_ADMIN_CLIENT_ID: CLIENT_ID,
     SUPER_ADMIN_CLIENT_SECRET: CLIENT_SECRET,
   });
@@ -117,6 +124,67 @@ interface Row {
   p90: number;
   p975: number;
   errors: number;
+}
+
+/** BENCH_FRESH=1: after the scenarios on the statistics the data arrived with, ANALYZE and run them again. */
+const FRESH = process.env.BENCH_FRESH === '1';
+
+async function runScenarios(auth: string, selected: string[] | undefined): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const scenario of scenarios) {
+    if (selected && !selected.some((s) => scenario.name.startsWith(s))) continue;
+    await load(scenario, auth, 2); // warm-up
+    const result = await load(scenario, auth, DURATION);
+    const row: Row = {
+      scenario: scenario.name,
+      rps: Math.round(result.requests.average),
+      p50: result.latency.p50,
+      p90: result.latency.p90,
+      p975: result.latency.p97_5,
+      errors: result.errors + result.non2xx,
+    };
+    console.log(`${row.scenario.padEnd(48)} ${String(row.rps).padStart(6)} req/s  p50 ${row.p50}  p90 ${row.p90}  p97.5 ${row.p975} ms  errors ${row.errors}`);
+    rows.push(row);
+  }
+  return rows;
+}
+
+async function analyzeAndRunAgain(pool: pg.Pool, auth: string, selected: string[] | undefined): Promise<Row[]> {
+  console.log('ANALYZE, then the scenarios again');
+  await pool.query('ANALYZE');
+  return runScenarios(auth, selected);
+}
+
+/** What the planner knows of the resource table: when it was last analyzed and the rows written since. */
+async function statisticsState(pool: pg.Pool): Promise<string> {
+  const { rows } = await pool.query(
+    `SELECT last_analyze, last_autoanalyze, n_mod_since_analyze::int AS changed FROM pg_stat_user_tables WHERE relname = 'resource'`,
+  );
+  const row = rows[0] as { last_analyze: Date | null; last_autoanalyze: Date | null; changed: number } | undefined;
+  if (!row) return 'resource table not found';
+  const last = [row.last_analyze, row.last_autoanalyze].filter((d): d is Date => d !== null).sort((a, b) => b.getTime() - a.getTime())[0];
+  return `resource ${last ? `last analyzed ${last.toISOString().slice(0, 16)}` : 'never analyzed'}, ${row.changed} rows written since`;
+}
+
+function scenarioTable(rows: Row[]): string[] {
+  return [
+    '| scenario | req/s | p50 ms | p90 ms | p97.5 ms | errors |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.scenario} | ${r.rps} | ${r.p50} | ${r.p90} | ${r.p975} | ${r.errors} |`),
+  ];
+}
+
+/** Each scenario's rate on fresh data beside its rate after ANALYZE, and the share of it kept. */
+function freshAgainstAnalyzed(fresh: Row[], analyzed: Row[]): string[] {
+  return [
+    '| scenario | fresh req/s | fresh p50 ms | fresh p97.5 ms | analyzed req/s | analyzed p50 ms | fresh / analyzed | errors |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...fresh.map((f) => {
+      const a = analyzed.find((r) => r.scenario === f.scenario)!;
+      const share = a.rps > 0 ? `${(f.rps / a.rps).toFixed(2)}` : '-';
+      return `| ${f.scenario} | ${f.rps} | ${f.p50} | ${f.p975} | ${a.rps} | ${a.p50} | ${share} | ${f.errors + a.errors} |`;
+    }),
+  ];
 }
 
 function load(scenario: Scenario, auth: string, duration: number, connections = CONNECTIONS): Promise<autocannon.Result> {
@@ -142,9 +210,9 @@ function load(scenario: Scenario, auth: string, duration: number, connections = 
   });
 }
 
-/** Walks every Patient by cursor, `_count=1000`, and times each page. */
-async function cursorWalk(auth: string): Promise<{ pages: number; resources: number; first: number; last: number; p50: number; max: number }> {
-  let url: string | undefined = `${FHIR}/Patient?_sort=_lastUpdated&_count=1000&_project=${PROJECT}`;
+/** Walks every Patient by cursor, `count` a page, and times each page. */
+async function cursorWalk(auth: string, count: number): Promise<{ pages: number; resources: number; first: number; last: number; p50: number; max: number }> {
+  let url: string | undefined = `${FHIR}/Patient?_sort=_lastUpdated&_count=${count}&_project=${PROJECT}`;
   const times: number[] = [];
   let resources = 0;
   while (url) {
@@ -234,27 +302,15 @@ async function main(): Promise<void> {
       await generateOnce(pool, OTHER_PROJECT, Math.ceil(PATIENTS / 10), Math.ceil(OBSERVATIONS / 10), 'o-'),
     ].join('; ');
     const auth = await token();
-    const rows: Row[] = [];
-    for (const scenario of scenarios) {
-      if (selected && !selected.some((s) => scenario.name.startsWith(s))) continue;
-      await load(scenario, auth, 2); // warm-up
-      const result = await load(scenario, auth, DURATION);
-      const row: Row = {
-        scenario: scenario.name,
-        rps: Math.round(result.requests.average),
-        p50: result.latency.p50,
-        p90: result.latency.p90,
-        p975: result.latency.p97_5,
-        errors: result.errors + result.non2xx,
-      };
-      console.log(`${row.scenario.padEnd(48)} ${String(row.rps).padStart(6)} req/s  p50 ${row.p50}  p90 ${row.p90}  p97.5 ${row.p975} ms  errors ${row.errors}`);
-      rows.push(row);
-    }
+    const statistics = await statisticsState(pool);
+    const rows = await runScenarios(auth, selected);
+    const analyzed = FRESH ? await analyzeAndRunAgain(pool, auth, selected) : undefined;
     // The target for _total=estimate is a response time, not a rate: measured alone as well.
     const estimate = scenarios.find((s) => s.name.startsWith('_total=estimate'))!;
     const alone = !selected || selected.some((s) => estimate.name.startsWith(s)) ? await load(estimate, auth, 5, 1) : undefined;
     if (alone) console.log(`${estimate.name}, one client: p50 ${alone.latency.p50} p97.5 ${alone.latency.p97_5} ms`);
-    const walk = await cursorWalk(auth);
+    const walk = await cursorWalk(auth, 1000);
+    const walk100 = await cursorWalk(auth, 100);
     console.log('cursor walk', walk);
     const machine = `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
     lines.push(
@@ -262,16 +318,16 @@ async function main(): Promise<void> {
       `## Search, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (bench/search.ts, PostgreSQL)`,
       '',
       `${machine}; ${PATIENTS} Patients and ${OBSERVATIONS} Observations in one project, a tenth of that in another (${generated});`,
-      `autocannon, ${CONNECTIONS} connections, ${DURATION} s per scenario; client, server and PostgreSQL on one machine.`,
+      `autocannon, ${CONNECTIONS} connections, ${DURATION} s per scenario; client, server and PostgreSQL on one machine;`,
+      `no statistics keeper, no ANALYZE before the first table (${statistics}).`,
       'autocannon reports p90 and p97.5, not p95: p97.5 bounds p95 from above.',
       '',
-      '| scenario | req/s | p50 ms | p90 ms | p97.5 ms | errors |',
-      '|---|---:|---:|---:|---:|---:|',
-      ...rows.map((r) => `| ${r.scenario} | ${r.rps} | ${r.p50} | ${r.p90} | ${r.p975} | ${r.errors} |`),
+      ...(analyzed ? freshAgainstAnalyzed(rows, analyzed) : scenarioTable(rows)),
       '',
       ...(alone ? [`${estimate.name} with one client (5 s): p50 ${alone.latency.p50} ms, p97.5 ${alone.latency.p97_5} ms, ${Math.round(alone.requests.average)} req/s.`, ''] : []),
       `Cursor walk of every Patient, \`_sort=_lastUpdated&_count=1000\`, one client: ${walk.pages} pages, ${walk.resources} resources;`,
       `first page ${walk.first} ms, last page ${walk.last} ms, median ${walk.p50} ms, slowest ${walk.max} ms.`,
+      `The same walk with \`_count=100\`: ${walk100.pages} pages; first page ${walk100.first} ms, last page ${walk100.last} ms, median ${walk100.p50} ms, slowest ${walk100.max} ms.`,
       '',
       'Query plans (EXPLAIN ANALYZE of the page query the service sends):',
       '',

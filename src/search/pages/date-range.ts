@@ -1,7 +1,7 @@
 import { plainParameter, type Filter } from '../plan/filters.js';
 import { dateBoundKind } from '../query/conditions/date.js';
 import { dateRangeRows } from '../query/conditions/date-range.js';
-import { loneFilter, otherConditions, type DrivenSearch } from './driven.js';
+import { joinByPrimaryKey, loneFilter, otherConditions, type DrivenSearch } from './driven.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
 
 /** A date parameter's lower and upper bound among a search's filters (dateRangeConditions' first pair), and the other filters. */
@@ -62,7 +62,7 @@ export async function dateRangePage(search: DrivenSearch, pair: DateRangePair, p
   const source = dateRangeRows(pair.name, pair.lower, pair.upper, search.type, search.projectId, ctx);
   if (!source) return undefined;
   const sql =
-    `SELECT ${page.columns} FROM (${source}) g JOIN resource r ON r.id = g."resourceId" WHERE ${where}` +
+    `SELECT ${page.columns} FROM (${source}) g ${joinByPrimaryKey(search, ctx, 'g."resourceId"', where)}` +
     ` LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
   const planOnce = pair.others.every(({ name }) => name === '_project');
   return runPage(search.services.db, sql, ctx.args, page.count, false, page.kept, planOnce);

@@ -40,16 +40,28 @@ export function otherConditions(search: DrivenSearch, others: readonly Filter[])
 }
 
 /**
+ * The join that reads the resources of a strategy's candidate rows (`id`: their id column) by
+ * primary key only, and keeps those that meet `where`. The conditions are tested as one `IS TRUE`
+ * expression, which no index serves: on data newer than the planner's statistics, a join that
+ * could see `r."projectId" = ..` took the (projectId, resourceType, lastUpdated, id) index and
+ * probed it with id as its fourth column, scanning every resource of the type for each candidate.
+ */
+export function joinByPrimaryKey(search: DrivenSearch, ctx: CompileContext, id: string, where: string): string {
+  return `JOIN resource r ON r."resourceType" = ${ctx.args.add(search.type)} AND r.id = ${id} WHERE (${where}) IS TRUE`;
+}
+
+/**
  * A search's filters compiled in `ctx` for a statement that tests them on candidate rows `d` of
  * (projectId, resourceType, id) before it reads the resources `r`: the conditions on `d`, and
  * those on `r` (the base conditions and the filters testedOnResource).
  */
 export function candidateConditions(search: DrivenSearch, filters: readonly Filter[], ctx: CompileContext): { candidates: string[]; onResource: string[] } {
   const onRows = filters.filter((filter) => !testedOnResource(filter));
+  const perRow = { ...ctx, perRow: true };
   return {
     candidates: [
-      ...onRows.map((filter) => filterCondition(filter, [search.type], 'd', ctx)),
-      ...dateRangeConditions(onRows, [search.type], ctx, 'd'),
+      ...onRows.map((filter) => filterCondition(filter, [search.type], 'd', perRow)),
+      ...dateRangeConditions(onRows, [search.type], perRow, 'd'),
     ],
     onResource: [
       ...baseConditions(search.services.identity, [search.type], search.scope, ctx),

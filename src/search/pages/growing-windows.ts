@@ -1,7 +1,7 @@
 import type { Filter } from '../plan/filters.js';
 import { policyCriteria } from '../../identity/policy.js';
 import type { CompileContext } from '../query/conditions/types.js';
-import { candidateConditions, firstWindow, freshContext, type DrivenSearch } from './driven.js';
+import { candidateConditions, firstWindow, freshContext, joinByPrimaryKey, type DrivenSearch } from './driven.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
 
 /** Growing windows grow this many times when they fall short, up to the most rows read before the general statement answers. */
@@ -47,7 +47,7 @@ export async function growingWindowPage(
       `SELECT d.id, d.first FROM (${rowsOf}) d${candidates.length > 0 ? ` WHERE (${candidates.join(' AND ')}) IS TRUE` : ''}` +
       (onlyImplied ? ` ORDER BY d.first ${direction}, d.id LIMIT ${ctx.args.add(page.offset + page.count + 1)}` : '');
     const sql =
-      `SELECT ${page.columns} FROM (${tested}) p JOIN resource r ON r.id = p.id WHERE ${where.join(' AND ')}` +
+      `SELECT ${page.columns} FROM (${tested}) p ${joinByPrimaryKey(search, ctx, 'p.id', where.join(' AND '))}` +
       ` ORDER BY p.first ${direction}, p.id LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
     const rows = await runPage(search.services.db, sql, ctx.args, page.count, false, page.kept, false);
     if (rows.more || (holdsEveryRow && (await holdsEveryRow(window)))) return rows;

@@ -1,7 +1,7 @@
 import type { Filter } from '../plan/filters.js';
 import type { CompileContext } from '../query/conditions/types.js';
 import type { SqlArgs } from '../../db/sql-args.js';
-import { firstWindow, otherConditions, type DrivenSearch } from './driven.js';
+import { firstWindow, joinByPrimaryKey, otherConditions, type DrivenSearch } from './driven.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
 
 /**
@@ -34,7 +34,7 @@ export async function orderedMatchesPage(search: DrivenSearch, driver: OrderedDr
   const statement = (window: number | undefined): { sql: string; args: SqlArgs } => {
     const { ctx, where } = otherConditions(search, driver.others);
     const sql =
-      `SELECT ${page.columns} FROM (${driver.matches(ctx, window)}) p JOIN resource r ON r.id = p."resourceId" WHERE ${where}` +
+      `SELECT ${page.columns} FROM (${driver.matches(ctx, window)}) p ${joinByPrimaryKey(search, ctx, 'p."resourceId"', where)}` +
       ` ORDER BY p.first, p."resourceId" LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
     return { sql, args: ctx.args };
   };

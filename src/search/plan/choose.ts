@@ -10,6 +10,7 @@ import { COLUMNS, KEY_COLUMNS, type PageRows, type PageShape } from '../pages/ro
 import { sortWindow } from '../pages/sorted-window.js';
 import { prefixDriver, prefixRangeOf } from '../pages/string-prefix.js';
 import { tokenCodeDriver } from '../pages/token-code.js';
+import { policyCriteria } from '../../identity/policy.js';
 import { searchedProject } from './filters.js';
 import type { SearchQuery } from './query.js';
 
@@ -78,7 +79,24 @@ function generalPage(query: SearchQuery, page: PageShape, oneProject: DrivenSear
     sort: query.control.sort,
     position: query.paging.position,
     multiType: query.typeList === undefined || query.typeList.length > 1,
-    planOnce: query.planOnce,
+    planOnce: query.planOnce || (oneProject !== undefined && inLastUpdatedOrderAlone(query, oneProject)),
     projects: query.scope.projectIds === undefined && project === undefined ? everyProject('resource') : undefined,
   });
+}
+
+/**
+ * A page of one type in one project in `_lastUpdated` order (ascending, which cursors walk, or
+ * descending) with no filter but `_project` and no AccessPolicy criteria: the project's
+ * (projectId, resourceType, lastUpdated, id) index gives it in order and stops at the page,
+ * whatever the values, so it is planned once. Planned for its values with statistics older than
+ * the data, PostgreSQL guessed a few dozen resources of the type and read and sorted every one of
+ * them whenever the page asked for more rows than that (a cursor walk's pages of 1,000).
+ */
+function inLastUpdatedOrderAlone({ control: { sort }, filters, services }: SearchQuery, search: DrivenSearch): boolean {
+  return (
+    sort.length === 1 &&
+    sort[0].code === '_lastUpdated' &&
+    filters.every(({ name }) => name === '_project') &&
+    !policyCriteria(services.identity, search.type)
+  );
 }

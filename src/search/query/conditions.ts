@@ -129,7 +129,7 @@ function compileIndexed(
   const x = `x${ctx.depth}`;
   const rowsOf: RowsOf = (condition) => {
     ctx.onRows?.({ table: kind.table, codeArg, condition, alias: x, depth: ctx.depth });
-    return rowsExist(kind.table, codeArg, alias, x, condition);
+    return rowsExist(kind.table, codeArg, alias, x, condition, ctx.perRow);
   };
   if (modifier === 'missing') return missingCondition(name, value, () => rowsOf(undefined));
   const values = splitOr(value);

@@ -28,17 +28,18 @@ export function dateRangeCondition(
   ctx: CompileContext,
 ): string | undefined {
   const x = `x${ctx.depth}`;
-  const meets = dateRowMeetsRange(name, lower, upper, x, ctx);
-  if (!meets) return undefined;
+  const range = dateRowMeetsRange(name, lower, upper, x, ctx);
+  if (!range) return undefined;
+  const meets = `${range.both} AND ${range.overlap}`;
   return `(${alias}."projectId", ${alias}."resourceType", ${alias}.id) IN (${dateRowsOf(x, types, ctx, meets, name)}` +
     ` UNION ALL ${dateRowsOf(x, types, ctx, `${x}.seq > 1`, name)})`;
 }
 
 /**
- * The condition on a date_index row `x` of `name` that it meets both bounds and overlaps [A, B]
- * (the GiST index's), or undefined when `lower`/`upper` are not such a pair.
+ * The conditions on a date_index row `x` of `name` that it meets both bounds, and that it overlaps
+ * [A, B] (the GiST index's), or undefined when `lower`/`upper` are not such a pair.
  */
-function dateRowMeetsRange(name: string, lower: string, upper: string, x: string, ctx: CompileContext): string | undefined {
+function dateRowMeetsRange(name: string, lower: string, upper: string, x: string, ctx: CompileContext): { both: string; overlap: string } | undefined {
   if (dateBoundKind(lower) !== 'lower' || dateBoundKind(upper) !== 'upper') return undefined;
   const low = parseDateValue(name, lower);
   const high = parseDateValue(name, upper);
@@ -54,7 +55,7 @@ function dateRowMeetsRange(name: string, lower: string, upper: string, x: string
     aTime <= bTime
       ? `${dateRowRange(x)} && tstzrange(${ctx.args.add(a, 'timestamptz')}, ${ctx.args.add(b, 'timestamptz')}, '[]')`
       : `${dateRowRange(x)} @> tstzrange(${ctx.args.add(b, 'timestamptz')}, ${ctx.args.add(a, 'timestamptz')}, '[]')`;
-  return `${both} AND ${overlap}`;
+  return { both, overlap };
 }
 
 /**
@@ -69,16 +70,18 @@ function dateRowMeetsRange(name: string, lower: string, upper: string, x: string
  * `name` is a date parameter without modifier (the caller checks).
  */
 export function dateRangeRows(name: string, lower: string, upper: string, type: string, projectId: string, ctx: CompileContext): string | undefined {
-  const meets = dateRowMeetsRange(name, lower, upper, 'g', ctx);
-  if (!meets) return undefined;
+  const range = dateRowMeetsRange(name, lower, upper, 'g', ctx);
+  if (!range) return undefined;
   const inProject = (x: string): string =>
     `${x}."projectId" = ${ctx.args.add(projectId)} AND ${x}."resourceType" = ${ctx.args.add(type)} AND ${x}.code = ${ctx.args.add(name)}`;
   const sameResource = (x: string, of: string): string =>
     `${x}."projectId" = ${of}."projectId" AND ${x}."resourceType" = ${of}."resourceType" AND ${x}.code = ${of}.code AND ${x}."resourceId" = ${of}."resourceId"`;
   const someRow = (raw: string): string =>
     `EXISTS (SELECT 1 FROM date_index x WHERE ${sameResource('x', 'l')} AND ${dateCondition(name, raw, 'x.start', 'x."end"', ctx)})`;
+  // Only the overlap is left for an index to serve: with statistics older than the data, the
+  // planner also read the project's every row ending after A from a btree index, to AND the two.
   const single =
-    `SELECT g."resourceId" FROM date_index g WHERE ${inProject('g')} AND ${meets}` +
+    `SELECT g."resourceId" FROM date_index g WHERE ${range.overlap} AND (${inProject('g')} AND ${range.both}) IS TRUE` +
     ` AND NOT EXISTS (SELECT 1 FROM date_index l WHERE ${sameResource('l', 'g')} AND l.seq > 1)`;
   const several =
     `SELECT l."resourceId" FROM date_index l WHERE ${inProject('l')} AND l.seq > 1 AND ${someRow(lower)} AND ${someRow(upper)}` +

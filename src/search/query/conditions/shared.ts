@@ -33,17 +33,20 @@ export function missingCondition(name: string, value: string, rows: () => string
   return value === 'true' ? `NOT ${rows()}` : rows();
 }
 
-/** EXISTS over the rows `x` of `table` with the code in `codeArg` that belong to the resource `alias`. */
-export function rowsExist(table: string, codeArg: string, alias: string, x: string, condition: string | undefined): string {
+/**
+ * EXISTS over the rows `x` of `table` with the code in `codeArg` that belong to the resource
+ * `alias`; `perRow` (CompileContext.perRow): probed once per row of `alias`.
+ */
+export function rowsExist(table: string, codeArg: string, alias: string, x: string, condition: string | undefined, perRow?: boolean): string {
   return (
     `EXISTS (SELECT 1 FROM ${table} ${x} WHERE ${x}."projectId" = ${alias}."projectId" AND ${x}."resourceType" = ${alias}."resourceType"` +
-    ` AND ${x}."resourceId" = ${alias}.id AND ${x}.code = ${codeArg}${condition ? ` AND (${condition})` : ''})`
+    ` AND ${x}."resourceId" = ${alias}.id AND ${x}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}${perRow ? ' OFFSET 0' : ''})`
   );
 }
 
 /** EXISTS over the rows of `table` with `code` that belong to the resource `alias`. */
 export function existsRows(table: string, code: string, alias: string, ctx: CompileContext, condition: string | undefined): string {
-  return rowsExist(table, ctx.args.add(code), alias, `x${ctx.depth}`, condition);
+  return rowsExist(table, ctx.args.add(code), alias, `x${ctx.depth}`, condition, ctx.perRow);
 }
 
 /** The rows `w` of an index table that belong to one project, type and parameter code (the leading columns of its indexes). */

@@ -27,6 +27,13 @@ export interface CompileContext {
    * key-driven pages use it). A condition at depth 0 whose SQL starts with EXISTS is exactly that test.
    */
   onRows?: (rows: IndexRowsCondition) => void;
+  /**
+   * The conditions are tested on each of a few candidate rows (pages/driven.ts): their index-row
+   * tests end in `OFFSET 0`, which keeps PostgreSQL from reading every row of the value into a hash
+   * or a join instead of probing the index once per candidate. With statistics older than the
+   * data it believed a common code had a handful of rows and hashed all 50,000 of them for a page.
+   */
+  perRow?: boolean;
 }
 
 /** `EXISTS (row of table with code and condition)`, the shape of a plain parameter's condition. */

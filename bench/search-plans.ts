@@ -1,0 +1,82 @@
+/**
+ * The statements a search sends, each timed and (EXPLAIN=1) explained as the server plans it: a
+ * statement the service marks planOnce with a generic plan, the others planned for their values.
+ * Runs the search service in this process on the search benchmark's database (bench/search.ts
+ * fills it), one connection, no HTTP: for finding which statement of a shape is slow and why,
+ * e.g. before and after ANALYZE.
+ *
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench [ONLY=chained,date] [EXPLAIN=1] \
+ *     [EXTRA='label|Observation|date=ge2015-01-01'] npx tsx bench/search-plans.ts
+ *
+ * Each statement runs once untimed, then once timed.
+ */
+import pg from 'pg';
+import { loadConfig } from '../src/config.js';
+import type { SqlExecutor, QueryOptions } from '../src/db/database.js';
+import { search, searchServicesFor } from '../src/search/service.js';
+
+const DATABASE_URL = process.env.BENCH_DATABASE_URL;
+if (!DATABASE_URL) throw new Error('Set BENCH_DATABASE_URL to the search benchmark database');
+const PROJECT = 'search-bench';
+const shapes: [string, string, string, boolean?][] = [
+  ['name prefix', 'Patient', 'name=smi'],
+  ['identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242'],
+  ['subject+code', 'Observation', 'subject=Patient/pat-4242&code=http://loinc.org|8867-4'],
+  ['date range', 'Observation', 'date=ge2023-03-01&date=le2023-03-01'],
+  ['chained', 'Observation', 'subject:Patient.identifier=MRN4242'],
+  ['sort -lastUpdated', 'Observation', '_sort=-_lastUpdated&_count=20'],
+  ['cursor first', 'Patient', '_sort=_lastUpdated&_count=1000'],
+  ['include', 'Observation', 'code=http://loinc.org|8867-4&_include=Observation:subject'],
+  ['sort -date', 'Observation', 'code=http://loinc.org|8867-4&_sort=-date'],
+  ['total estimate', 'Observation', 'code=http://loinc.org|8867-4&_total=estimate'],
+  ['total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate'],
+  ['every: identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242', true],
+  ['every: sort', 'Observation', '_sort=-_lastUpdated&_count=20', true],
+  ['every: chained', 'Observation', 'subject:Patient.identifier=MRN4242', true],
+];
+if (process.env.EXTRA) { const [l, t, q] = process.env.EXTRA.split('|'); shapes.unshift([l, t, q]); }
+const only = process.env.ONLY?.split(',');
+const explain = process.env.EXPLAIN === '1';
+const client = new pg.Client({ connectionString: DATABASE_URL });
+await client.connect();
+let n = 0;
+/** A value as an SQL literal, for EXPLAIN EXECUTE (which takes no bind parameters). */
+function literal(v: unknown): string {
+  if (v === null || v === undefined) return 'NULL';
+  if (Array.isArray(v)) return `ARRAY[${v.map(literal).join(',')}]`;
+  if (v instanceof Date) return `'${v.toISOString()}'`;
+  return `'${String(v).replace(/'/g, "''")}'`;
+}
+async function run(sql: string, args: readonly unknown[], options?: QueryOptions): Promise<{ rows: unknown[]; ms: number; plan?: string }> {
+  await client.query(`SET plan_cache_mode = ${options?.planOnce ? 'force_generic_plan' : 'force_custom_plan'}`);
+  const name = `d${++n}`;
+  await client.query({ text: sql, values: args as unknown[], name });
+  const started = performance.now();
+  const res = await client.query({ text: sql, values: args as unknown[], name });
+  const ms = performance.now() - started;
+  let plan: string | undefined;
+  if (explain) {
+    const e = await client.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE ${name}(${args.map(literal).join(',')})`).catch((err) => ({ rows: [{ 'QUERY PLAN': String(err) }] }));
+    plan = e.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
+  }
+  return { rows: res.rows, ms, plan };
+}
+for (const [label, type, query, every] of shapes) {
+  if (only && !only.some((o) => label.startsWith(o))) continue;
+  const log: string[] = [];
+  const executor: SqlExecutor = {
+    query: async <R>(sql: string, args: readonly unknown[] = [], options?: QueryOptions) => {
+      const r = await run(sql, args, options);
+      log.push(`  ${r.ms.toFixed(1)} ms ${options?.planOnce ? 'G' : 'C'} ${sql.slice(0, 160).replace(/\s+/g, ' ')}${r.plan ? '\n' + r.plan : ''}`);
+      return r.rows as R[];
+    },
+    execute: async (sql: string, args: readonly unknown[] = []) => (await client.query(sql, args as unknown[])).rowCount ?? 0,
+  };
+  const identity = { projectId: PROJECT, superAdmin: !!every };
+  const services = searchServicesFor({ database: executor, identity, config: { ...loadConfig({}), fhirBaseUrl: 'http://x/fhir/R4' } });
+  const started = performance.now();
+  await search(services, type, [...new URLSearchParams(every ? query : `${query}&_project=${PROJECT}`).entries()]);
+  console.log(`${label}: ${(performance.now() - started).toFixed(1)} ms total`);
+  console.log(log.join('\n'));
+}
+await client.end();
