@@ -54,6 +54,8 @@ interface Scenario {
   query: () => string;
   /** Searches every project (no `_project`), as a super admin may; otherwise `_project=search-bench`. */
   everyProject?: true;
+  /** A GraphQL query (POST `$graphql` in the bench project) instead of the REST search. */
+  graphql?: () => string;
 }
 
 const scenarios: Scenario[] = [
@@ -86,6 +88,13 @@ const scenarios: Scenario[] = [
   { name: '_sort=-date (by code)', type: 'Observation', query: () => `code=http://loinc.org|${pick(LOINC)}&_sort=-date` },
   { name: '_total=estimate (by code)', type: 'Observation', query: () => `code=http://loinc.org|${pick(LOINC)}&_total=estimate` },
   { name: '_total=accurate (by code)', type: 'Observation', query: () => `code=http://loinc.org|${pick(LOINC)}&_total=accurate` },
+  {
+    name: 'GraphQL: 50 Observations by code with subject names',
+    type: 'Observation',
+    query: () => '',
+    graphql: () =>
+      `{ ObservationList(code: "http://loinc.org|${pick(LOINC)}", _params: [{ name: "_project", value: "${PROJECT}" }], _count: 50) { id subject { resource { ... on Patient { name { family } } } } } }`,
+  },
   // A super admin's searches of every project (no _project): both projects' rows.
   {
     name: 'every project: Patient by identifier',
@@ -196,13 +205,19 @@ function load(scenario: Scenario, auth: string, duration: number, connections = 
         duration,
         headers: { authorization: `Bearer ${auth}` },
         requests: [
-          {
-            method: 'GET',
-            setupRequest: (req) => ({
-              ...req,
-              path: `/fhir/R4/${scenario.type}?${scenario.query()}${scenario.everyProject ? '' : `&_project=${PROJECT}`}`,
-            }),
-          },
+          scenario.graphql
+            ? {
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+                setupRequest: (req) => ({ ...req, path: '/fhir/R4/$graphql', body: JSON.stringify({ query: scenario.graphql!() }) }),
+              }
+            : {
+                method: 'GET',
+                setupRequest: (req) => ({
+                  ...req,
+                  path: `/fhir/R4/${scenario.type}?${scenario.query()}${scenario.everyProject ? '' : `&_project=${PROJECT}`}`,
+                }),
+              },
         ],
       },
       (error, result) => (error ? reject(error) : resolve(result)),
