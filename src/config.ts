@@ -207,8 +207,8 @@ export function loadConfig(env: Env = process.env): Config {
     writeStatementTimeoutMs: int('WRITE_STATEMENT_TIMEOUT_MS', 10_000),
     bulkStatementTimeoutMs: int('BULK_STATEMENT_TIMEOUT_MS', 600_000),
     admissionMaxInWork: int('ADMISSION_MAX_IN_WORK', 2 * poolSize, 1),
-    admissionMaxQueued: int('ADMISSION_MAX_QUEUED', 16 * poolSize, 1),
-    admissionMaxQueuedPerProject: int('ADMISSION_MAX_QUEUED_PER_PROJECT', 4 * poolSize, 1),
+    admissionMaxQueued: int('ADMISSION_MAX_QUEUED', 32 * poolSize, 1),
+    admissionMaxQueuedPerProject: int('ADMISSION_MAX_QUEUED_PER_PROJECT', 8 * poolSize, 1),
     admissionMaxWaitMs: int('ADMISSION_MAX_WAIT_MS', 5_000, 1),
   };
   if (config.superAdminClientId !== undefined && !/^[A-Za-z0-9\-.]{1,64}$/.test(config.superAdminClientId)) {
