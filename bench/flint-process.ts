@@ -50,6 +50,26 @@ export async function clientCredentialsToken(baseUrl: string, client: BenchClien
   return body.access_token;
 }
 
+/** A new project made by Project/$init (as the super admin `superAdminToken`), and its default ClientApplication. */
+export async function newProjectClient(baseUrl: string, superAdminToken: string, name: string): Promise<BenchClient> {
+  const fhir = `${baseUrl}/fhir/R4`;
+  const headers = { 'content-type': 'application/fhir+json', authorization: `Bearer ${superAdminToken}` };
+  const parameters = [
+    { name: 'name', valueString: name },
+    { name: 'ownerEmail', valueString: `bench-${Date.now()}-${Math.random().toString(36).slice(2)}@example.org` },
+  ];
+  const init = await fetch(`${fhir}/Project/$init`, { method: 'POST', headers, body: JSON.stringify({ resourceType: 'Parameters', parameter: parameters }) });
+  if (init.status !== 201) throw new Error(`Project/$init failed: ${init.status} ${await init.text()}`);
+  const project = (await init.json()) as { id: string };
+  const found = await fetch(`${fhir}/ClientApplication?_project=${project.id}`, { headers });
+  const bundle = (await found.json()) as { entry?: { resource: { id: string } }[] };
+  const id = bundle.entry?.[0]?.resource.id;
+  // A read (not a search) carries the secret, for admins.
+  const client = id ? ((await (await fetch(`${fhir}/ClientApplication/${id}`, { headers })).json()) as { secret?: string }) : undefined;
+  if (!id || !client?.secret) throw new Error(`no readable ClientApplication in the new project: ${JSON.stringify(bundle)}`);
+  return { id, secret: client.secret };
+}
+
 /** One FHIR request with a bearer token; a non-2xx answer throws with its body. */
 export async function fhirCall(fhirBase: string, token: string, method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(`${fhirBase}${path}`, {

@@ -4,7 +4,7 @@
  *
  *   npm run bench                         embedded PGlite, plus PostgreSQL when BENCH_DATABASE_URL is set
  *   BENCH_SCENARIOS=read,create npm run bench   (a scenario is selected by its first word: read, create, graphql,
- *                                                transaction, batch, search, conditional, hostile)
+ *                                                transaction, batch, search, conditional, hostile, overload)
  *   BENCH_DURATION=10 npm run bench       seconds per scenario (default 10)
  *   BENCH_WORKERS=1,2 npm run bench       PostgreSQL once per WORKERS setting (default 1 and 2)
  *   BENCH_RESULTS=/tmp/mine.md npm run bench   append to another file than bench/RESULTS.md
@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { typicalObservation, typicalPatient } from './fixtures.js';
 import { bundleScenarios } from './bundle-scenarios.js';
-import { clientCredentialsToken, launchFlint, stopFlint, type BenchClient } from './flint-process.js';
+import { clientCredentialsToken, launchFlint, newProjectClient, stopFlint, type BenchClient } from './flint-process.js';
+import { FLOOD_CONNECTIONS, runOverload, STEADY_CONNECTIONS } from './overload.js';
 import { HOSTILE_CONNECTIONS, runHostile } from './hostile.js';
 import { shapeTarget } from '../test/fuzz/shapes.js';
 
@@ -177,21 +178,7 @@ async function startFlint(env: Record<string, string>): Promise<ChildProcess> {
 
 /** A new project made by Project/$init, and a token of its default ClientApplication. */
 async function projectClientToken(superAdminToken: string): Promise<string> {
-  const headers = { 'content-type': 'application/fhir+json', authorization: `Bearer ${superAdminToken}` };
-  const parameters = [
-    { name: 'name', valueString: 'Benchmark' },
-    { name: 'ownerEmail', valueString: `bench-${Date.now()}@example.org` },
-  ];
-  const init = await fetch(`${FHIR}/Project/$init`, { method: 'POST', headers, body: JSON.stringify({ resourceType: 'Parameters', parameter: parameters }) });
-  if (init.status !== 201) throw new Error(`Project/$init failed: ${init.status} ${await init.text()}`);
-  const project = (await init.json()) as { id: string };
-  const found = await fetch(`${FHIR}/ClientApplication?_project=${project.id}`, { headers });
-  const bundle = (await found.json()) as { entry?: { resource: { id: string } }[] };
-  const id = bundle.entry?.[0]?.resource.id;
-  // A read (not a search) carries the secret, for admins.
-  const client = id ? ((await (await fetch(`${FHIR}/ClientApplication/${id}`, { headers })).json()) as { secret?: string }) : undefined;
-  if (!id || !client?.secret) throw new Error(`no readable ClientApplication in the benchmark project: ${JSON.stringify(bundle)}`);
-  projectClient = { id, secret: client.secret };
+  projectClient = await newProjectClient(BASE, superAdminToken, 'Benchmark');
   return clientCredentialsToken(BASE, projectClient);
 }
 
@@ -211,11 +198,12 @@ async function seedPatients(count: number): Promise<string[]> {
 }
 
 async function benchDatabase(label: string, env: Record<string, string>, selected: Set<string> | undefined): Promise<Row[]> {
+  if (selected && [...selected].every((name) => name === 'overload')) return [];
   const child = await startFlint(env);
   const rows: Row[] = [];
   try {
     // The hostile scenario makes its own data.
-    const seeded = !selected || [...selected].some((name) => name !== 'hostile');
+    const seeded = !selected || [...selected].some((name) => name !== 'hostile' && name !== 'overload');
     const ids = seeded ? await seedPatients(1000) : [];
     if (seeded) await seedGraphqlObservations(ids);
     for (const scenario of scenarios) {
@@ -296,6 +284,29 @@ async function hostile(label: string, database: 'pglite' | 'postgres'): Promise<
   return row;
 }
 
+/**
+ * One project flooding at FLOOD_CONNECTIONS while another reads at STEADY_CONNECTIONS, with and
+ * without admission control (bench/overload.ts), each on servers of its own: a row per run, the
+ * steady project's latencies in the columns.
+ */
+async function overload(label: string, env: Record<string, string>, selected: Set<string> | undefined): Promise<Row[]> {
+  if (selected && !selected.has('overload')) return [];
+  const runs = await runOverload(PORT + 1, { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', ...env }, BENCH_CLIENT, DURATION);
+  return runs.map((run) => {
+    const row: Row = {
+      database: label,
+      scenario: `overload ${run.mode}: steady project at ${STEADY_CONNECTIONS} connections, flood at ${FLOOD_CONNECTIONS}`,
+      target: `steady ${run.steady.successPercent}% answered 2xx; flood ${run.flood.rps} req/s, ${run.flood.refusedPercent}% refused 503, p50 ${run.flood.p50} ms, p99 ${run.flood.p99} ms`,
+      rps: run.steady.rps,
+      p50: run.steady.p50,
+      p99: run.steady.p99,
+      errors: run.steady.failures,
+    };
+    console.log(`${label.padEnd(10)} ${row.scenario}: steady ${row.rps} req/s p50 ${row.p50} ms p99 ${row.p99} ms; ${row.target}`);
+    return row;
+  });
+}
+
 /** Slices and their length for `interleaved`. */
 const SLICES = 10;
 const SLICE_SECONDS = 2;
@@ -339,6 +350,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   try {
     rows.push(...(await benchDatabase('PGlite', { DATA_DIR: dataDir, DATABASE_URL: '' }, selected)));
+    rows.push(...(await overload('PGlite', { DATA_DIR: dataDir, DATABASE_URL: '' }, selected)));
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
@@ -346,6 +358,7 @@ async function main(): Promise<void> {
   for (const workers of pgUrl ? WORKER_COUNTS : []) {
     const label = workers === 1 ? 'PostgreSQL' : `PostgreSQL, WORKERS=${workers}`;
     rows.push(...(await benchDatabase(label, { DATABASE_URL: pgUrl!, WORKERS: String(workers) }, selected)));
+    rows.push(...(await overload(label, { DATABASE_URL: pgUrl!, WORKERS: String(workers) }, selected)));
   }
   record(rows);
 }

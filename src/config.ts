@@ -91,6 +91,23 @@ export interface Config {
   readonly asyncJobStaleMs: number;
   /** PostgreSQL: how often one server analyzes the search tables that changed enough since their last ANALYZE (0: never). */
   readonly statisticsIntervalMs: number;
+  /**
+   * PostgreSQL `statement_timeout` of reads, history, searches and GraphQL queries: every statement
+   * outside a transaction (the connections' own setting). 0: none. Cancelled: 503 `timeout`.
+   */
+  readonly statementTimeoutMs: number;
+  /** PostgreSQL `statement_timeout` of the statements of a write's transaction. 0: none. */
+  readonly writeStatementTimeoutMs: number;
+  /** PostgreSQL `statement_timeout` of the transactions of bulk work: reindex, imports, project clones, statistics. 0: none. */
+  readonly bulkStatementTimeoutMs: number;
+  /** Admission: most requests one server process works on at once; more wait in their project's queue. */
+  readonly admissionMaxInWork: number;
+  /** Admission: most requests waiting, all projects together (503 above, the longest queue giving way). */
+  readonly admissionMaxQueued: number;
+  /** Admission: most requests of one project waiting (503 above). */
+  readonly admissionMaxQueuedPerProject: number;
+  /** Admission: longest a request waits for its turn before it is answered 503. */
+  readonly admissionMaxWaitMs: number;
 }
 
 export class ConfigError extends Error {
@@ -142,13 +159,14 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push('DATABASE_URL must start with postgres:// or postgresql://');
   }
 
+  const poolSize = int('DATABASE_POOL_SIZE', 10, 1);
   const config: Config = {
     port,
     baseUrl,
     fhirBaseUrl: `${baseUrl}fhir/R4`,
     databaseUrl,
     dataDir: merged.DATA_DIR || './data',
-    databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1),
+    databasePoolSize: poolSize,
     databasePreparedStatements: int('DATABASE_PREPARED_STATEMENTS', 256),
     workers: int('WORKERS', 1, 1),
     maxBodyBytes: int('MAX_BODY_BYTES', 16 * 1024 * 1024, 1024),
@@ -185,6 +203,13 @@ export function loadConfig(env: Env = process.env): Config {
     expandMaxCodes: int('EXPAND_MAX_CODES', 10_000, 1),
     asyncJobStaleMs: int('ASYNC_JOB_STALE_MS', 60_000, 1000),
     statisticsIntervalMs: int('STATISTICS_INTERVAL_MS', 60_000),
+    statementTimeoutMs: int('STATEMENT_TIMEOUT_MS', 10_000),
+    writeStatementTimeoutMs: int('WRITE_STATEMENT_TIMEOUT_MS', 10_000),
+    bulkStatementTimeoutMs: int('BULK_STATEMENT_TIMEOUT_MS', 600_000),
+    admissionMaxInWork: int('ADMISSION_MAX_IN_WORK', 2 * poolSize, 1),
+    admissionMaxQueued: int('ADMISSION_MAX_QUEUED', 32 * poolSize, 1),
+    admissionMaxQueuedPerProject: int('ADMISSION_MAX_QUEUED_PER_PROJECT', 8 * poolSize, 1),
+    admissionMaxWaitMs: int('ADMISSION_MAX_WAIT_MS', 5_000, 1),
   };
   if (config.superAdminClientId !== undefined && !/^[A-Za-z0-9\-.]{1,64}$/.test(config.superAdminClientId)) {
     problems.push('SUPER_ADMIN_CLIENT_ID must be 1-64 of A-Z a-z 0-9 - . (it is the ClientApplication id)');

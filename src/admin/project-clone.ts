@@ -133,7 +133,7 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
         seal(auth.keys.sealingKey, secret),
       ]);
     }
-  });
+  }, 'bulk');
   auth.searchCache?.writtenAnywhere(newProjectId);
   // New ids, so nothing was cached for them; forgotten all the same, as after any credential write.
   for (const { clientId } of hashed) auth.clientCredentials.forget(`ClientApplication/${clientId}`);

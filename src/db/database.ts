@@ -9,6 +9,7 @@ import type {
 } from '@prisma/driver-adapter-utils';
 import pg from 'pg';
 import type { Config } from '../config.js';
+import { errors } from '../fhir/outcome.js';
 import { preparingClient, StatementNames } from './prepared-statements.js';
 import { WorkerSqlAdapter } from './worker-adapter.js';
 import { PrismaClient } from '../generated/prisma/client.js';
@@ -34,13 +35,23 @@ export interface SqlExecutor {
 export type DatabaseKind = 'pglite' | 'postgres';
 
 /**
+ * What a transaction does, which decides how long each of its statements may run on PostgreSQL
+ * (`statement_timeout`): a request's write, bulk work (reindex, imports, clones, statistics), or
+ * schema changes (migrations, unbounded).
+ */
+export type TransactionKind = 'write' | 'bulk' | 'schema';
+
+/** The settings that bound statements on PostgreSQL (src/config.ts); 0 is no bound. */
+export type StatementTimeouts = Pick<Config, 'statementTimeoutMs' | 'writeStatementTimeoutMs' | 'bulkStatementTimeoutMs'>;
+
+/**
  * Where the resource store sends its statements: the database, or one transaction that several
  * writes join (a transaction Bundle). Work that would open a transaction joins the open one, and
  * what must only follow a commit (caches, notices to other servers) waits for it.
  */
 export interface TransactionalSql extends SqlExecutor {
   readonly kind: DatabaseKind;
-  transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  transaction<T>(work: (tx: SqlExecutor) => Promise<T>, kind?: TransactionKind): Promise<T>;
   /** Runs `effect` once the work is committed: at once on the database, at the end on a joined transaction. */
   afterCommit(effect: () => void): void;
   /** The transaction every statement joins, when there is one. */
@@ -83,12 +94,14 @@ export class Database implements TransactionalSql {
     private readonly closeDriver: () => Promise<void>,
     /** Connections whose statements PostgreSQL may plan once (QueryOptions.planOnce). */
     private readonly planOnceAdapter: SqlDriverAdapter = adapter,
+    /** PostgreSQL's bounds on statements; none on the embedded database, whose engine cannot cancel one. */
+    private readonly timeouts?: StatementTimeouts,
   ) {
     this.prisma = new PrismaClient({ adapter: sharedAdapter(adapter, this) });
   }
 
   static async open(
-    config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePoolSize' | 'databasePreparedStatements'>,
+    config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePoolSize' | 'databasePreparedStatements'> & Partial<StatementTimeouts>,
   ): Promise<Database> {
     if (config.databaseUrl) {
       const prepared = config.databasePreparedStatements > 0;
@@ -99,7 +112,7 @@ export class Database implements TransactionalSql {
       const close = () => Promise.all([pool.end(), planOncePool?.end()]).then(() => undefined);
       const adapter = await new PrismaPg(pool).connect();
       const planOnceAdapter = planOncePool ? await new PrismaPg(planOncePool).connect() : undefined;
-      return new Database('postgres', adapter, close, planOnceAdapter);
+      return new Database('postgres', adapter, close, planOnceAdapter ?? adapter, statementTimeouts(config));
     }
     const worker = await WorkerSqlAdapter.start(config.dataDir);
     return new Database('pglite', worker, () => worker.dispose());
@@ -107,12 +120,12 @@ export class Database implements TransactionalSql {
 
   query<R = Row>(sql: string, args: readonly unknown[] = [], options: QueryOptions = {}): Promise<R[]> {
     this.statementCount++;
-    return runQuery<R>(options.planOnce ? this.planOnceAdapter : this.adapter, sql, args);
+    return runQuery<R>(options.planOnce ? this.planOnceAdapter : this.adapter, sql, args, this.timeouts?.statementTimeoutMs);
   }
 
   execute(sql: string, args: readonly unknown[] = []): Promise<number> {
     this.statementCount++;
-    return this.adapter.executeRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
+    return runExecute(this.adapter, sql, args, this.timeouts?.statementTimeoutMs);
   }
 
   /**
@@ -120,11 +133,15 @@ export class Database implements TransactionalSql {
    * Inside, use only the executor passed in (PGlite has one connection: a query on the outer
    * database would wait for this transaction forever).
    */
-  async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  async transaction<T>(work: (tx: SqlExecutor) => Promise<T>, kind: TransactionKind = 'write'): Promise<T> {
     const tx = await this.adapter.startTransaction();
-    const executor = new TransactionExecutor(tx, this);
+    const timeoutMs = this.timeoutOf(kind);
+    const executor = new TransactionExecutor(tx, this, timeoutMs);
     let result: T;
     try {
+      if (this.timeouts && timeoutMs !== this.timeouts.statementTimeoutMs) {
+        await executor.execute(`SET LOCAL statement_timeout = ${timeoutMs}`);
+      }
       result = await work(executor);
     } catch (error) {
       await finishTransaction(tx, 'ROLLBACK').catch(() => undefined);
@@ -136,6 +153,16 @@ export class Database implements TransactionalSql {
 
   afterCommit(effect: () => void): void {
     effect();
+  }
+
+  /**
+   * How long each statement of a transaction of `kind` may run. A request's writes keep the
+   * connections' own setting when it is the same (the default), which costs no statement.
+   */
+  private timeoutOf(kind: TransactionKind): number | undefined {
+    if (!this.timeouts) return undefined;
+    if (kind === 'schema') return 0;
+    return kind === 'bulk' ? this.timeouts.bulkStatementTimeoutMs : this.timeouts.writeStatementTimeoutMs;
   }
 
   async close(): Promise<void> {
@@ -189,35 +216,48 @@ type PlanCacheMode = 'force_custom_plan' | 'force_generic_plan';
  * prepared on each connection (prepared-statements.ts) and planned as the mode says.
  */
 function postgresPool(
-  config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'databasePreparedStatements'>,
+  config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'databasePreparedStatements'> & Partial<StatementTimeouts>,
   planCacheMode: PlanCacheMode | undefined,
 ): pg.Pool {
+  // Reads and searches are bounded by the connections' own statement_timeout: no statement per request.
+  const settings = [`-c statement_timeout=${statementTimeouts(config).statementTimeoutMs}`];
+  if (planCacheMode) settings.push(`-c plan_cache_mode=${planCacheMode}`);
   return new pg.Pool({
     connectionString: config.databaseUrl,
     max: config.databasePoolSize,
+    options: settings.join(' '),
     ...(planCacheMode && {
       Client: preparingClient(new StatementNames(), config.databasePreparedStatements),
       // New connections start with no prepared statements: what is frequent now gets prepared.
       maxLifetimeSeconds: 3600,
-      options: `-c plan_cache_mode=${planCacheMode}`,
     }),
   });
+}
+
+/** The statement bounds of `config`, unbounded where it names none (scripts and tests that open a Database). */
+function statementTimeouts(config: Partial<StatementTimeouts>): StatementTimeouts {
+  return {
+    statementTimeoutMs: config.statementTimeoutMs ?? 0,
+    writeStatementTimeoutMs: config.writeStatementTimeoutMs ?? 0,
+    bulkStatementTimeoutMs: config.bulkStatementTimeoutMs ?? 0,
+  };
 }
 
 class TransactionExecutor implements SqlExecutor {
   constructor(
     private readonly tx: Transaction,
     private readonly counter: { statementCount: number },
+    private readonly timeoutMs: number | undefined,
   ) {}
 
   query<R = Row>(sql: string, args: readonly unknown[] = []): Promise<R[]> {
     this.counter.statementCount++;
-    return runQuery<R>(this.tx, sql, args);
+    return runQuery<R>(this.tx, sql, args, this.timeoutMs);
   }
 
   execute(sql: string, args: readonly unknown[] = []): Promise<number> {
     this.counter.statementCount++;
-    return this.tx.executeRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
+    return runExecute(this.tx, sql, args, this.timeoutMs);
   }
 }
 
@@ -235,14 +275,46 @@ async function finishTransaction(tx: Transaction, statement: 'COMMIT' | 'ROLLBAC
   else await tx.rollback();
 }
 
-async function runQuery<R>(queryable: SqlQueryable, sql: string, args: readonly unknown[]): Promise<R[]> {
-  const result = await queryable.queryRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
+async function runQuery<R>(queryable: SqlQueryable, sql: string, args: readonly unknown[], timeoutMs: number | undefined): Promise<R[]> {
+  let result;
+  try {
+    result = await queryable.queryRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
+  } catch (error) {
+    throw cancelledAsOutcome(error, timeoutMs);
+  }
   const names = result.columnNames;
   return result.rows.map((values) => {
     const row: Row = {};
     for (let i = 0; i < names.length; i++) row[names[i]] = values[i];
     return row as R;
   });
+}
+
+async function runExecute(queryable: SqlQueryable, sql: string, args: readonly unknown[], timeoutMs: number | undefined): Promise<number> {
+  try {
+    return await queryable.executeRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
+  } catch (error) {
+    throw cancelledAsOutcome(error, timeoutMs);
+  }
+}
+
+/** PostgreSQL's `query_canceled`: a statement stopped by statement_timeout (or by an administrator). */
+const QUERY_CANCELED = '57014';
+
+/**
+ * A statement PostgreSQL cancelled becomes a 503 `timeout` the client may retry later (its
+ * transaction is rolled back by its owner): the server cannot tell a statement slowed by load from
+ * one too costly by itself, and a retry when the server is quieter may succeed. Other errors pass.
+ */
+function cancelledAsOutcome(error: unknown, timeoutMs: number | undefined): unknown {
+  const cause = (error as { cause?: { originalCode?: unknown } } | undefined)?.cause;
+  if (cause?.originalCode !== QUERY_CANCELED) return error;
+  const bound = timeoutMs ? ` (${timeoutMs} ms)` : '';
+  return errors.unavailable(
+    'timeout',
+    `The database did not finish this request within the time the server allows${bound}. Retry later; a search can be made cheaper with more selective parameters or a smaller _count.`,
+    Math.max(1, Math.ceil((timeoutMs ?? 1000) / 1000)),
+  );
 }
 
 function argTypeOf(value: unknown): ArgType {

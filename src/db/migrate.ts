@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { PGlite } from '@electric-sql/pglite';
-import type { SqlExecutor } from './database.js';
+import type { SqlExecutor, TransactionKind } from './database.js';
 
 const MIGRATIONS_DIR = new URL('../../prisma/migrations/', import.meta.url).pathname;
 /** Arbitrary constant naming Flint's migration lock among PostgreSQL advisory locks. */
@@ -10,7 +10,7 @@ const MIGRATION_LOCK_KEY = 7_346_011;
 
 /** What migrations run on: the server's Database, or an embedded database opened directly (pgliteMigrationTarget). */
 export interface MigrationTarget {
-  transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  transaction<T>(work: (tx: SqlExecutor) => Promise<T>, kind?: TransactionKind): Promise<T>;
 }
 
 /**
@@ -40,7 +40,7 @@ export async function migrate(db: MigrationTarget, log?: Logger): Promise<string
       log?.info({ migration: name }, 'applied migration');
     }
     return pending;
-  });
+  }, 'schema');
 }
 
 /** Splits a migration script on semicolons that end a line; our migrations hold no functions. */

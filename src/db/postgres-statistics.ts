@@ -1,4 +1,4 @@
-import type { SqlExecutor } from './database.js';
+import type { SqlExecutor, TransactionKind } from './database.js';
 import { ANALYZED_TABLES } from './plan-statistics.js';
 
 /**
@@ -21,7 +21,7 @@ export class PostgresStatistics {
   private running: Promise<unknown> | undefined;
 
   constructor(
-    private readonly db: { transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> },
+    private readonly db: { transaction<T>(work: (tx: SqlExecutor) => Promise<T>, kind?: TransactionKind): Promise<T> },
     private readonly intervalMs: number,
     private readonly onError: (error: unknown) => void,
   ) {}
@@ -56,6 +56,6 @@ export class PostgresStatistics {
       // One table at a time: each ANALYZE samples at most 30,000 rows, whatever the table's size.
       for (const { table } of due) await tx.execute(`ANALYZE "${table}"`);
       return due.map(({ table }) => table);
-    });
+    }, 'bulk');
   }
 }

@@ -76,6 +76,9 @@ export const errors = {
   tooLarge: (text: string, expression?: string | string[]) => fail('too-long', text, 413, expression),
   tooCostly: (text: string, expression?: string | string[]) => fail('too-costly', text, 400, expression),
   forbidden: (text = 'Forbidden') => fail('forbidden', text, 403),
+  /** 503 with `Retry-After` (seconds): the server could not do the work now, a later retry may succeed. */
+  unavailable: (code: 'timeout' | 'transient' | 'throttled', text: string, retryAfterSeconds: number) =>
+    new OperationOutcomeError(outcome([issue(code, text)]), 503, { 'Retry-After': String(retryAfterSeconds) }),
   unauthorized: (text = 'Unauthorized') =>
     new OperationOutcomeError(outcome([issue('login', text)]), 401, { 'WWW-Authenticate': 'Bearer' }),
 };

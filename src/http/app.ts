@@ -14,6 +14,7 @@ import { nodeHeadersOf, readRequestText, requestHeader } from '../graphql/http-b
 import type { AppEnv, HonoContext, Route } from './route.js';
 import { FHIR_BASE_PATH, fhirRestHandler, type Authenticator } from './fhir-adapter.js';
 import { bodyResponse, outcomeResponse } from './responses.js';
+import { admissionControl } from './admission-middleware.js';
 import { ROUTES } from './routes.js';
 
 /** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
@@ -27,6 +28,7 @@ export function createApp(services: Services): Hono<AppEnv> {
   app.use(requestLogging(services));
   app.use(crossOrigin(services));
   app.use(responseCompression());
+  app.use(admissionControl(services.config, services.auth).middleware);
   // Before the body limit middleware: GraphQL and the FHIR router read their bodies themselves,
   // within the same limit (graphql/http-body.ts).
   mountGraphQL(app, services, bearerAuthentication);

@@ -1,11 +1,14 @@
 import type { Context } from 'hono';
 import type { RequestContext, Services } from '../operations/context.js';
+import type { Admission } from './admission.js';
 
 export type AppEnv = {
   Variables: {
     ctx: RequestContext;
     services: Services;
     requestId: string;
+    /** This process's admission control, for the health check to report its load. */
+    admission: Admission;
     /** The handler put X-Request-Id on its response itself. */
     requestIdSent?: boolean;
   };

@@ -5,5 +5,6 @@ import type { HonoContext } from './route.js';
 export async function healthcheckHandler(c: HonoContext): Promise<Response> {
   const db = c.get('services').db;
   const ok = await isDatabaseHealthy(db);
-  return Response.json({ ok, version: SERVER_VERSION, database: { kind: db.kind, ok } }, { status: ok ? 200 : 503 });
+  const admission = c.get('admission').load();
+  return Response.json({ ok, version: SERVER_VERSION, database: { kind: db.kind, ok }, admission }, { status: ok ? 200 : 503 });
 }

@@ -77,7 +77,7 @@ export async function reindex(db: Database, options: ReindexOptions = {}): Promi
         result.stopped = true;
         break;
       }
-      const batch = await db.transaction((tx) => reindexBatch(tx, resourceType, after, batchSize, options.projectId, parameters));
+      const batch = await db.transaction((tx) => reindexBatch(tx, resourceType, after, batchSize, options.projectId, parameters), 'bulk');
       if (batch.rows === 0) break;
       if (options.projectId !== undefined) options.searchCache?.written(options.projectId, resourceType);
       else options.searchCache?.writtenAnywhere();

@@ -96,7 +96,7 @@ export const codeSystemImportOperation: Operation<CodeSystemImportInput, { retur
         [system.id, JSON.stringify(input.designation)],
       );
       if (hierarchy.length > 0 || concepts.length > 0) await rebuildClosure(tx, system.id);
-    });
+    }, 'bulk');
     // Bulk loads change the tables' shape a lot: fresh statistics keep hierarchy queries on good plans.
     if (concepts.length + properties.length + hierarchy.length >= ANALYZE_AFTER_ROWS) {
       await request.db.execute('ANALYZE terminology_concept, terminology_property, terminology_hierarchy');

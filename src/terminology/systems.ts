@@ -105,7 +105,7 @@ function loadShared(db: Database, url: string, codeSystem: CodeSystem): Promise<
         if (existing.length > 0) return;
         await deleteSystem(tx, `"projectId" = '' AND url = $1`, [url]);
         await indexCodeSystem(tx, SHARED_SCOPE, null, codeSystem);
-      })
+      }, 'bulk')
       .catch((error: unknown) => {
         loads.delete(url);
         throw error;

@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { Database } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import { PostgresStatistics } from '../../src/db/postgres-statistics.js';
+import { createOwnDatabase, type OwnDatabase } from '../helpers/own-database.js';
 import { testEnv } from '../helpers/server.js';
 
 const serverUrl = process.env.DATABASE_URL;
@@ -14,32 +13,20 @@ const serverUrl = process.env.DATABASE_URL;
  * it reads.
  */
 describe.skipIf(!serverUrl)('planner statistics on PostgreSQL', () => {
-  const name = `flint_statistics_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  let own: OwnDatabase;
   let db: Database;
   let keeper: PostgresStatistics;
 
-  async function admin(sql: string): Promise<void> {
-    const client = new pg.Client({ connectionString: serverUrl });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  }
-
   beforeAll(async () => {
-    await admin(`CREATE DATABASE ${name}`);
-    const url = new URL(serverUrl!);
-    url.pathname = `/${name}`;
-    db = await Database.open(loadConfig(testEnv({ DATABASE_URL: url.toString() })));
+    own = await createOwnDatabase('flint_statistics');
+    db = await Database.open(loadConfig(testEnv({ DATABASE_URL: own.url })));
     await migrate(db);
     keeper = new PostgresStatistics(db, 0, () => undefined);
   }, 60_000);
 
   afterAll(async () => {
     await db?.close();
-    await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await own?.drop();
   });
 
   async function insertPatients(count: number): Promise<void> {

@@ -100,6 +100,12 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     // Likewise the PostgreSQL statistics keeper's statements (test/db/postgres-statistics.test.ts
     // runs its own).
     STATISTICS_INTERVAL_MS: '0',
+    // Requests beyond the places in work wait for them rather than being refused: tests send
+    // bursts of one project (races of 32 identical writes) on a machine whose load varies. The
+    // overload tests set their own bounds (test/rest/overload.test.ts).
+    ADMISSION_MAX_QUEUED: '10000',
+    ADMISSION_MAX_QUEUED_PER_PROJECT: '10000',
+    ADMISSION_MAX_WAIT_MS: '600000',
     ...overrides,
   };
 }

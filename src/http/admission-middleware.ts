@@ -1,0 +1,38 @@
+import type { MiddlewareHandler } from 'hono';
+import type { AuthService } from '../auth/service.js';
+import { requestHeader } from '../graphql/http-body.js';
+import { Admission, type AdmissionLimits } from './admission.js';
+import type { AppEnv } from './route.js';
+
+/** Paths served whatever the load: health checks (and metrics, should they be mounted) must say how the server is, and operators must get in. */
+const BYPASS = /^\/(?:healthcheck|metrics)(?:\/|$)|^\/(?:admin|\.well-known)\//;
+
+/** Requests whose caller is not known yet (no token, or one not yet verified) share one lane. */
+const UNKNOWN_CALLER = '';
+
+/**
+ * Admission control in front of every handler (src/http/admission.ts). A request's lane is the
+ * project of its bearer token when that token was verified before (a map lookup; verifying it here
+ * would do the authentication's work outside the bound): a flood of new or invalid tokens then
+ * shares one lane instead of refusing known projects.
+ */
+export function admissionControl(limits: AdmissionLimits, auth: AuthService): { admission: Admission; middleware: MiddlewareHandler<AppEnv> } {
+  const admission = new Admission(limits);
+  const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
+    c.set('admission', admission);
+    if (BYPASS.test(c.req.path)) return next();
+    const release = await admission.enter(laneOf(requestHeader(c, 'authorization'), auth));
+    try {
+      await next();
+    } finally {
+      release();
+    }
+  };
+  return { admission, middleware };
+}
+
+function laneOf(authorization: string | undefined, auth: AuthService): string {
+  if (!authorization || authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== 'bearer ') return UNKNOWN_CALLER;
+  const identity = auth.identities.get(authorization.slice(7).trim());
+  return identity ? `project:${identity.projectId}` : UNKNOWN_CALLER;
+}

@@ -1,0 +1,117 @@
+import { errors } from '../fhir/outcome.js';
+import type { Config } from '../config.js';
+
+export type AdmissionLimits = Pick<Config, 'admissionMaxInWork' | 'admissionMaxQueued' | 'admissionMaxQueuedPerProject' | 'admissionMaxWaitMs'>;
+
+/** Ends a request's time in work: the next waiting request, if any, takes its place. */
+export type Release = () => void;
+
+interface Waiter {
+  readonly admit: (release: Release) => void;
+  readonly refuse: (error: Error) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+/** What is going on now, for the health check. */
+export interface AdmissionLoad {
+  inWork: number;
+  queued: number;
+}
+
+/**
+ * Admission control of one server process (docs/overload.md): at most `admissionMaxInWork`
+ * requests in work; more wait in a queue per project (its lane), and the lanes take turns
+ * (round robin) when a place frees, so one project's flood delays another project's request by
+ * about one turn, never by the flood's length. A request is refused with 503 and `Retry-After`
+ * when its project's lane is full, when it has waited `admissionMaxWaitMs`, or when every lane
+ * together is full and its own is the longest (otherwise the newest request of the longest lane
+ * gives it its place).
+ */
+export class Admission {
+  private inWork = 0;
+  private queued = 0;
+  /** Lanes with waiting requests, in turn order: the next turn is the first, which then goes last. */
+  private readonly lanes = new Map<string, Waiter[]>();
+  private readonly retryAfterSeconds: number;
+
+  constructor(private readonly limits: AdmissionLimits) {
+    this.retryAfterSeconds = Math.max(1, Math.ceil(limits.admissionMaxWaitMs / 1000));
+  }
+
+  load(): AdmissionLoad {
+    return { inWork: this.inWork, queued: this.queued };
+  }
+
+  /** A place in work for a request of `lane` (a project id): at once when there is one, else after its wait. */
+  enter(lane: string): Release | Promise<Release> {
+    if (this.inWork < this.limits.admissionMaxInWork && this.queued === 0) {
+      this.inWork++;
+      return this.releaser();
+    }
+    const waiting = this.lanes.get(lane) ?? [];
+    if (waiting.length >= this.limits.admissionMaxQueuedPerProject) throw this.busy('its project has too many requests waiting');
+    if (this.queued >= this.limits.admissionMaxQueued && !this.makeRoomFor(waiting.length)) throw this.busy('too many requests are waiting');
+    return new Promise<Release>((admit, refuse) => {
+      const timer = setTimeout(() => this.expire(lane, waiter), this.limits.admissionMaxWaitMs);
+      const waiter: Waiter = { admit, refuse, timer };
+      waiting.push(waiter);
+      if (waiting.length === 1) this.lanes.set(lane, waiting);
+      this.queued++;
+    });
+  }
+
+  private releaser(): Release {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.inWork--;
+      this.admitNext();
+    };
+  }
+
+  private admitNext(): void {
+    const next = this.lanes.entries().next();
+    if (next.done) return;
+    const [lane, waiting] = next.value;
+    const waiter = waiting.shift()!;
+    this.lanes.delete(lane);
+    if (waiting.length > 0) this.lanes.set(lane, waiting);
+    this.queued--;
+    clearTimeout(waiter.timer);
+    this.inWork++;
+    waiter.admit(this.releaser());
+  }
+
+  /** Refuses the newest request of the longest lane when it is longer than `ownLength`; whether it did. */
+  private makeRoomFor(ownLength: number): boolean {
+    let longest: [string, Waiter[]] | undefined;
+    for (const entry of this.lanes) if (!longest || entry[1].length > longest[1].length) longest = entry;
+    if (!longest || longest[1].length <= ownLength) return false;
+    const [lane, waiting] = longest;
+    const evicted = waiting.pop()!;
+    if (waiting.length === 0) this.lanes.delete(lane);
+    this.queued--;
+    clearTimeout(evicted.timer);
+    evicted.refuse(this.busy('too many requests are waiting, most of them from its project'));
+    return true;
+  }
+
+  private expire(lane: string, waiter: Waiter): void {
+    const waiting = this.lanes.get(lane);
+    const at = waiting?.indexOf(waiter) ?? -1;
+    if (!waiting || at < 0) return;
+    waiting.splice(at, 1);
+    if (waiting.length === 0) this.lanes.delete(lane);
+    this.queued--;
+    waiter.refuse(this.busy(`it waited ${this.limits.admissionMaxWaitMs} ms for its turn`));
+  }
+
+  private busy(why: string): Error {
+    return errors.unavailable(
+      'transient',
+      `The server is busy (${why}): retry after the number of seconds in Retry-After, with some random delay added.`,
+      this.retryAfterSeconds,
+    );
+  }
+}
