@@ -21,12 +21,17 @@ export async function launchFlint(port: number, env: Record<string, string | und
     env: { ...process.env, PORT: String(port), ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  return answering(child, port, 'Flint');
+}
+
+/** `child` once /healthcheck on `port` answers; killed, and an error naming `what`, after a minute. */
+export async function answering(child: ChildProcess, port: number, what: string): Promise<ChildProcess> {
   for (let attempt = 0; attempt < 300; attempt++) {
     if (await fetch(`http://127.0.0.1:${port}/healthcheck`).then((r) => r.ok, () => false)) return child;
     await new Promise((r) => setTimeout(r, 200));
   }
   child.kill('SIGKILL');
-  throw new Error('Flint did not start');
+  throw new Error(`${what} did not start`);
 }
 
 /** SIGTERM, then waits for the process to drain and exit. */
@@ -48,6 +53,30 @@ export async function clientCredentialsToken(baseUrl: string, client: BenchClien
   const body = (await res.json()) as { access_token?: string };
   if (!body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
   return body.access_token;
+}
+
+/**
+ * A new project made by Project/$init (with a super admin's token) and its default
+ * ClientApplication, whose tokens the benchmarks use as an app's (a super admin's searches span
+ * every project, which the project-first indexes cannot narrow).
+ */
+export async function benchProjectClient(baseUrl: string, superAdminToken: string): Promise<BenchClient> {
+  const fhir = `${baseUrl}/fhir/R4`;
+  const headers = { 'content-type': 'application/fhir+json', authorization: `Bearer ${superAdminToken}` };
+  const parameters = [
+    { name: 'name', valueString: 'Benchmark' },
+    { name: 'ownerEmail', valueString: `bench-${Date.now()}@example.org` },
+  ];
+  const init = await fetch(`${fhir}/Project/$init`, { method: 'POST', headers, body: JSON.stringify({ resourceType: 'Parameters', parameter: parameters }) });
+  if (init.status !== 201) throw new Error(`Project/$init failed: ${init.status} ${await init.text()}`);
+  const project = (await init.json()) as { id: string };
+  const found = await fetch(`${fhir}/ClientApplication?_project=${project.id}`, { headers });
+  const bundle = (await found.json()) as { entry?: { resource: { id: string } }[] };
+  const id = bundle.entry?.[0]?.resource.id;
+  // A read (not a search) carries the secret, for admins.
+  const client = id ? ((await (await fetch(`${fhir}/ClientApplication/${id}`, { headers })).json()) as { secret?: string }) : undefined;
+  if (!id || !client?.secret) throw new Error(`no readable ClientApplication in the benchmark project: ${JSON.stringify(bundle)}`);
+  return { id, secret: client.secret };
 }
 
 /** One FHIR request with a bearer token; a non-2xx answer throws with its body. */
