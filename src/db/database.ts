@@ -15,12 +15,13 @@ import { PrismaClient } from '../generated/prisma/client.js';
 
 export type Row = Record<string, unknown>;
 
-/** How a read may be planned. */
+/** How a statement may be planned. */
 export interface QueryOptions {
   /**
-   * The statement's best plan does not depend on its values (it is driven by a selective key such
-   * as an id or a reference): PostgreSQL may plan it once per connection instead of at every
-   * execution. Ignored inside transactions and on the embedded database.
+   * The statement's best plan does not depend on its values (a read driven by a selective key such
+   * as an id or a reference, or an insert of given rows): PostgreSQL may plan it once per
+   * connection instead of at every execution. Ignored inside transactions and on the embedded
+   * database.
    */
   planOnce?: boolean;
 }
@@ -28,7 +29,7 @@ export interface QueryOptions {
 /** Anything that runs SQL: the database itself or an open transaction. */
 export interface SqlExecutor {
   query<R = Row>(sql: string, args?: readonly unknown[], options?: QueryOptions): Promise<R[]>;
-  execute(sql: string, args?: readonly unknown[]): Promise<number>;
+  execute(sql: string, args?: readonly unknown[], options?: QueryOptions): Promise<number>;
 }
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -110,9 +111,10 @@ export class Database implements TransactionalSql {
     return runQuery<R>(options.planOnce ? this.planOnceAdapter : this.adapter, sql, args);
   }
 
-  execute(sql: string, args: readonly unknown[] = []): Promise<number> {
+  execute(sql: string, args: readonly unknown[] = [], options: QueryOptions = {}): Promise<number> {
     this.statementCount++;
-    return this.adapter.executeRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
+    const adapter = options.planOnce ? this.planOnceAdapter : this.adapter;
+    return adapter.executeRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
   }
 
   /**
