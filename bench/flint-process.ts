@@ -21,12 +21,17 @@ export async function launchFlint(port: number, env: Record<string, string | und
     env: { ...process.env, PORT: String(port), ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  return answering(child, port, 'Flint');
+}
+
+/** `child` once /healthcheck on `port` answers; killed, and an error naming `what`, after a minute. */
+export async function answering(child: ChildProcess, port: number, what: string): Promise<ChildProcess> {
   for (let attempt = 0; attempt < 300; attempt++) {
     if (await fetch(`http://127.0.0.1:${port}/healthcheck`).then((r) => r.ok, () => false)) return child;
     await new Promise((r) => setTimeout(r, 200));
   }
   child.kill('SIGKILL');
-  throw new Error('Flint did not start');
+  throw new Error(`${what} did not start`);
 }
 
 /** SIGTERM, then waits for the process to drain and exit. */
@@ -50,7 +55,11 @@ export async function clientCredentialsToken(baseUrl: string, client: BenchClien
   return body.access_token;
 }
 
-/** A new project made by Project/$init (as the super admin `superAdminToken`), and its default ClientApplication. */
+/**
+ * A new project made by Project/$init (with a super admin's token) and its default
+ * ClientApplication, whose tokens the benchmarks use as an app's (a super admin's searches span
+ * every project, which the project-first indexes cannot narrow).
+ */
 export async function newProjectClient(baseUrl: string, superAdminToken: string, name: string): Promise<BenchClient> {
   const fhir = `${baseUrl}/fhir/R4`;
   const headers = { 'content-type': 'application/fhir+json', authorization: `Bearer ${superAdminToken}` };

@@ -8,6 +8,9 @@
  *   BENCH_DURATION=10 npm run bench       seconds per scenario (default 10)
  *   BENCH_WORKERS=1,2 npm run bench       PostgreSQL once per WORKERS setting (default 1 and 2)
  *   BENCH_RESULTS=/tmp/mine.md npm run bench   append to another file than bench/RESULTS.md
+ *
+ * On PostgreSQL the read scenario is also compared, in alternating slices, with a bare Node http
+ * server reading the same rows by a prepared pg statement (bench/bare-pg-server.ts).
  */
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,6 +21,7 @@ import { typicalObservation, typicalPatient } from './fixtures.js';
 import { bundleScenarios } from './bundle-scenarios.js';
 import { clientCredentialsToken, launchFlint, newProjectClient, stopFlint, type BenchClient } from './flint-process.js';
 import { FLOOD_CONNECTIONS, runOverload, STEADY_CONNECTIONS } from './overload.js';
+import { launchBarePg } from './bare-pg.js';
 import { HOSTILE_CONNECTIONS, runHostile } from './hostile.js';
 import { shapeTarget } from '../test/fuzz/shapes.js';
 
@@ -66,21 +70,10 @@ function load(options: autocannon.Options): Promise<autocannon.Result> {
 }
 
 const scenarios: Scenario[] = [
-  {
-    name: 'read Patient by id',
-    target: '≥4,000 req/s, p99 < 20 ms',
-    run: (ids, seconds = DURATION) => {
-      let i = 0;
-      return load({
-        duration: seconds,
-        url: FHIR,
-        requests: [{ method: 'GET', headers: AUTH_HEADERS, setupRequest: (req) => ({ ...req, path: `/fhir/R4/Patient/${ids[i++ % ids.length]}` }) }],
-      });
-    },
-  },
+  { name: 'read Patient by id', target: '≥4,000 req/s, p99 < 20 ms', run: readById(BASE) },
   {
     name: 'create Patient',
-    target: '≥800 req/s',
+    target: '≥1,600 req/s on PostgreSQL, ≥800 on PGlite',
     run: (_ids, seconds = DURATION) =>
       load({
         duration: seconds,
@@ -90,7 +83,7 @@ const scenarios: Scenario[] = [
   },
   {
     name: 'create Observation',
-    target: '≥800 req/s',
+    target: '≥1,600 req/s on PostgreSQL, ≥800 on PGlite',
     run: (ids, seconds = DURATION) => {
       let i = 0;
       return load({
@@ -132,6 +125,22 @@ const scenarios: Scenario[] = [
   },
 ];
 
+/** Reads of Patients by id, round the seeded ids, from the server at `base` (Flint or the bare pg baseline). */
+function readById(base: string): Scenario['run'] {
+  return (ids, seconds = DURATION) => {
+    let i = 0;
+    return load({
+      duration: seconds,
+      url: `${base}/fhir/R4`,
+      requests: [{ method: 'GET', headers: AUTH_HEADERS, setupRequest: (req) => ({ ...req, path: `/fhir/R4/Patient/${ids[i++ % ids.length]}` }) }],
+    });
+  };
+}
+
+/** The bare pg server's port (bench/bare-pg-server.ts): next to Flint's. */
+const BARE_PORT = PORT + 1;
+const bareRead: Scenario = { name: 'bare pg read Patient by id', target: '', run: readById(`http://127.0.0.1:${BARE_PORT}`) };
+
 const PATIENT_QUERY = 'query ($id: ID!) { Patient(id: $id) { id name { family given } gender birthDate } }';
 /** Each subject is a different Patient: the reference loads are batched into one query. */
 const OBSERVATIONS_WITH_SUBJECTS_QUERY = `{
@@ -166,20 +175,15 @@ async function startFlint(env: Record<string, string>): Promise<ChildProcess> {
   });
   // Every benchmark request carries the token of a project's own client, as an app's would (a
   // super admin's searches span every project, which the project-first indexes cannot narrow).
-  const token = await projectClientToken(await clientCredentialsToken(BASE, BENCH_CLIENT)).catch(async (error: unknown) => {
+  projectClient = await newProjectClient(BASE, await clientCredentialsToken(BASE, BENCH_CLIENT), 'Benchmark').catch(async (error: unknown) => {
     await stopFlint(child); // a server left running would answer the next run on this port
     throw error;
   });
+  const token = await clientCredentialsToken(BASE, projectClient);
   AUTH_HEADERS.authorization = `Bearer ${token}`;
   JSON_HEADERS.authorization = `Bearer ${token}`;
   GRAPHQL_HEADERS.authorization = `Bearer ${token}`;
   return child;
-}
-
-/** A new project made by Project/$init, and a token of its default ClientApplication. */
-async function projectClientToken(superAdminToken: string): Promise<string> {
-  projectClient = await newProjectClient(BASE, superAdminToken, 'Benchmark');
-  return clientCredentialsToken(BASE, projectClient);
 }
 
 async function seedPatients(count: number): Promise<string[]> {
@@ -226,6 +230,7 @@ async function benchDatabase(label: string, env: Record<string, string>, selecte
     const read = scenarios.find((s) => s.name === 'read Patient by id')!;
     const graphqlById = scenarios.find((s) => s.name === 'graphql Patient by id')!;
     if (!selected || (selected.has('read') && selected.has('graphql'))) rows.push(await interleaved(label, graphqlById, read, ids));
+    if (env.DATABASE_URL && (!selected || selected.has('read'))) rows.push(await versusBarePg(label, env, read, ids));
     // Last: on a server that does not resist them, these requests can take it down.
     if (!selected || selected.has('hostile')) rows.push(await hostile(label, env.DATABASE_URL ? 'postgres' : 'pglite'));
   } finally {
@@ -282,6 +287,20 @@ async function hostile(label: string, database: 'pglite' | 'postgres'): Promise<
   };
   console.log(`${label.padEnd(10)} ${row.scenario}: ${rps} req/s, health p50 ${health.p50} ms p99 ${health.p99} ms; ${row.target}`);
   return row;
+}
+
+/**
+ * Flint's read by id as a share of the bare pg baseline's (a Node http server and a prepared pg
+ * statement on the same rows, with Flint's pool size), interleaved on the same machine and data.
+ */
+async function versusBarePg(label: string, env: Record<string, string>, read: Scenario, ids: string[]): Promise<Row> {
+  const bare = await launchBarePg(BARE_PORT, env.DATABASE_URL, env.DATABASE_POOL_SIZE ?? process.env.DATABASE_POOL_SIZE ?? '10');
+  try {
+    await bareRead.run(ids.slice(0, 100), 2); // warm-up: connections opened, statement prepared
+    return await interleaved(label, read, bareRead, ids);
+  } finally {
+    await stopFlint(bare);
+  }
 }
 
 /**

@@ -14,11 +14,12 @@
  * of the database's backends serving the bench database (read from /proc: Linux only).
  */
 import type { ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { clientCredentialsToken, fhirCall, launchFlint } from './flint-process.js';
+import { cpuSince, cpuSnapshot } from './process-cpu.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -126,45 +127,6 @@ const scenarios: Scenario[] = [
   },
 ];
 
-/** CPU seconds (user + system) a process has used so far, from /proc (0 when unreadable). */
-function cpuSeconds(pid: number): number {
-  const path = `/proc/${pid}/stat`;
-  if (!existsSync(path)) return 0;
-  const fields = readFileSync(path, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  // Fields 14 and 15 of stat (utime, stime), in clock ticks of 1/100 s.
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** The PostgreSQL backends serving the bench database, by pid (empty on PGlite). */
-async function backendPids(): Promise<number[]> {
-  if (!DATABASE_URL) return [];
-  const pg = (await import('pg')).default;
-  const client = new pg.Client({ connectionString: DATABASE_URL });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ pid: number }>(
-      'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
-    );
-    return rows.map((row) => row.pid);
-  } finally {
-    await client.end();
-  }
-}
-
-/** CPU used by the server process and the database backends between two snapshots. */
-async function cpuSnapshot(serverPid: number): Promise<{ server: number; database: Map<number, number> }> {
-  const database = new Map<number, number>();
-  for (const pid of await backendPids()) database.set(pid, cpuSeconds(pid));
-  return { server: cpuSeconds(serverPid), database };
-}
-
-async function cpuSince(serverPid: number, before: { server: number; database: Map<number, number> }): Promise<{ server: number; database: number }> {
-  const after = await cpuSnapshot(serverPid);
-  let database = 0;
-  for (const [pid, seconds] of after.database) database += seconds - (before.database.get(pid) ?? 0);
-  return { server: after.server - before.server, database };
-}
-
 function load(scenario: Scenario, auth: string): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
     autocannon(
@@ -202,9 +164,9 @@ async function main(): Promise<void> {
     );
     for (const scenario of scenarios) {
       if (ONLY && !scenario.name.includes(ONLY)) continue;
-      const before = await cpuSnapshot(flint.pid!);
+      const before = await cpuSnapshot(flint.pid!, DATABASE_URL);
       const result = await load(scenario, auth);
-      const cpu = await cpuSince(flint.pid!, before);
+      const cpu = await cpuSince(flint.pid!, DATABASE_URL, before);
       const errors = result.errors + result.non2xx;
       const perRequest = (seconds: number) => (result.requests.total > 0 ? Math.round((seconds * 1e6) / result.requests.total) : 0);
       const databaseCpu = DATABASE_URL ? String(perRequest(cpu.database)) : '(in server)';

@@ -16,12 +16,13 @@ import { PrismaClient } from '../generated/prisma/client.js';
 
 export type Row = Record<string, unknown>;
 
-/** How a read may be planned. */
+/** How a statement may be planned. */
 export interface QueryOptions {
   /**
-   * The statement's best plan does not depend on its values (it is driven by a selective key such
-   * as an id or a reference): PostgreSQL may plan it once per connection instead of at every
-   * execution. Ignored inside transactions and on the embedded database.
+   * The statement's best plan does not depend on its values (a read driven by a selective key such
+   * as an id or a reference, or an insert of given rows): PostgreSQL may plan it once per
+   * connection instead of at every execution. Ignored inside transactions and on the embedded
+   * database.
    */
   planOnce?: boolean;
 }
@@ -29,7 +30,7 @@ export interface QueryOptions {
 /** Anything that runs SQL: the database itself or an open transaction. */
 export interface SqlExecutor {
   query<R = Row>(sql: string, args?: readonly unknown[], options?: QueryOptions): Promise<R[]>;
-  execute(sql: string, args?: readonly unknown[]): Promise<number>;
+  execute(sql: string, args?: readonly unknown[], options?: QueryOptions): Promise<number>;
 }
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -123,9 +124,9 @@ export class Database implements TransactionalSql {
     return runQuery<R>(options.planOnce ? this.planOnceAdapter : this.adapter, sql, args, this.timeouts?.statementTimeoutMs);
   }
 
-  execute(sql: string, args: readonly unknown[] = []): Promise<number> {
+  execute(sql: string, args: readonly unknown[] = [], options: QueryOptions = {}): Promise<number> {
     this.statementCount++;
-    return runExecute(this.adapter, sql, args, this.timeouts?.statementTimeoutMs);
+    return runExecute(options.planOnce ? this.planOnceAdapter : this.adapter, sql, args, this.timeouts?.statementTimeoutMs);
   }
 
   /**

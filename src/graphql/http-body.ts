@@ -44,6 +44,15 @@ export function nodeHeadersOf(c: Context): IncomingHttpHeaders | undefined {
 }
 
 /**
+ * The Authorization header as fetch Headers would give it (repeated headers joined with ", "),
+ * read from Node's parsed headers when Hono runs on Node; null when absent.
+ */
+export function authorizationHeader(c: Context): string | null {
+  const headers = nodeHeadersOf(c);
+  return headers ? (headers.authorization ?? null) : c.req.raw.headers.get('authorization');
+}
+
+/**
  * Node's parsed headers keep the first of repeated Authorization headers only (IncomingMessage
  * discards duplicates of `authorization`), where the fetch Headers that REST reads join every
  * value with ", ". With the values joined alike here, authentication sees the same value on every

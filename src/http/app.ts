@@ -3,14 +3,14 @@ import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { compress, COMPRESSIBLE_CONTENT_TYPE_REGEX } from 'hono/compress';
 import { cors } from 'hono/cors';
-import { authenticateRequest } from '../auth/authenticate.js';
+import { authenticateAuthorization } from '../auth/authenticate.js';
 import { type Services } from '../operations/context.js';
 import { createRequestContext } from '../access/context.js';
 import { INSTANCE_GRAPHQL_ROUTE } from '../graphql/instance.js';
 import { createGraphQLHandler, GRAPHQL_PATHS } from '../graphql/yoga.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
-import { nodeHeadersOf, readRequestText, requestHeader } from '../graphql/http-body.js';
+import { authorizationHeader, nodeHeadersOf, readRequestText, requestHeader } from '../graphql/http-body.js';
 import type { AppEnv, HonoContext, Route } from './route.js';
 import { FHIR_BASE_PATH, fhirRestHandler, type Authenticator } from './fhir-adapter.js';
 import { bodyResponse, outcomeResponse } from './responses.js';
@@ -18,7 +18,7 @@ import { admissionControl } from './admission-middleware.js';
 import { ROUTES } from './routes.js';
 
 /** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
-const bearerAuthentication: Authenticator = (request, services) => authenticateRequest(services.auth, request);
+const bearerAuthentication: Authenticator = (authorization, services) => authenticateAuthorization(services.auth, authorization);
 
 const REQUEST_ID = /^[A-Za-z0-9._\-]{1,100}$/;
 
@@ -66,7 +66,7 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
     log: services.log,
     config: services.config,
     getContext: async (request, requestId) =>
-      createRequestContext(services, await authenticate(request, services), requestId ?? randomUUID()),
+      createRequestContext(services, await authenticate(request.headers.get('authorization'), services), requestId ?? randomUUID()),
   });
   const handle = async (c: HonoContext): Promise<Response> => {
     const method = c.req.method;
@@ -183,7 +183,7 @@ function requestLogging(services: Services): MiddlewareHandler<AppEnv> {
 
 function authentication(services: Services, authenticate: Authenticator): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const identity = await authenticate(c.req.raw, services);
+    const identity = await authenticate(authorizationHeader(c), services);
     c.set('ctx', createRequestContext(services, identity, c.get('requestId')));
     await next();
   };

@@ -7,13 +7,16 @@ import { textBody, utf8Text } from '../router/request-body.js';
 import type { FhirMethod, FhirRequest, FhirResponse } from '../router/types.js';
 import { bodyResponse, FHIR_CONTENT_TYPE } from './responses.js';
 import type { HonoContext } from './route.js';
-import { readRequestBytes, requestHeader } from '../graphql/http-body.js';
+import { authorizationHeader, readRequestBytes, requestHeader } from '../graphql/http-body.js';
 
 /** Where the FHIR router is mounted. */
 export const FHIR_BASE_PATH = '/fhir/R4';
 
-/** Decides who is calling; throws an OperationOutcomeError (401) when it cannot. */
-export type Authenticator = (request: Request, services: Services) => Promise<Identity>;
+/**
+ * Decides who is calling from the Authorization header (repeated headers joined with ", ");
+ * throws an OperationOutcomeError (401) when it cannot.
+ */
+export type Authenticator = (authorization: string | null, services: Services) => Promise<Identity>;
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE']);
 
@@ -30,10 +33,15 @@ export function fhirRestHandler(services: Services, authenticate: Authenticator)
     const req = fhirRequestOf(c, maxBytes);
     const found = fhirRouter.match(req.method, req.path);
     const needsIdentity = found !== undefined && (!found.route.public || req.header('authorization') !== undefined);
-    const ctx = needsIdentity ? createRequestContext(services, await authenticate(c.req.raw, services), c.get('requestId')) : undefined;
+    const ctx = needsIdentity ? createRequestContext(services, await authenticate(authorizationHeader(c), services), c.get('requestId')) : undefined;
     if (ctx) c.set('ctx', ctx);
     const response = await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx }, found);
-    return toHttpResponse(response, req.query.get('_pretty') === 'true');
+    // X-Request-Id goes into the answer's own header record: added to the finished Response by the
+    // logging middleware, it would turn that record into a fetch Headers object first.
+    const headers = { ...response.headers, 'X-Request-Id': c.get('requestId') };
+    const answer = toHttpResponse({ ...response, headers }, req.query.get('_pretty') === 'true');
+    c.set('requestIdSent', true);
+    return answer;
   };
 }
 

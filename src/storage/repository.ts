@@ -177,7 +177,7 @@ export class Repository implements ResourceRepository {
     const prepared = isPrepared(input) ? input : await this.prepareCreates(input);
     if (!prepared.together) return this.createEach(prepared.items);
     const { resources, statement } = prepared.together;
-    await this.db.execute(statement.sql, statement.args);
+    await this.db.execute(statement.sql, statement.args, { planOnce: true });
     return resources.map((resource) => {
       const text = JSON.stringify(resource);
       this.remember(resource, text);

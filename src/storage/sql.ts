@@ -80,11 +80,13 @@ export function indexDeleteClauses(placeholders: { type: string; id: string }): 
  */
 export async function insertFirstVersion(executor: SqlExecutor, resource: Resource, parameters?: ProjectParameters): Promise<string> {
   const { text, args, clauses } = versionWrite(resource, resource.meta!.project!, parameters);
+  // An insert of given rows: its plan is the same whatever the values (planned once per connection).
   await executor.execute(
     `WITH ${clauses.join(',\n')}
      INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
      VALUES ($1, $2, $3, $4::uuid, $5::timestamptz, false, $6::json)`,
     args,
+    { planOnce: true },
   );
   return text;
 }
@@ -117,7 +119,7 @@ export function versionWrite(
  */
 export async function insertFirstVersions(executor: SqlExecutor, resources: readonly Resource[]): Promise<void> {
   const { sql, args } = await firstVersionsStatement(executor, resources);
-  await executor.execute(sql, args);
+  await executor.execute(sql, args, { planOnce: true });
 }
 
 /**

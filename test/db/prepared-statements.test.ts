@@ -53,16 +53,19 @@ describe.skipIf(!process.env.DATABASE_URL)('prepared statements on PostgreSQL', 
   describe('a search driven by a key', async () => {
     const api = await useTestServer({ DATABASE_POOL_SIZE: '1' });
 
-    /** Plan counts of the prepared statements that read `table` and not `not`, on the connections of `planOnce` or not. */
-    async function plansOf(table: string, not: string, planOnce: boolean): Promise<{ generic: number; custom: number }[]> {
+    /** Plan counts of the prepared statements on the connections of `planOnce` or not that `which` picks. */
+    async function plansWhere(which: (statement: string) => boolean, planOnce: boolean): Promise<{ generic: number; custom: number }[]> {
       const rows = await api.server.services.db.query<{ statement: string; generic_plans: unknown; custom_plans: unknown }>(
         'SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements',
         [],
         { planOnce },
       );
-      return rows
-        .filter((row) => row.statement.includes(table) && !row.statement.includes(not))
-        .map((row) => ({ generic: Number(row.generic_plans), custom: Number(row.custom_plans) }));
+      return rows.filter((row) => which(row.statement)).map((row) => ({ generic: Number(row.generic_plans), custom: Number(row.custom_plans) }));
+    }
+
+    /** Plan counts of the prepared reads (not writes) that read `table` and not `not`. */
+    function plansOf(table: string, not: string, planOnce: boolean): Promise<{ generic: number; custom: number }[]> {
+      return plansWhere((statement) => statement.includes(table) && !statement.includes(not) && !statement.includes('INSERT INTO'), planOnce);
     }
 
     async function observationsOfOnePatient(): Promise<{ client: ReturnType<TestServer['newProject']>; patientId: string }> {
@@ -93,6 +96,17 @@ describe.skipIf(!process.env.DATABASE_URL)('prepared statements on PostgreSQL', 
       expect(plans.length).toBeGreaterThan(0);
       expect(plans.every((p) => p.generic === 0)).toBe(true);
       expect(await plansOf('token_index', 'reference_index', true)).toEqual([]);
+    });
+
+    it('plans the one statement of a create once per connection, and stores what was sent', async () => {
+      const client = api.newProject();
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i++) ids.push((await client.post('/Patient', { resourceType: 'Patient', name: [{ family: `Once${i}` }] })).body.id);
+      const plans = await plansWhere((statement) => statement.includes('INSERT INTO resource '), true);
+      expect(plans.length).toBeGreaterThan(0);
+      expect(plans.every((p) => p.custom === 0)).toBe(true);
+      expect((await client.get(`/Patient/${ids[7]}`)).body.name).toEqual([{ family: 'Once7' }]);
+      expect((await client.get('/Patient?family=Once3')).body.entry.map((e: { resource: { id: string } }) => e.resource.id)).toEqual([ids[3]]);
     });
   });
 

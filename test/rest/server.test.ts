@@ -35,6 +35,26 @@ describe('server endpoints', () => {
     expect(made.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('echoes X-Request-Id on a FHIR read', async () => {
+    const client = api.newProject();
+    const created = await client.post('/Patient', patientBody());
+    const res = await client.get(`/Patient/${created.body.id}`, { 'X-Request-Id': 'read-42' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toBe('read-42');
+  });
+
+  it('echoes X-Request-Id on a FHIR error answer', async () => {
+    const res = await api.newProject().get('/Patient/no-such-patient', { 'X-Request-Id': 'missing-7' });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('x-request-id')).toBe('missing-7');
+  });
+
+  it('makes one X-Request-Id for a FHIR create that sends none', async () => {
+    const res = await api.newProject().post('/Patient', patientBody());
+    expect(res.status).toBe(201);
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   it('answers 413 with an OperationOutcome for a body over the limit', async () => {
     const client = api.newProject();
     const res = await client.post('/Patient', patientBody({ name: [{ text: 'x'.repeat(10_000) }] }));
