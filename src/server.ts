@@ -112,7 +112,7 @@ async function openReplicas(db: Database, config: Config, log: Logger): Promise<
     db,
     config,
     (url) => Database.open({ ...config, databaseUrl: url }),
-    (replica, error) => log.warn({ err: error, replica }, 'read replica unreachable; its reads go to the primary'),
+    (source, error) => log.warn({ err: error, source }, 'polling for read replicas failed; reads go to the primary until a replica answers and has caught up'),
   );
 }
 

@@ -23,8 +23,10 @@ const MAX_MARKS = 100_000;
 export interface ReadSession {
   /** Where the next read goes: a replica that has replayed the caller's writes, or the primary. */
   reader(): Reader;
-  /** From now on this request reads from the primary (a conditional write, an operation that writes). */
+  /** From now on this request reads from the primary (an operation that writes). */
   usePrimary(): void;
+  /** Marks the caller's writes made through other connections than `primary` (accounts the auth service writes). */
+  wrote(): Promise<void>;
   /** The database as this request writes through it: every committed write is marked. */
   readonly primary: Database;
 }
@@ -32,7 +34,7 @@ export interface ReadSession {
 /** Without replicas: every read on the primary, nothing recorded. */
 export function primaryOnly(db: Database): ReadSession {
   const reader: Reader = { db, replica: false };
-  return { reader: () => reader, usePrimary: () => undefined, primary: db };
+  return { reader: () => reader, usePrimary: () => undefined, wrote: async () => undefined, primary: db };
 }
 
 /** The caller a write mark belongs to. */
@@ -151,6 +153,10 @@ class RoutedSession implements ReadSession {
 
   usePrimary(): void {
     this.pinned = true;
+  }
+
+  wrote(): Promise<void> {
+    return this.routing.wrote(this.caller);
   }
 }
 

@@ -16,6 +16,11 @@ export type SearchLimits = Pick<Config, 'searchMaxValueLength' | 'searchMaxParam
 /** What a search runs with: where its statements go, who asks, and what it may keep between requests. */
 export interface SearchServices {
   db: SqlExecutor;
+  /**
+   * Where reads that fill this server's caches go (a project's SearchParameters, which writes index
+   * by too; value set expansions), when `db` is a read replica: an older answer must not be kept.
+   */
+  primary?: SqlExecutor;
   identity: Identity;
   config: SearchConfig;
   /** The searching project's own SearchParameters (src/indexing/parameters.ts); search() reads them when absent. */
@@ -71,6 +76,7 @@ export function searchServicesFor(ctx: SearchContext, options: SearchServicesOpt
   const reader = options.onPrimary || !ctx.reads ? undefined : ctx.reads.reader();
   return {
     db: reader?.db ?? ctx.database,
+    primary: reader?.replica ? ctx.database : undefined,
     identity: ctx.identity,
     config,
     // A replica may not have replayed a write this server has already heard of (search-cache.ts

@@ -159,6 +159,14 @@ if (!primaryUrl || !replicaUrl) {
       expect(answer.body.entry[0].response.location).toContain(`Patient/${id}/_history/`);
     });
 
+    it('serves history from the replica, and a Login its own history from the primary', async () => {
+      const { writer, other, id } = await writtenOnPrimaryOnly(api);
+      expect((await other.get(`/Patient/${id}/_history`)).status).toBe(404);
+      const own = await writer.get(`/Patient/${id}/_history`);
+      expect(own.status).toBe(200);
+      expect(own.body.entry).toHaveLength(1);
+    });
+
     it('serves GraphQL queries from the replica', async () => {
       const { writer, other, id } = await writtenOnPrimaryOnly(api);
       const query = { query: `{ Patient(id: "${id}") { id } }` };

@@ -44,6 +44,8 @@ export function operationHandler(level: OperationLevel) {
       return resourceResponse(accepted, 202, { 'Content-Location': location });
     }
     const result = await invokeOperation(operation, input, request);
+    // Some operations write through services of their own (accounts, keys): their writes are marked too.
+    if (definition.affectsState) await ctx.reads.wrote();
     return resourceResponse(result.resource, result.status);
   };
 }
