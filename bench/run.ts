@@ -11,6 +11,9 @@
  *
  * On PostgreSQL the read scenario is also compared, in alternating slices, with a bare Node http
  * server reading the same rows by a prepared pg statement (bench/bare-pg-server.ts).
+ *   BENCH_READ_URL=<replica> npm run bench   PostgreSQL once more per WORKERS setting with DATABASE_READ_URL
+ *                                            (a streaming replica of BENCH_DATABASE_URL), printing its lag
+ *   BENCH_PGLITE=0 npm run bench          skip the embedded database
  */
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,6 +26,7 @@ import { clientCredentialsToken, launchFlint, newProjectClient, stopFlint, type 
 import { FLOOD_CONNECTIONS, runOverload, STEADY_CONNECTIONS } from './overload.js';
 import { launchBarePg } from './bare-pg.js';
 import { HOSTILE_CONNECTIONS, runHostile } from './hostile.js';
+import { ReplicaLag } from './replica-lag.js';
 import { shapeTarget } from '../test/fuzz/shapes.js';
 
 const CONNECTIONS = 16;
@@ -365,21 +369,36 @@ async function interleaved(label: string, a: Scenario, b: Scenario, ids: string[
 
 async function main(): Promise<void> {
   const selected = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.split(',')) : undefined;
-  const dataDir = mkdtempSync(join(tmpdir(), 'flint-bench-'));
   const rows: Row[] = [];
-  try {
-    rows.push(...(await benchDatabase('PGlite', { DATA_DIR: dataDir, DATABASE_URL: '' }, selected)));
-    rows.push(...(await overload('PGlite', { DATA_DIR: dataDir, DATABASE_URL: '' }, selected)));
-  } finally {
-    rmSync(dataDir, { recursive: true, force: true });
+  if (process.env.BENCH_PGLITE !== '0') {
+    const dataDir = mkdtempSync(join(tmpdir(), 'flint-bench-'));
+    try {
+      rows.push(...(await benchDatabase('PGlite', { DATA_DIR: dataDir, DATABASE_URL: '' }, selected)));
+      rows.push(...(await overload('PGlite', { DATA_DIR: dataDir, DATABASE_URL: '' }, selected)));
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   }
   const pgUrl = process.env.BENCH_DATABASE_URL;
+  const readUrl = process.env.BENCH_READ_URL;
   for (const workers of pgUrl ? WORKER_COUNTS : []) {
     const label = workers === 1 ? 'PostgreSQL' : `PostgreSQL, WORKERS=${workers}`;
     rows.push(...(await benchDatabase(label, { DATABASE_URL: pgUrl!, WORKERS: String(workers) }, selected)));
     rows.push(...(await overload(label, { DATABASE_URL: pgUrl!, WORKERS: String(workers) }, selected)));
+    if (readUrl) rows.push(...(await benchWithReplica(`${label}, replica reads`, { DATABASE_URL: pgUrl!, DATABASE_READ_URL: readUrl, WORKERS: String(workers) }, selected)));
   }
   record(rows);
+}
+
+/** benchDatabase with the replica's lag sampled on the primary meanwhile, and printed. */
+async function benchWithReplica(label: string, env: Record<string, string>, selected: Set<string> | undefined): Promise<Row[]> {
+  const lag = new ReplicaLag(env.DATABASE_URL);
+  await lag.start();
+  try {
+    return await benchDatabase(label, env, selected);
+  } finally {
+    console.log(`${label}: ${await lag.stop()}`);
+  }
 }
 
 /** A latency for the table; none for rows that sum several runs. */

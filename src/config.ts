@@ -12,6 +12,12 @@ export interface Config {
   readonly baseUrl: string;
   readonly fhirBaseUrl: string;
   readonly databaseUrl: string | undefined;
+  /** PostgreSQL streaming replicas that serve reads (docs/replicas.md); empty: every read goes to the primary. */
+  readonly databaseReadUrls: readonly string[];
+  /** Replicas: a replica more than this far behind the primary (in time) is skipped; reads go to the primary. */
+  readonly databaseReadMaxLagMs: number;
+  /** Replicas: how often each server reads the primary's WAL position and each replica's replayed one. */
+  readonly databaseReadPollMs: number;
   readonly dataDir: string;
   readonly databasePoolSize: number;
   /** PostgreSQL: statements prepared (parsed once, planned per execution) per connection; 0 prepares none. */
@@ -160,11 +166,22 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const poolSize = int('DATABASE_POOL_SIZE', 10, 1);
+  const databaseReadUrls = (merged.DATABASE_READ_URL || '').split(',').map((url) => url.trim()).filter(Boolean);
+  if (databaseReadUrls.length > 0 && !databaseUrl) {
+    problems.push('DATABASE_READ_URL needs DATABASE_URL: read replicas are PostgreSQL replicas of a PostgreSQL primary, and the embedded database has none');
+  }
+  for (const url of databaseReadUrls) {
+    if (!/^postgres(ql)?:\/\//.test(url)) problems.push(`DATABASE_READ_URL: each URL must start with postgres:// or postgresql://, got "${url}"`);
+  }
+
   const config: Config = {
     port,
     baseUrl,
     fhirBaseUrl: `${baseUrl}fhir/R4`,
     databaseUrl,
+    databaseReadUrls,
+    databaseReadMaxLagMs: int('DATABASE_READ_MAX_LAG_MS', 5_000, 1),
+    databaseReadPollMs: int('DATABASE_READ_POLL_MS', 100, 10),
     dataDir: merged.DATA_DIR || './data',
     databasePoolSize: poolSize,
     databasePreparedStatements: int('DATABASE_PREPARED_STATEMENTS', 256),

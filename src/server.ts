@@ -11,6 +11,8 @@ import { openInvalidationBus, type InvalidationBus } from './cache/invalidation.
 import { RedisStore, type SharedStore } from './cache/shared-store.js';
 import { watchSearchParameters } from './indexing/parameters.js';
 import { Database } from './db/database.js';
+import { ReplicaSet } from './db/replicas.js';
+import { ReadYourWrites } from './cache/read-your-writes.js';
 import { migrate } from './db/migrate.js';
 import { PostgresStatistics } from './db/postgres-statistics.js';
 import { createApp } from './http/app.js';
@@ -58,6 +60,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await Promise.all([bus.close(), db.close()]);
     throw error;
   }
+  let replicas: ReplicaSet | undefined;
+  try {
+    replicas = await openReplicas(db, config, log);
+  } catch (error) {
+    await Promise.all([bus.close(), store?.close(), db.close()]);
+    throw error;
+  }
   const searchCache = new SearchCache({ keepsPages: db.kind === 'pglite' });
   searchCache.shareThrough(bus);
   const storage = {
@@ -77,22 +86,34 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     watchSearchParameters(bus);
     await bootstrapSuperAdmin(auth, log);
   } catch (error) {
-    await Promise.all([bus.close(), store?.close(), db.close()]);
+    await Promise.all([bus.close(), store?.close(), replicas?.close(), db.close()]);
     throw error;
   }
-  const services: Services = { log, ...storage, auth, bus };
+  const readRouting = replicas && new ReadYourWrites(replicas, db, bus, log);
+  const services: Services = { log, ...storage, auth, bus, readRouting };
   // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
   const statistics = keepStatistics(db, config, log);
   const app = createApp(services);
   const server = await listenHttp(app.fetch, config.port, config, log);
   const port = (server.address() as AddressInfo).port;
-  log.info({ port, database: db.kind }, 'Flint listening');
+  log.info({ port, database: db.kind, readReplicas: replicas?.replicas.length ?? 0 }, 'Flint listening');
   return {
     url: `http://127.0.0.1:${port}`,
     services,
-    close: () => shutdown(server, db, [jobs, bus, statistics, ...(store ? [store] : [])], config.shutdownTimeoutMs),
+    close: () => shutdown(server, db, [jobs, bus, statistics, ...(store ? [store] : []), ...(replicas ? [replicas] : [])], config.shutdownTimeoutMs),
   };
+}
+
+/** DATABASE_READ_URL: the replicas, polled for what they have replayed (src/db/replicas.ts). */
+async function openReplicas(db: Database, config: Config, log: Logger): Promise<ReplicaSet | undefined> {
+  if (config.databaseReadUrls.length === 0) return undefined;
+  return ReplicaSet.open(
+    db,
+    config,
+    (url) => Database.open({ ...config, databaseUrl: url }),
+    (source, error) => log.warn({ err: error, source }, 'polling for read replicas failed; reads go to the primary until a replica answers and has caught up'),
+  );
 }
 
 /** On PostgreSQL, the search tables are analyzed when they changed enough, whatever autovacuum does (db/postgres-statistics.ts). */

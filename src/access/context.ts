@@ -1,4 +1,5 @@
 import type { Database } from '../db/database.js';
+import { callerOf, primaryOnly, type ReadSession } from '../cache/read-your-writes.js';
 import { JoinedTransaction } from '../db/joined-transaction.js';
 import type { Identity } from '../identity/identity.js';
 import type { RequestContext, Services } from '../operations/context.js';
@@ -7,12 +8,14 @@ import { GuardedRepository } from './guarded-repository.js';
 /** A pure function of its inputs, so tests can build a context without HTTP. */
 export function createRequestContext(services: Services, identity: Identity, requestId: string): RequestContext {
   const log = services.log.child({ reqId: requestId });
+  const reads = readSessionOf(services, identity);
   const ctx: RequestContext = {
     requestId,
     identity,
-    repo: new GuardedRepository(services, identity),
+    repo: new GuardedRepository(services, identity, reads),
     databaseHealth: { kind: services.db.kind, healthy: () => isDatabaseHealthy(services.db) },
-    database: services.db,
+    database: reads.primary,
+    reads,
     log,
     config: services.config,
     auth: services.auth,
@@ -28,12 +31,17 @@ export function createRequestContext(services: Services, identity: Identity, req
  */
 async function runInTransaction<T>(services: Services, outer: RequestContext, work: (ctx: RequestContext) => Promise<T>): Promise<T> {
   let joined: JoinedTransaction | undefined;
-  const result = await services.db.transaction(async (tx) => {
+  // Through the request's database: with read replicas, the commit marks the caller's next reads.
+  const result = await outer.database.transaction(async (tx) => {
     joined = new JoinedTransaction(tx, services.db.kind);
+    const database = joinedDatabase(services.db, joined);
+    // Everything in a transaction reads in it, on the primary.
+    const reads = primaryOnly(database);
     const inner: RequestContext = {
       ...outer,
-      repo: new GuardedRepository(services, outer.identity, joined),
-      database: joinedDatabase(services.db, joined),
+      repo: new GuardedRepository(services, outer.identity, reads, joined),
+      database,
+      reads,
       transaction: joined,
       inTransaction: (nested) => nested(inner),
     };
@@ -41,6 +49,11 @@ async function runInTransaction<T>(services: Services, outer: RequestContext, wo
   });
   joined?.committed();
   return result;
+}
+
+/** With read replicas, the caller's reads follow its writes (src/cache/read-your-writes.ts). */
+function readSessionOf(services: Services, identity: Identity): ReadSession {
+  return services.readRouting ? services.readRouting.session(callerOf(identity)) : primaryOnly(services.db);
 }
 
 /**

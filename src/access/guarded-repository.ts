@@ -3,6 +3,7 @@ import type { Identity } from '../identity/identity.js';
 import { errors } from '../fhir/outcome.js';
 import type { SqlExecutor } from '../db/database.js';
 import type { JoinedTransaction } from '../db/joined-transaction.js';
+import type { ReadSession } from '../cache/read-your-writes.js';
 import { type Resource, isRecord } from '../fhir/types.js';
 import { Repository } from '../storage/repository.js';
 import { parseStored } from '../storage/versions.js';
@@ -66,10 +67,13 @@ export class GuardedRepository implements ResourceRepository {
   constructor(
     private readonly services: Services,
     private readonly who: Identity,
+    /** Where the request's reads go (a read replica) and its writes (the primary). */
+    private readonly reads: ReadSession,
     /** The transaction every statement joins (a transaction Bundle's entries). */
     private readonly joined?: JoinedTransaction,
   ) {
-    this.store = new Repository(joined ? { ...services, db: joined } : services, who, {
+    const storage = joined ? { ...services, db: joined } : { ...services, db: reads.primary, reader: () => reads.reader() };
+    this.store = new Repository(storage, who, {
       appliesTo: (resourceType) => policyCriteria(who, resourceType) !== undefined,
       verify: (tx, resource) => this.verifyWrite(tx, resource),
     });
@@ -214,10 +218,11 @@ export class GuardedRepository implements ResourceRepository {
     return this.store.readBinaryData(version);
   }
 
-  /** What the caller's criteria searches run with: the same as a request's searches. */
-  private searchContext(): SearchContext {
-    const { db, config, searchCache } = this.services;
-    return { database: db, transaction: this.joined, identity: this.who, config, searchCache };
+  /** What the caller's criteria searches run with: the same as a request's searches (before a write: on the primary). */
+  private searchContext(from: 'reader' | 'primary' = 'reader'): SearchContext {
+    const { config, searchCache } = this.services;
+    const reads = from === 'primary' ? undefined : this.reads;
+    return { database: this.reads.primary, reads, transaction: this.joined, identity: this.who, config, searchCache };
   }
 
   /**
@@ -234,9 +239,9 @@ export class GuardedRepository implements ResourceRepository {
    * A resource outside the caller's AccessPolicy criteria for its type is invisible (404), as a
    * resource of another project is. The check is the search engine's, so it cannot disagree with it.
    */
-  private async assertWithinCriteria(resourceType: string, id: string): Promise<void> {
+  private async assertWithinCriteria(resourceType: string, id: string, from: 'reader' | 'primary' = 'reader'): Promise<void> {
     if (!policyCriteria(this.who, resourceType)) return;
-    const within = await this.idsWithinCriteria(resourceType, [id]);
+    const within = await this.idsWithinCriteria(resourceType, [id], from);
     if (!within.has(id)) throw errors.notFound(`${resourceType}/${id} not found`);
   }
 
@@ -253,12 +258,12 @@ export class GuardedRepository implements ResourceRepository {
   }
 
   /** Which of `ids` meet the policy's criteria for `type`: the search engine decides, as for single reads. */
-  private async idsWithinCriteria(type: string, ids: readonly string[]): Promise<Set<string>> {
+  private async idsWithinCriteria(type: string, ids: readonly string[], from: 'reader' | 'primary' = 'reader'): Promise<Set<string>> {
     const within = new Set<string>();
     const chunkSize = Math.min(MAX_COUNT, this.services.config.searchMaxOrValues);
     for (let start = 0; start < ids.length; start += chunkSize) {
       const chunk = ids.slice(start, start + chunkSize);
-      const result = await search(searchServicesFor(this.searchContext()), type, [
+      const result = await search(searchServicesFor(this.searchContext(from)), type, [
         ['_id', chunk.join(',')],
         ['_count', String(chunk.length)],
       ]);
@@ -278,15 +283,15 @@ export class GuardedRepository implements ResourceRepository {
     }
   }
 
-  /** Before changing a resource: an existing one must be within the criteria (a new id is not checked). */
+  /** Before changing a resource: an existing one must be within the criteria (a new id is not checked); decided on the primary. */
   private async assertExistingWithinCriteria(resourceType: string, id: string): Promise<void> {
     if (!policyCriteria(this.who, resourceType)) return;
     try {
-      await this.store.readVersion(resourceType, id);
+      await this.store.readVersion(resourceType, id, 'primary');
     } catch {
       return;
     }
-    await this.assertWithinCriteria(resourceType, id);
+    await this.assertWithinCriteria(resourceType, id, 'primary');
   }
 
   /** A membership names the project it is stored in: it can never grant access to another one. */

@@ -181,10 +181,16 @@ function requestLogging(services: Services): MiddlewareHandler<AppEnv> {
   };
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 function authentication(services: Services, authenticate: Authenticator): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const identity = await authenticate(authorizationHeader(c), services);
-    c.set('ctx', createRequestContext(services, identity, c.get('requestId')));
+    const ctx = createRequestContext(services, identity, c.get('requestId'));
+    c.set('ctx', ctx);
     await next();
+    // Admin and account endpoints write through the auth service's own connections: with read
+    // replicas, the caller's next reads wait for what they wrote (docs/replicas.md).
+    if (!SAFE_METHODS.has(c.req.method)) await ctx.reads.wrote();
   };
 }

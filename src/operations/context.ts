@@ -8,6 +8,7 @@ import type { ResourceRepository } from '../storage/types.js';
 import type { AuthService } from '../auth/service.js';
 import type { InvalidationBus } from '../cache/invalidation.js';
 import type { SearchCache } from '../cache/search-cache.js';
+import type { ReadSession, ReadYourWrites } from '../cache/read-your-writes.js';
 
 /** Long-lived services the server builds once at start. */
 export interface Services {
@@ -22,6 +23,8 @@ export interface Services {
   readonly bus: InvalidationBus;
   /** Exact search counts until a write could change them (src/cache/search-cache.ts). */
   readonly searchCache: SearchCache;
+  /** Read replicas and the read-your-writes marks that route reads among them (DATABASE_READ_URL); absent: every read on the primary. */
+  readonly readRouting?: ReadYourWrites;
 }
 
 /** Built once per request and passed down; REST handlers and GraphQL resolvers get the same one. */
@@ -30,8 +33,13 @@ export interface RequestContext {
   readonly identity: Identity;
   readonly repo: ResourceRepository;
   readonly databaseHealth: { healthy(): Promise<boolean>; readonly kind: 'pglite' | 'postgres' };
-  /** The database itself, for services that run SQL under their own scoping (search, terminology tables). */
+  /**
+   * The primary, for services that run SQL under their own scoping (terminology tables) and for
+   * every write: with read replicas, a committed write through it marks the caller's next reads.
+   */
   readonly database: Database;
+  /** Where this request's reads, searches and history go: a replica that has the caller's writes, or the primary. */
+  readonly reads: ReadSession;
   readonly log: Logger;
   readonly config: Config;
   /** Accounts and tokens, for handlers that create them (Project/$init, invites). */

@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import type { Identity } from '../identity/identity.js';
 import type { SqlExecutor } from '../db/database.js';
+import type { Reader } from '../db/replicas.js';
 import type { ProjectParameters } from '../indexing/parameters.js';
 import type { SearchCache } from '../cache/search-cache.js';
 
@@ -15,6 +16,11 @@ export type SearchLimits = Pick<Config, 'searchMaxValueLength' | 'searchMaxParam
 /** What a search runs with: where its statements go, who asks, and what it may keep between requests. */
 export interface SearchServices {
   db: SqlExecutor;
+  /**
+   * Where reads that fill this server's caches go (a project's SearchParameters, which writes index
+   * by too; value set expansions), when `db` is a read replica: an older answer must not be kept.
+   */
+  primary?: SqlExecutor;
   identity: Identity;
   config: SearchConfig;
   /** The searching project's own SearchParameters (src/indexing/parameters.ts); search() reads them when absent. */
@@ -25,7 +31,10 @@ export interface SearchServices {
 
 /** The parts of a request a search needs (a RequestContext has them all). */
 export interface SearchContext {
+  /** The primary. */
   readonly database: SqlExecutor;
+  /** Where reads go (a read replica that has the caller's writes, or the primary); absent: `database`. */
+  readonly reads?: { reader(): Reader };
   /** The transaction the request's statements join (a transaction Bundle), which searches join too. */
   readonly transaction?: SqlExecutor;
   readonly identity: Identity;
@@ -48,6 +57,8 @@ export interface SearchServicesOptions {
    * so none is read or kept.
    */
   readonly transaction?: SqlExecutor;
+  /** On the primary whatever the request's reads use: the search decides a write (a conditional write). */
+  readonly onPrimary?: boolean;
 }
 
 /** The services every search of a request runs with, built the same way for REST, GraphQL, operations and access checks. */
@@ -61,10 +72,15 @@ export function searchServicesFor(ctx: SearchContext, options: SearchServicesOpt
     searchMaxOrValues: ctx.config.searchMaxOrValues,
   };
   const transaction = options.transaction ?? ctx.transaction;
+  if (transaction) return { db: transaction, identity: ctx.identity, config };
+  const reader = options.onPrimary || !ctx.reads ? undefined : ctx.reads.reader();
   return {
-    db: transaction ?? ctx.database,
+    db: reader?.db ?? ctx.database,
+    primary: reader?.replica ? ctx.database : undefined,
     identity: ctx.identity,
     config,
-    searchCache: transaction ? undefined : ctx.searchCache,
+    // A replica may not have replayed a write this server has already heard of (search-cache.ts
+    // trusts "commit, then tell"): its counts are neither read from the cache nor kept in it.
+    searchCache: reader?.replica ? undefined : ctx.searchCache,
   };
 }

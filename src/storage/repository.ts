@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Identity } from '../identity/identity.js';
 import { toInstant, type SqlExecutor, type TransactionalSql } from '../db/database.js';
+import type { Reader } from '../db/replicas.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
@@ -40,6 +41,8 @@ export interface StorageServices {
   readonly config: Pick<Config, 'maxBodyBytes' | 'maxPatchOperations'>;
   /** The database, or a transaction that the writes join (a transaction Bundle). */
   readonly db: TransactionalSql;
+  /** Where reads, history and the checks before them go (a read replica); absent: `db`. */
+  readonly reader?: () => Reader;
   readonly binaryStorage: BinaryStorage;
   readonly resourceCache: ResourceCache;
   /** Tells every server's caches about committed writes of the types they watch (absent: nobody watches). */
@@ -50,6 +53,7 @@ export interface StorageServices {
 
 export class Repository implements ResourceRepository {
   private readonly db: TransactionalSql;
+  private readonly reader: () => Reader;
   private readonly binaries: BinaryStorage;
   private readonly cache: ResourceCache;
   private readonly bus: InvalidationBus | undefined;
@@ -63,6 +67,8 @@ export class Repository implements ResourceRepository {
     private readonly writeCheck?: WriteCheck,
   ) {
     this.db = services.db;
+    const onDb: Reader = { db: services.db, replica: false };
+    this.reader = services.reader ?? (() => onDb);
     this.binaries = services.binaryStorage;
     // Inside a joined transaction the cache may hold versions the transaction has replaced, and
     // must not learn versions before they commit.
@@ -81,18 +87,19 @@ export class Repository implements ResourceRepository {
   }
 
   /** Reads the current version as stored text (the read hot path: no parse, no re-serialise). */
-  async readVersion(resourceType: string, id: string): Promise<StoredVersion> {
+  async readVersion(resourceType: string, id: string, from: 'reader' | 'primary' = 'reader'): Promise<StoredVersion> {
     assertType(resourceType);
     if (!ID_PATTERN.test(id)) throw errors.notFound(`${resourceType}/${id} not found`);
-    const version = this.cache.get(resourceType, id) ?? (await this.loadCurrent(resourceType, id));
+    const version = this.cache.get(resourceType, id) ?? (await this.loadCurrent(resourceType, id, from === 'primary' ? { db: this.db, replica: false } : this.reader()));
     if (!version || !this.canSee(version.projectId)) throw errors.notFound(`${resourceType}/${id} not found`);
     if (version.deleted) throw errors.gone(`${resourceType}/${id} was deleted`);
     return version;
   }
 
-  private async loadCurrent(resourceType: string, id: string): Promise<StoredVersion | undefined> {
-    const version = await selectCurrent(this.db, resourceType, id);
-    if (version) this.cache.fill(version);
+  /** A replica's version may be older than one this server has cached or will learn: it never fills the cache. */
+  private async loadCurrent(resourceType: string, id: string, reader: Reader): Promise<StoredVersion | undefined> {
+    const version = await selectCurrent(reader.db, resourceType, id);
+    if (version && !reader.replica) this.cache.fill(version);
     return version;
   }
 
@@ -105,6 +112,7 @@ export class Repository implements ResourceRepository {
    */
   async readVersions(keys: readonly ReadKey[]): Promise<Map<string, StoredVersion>> {
     const found = new Map<string, StoredVersion>();
+    const reader = this.reader();
     const cache = this.cache.enabled ? this.cache : undefined;
     // Keys are expected once each (a key given twice is read twice): cheaper than a map of keys.
     const missing: ReadKey[] = [];
@@ -116,9 +124,9 @@ export class Repository implements ResourceRepository {
       } else missing.push(key);
     }
     if (missing.length > 0) {
-      for (const version of await selectCurrentMany(this.db, missing)) {
+      for (const version of await selectCurrentMany(reader.db, missing)) {
         // A held version came without its text: nothing to cache.
-        if (cache && (version.text !== null || version.deleted)) cache.fill(version);
+        if (cache && !reader.replica && (version.text !== null || version.deleted)) cache.fill(version);
         if (!version.deleted && this.canSee(version.projectId)) found.set(keyOf(version), version);
       }
     }
@@ -140,7 +148,7 @@ export class Repository implements ResourceRepository {
       else if (isUuid(version.versionId)) missing.push(version.versionId);
     }
     if (missing.length === 0) return texts;
-    for (const [versionId, text] of await selectVersionTexts(this.db, this.identity, missing)) texts.set(versionId, text);
+    for (const [versionId, text] of await selectVersionTexts(this.reader().db, this.identity, missing)) texts.set(versionId, text);
     return texts;
   }
 
@@ -150,7 +158,7 @@ export class Repository implements ResourceRepository {
 
   readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
     assertType(resourceType);
-    return readHistoryVersion(this.db, this.identity, resourceType, id, versionId);
+    return readHistoryVersion(this.reader().db, this.identity, resourceType, id, versionId);
   }
 
   async createResource(resourceType: string, input: unknown, id: string = randomUUID()): Promise<WriteResult> {
@@ -343,8 +351,10 @@ export class Repository implements ResourceRepository {
   /** History of one resource (id given), a whole type, or every type (no type) in the caller's project, newest first. */
   async history(resourceType: string | undefined, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
     if (resourceType !== undefined) assertType(resourceType);
-    if (resourceType !== undefined && id !== undefined) await this.assertExists(resourceType, id);
-    return readHistoryPage(this.db, this.identity, resourceType, id, options);
+    // One source for the check and the page: a replica could otherwise miss what the primary has.
+    const reader = this.reader().db;
+    if (resourceType !== undefined && id !== undefined) await this.assertExists(reader, resourceType, id);
+    return readHistoryPage(reader, this.identity, resourceType, id, options);
   }
 
   /** Stores Binary bytes and a Binary resource describing them; the bytes are not in the JSON. */
@@ -376,8 +386,8 @@ export class Repository implements ResourceRepository {
     return rows[0] && this.canSee(rows[0].projectId) ? rows[0].projectId : this.identity.projectId;
   }
 
-  private async assertExists(resourceType: string, id: string): Promise<void> {
-    const rows = await this.db.query<{ projectId: string }>(
+  private async assertExists(reader: SqlExecutor, resourceType: string, id: string): Promise<void> {
+    const rows = await reader.query<{ projectId: string }>(
       'SELECT "projectId" FROM resource WHERE "resourceType" = $1 AND id = $2',
       [resourceType, id],
     );

@@ -30,6 +30,7 @@ export function stubContext(options: StubOptions = {}): { context: RequestContex
     databaseHealth: { kind: 'pglite', healthy: async () => options.healthy ?? true },
     // No SQL in these tests: the resolvers under test call the repository stub only.
     database: {} as RequestContext['database'],
+    reads: {} as RequestContext['reads'],
     log,
     config: loadConfig({}),
     // The GraphQL layer never creates accounts or tokens.

@@ -20,6 +20,8 @@ export function operationHandler(level: OperationLevel) {
     const operation = resolveOperation(op!.slice(1), level, type);
     const definition = operation.definition;
     assertJsonAcceptable(req.query.get('_format'), req.header('accept') ?? null);
+    // What an operation that writes reads decides its writes: from the primary, as they go.
+    if (definition.affectsState) ctx.reads.usePrimary();
     const request = { level, resourceType: type, id, ctx, db: ctx.database };
     operation.authorize?.(request);
     let input;
@@ -42,6 +44,8 @@ export function operationHandler(level: OperationLevel) {
       return resourceResponse(accepted, 202, { 'Content-Location': location });
     }
     const result = await invokeOperation(operation, input, request);
+    // Some operations write through services of their own (accounts, keys): their writes are marked too.
+    if (definition.affectsState) await ctx.reads.wrote();
     return resourceResponse(result.resource, result.status);
   };
 }

@@ -60,7 +60,7 @@ export async function parseQuery(
   const leniency = new Leniency(lenient);
   const typeList = typeListOf(types);
   const paramTypes = typeList ?? ['Resource'];
-  const parameters = services.parameters ?? (await parametersForSearch(services.db, services.identity, params));
+  const parameters = services.parameters ?? (await parametersForSearch(services.primary ?? services.db, services.identity, params));
   services = { ...services, parameters };
   const control = parseControl(params, paramTypes, parameters, leniency);
   const scope = scopeOf(services.identity);

@@ -53,7 +53,7 @@ export async function expandValueSets(
     for (const url of found) if (!urls.has(url) && !known?.has(url)) urls.set(url, name);
   }
   const expansions: ValueSets = new Map();
-  for (const [url, name] of urls) expansions.set(url, await expandForSearch(services.db, services.identity, url, name));
+  for (const [url, name] of urls) expansions.set(url, await expandForSearch(services.primary ?? services.db, services.identity, url, name));
   return expansions;
 }
 
