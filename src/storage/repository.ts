@@ -2,14 +2,14 @@ import { ID_PATTERN } from '../fhir/ids.js';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Identity } from '../identity/identity.js';
-import { toInstant, type SqlExecutor, type TransactionalSql } from '../db/database.js';
+import type { SqlExecutor, TransactionalSql } from '../db/database.js';
 import type { Reader } from '../db/replicas.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import { validateResource } from '../validation/validator.js';
 import { applyJsonPatch, type PatchLimits } from './patch.js';
-import { isUniqueViolation } from './db-errors.js';
+import { idInUse, insertingNewId, lockCurrentRow, projectOf, retryOnCreateRace, type CurrentRow } from './current-rows.js';
 import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import { projectParameters } from '../indexing/parameters.js';
 import { firstVersionsStatement, insertFirstVersion, replaceVersion, writeDeletion } from './sql.js';
@@ -23,14 +23,6 @@ import { selectCurrent, selectCurrentMany, selectVersionTexts } from './current-
 import { checkVersion, isUuid, nextInstant, parseStored, sameContent } from './versions.js';
 import { canSee } from './project-scope.js';
 
-
-interface CurrentRow {
-  projectId: string;
-  versionId: string;
-  lastUpdated: string;
-  deleted: boolean;
-  content: string | null;
-}
 
 /**
  * The resource store of one caller: every statement is scoped to the caller's project (or all
@@ -269,7 +261,7 @@ export class Repository implements ResourceRepository {
       );
     }
     if (!ID_PATTERN.test(id)) throw errors.invalid(`Invalid id "${id}": use 1-64 of A-Z a-z 0-9 - .`, `${resourceType}.id`);
-    const result = await this.retryOnCreateRace(() =>
+    const result = await retryOnCreateRace(() =>
       this.db.transaction(async (tx): Promise<WriteResult> => {
         const current = await this.lockCurrent(tx, resourceType, id, 'update');
         if (!current) {
@@ -379,19 +371,13 @@ export class Repository implements ResourceRepository {
 
   /** The project an existing resource belongs to, or the caller's project for a new id. */
   private async projectOfExisting(resourceType: string, id: string): Promise<string> {
-    const rows = await this.db.query<{ projectId: string }>(
-      'SELECT "projectId" FROM resource WHERE "resourceType" = $1 AND id = $2',
-      [resourceType, id],
-    );
-    return rows[0] && this.canSee(rows[0].projectId) ? rows[0].projectId : this.identity.projectId;
+    const projectId = await projectOf(this.db, resourceType, id);
+    return projectId !== undefined && this.canSee(projectId) ? projectId : this.identity.projectId;
   }
 
   private async assertExists(reader: SqlExecutor, resourceType: string, id: string): Promise<void> {
-    const rows = await reader.query<{ projectId: string }>(
-      'SELECT "projectId" FROM resource WHERE "resourceType" = $1 AND id = $2',
-      [resourceType, id],
-    );
-    if (!rows[0] || !this.canSee(rows[0].projectId)) throw errors.notFound(`${resourceType}/${id} not found`);
+    const projectId = await projectOf(reader, resourceType, id);
+    if (projectId === undefined || !this.canSee(projectId)) throw errors.notFound(`${resourceType}/${id} not found`);
   }
 
   /** Locks the current row for the rest of the transaction so concurrent writers queue. */
@@ -401,13 +387,7 @@ export class Repository implements ResourceRepository {
     id: string,
     purpose: 'update' | 'change' = 'change',
   ): Promise<CurrentRow | undefined> {
-    if (!ID_PATTERN.test(id)) return undefined;
-    const rows = await tx.query<CurrentRow>(
-      `SELECT "projectId", "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content
-       FROM resource WHERE "resourceType" = $1 AND id = $2 FOR UPDATE`,
-      [resourceType, id],
-    );
-    const row = rows[0] && { ...rows[0], lastUpdated: toInstant(rows[0].lastUpdated) };
+    const row = await lockCurrentRow(tx, resourceType, id);
     if (row && !this.canSee(row.projectId)) {
       // Ids are global: one taken in a project the caller cannot see is never overwritten. Only an
       // update-as-create must say the id is unusable; everything else sees no resource at all.
@@ -434,12 +414,7 @@ export class Repository implements ResourceRepository {
    */
   private async insertNew(executor: SqlExecutor, resource: Resource): Promise<string> {
     const parameters = await projectParameters(executor, resource.meta!.project!);
-    try {
-      return await insertFirstVersion(executor, resource, parameters);
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new CreateRace();
-      throw error;
-    }
+    return insertingNewId(() => insertFirstVersion(executor, resource, parameters));
   }
 
   /** Called after a write has committed: the cache never holds uncommitted versions. */
@@ -470,30 +445,6 @@ export class Repository implements ResourceRepository {
     this.searchCache?.written(projectId, resourceType);
     const topic = resourceChangedTopic(resourceType);
     if (this.bus?.hasSubscribers(topic)) void this.bus.publish(topic, `${projectId}/${id}`);
-  }
-
-  /** Two update-as-creates of one new id race on the primary key; the loser retries as an update. */
-  private async retryOnCreateRace<T>(write: () => Promise<T>): Promise<T> {
-    try {
-      return await write();
-    } catch (error) {
-      if (error instanceof CreateRace) return write();
-      throw error;
-    }
-  }
-}
-
-/**
- * Ids are unique on the whole server, whichever project holds them: the same answer whoever holds
- * the id (and whether it is deleted), so it reveals nothing else.
- */
-function idInUse(resourceType: string, id: string) {
-  return errors.conflict(`The id ${id} is already in use for ${resourceType} on this server; choose another id (a UUID avoids collisions)`);
-}
-
-class CreateRace extends Error {
-  constructor() {
-    super('A resource with this id was created concurrently');
   }
 }
 
