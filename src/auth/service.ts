@@ -16,6 +16,7 @@ import { type ResourceKey, type StoredVersion } from '../storage/types.js';
 import { validateResource } from '../validation/validator.js';
 import { LoginWriter } from './login-writer.js';
 import { checkAuthFields } from './request-fields.js';
+import { launchContextOf, launchOf } from './launch-context.js';
 import { changedResourceOf, resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import type { SharedStore } from '../cache/shared-store.js';
 // Registers the write hooks keeping externalId and User email unique (every server runs them).
@@ -146,7 +147,7 @@ export class AuthService {
       membership,
       row.project ? (JSON.parse(row.project) as Project) : undefined,
       row.policy ? (JSON.parse(row.policy) as AccessPolicy) : undefined,
-      { subject, clientId: claims.client_id, loginId: login.id, scope: claims.scope },
+      { subject, clientId: claims.client_id, loginId: login.id, scope: claims.scope, launch: launchOf(claims) },
     );
     this.identities.set(token, identity, claims.exp * 1000);
     return identity;
@@ -246,6 +247,7 @@ export class AuthService {
     const subject = subjectOf(login);
     const clientId = parseReference(login.client?.reference)?.[1];
     const scope = login.scope ?? 'openid';
+    const launch = await launchContextOf(login, membership);
     const accessToken = await this.signer.sign({
       sub: parseReference(subject)?.[1] ?? subject,
       login_id: login.id!,
@@ -253,6 +255,7 @@ export class AuthService {
       project: projectId,
       scope,
       ...(clientId ? { client_id: clientId } : {}),
+      ...launch,
     });
     const response: TokenResponse = {
       token_type: 'Bearer',
@@ -261,6 +264,7 @@ export class AuthService {
       scope,
       project: { reference: `Project/${projectId}` },
       profile: { reference: membership.profile?.reference ?? subject },
+      ...launch,
     };
     if (withRefresh) {
       const secret = randomSecret();

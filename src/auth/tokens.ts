@@ -16,6 +16,9 @@ export interface AccessClaims extends JWTPayload {
   project: string;
   scope: string;
   client_id?: string;
+  /** SMART launch context (bare ids). */
+  patient?: string;
+  encounter?: string;
   exp: number;
 }
 
@@ -121,6 +124,9 @@ export interface TokenResponse {
   scope: string;
   refresh_token?: string;
   id_token?: string;
+  /** SMART launch context (bare ids), when the token has one. */
+  patient?: string;
+  encounter?: string;
   project: { reference: string };
   profile: { reference: string };
 }

@@ -16,7 +16,10 @@ export interface Identity {
   readonly clientId?: string;
   /** The Login behind the token (revoked by /oauth2/logout). */
   readonly loginId?: string;
+  /** The scopes granted to the token (space-separated, as in its `scope` claim). */
   readonly scope?: string;
+  /** SMART launch context of the token (bare ids): the patient and encounter it was launched for. */
+  readonly launch?: LaunchContext;
   /** Rules of the membership's AccessPolicy; absent means every type, read and write. */
   readonly accessPolicy?: AccessRules;
 }
@@ -26,4 +29,10 @@ export interface AccessRules {
   readonly policyId: string;
   /** Allowed types; `*` allows every type. */
   readonly resources: readonly { readonly resourceType: string; readonly readonly: boolean; readonly criteria?: string }[];
+}
+
+/** SMART App Launch context: what the app was launched for (ids without the type). */
+export interface LaunchContext {
+  readonly patient?: string;
+  readonly encounter?: string;
 }
