@@ -17,6 +17,15 @@ async function until<T>(probe: () => T, done: (value: T) => boolean): Promise<T>
   return value;
 }
 
+/** A worker may have exited between ps and the kill. */
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
 function exitOf(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
@@ -35,9 +44,16 @@ describe('WORKERS', () => {
     expect(stderr).toContain('WORKERS above 1 needs DATABASE_URL');
   });
 
-  describe.skipIf(!process.env.DATABASE_URL)('on PostgreSQL', () => {
+  // A primary started by startServerProcess may take up to 120 s to listen on a busy machine.
+  describe.skipIf(!process.env.DATABASE_URL)('on PostgreSQL', { timeout: 150_000 }, () => {
     const started: ChildProcess[] = [];
-    afterAll(() => started.forEach((child) => child.kill('SIGKILL')));
+    // Workers outlive a primary killed with SIGKILL: kill them first, wherever a test stopped.
+    afterAll(() => {
+      for (const child of started) {
+        for (const pid of childPids(child)) killQuietly(pid);
+        child.kill('SIGKILL');
+      }
+    });
 
     async function startWorkers() {
       const server = await startServerProcess({ WORKERS: '2' });
@@ -54,7 +70,7 @@ describe('WORKERS', () => {
       expect((await client.get(`/Patient/${created.body.id}`)).status).toBe(200);
     });
 
-    it('replaces a worker that dies', { timeout: 150_000 }, async () => {
+    it('replaces a worker that dies', async () => {
       const { url, child } = await startWorkers();
       const [first, second] = await until(() => childPids(child), (pids) => pids.length === 2);
       process.kill(first, 'SIGKILL');
