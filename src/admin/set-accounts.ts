@@ -1,3 +1,4 @@
+import { accountsOf, uniqueAccounts, withAccounts } from '../fhir/accounts.js';
 import { patientCompartmentParams, patientCompartmentTypes } from '../fhir/compartments.js';
 import { getSearchParametersFor } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
@@ -63,31 +64,6 @@ function tooMany(max: number) {
   return errors.tooCostly(
     `$set-accounts updates at most ${max} resources in one call (SET_ACCOUNTS_MAX_RESOURCES), and this patient's compartment holds more: set the accounts of fewer resources at a time`,
   );
-}
-
-/** `meta.accounts` as stored, with Medplum's older single `meta.account` in front when it is not among them. */
-export function accountsOf(resource: Resource): Reference[] {
-  const meta = resource.meta as { account?: Reference; accounts?: Reference[] } | undefined;
-  const accounts = Array.isArray(meta?.accounts) ? meta.accounts : [];
-  if (meta?.account && !accounts.some((account) => account.reference === meta.account?.reference)) return [meta.account, ...accounts];
-  return accounts;
-}
-
-function uniqueAccounts(accounts: readonly Reference[]): Reference[] {
-  const seen = new Set<string>();
-  return accounts.filter((account) => {
-    const key = account.reference ?? '';
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-}
-
-/** The resource with `meta.accounts` replaced (and `meta.account`, as Medplum keeps it, the first); none: both removed. */
-export function withAccounts(resource: Resource, accounts: readonly Reference[]): Resource {
-  const { account: _account, accounts: _accounts, ...meta } = (resource.meta ?? {}) as Record<string, unknown>;
-  if (accounts.length === 0) return { ...resource, meta };
-  return { ...resource, meta: { ...meta, account: accounts[0], accounts: [...accounts] } };
 }
 
 /**

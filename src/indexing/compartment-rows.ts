@@ -1,7 +1,10 @@
+import { accountsOf } from '../fhir/accounts.js';
 import { COMPARTMENT_PARAMETER_CODE, patientCompartmentParams } from '../fhir/compartments.js';
 import type { Resource } from '../fhir/types.js';
 import { addRows } from './add-rows.js';
 import { emptyIndexRows, type IndexRows, type ReferenceRow } from './row-types.js';
+import { collectRows } from './collect.js';
+import { getIndexPlan, type ParamPlan } from './plan.js';
 
 /**
  * The `_compartment` rows of a resource (src/fhir/compartments.ts): no FHIRPath can say "the
@@ -21,7 +24,7 @@ export function addCompartmentRows(resource: Resource, rows: IndexRows): void {
   if (resource.resourceType === 'Patient' && typeof resource.id === 'string') {
     values.push({ code: COMPARTMENT_PARAMETER_CODE, targetType: 'Patient', targetId: resource.id, url: null });
   }
-  const accounts = metaAccounts(resource);
+  const accounts = accountsOf(resource);
   if (accounts.length > 0) {
     // Only the reference rows: an account named by identifier alone names no resource to match.
     const own = emptyIndexRows();
@@ -37,10 +40,24 @@ export function addCompartmentRows(resource: Resource, rows: IndexRows): void {
   }
 }
 
-/** `meta.accounts` with `meta.account` (Medplum's deprecated single form), as written. */
-export function metaAccounts(resource: Resource): unknown[] {
-  const meta = resource.meta as { account?: unknown; accounts?: unknown } | undefined;
-  const accounts = Array.isArray(meta?.accounts) ? [...(meta.accounts as unknown[])] : [];
-  if (meta?.account !== undefined) accounts.push(meta.account);
-  return accounts;
+const compartmentPlans = new Map<string, readonly ParamPlan[]>();
+
+/**
+ * The ids of the patients whose compartment a resource (not a Patient) is in, from its type's
+ * Patient-compartment parameters only: what the write of a resource inherits accounts from.
+ */
+export function compartmentPatientIds(resource: Resource): string[] {
+  if (resource.resourceType === 'Patient') return [];
+  let plan = compartmentPlans.get(resource.resourceType);
+  if (!plan) {
+    const params = new Set(patientCompartmentParams(resource.resourceType));
+    plan = params.size === 0 ? [] : getIndexPlan(resource.resourceType).filter((param) => params.has(param.code));
+    compartmentPlans.set(resource.resourceType, plan);
+  }
+  if (plan.length === 0) return [];
+  const ids = new Set<string>();
+  for (const row of collectRows(resource, plan).reference) {
+    if (row.targetType === 'Patient' && row.targetId !== null && row.url === null) ids.add(row.targetId);
+  }
+  return [...ids];
 }

@@ -86,6 +86,13 @@ export interface HistoryPage {
 export interface WriteCheck {
   appliesTo(resourceType: string): boolean;
   verify(tx: SqlExecutor, resource: Resource): Promise<void>;
+  /**
+   * Decides what of a write's content the caller may not set itself (access control: who may set
+   * `meta.accounts`), before the write is stamped and compared with the current version.
+   * `existing` is the current version (update, patch), undefined for a new resource; `db` is where
+   * the write's statements go (its transaction, when it has one).
+   */
+  prepare?(db: SqlExecutor, input: Resource, existing: Resource | undefined): Promise<Resource>;
 }
 
 /**
