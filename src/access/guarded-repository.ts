@@ -77,7 +77,7 @@ export class GuardedRepository implements ResourceRepository {
     this.store = new Repository(storage, who, {
       appliesTo: (resourceType) => policyCriteria(who, resourceType) !== undefined,
       verify: (tx, resource) => this.verifyWrite(tx, resource),
-      prepare: (db, input, existing) => decideAccounts(who, db, input, existing),
+      prepare: (db, writes) => decideAccounts(who, db, writes),
     });
   }
 

@@ -6,6 +6,7 @@ import type { Identity } from '../identity/identity.js';
 import { compartmentPatientIds } from '../indexing/compartment-rows.js';
 import { selectCurrentMany } from '../storage/current-versions.js';
 import { canSee } from '../storage/project-scope.js';
+import type { PreparedWrite } from '../storage/types.js';
 
 /**
  * Who sets `meta.accounts` on an ordinary write (create, update, patch), as Medplum decides it:
@@ -22,21 +23,28 @@ export function maySetAccounts(identity: Identity): boolean {
   return identity.superAdmin || identity.projectAdmin === true;
 }
 
-/** The content a write stores, with its `meta.accounts` decided as above; `db` is where the write's statements go. */
-export async function decideAccounts(identity: Identity, db: SqlExecutor, input: Resource, existing: Resource | undefined): Promise<Resource> {
-  if (maySetAccounts(identity) && input.meta !== undefined) return input;
-  const accounts: Reference[] = [...accountsOf(existing)];
-  const policyAccount = identity.accessPolicy?.compartment;
-  if (!existing && policyAccount) accounts.push({ reference: policyAccount });
-  accounts.push(...(await patientAccounts(identity, db, compartmentPatientIds(input))));
-  return withAccounts(input, uniqueAccounts(accounts));
+/** The content writes store, with their `meta.accounts` decided as above; `db` is where the writes' statements go. */
+export async function decideAccounts(identity: Identity, db: SqlExecutor, writes: readonly PreparedWrite[]): Promise<Resource[]> {
+  const inherits = writes.map(({ input }) => !(maySetAccounts(identity) && input.meta !== undefined));
+  const patients = writes.map(({ input }, index) => (inherits[index] ? compartmentPatientIds(input) : []));
+  const byPatient = await patientAccounts(identity, db, [...new Set(patients.flat())]);
+  return writes.map(({ input, existing }, index) => {
+    if (!inherits[index]) return input;
+    const accounts: Reference[] = [...accountsOf(existing)];
+    const policyAccount = identity.accessPolicy?.compartment;
+    if (!existing && policyAccount) accounts.push({ reference: policyAccount });
+    for (const id of patients[index]) accounts.push(...(byPatient.get(id) ?? []));
+    return withAccounts(input, uniqueAccounts(accounts));
+  });
 }
 
-/** The accounts of the patients (ids) the caller's project holds, in one read. */
-async function patientAccounts(identity: Identity, db: SqlExecutor, ids: readonly string[]): Promise<Reference[]> {
-  if (ids.length === 0) return [];
-  const versions = await selectCurrentMany(db, ids.map((id) => ({ resourceType: 'Patient', id })));
-  return versions.flatMap((version) =>
-    version.deleted || version.text === null || !canSee(identity, version.projectId) ? [] : accountsOf(JSON.parse(version.text) as Resource),
-  );
+/** The accounts of the patients (ids) the caller's project holds, by id, in one read. */
+async function patientAccounts(identity: Identity, db: SqlExecutor, ids: readonly string[]): Promise<Map<string, Reference[]>> {
+  const byId = new Map<string, Reference[]>();
+  if (ids.length === 0) return byId;
+  for (const version of await selectCurrentMany(db, ids.map((id) => ({ resourceType: 'Patient', id })))) {
+    if (version.deleted || version.text === null || !canSee(identity, version.projectId)) continue;
+    byId.set(version.id, accountsOf(JSON.parse(version.text) as Resource));
+  }
+  return byId;
 }

@@ -186,16 +186,18 @@ export class Repository implements ResourceRepository {
   }
 
   async prepareCreates(items: readonly NewResource[]): Promise<PreparedCreates> {
-    const resources: Resource[] = [];
-    for (const [index, item] of items.entries()) {
+    const inputs = items.map((item, index) => {
       try {
         assertType(item.resourceType);
         validateResource(item.input, { expectedType: item.resourceType });
-        resources.push(this.stamp(await this.prepared(this.db, item.input, undefined), item.id ?? randomUUID(), randomUUID()));
+        return item.input;
       } catch (error) {
         throw new ItemError(index, error);
       }
-    }
+    });
+    const writes = inputs.map((input) => ({ input, existing: undefined }));
+    const decided = this.writeCheck?.prepare ? await this.writeCheck.prepare(this.db, writes) : inputs;
+    const resources = decided.map((input, index) => this.stamp(input, items[index].id ?? randomUUID(), randomUUID()));
     if (resources.some((resource) => writeHookOf(resource.resourceType) !== undefined || this.checksWrites(resource.resourceType))) {
       return { items };
     }
@@ -215,8 +217,8 @@ export class Repository implements ResourceRepository {
   }
 
   /** The content to store, as the write check's `prepare` decides (unchanged without one). */
-  private prepared(db: SqlExecutor, input: Resource, existing: Resource | undefined): Promise<Resource> | Resource {
-    return this.writeCheck?.prepare ? this.writeCheck.prepare(db, input, existing) : input;
+  private async prepared(db: SqlExecutor, input: Resource, existing: Resource | undefined): Promise<Resource> {
+    return this.writeCheck?.prepare ? (await this.writeCheck.prepare(db, [{ input, existing }]))[0] : input;
   }
 
   private checksWrites(resourceType: string): boolean {

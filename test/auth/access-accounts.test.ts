@@ -92,6 +92,24 @@ describe('meta.accounts on ordinary writes', () => {
     expect(res.status, res.text).toBe(201);
     expect(res.body.meta.accounts).toEqual([ref(org)]);
   });
+
+  it('the resources of a batch inherit the accounts of their patients too', async () => {
+    const admin = api.newProject();
+    const [a, b] = [await account(admin, 'A'), await account(admin, 'B')];
+    const [pa, pb] = [await create(admin, { resourceType: 'Patient' }), await create(admin, { resourceType: 'Patient' })];
+    await setAccounts(admin, `Patient/${pa}`, [a]);
+    await setAccounts(admin, `Patient/${pb}`, [b]);
+    const client = await member(admin);
+    const entry = [pa, pb, pa].map((patient) => ({ request: { method: 'POST', url: 'Observation' }, resource: observation({ subject: ref(`Patient/${patient}`) }) }));
+    const res = await client.post('', { resourceType: 'Bundle', type: 'batch', entry });
+    expect(res.status, res.text).toBe(200);
+    const ids = res.body.entry.map((e: { response: { status: string; location: string } }) => {
+      expect(e.response.status).toMatch(/^201/);
+      return /Observation\/([^/]+)/.exec(e.response.location)![1];
+    });
+    expect(await found(admin, `/Observation?_compartment=${a}`)).toEqual(sorted(ids[0], ids[2]));
+    expect(await found(admin, `/Observation?_compartment=${b}`)).toEqual([ids[1]]);
+  });
 });
 
 describe('AccessPolicy narrowing a type to an account', () => {
