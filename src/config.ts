@@ -29,6 +29,8 @@ export interface Config {
   readonly maxPatchOperations: number;
   /** Most entries a batch or transaction Bundle may hold (413 above). */
   readonly maxBundleEntries: number;
+  /** Most resources one `$set-accounts` call may update, its target included (400 above): it runs in one transaction. */
+  readonly setAccountsMaxResources: number;
   /**
    * Most entries of a transaction on the embedded database, whose one connection the transaction
    * holds (every other request waits for it) until it commits.
@@ -189,6 +191,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: int('MAX_BODY_BYTES', 16 * 1024 * 1024, 1024),
     maxPatchOperations: int('MAX_PATCH_OPERATIONS', 1000, 1),
     maxBundleEntries: int('MAX_BUNDLE_ENTRIES', 10_000, 1),
+    setAccountsMaxResources: int('SET_ACCOUNTS_MAX_RESOURCES', 1000, 1),
     embeddedTransactionEntries: int('EMBEDDED_TRANSACTION_ENTRIES', 1000, 1),
     superAdminEmail: merged.SUPER_ADMIN_EMAIL || 'admin@example.com',
     superAdminPassword: merged.SUPER_ADMIN_PASSWORD || undefined,

@@ -27,6 +27,7 @@ import { randomSecret } from '../auth/secrets.js';
 import { readClientSecret, storeClientSecret } from '../auth/account-writes.js';
 import { policyAllowsType, policyCriteria } from '../identity/policy.js';
 import { systemHistoryOptions } from './system-history.js';
+import { decideAccounts } from './write-accounts.js';
 import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../search/service.js';
 
 /** Types only project admins (or super admins) may create, change or delete. */
@@ -76,6 +77,7 @@ export class GuardedRepository implements ResourceRepository {
     this.store = new Repository(storage, who, {
       appliesTo: (resourceType) => policyCriteria(who, resourceType) !== undefined,
       verify: (tx, resource) => this.verifyWrite(tx, resource),
+      prepare: (db, writes) => decideAccounts(who, db, writes),
     });
   }
 

@@ -181,8 +181,11 @@ export class AuthService {
           policyId: policyRef[1],
           // A rule names its type (min 1, so validation ensures it); one without would allow nothing.
           resources: (policy?.resource ?? []).flatMap((rule) =>
-            rule.resourceType ? [{ resourceType: rule.resourceType, readonly: rule.readonly === true, criteria: rule.criteria }] : [],
+            rule.resourceType
+              ? [{ resourceType: rule.resourceType, readonly: rule.readonly === true, criteria: rule.criteria, compartment: rule.compartment?.reference }]
+              : [],
           ),
+          compartment: policy?.compartment?.reference,
         }
       : undefined;
     return {

@@ -27,8 +27,14 @@ export interface Identity {
 /** An AccessPolicy reduced to what enforcement needs (resource types are case-sensitive). */
 export interface AccessRules {
   readonly policyId: string;
-  /** Allowed types; `*` allows every type. */
-  readonly resources: readonly { readonly resourceType: string; readonly readonly: boolean; readonly criteria?: string }[];
+  /**
+   * Allowed types; `*` allows every type. `compartment` (Medplum's deprecated
+   * `AccessPolicy.resource.compartment`, a reference) narrows the type like criteria
+   * `_compartment=<it>`, on a `*` rule too.
+   */
+  readonly resources: readonly { readonly resourceType: string; readonly readonly: boolean; readonly criteria?: string; readonly compartment?: string }[];
+  /** `AccessPolicy.compartment` (Medplum's, deprecated): the account a member's new resources are assigned to. */
+  readonly compartment?: string;
 }
 
 /** SMART App Launch context: what the app was launched for (ids without the type). */

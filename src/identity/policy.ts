@@ -19,11 +19,19 @@ export function policyAllowsType(identity: Identity, resourceType: string): bool
   return ruleFor(identity, resourceType) !== null;
 }
 
-/** The criteria of the type's own policy rule as search parameters, or undefined when unrestricted. */
+/**
+ * The criteria of the type's own policy rule as search parameters, or undefined when unrestricted.
+ * A rule's `compartment` adds `_compartment=<it>`, whether the rule names the type or is `*`
+ * (`_compartment` exists on every type; other criteria name one type).
+ */
 export function policyCriteria(identity: Identity, resourceType: string): [string, string][] | undefined {
   const rule = ruleFor(identity, resourceType);
-  if (!rule?.criteria || rule.resourceType !== resourceType) return undefined;
-  const query = rule.criteria.includes('?') ? rule.criteria.slice(rule.criteria.indexOf('?') + 1) : rule.criteria;
-  const params = [...new URLSearchParams(query).entries()];
+  if (!rule) return undefined;
+  const params: [string, string][] = [];
+  if (rule.criteria && rule.resourceType === resourceType) {
+    const query = rule.criteria.includes('?') ? rule.criteria.slice(rule.criteria.indexOf('?') + 1) : rule.criteria;
+    params.push(...new URLSearchParams(query).entries());
+  }
+  if (rule.compartment) params.push(['_compartment', rule.compartment]);
   return params.length > 0 ? params : undefined;
 }

@@ -156,7 +156,7 @@ export class Repository implements ResourceRepository {
   async createResource(resourceType: string, input: unknown, id: string = randomUUID()): Promise<WriteResult> {
     assertType(resourceType);
     validateResource(input, { expectedType: resourceType });
-    const resource = this.stamp(input, id, randomUUID());
+    const resource = this.stamp(await this.prepared(this.db, input, undefined), id, randomUUID());
     const text = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType)
       ? await this.db.transaction(async (tx) => {
           const written = await this.insertNew(tx, resource);
@@ -186,15 +186,18 @@ export class Repository implements ResourceRepository {
   }
 
   async prepareCreates(items: readonly NewResource[]): Promise<PreparedCreates> {
-    const resources = items.map((item, index) => {
+    const inputs = items.map((item, index) => {
       try {
         assertType(item.resourceType);
         validateResource(item.input, { expectedType: item.resourceType });
-        return this.stamp(item.input, item.id ?? randomUUID(), randomUUID());
+        return item.input;
       } catch (error) {
         throw new ItemError(index, error);
       }
     });
+    const writes = inputs.map((input) => ({ input, existing: undefined }));
+    const decided = this.writeCheck?.prepare ? await this.writeCheck.prepare(this.db, writes) : inputs;
+    const resources = decided.map((input, index) => this.stamp(input, items[index].id ?? randomUUID(), randomUUID()));
     if (resources.some((resource) => writeHookOf(resource.resourceType) !== undefined || this.checksWrites(resource.resourceType))) {
       return { items };
     }
@@ -211,6 +214,11 @@ export class Repository implements ResourceRepository {
       }
     }
     return results;
+  }
+
+  /** The content to store, as the write check's `prepare` decides (unchanged without one). */
+  private async prepared(db: SqlExecutor, input: Resource, existing: Resource | undefined): Promise<Resource> {
+    return this.writeCheck?.prepare ? (await this.writeCheck.prepare(db, [{ input, existing }]))[0] : input;
   }
 
   private checksWrites(resourceType: string): boolean {
@@ -268,18 +276,18 @@ export class Repository implements ResourceRepository {
           if (options.ifMatch !== undefined) {
             throw errors.preconditionFailed(`${resourceType}/${id} does not exist, so it cannot match version ${options.ifMatch}`);
           }
-          const resource = this.stamp(input, id, versionId);
+          const resource = this.stamp(await this.prepared(tx, input, undefined), id, versionId);
           const text = await this.insertNew(tx, resource);
           await this.afterWrite(tx, resource);
           return { resource, text, created: true, changed: true };
         }
         checkVersion(current, options, resourceType, id);
-        const unchanged =
-          !alwaysNewVersion && !current.deleted && current.content !== null && sameContent(JSON.parse(current.content) as Resource, input);
-        if (unchanged) {
-          return { resource: JSON.parse(current.content!) as Resource, text: current.content!, created: false, changed: false };
+        const existing = !current.deleted && current.content !== null ? (JSON.parse(current.content) as Resource) : undefined;
+        const next = await this.prepared(tx, input, existing);
+        if (!alwaysNewVersion && existing && sameContent(existing, next)) {
+          return { resource: existing, text: current.content!, created: false, changed: false };
         }
-        const resource = this.stamp(input, id, versionId, current.projectId, current);
+        const resource = this.stamp(next, id, versionId, current.projectId, current);
         const text = await replaceVersion(tx, resource, current.projectId);
         await this.afterWrite(tx, resource);
         return { resource, text, created: current.deleted, changed: true };
@@ -301,8 +309,9 @@ export class Repository implements ResourceRepository {
       const patched = applyJsonPatch(before, operations, this.patchLimits);
       validateResource(patched, { expectedType: resourceType });
       if (patched.id !== id) throw errors.invalid('A patch must not change the resource id', `${resourceType}.id`);
-      if (sameContent(before, patched)) return { resource: before, text: current.content, created: false, changed: false };
-      const resource = this.stamp(patched, id, randomUUID(), current.projectId, current);
+      const next = await this.prepared(tx, patched, before);
+      if (sameContent(before, next)) return { resource: before, text: current.content, created: false, changed: false };
+      const resource = this.stamp(next, id, randomUUID(), current.projectId, current);
       const text = await replaceVersion(tx, resource, current.projectId);
       await this.afterWrite(tx, resource);
       return { resource, text, created: false, changed: true };

@@ -83,9 +83,22 @@ export interface HistoryPage {
  * Runs inside a write's transaction, after the version and its index rows are written and before
  * commit: throwing rolls the write back. Access control supplies one for AccessPolicy criteria.
  */
+/** A write's content and the version it replaces (none for a new resource). */
+export interface PreparedWrite {
+  input: Resource;
+  existing: Resource | undefined;
+}
+
 export interface WriteCheck {
   appliesTo(resourceType: string): boolean;
   verify(tx: SqlExecutor, resource: Resource): Promise<void>;
+  /**
+   * Decides what of writes' content the caller may not set itself (access control: who may set
+   * `meta.accounts`), before each write is stamped and compared with the current version; one
+   * call for many creates. `existing` is the current version (update, patch), undefined for a new
+   * resource; `db` is where the writes' statements go (their transaction, when they have one).
+   */
+  prepare?(db: SqlExecutor, writes: readonly PreparedWrite[]): Promise<Resource[]>;
 }
 
 /**
