@@ -1,4 +1,5 @@
 import type { Identity } from './identity.js';
+import { scopeAllows, scopeCriteria, scopeUseOf, type CriteriaGroup } from './scope-access.js';
 
 /**
  * The caller's AccessPolicy, read the way search applies it: which types it allows, and the
@@ -14,16 +15,48 @@ function ruleFor(identity: Identity, resourceType: string) {
   );
 }
 
-/** False when the caller's policy does not list the type (nor `*`). */
+/**
+ * False when the caller's policy does not list the type (nor `*`), or its SMART scopes do not
+ * grant the permission its searches run under (scopeUse) on the type.
+ */
 export function policyAllowsType(identity: Identity, resourceType: string): boolean {
-  return ruleFor(identity, resourceType) !== null;
+  if (ruleFor(identity, resourceType) === null) return false;
+  return !identity.scopes || scopeAllows(identity, resourceType, scopeUseOf(identity));
 }
 
-/** The criteria of the type's own policy rule as search parameters, or undefined when unrestricted. */
-export function policyCriteria(identity: Identity, resourceType: string): [string, string][] | undefined {
+/** The criteria of the type's own policy rule as search parameters. */
+function ruleCriteria(identity: Identity, resourceType: string): [string, string][] | undefined {
   const rule = ruleFor(identity, resourceType);
   if (!rule?.criteria || rule.resourceType !== resourceType) return undefined;
   const query = rule.criteria.includes('?') ? rule.criteria.slice(rule.criteria.indexOf('?') + 1) : rule.criteria;
   const params = [...new URLSearchParams(query).entries()];
   return params.length > 0 ? params : undefined;
+}
+
+/**
+ * What narrows a search of the type: the policy's criteria (`all` must hold) and the SMART scopes'
+ * (`anyOf`: one of the groups must hold; an empty list lets nothing through). Undefined when
+ * nothing does.
+ */
+export interface TypeCriteria {
+  readonly all: readonly (readonly [string, string])[];
+  readonly anyOf?: readonly CriteriaGroup[];
+}
+
+export function typeCriteria(identity: Identity, resourceType: string): TypeCriteria | undefined {
+  const all = ruleCriteria(identity, resourceType);
+  const anyOf = identity.scopes ? scopeCriteria(identity, resourceType, scopeUseOf(identity)) : undefined;
+  if (!all && !anyOf) return undefined;
+  return { all: all ?? [], ...(anyOf ? { anyOf } : {}) };
+}
+
+/**
+ * Every search parameter that narrows the type (policy criteria and scope conditions together),
+ * or undefined when unrestricted: for callers that ask whether, and by which parameters, a type is
+ * narrowed. The search itself applies typeCriteria.
+ */
+export function policyCriteria(identity: Identity, resourceType: string): [string, string][] | undefined {
+  const criteria = typeCriteria(identity, resourceType);
+  if (!criteria) return undefined;
+  return [...criteria.all, ...(criteria.anyOf ?? []).flat()].map(([name, value]) => [name, value]);
 }
