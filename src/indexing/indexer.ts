@@ -3,6 +3,7 @@ import type { Resource } from '../fhir/types.js';
 import { emptyIndexRows, type IndexRows } from './row-types.js';
 import { collectRows } from './collect.js';
 import { collectComposites, getCompositePlans } from './composite.js';
+import { addCompartmentRows } from './compartment-rows.js';
 import { getIndexPlan } from './plan.js';
 import type { ProjectParameters } from './parameters.js';
 
@@ -23,6 +24,9 @@ import type { ProjectParameters } from './parameters.js';
  * `parameters`: the SearchParameters of the resource's project (src/indexing/parameters.ts), indexed
  * after the built-in ones with the same row builders.
  *
+ * `_compartment` rows (the patients whose compartment the resource is in, and its `meta.accounts`)
+ * are derived in code from the rows collected (indexing/compartment-rows.ts).
+ *
  * Not indexed: special parameters, `_id` and `_lastUpdated` (columns of the resource table),
  * contained targets (`#id`), Ratio and SampledData values, and resources as values
  * (`Bundle.entry[0].resource`).
@@ -33,6 +37,7 @@ export function buildIndexRows(resource: Resource, parameters?: ProjectParameter
   if (typeof resource?.resourceType !== 'string' || !isResourceType(resource.resourceType)) return emptyIndexRows();
   const plan = parameters ? parameters.indexPlan(resource.resourceType) : getIndexPlan(resource.resourceType);
   const rows = collectRows(resource, plan);
+  addCompartmentRows(resource, rows);
   rows.composite = collectComposites(resource, getCompositePlans(resource.resourceType));
   return rows;
 }

@@ -1,3 +1,4 @@
+import { COMPARTMENT_PARAMETER_CODE } from '../fhir/compartments.js';
 import { getSearchParametersFor, isResourceType, type SearchParameter } from '../fhir/definitions.js';
 import { compileFastPath, type Evaluator } from './fast-path.js';
 import { compileFhirPath } from './fhirpath-eval.js';
@@ -25,8 +26,8 @@ export interface CompiledTerm {
   evaluate: Evaluator;
 }
 
-/** Parameters the resource table answers itself. */
-const NOT_INDEXED = new Set(['_id', '_lastUpdated']);
+/** Parameters the resource table answers itself, and `_compartment`, computed in code (compartment-rows.ts). */
+const NOT_INDEXED = new Set(['_id', '_lastUpdated', COMPARTMENT_PARAMETER_CODE]);
 
 const plans = new Map<string, ParamPlan[]>();
 
