@@ -15,8 +15,8 @@ const asClient = (api: TestServer, projectId: string, token: Record<string, any>
 });
 
 /** A non-admin member client of the admin's project, signed in by client credentials with `scope`. */
-export async function scopedMember(api: TestServer, admin: ProjectClient, scope: string): Promise<ScopedClient> {
-  const member = await addMemberClient(api, admin);
+export async function scopedMember(api: TestServer, admin: ProjectClient, scope: string, accessPolicy?: string): Promise<ScopedClient> {
+  const member = await addMemberClient(api, admin, accessPolicy ? { accessPolicy } : {});
   const res = await tokenRequest(api, { grant_type: 'client_credentials', client_id: member.clientId, client_secret: member.secret, scope });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return asClient(api, admin.projectId, res.body);

@@ -102,3 +102,22 @@ describe('SMART granular scopes', () => {
     expect((await client.post('/Observation', observationOf(patient.id, 'survey'))).status).toBe(403);
   });
 });
+
+describe('SMART scopes and AccessPolicy', () => {
+  it('scopes never widen the AccessPolicy: both narrow', async () => {
+    const admin = api.newProject();
+    const mine = (await admin.post('/Organization', { resourceType: 'Organization', name: 'Mine' })).body;
+    const inside = (await admin.post('/Patient', patientBody({ managingOrganization: { reference: `Organization/${mine.id}` } }))).body;
+    const outside = (await admin.post('/Patient', patientBody())).body;
+    const policy = await admin.post('/AccessPolicy', {
+      resourceType: 'AccessPolicy',
+      name: 'mine, read-only',
+      resource: [{ resourceType: 'Patient', criteria: `Patient?organization=Organization/${mine.id}`, readonly: true }],
+    });
+    const { client } = await scopedMember(api, admin, 'user/*.cruds', `AccessPolicy/${policy.body.id}`);
+    expect(idsOf((await client.get('/Patient')).body)).toEqual([inside.id]);
+    expect((await client.get(`/Patient/${outside.id}`)).status).toBe(404);
+    expect((await client.post('/Patient', patientBody())).status).toBe(403);
+    expect((await client.get('/Observation')).status).toBe(403);
+  });
+});

@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { patientBody, useTestServer } from '../helpers/server.js';
-import { tokenRequest, getJson, addMemberClient } from './helpers.js';
+import { tokenRequest, getJson, addMemberClient, sendJson } from './helpers.js';
 import { graphql, onlyError } from '../graphql/resource-helpers.js';
 import { expectScopeRefusal, idsOf, observationOf, patientUser, scopedMember } from './smart-helpers.js';
 
@@ -212,5 +212,34 @@ describe('SMART discovery', () => {
     expect(uris.authorize).toMatch(/\/oauth2\/authorize$/);
     expect(uris.token).toMatch(/\/oauth2\/token$/);
     expect(security.description).toContain('smart-configuration');
+  });
+});
+
+describe('SMART scopes at the authorization endpoints', () => {
+  it('/oauth2/authorize answers a malformed scope with a redirect carrying invalid_scope', async () => {
+    const admin = api.newProject();
+    const app = await admin.post('/ClientApplication', { resourceType: 'ClientApplication', name: 'app', redirectUri: 'https://app.example/cb' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: app.body.id,
+      redirect_uri: 'https://app.example/cb',
+      scope: 'patient/Observation.xyz launch/patient',
+      state: 's1',
+      code_challenge: 'x'.repeat(43),
+      code_challenge_method: 'S256',
+    });
+    const res = await api.raw(`/oauth2/authorize?${query}`, { redirect: 'manual' });
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get('location')!);
+    expect(location.searchParams.get('error')).toBe('invalid_scope');
+    expect(location.searchParams.get('state')).toBe('s1');
+  });
+
+  it('/auth/login refuses a malformed scope with 400', async () => {
+    const admin = api.newProject();
+    const user = await patientUser(api, admin);
+    const res = await sendJson(api, 'POST', '/auth/login', { email: user.email, password: user.password, scope: 'user/Observation.sr' });
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].details.text).toContain('user/Observation.sr');
   });
 });
