@@ -140,26 +140,20 @@ describe('SMART scopes: interactions', () => {
   it('refuses a Bundle entry its scopes do not allow, and runs those they do', async () => {
     const admin = api.newProject();
     const { client } = await scopedMember(api, admin, 'user/Patient.cruds');
-    const res = await client.post('/', {
+    const bundle = (type: string) => ({
       resourceType: 'Bundle',
-      type: 'batch',
+      type,
       entry: [
         { request: { method: 'POST', url: 'Patient' }, resource: patientBody() },
         { request: { method: 'POST', url: 'Observation' }, resource: observationOf('x') },
       ],
     });
+    const res = await client.post('/', bundle('batch'));
     expect(res.status).toBe(200);
     expect(res.body.entry[0].response.status).toMatch(/^201/);
     expect(res.body.entry[1].response.status).toMatch(/^403/);
     expect(res.body.entry[1].response.outcome.issue[0].details.text).toContain('user/Observation.c');
-    const transaction = await client.post('/', {
-      resourceType: 'Bundle',
-      type: 'transaction',
-      entry: [
-        { request: { method: 'POST', url: 'Patient' }, resource: patientBody() },
-        { request: { method: 'POST', url: 'Observation' }, resource: observationOf('x') },
-      ],
-    });
+    const transaction = await client.post('/', bundle('transaction'));
     expectScopeRefusal(transaction, 'user/Observation.c');
   });
 
