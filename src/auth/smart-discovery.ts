@@ -1,6 +1,7 @@
 /**
  * What `/.well-known/smart-configuration` promises: only what works (SMART App Launch 2.0,
- * Conformance). No `sso-openid-connect`: the token response has no `id_token`.
+ * Conformance). No `sso-openid-connect`: the token response has no `id_token`; no
+ * `permission-online`: `online_access` is granted but its refresh tokens are not tied to a session.
  */
 export const SMART_CAPABILITIES: readonly string[] = [
   // The authorization code flow at /oauth2/authorize, with PKCE S256; public clients need no secret.
@@ -10,7 +11,6 @@ export const SMART_CAPABILITIES: readonly string[] = [
   // A user whose profile is a Patient gets that patient as launch context (no picker needed).
   'context-standalone-patient',
   'permission-offline',
-  'permission-online',
   'permission-patient',
   'permission-user',
   'permission-v1',
