@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { patientBody, useTestServer } from '../helpers/server.js';
+import { graphql, onlyError } from '../graphql/resource-helpers.js';
 import { expectScopeRefusal, idsOf, observationOf, patientUser, scopedMember } from './smart-helpers.js';
 
 const api = await useTestServer();
@@ -45,6 +46,23 @@ describe('SMART patient/ scopes: the launch patient compartment', () => {
     expect((await client.put(`/Observation/${theirs.id}`, { ...theirs, status: 'amended' })).status).toBe(404);
     expect((await client.request('DELETE', `/Observation/${theirs.id}`)).status).toBe(404);
     expect((await client.request('DELETE', `/Observation/${mine.id}`)).status).toBe(200);
+  });
+
+  it('GraphQL lists and reads see only the launch patient\'s resources', async () => {
+    const { user, mine, theirs } = await twoPatients();
+    const { client } = await user.client('patient/*.rs launch/patient');
+    const list = await graphql(api, client, `{ ObservationList { id subject { resource { ... on Patient { id } } } } }`);
+    expect(list.body.data?.ObservationList, JSON.stringify(list.body)).toEqual([{ id: mine.id, subject: { resource: { id: user.patientId } } }]);
+    expect(onlyError(await graphql(api, client, `query ($id: ID!) { Observation(id: $id) { id } }`, { id: theirs.id })).code).toBe('not-found');
+  });
+
+  it('the history of a type narrowed to the patient is refused; an instance history is not', async () => {
+    const { user, mine } = await twoPatients();
+    const { client } = await user.client('patient/Observation.rs launch/patient');
+    const res = await client.get('/Observation/_history');
+    expect(res.status).toBe(403);
+    expect(res.body.issue[0].details.text).toContain('per resource');
+    expect((await client.get(`/Observation/${mine.id}/_history`)).status).toBe(200);
   });
 
   it('patient/ scopes without a patient context are refused, saying so', async () => {
