@@ -44,11 +44,11 @@ export async function stopFlint(child: ChildProcess): Promise<void> {
 }
 
 /** An access token by client credentials. */
-export async function clientCredentialsToken(baseUrl: string, client: BenchClient): Promise<string> {
+export async function clientCredentialsToken(baseUrl: string, client: BenchClient, scope?: string): Promise<string> {
   const res = await fetch(`${baseUrl}/oauth2/token`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.id, client_secret: client.secret }),
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.id, client_secret: client.secret, ...(scope ? { scope } : {}) }),
   });
   const body = (await res.json()) as { access_token?: string };
   if (!body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);

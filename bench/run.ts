@@ -57,6 +57,8 @@ interface Row {
 
 /** Filled with the bearer token of the benchmark project's client once Flint is up (every route needs one). */
 const AUTH_HEADERS: Record<string, string> = {};
+/** The same client's token with SMART resource scopes, which every request then checks. */
+const SCOPED_HEADERS: Record<string, string> = {};
 /** That client's credentials (the hostile scenario's token requests send them). */
 let projectClient: BenchClient | undefined;
 const JSON_HEADERS: Record<string, string> = { 'content-type': 'application/fhir+json' };
@@ -75,6 +77,8 @@ function load(options: autocannon.Options): Promise<autocannon.Result> {
 
 const scenarios: Scenario[] = [
   { name: 'read Patient by id', target: '≥4,000 req/s, p99 < 20 ms', run: readById(BASE) },
+  // The same read with a token whose SMART scopes are checked (user/Patient.rs user/Observation.rs).
+  { name: 'read Patient by id, SMART-scoped token', target: 'within 5% of read Patient by id', run: readById(BASE, SCOPED_HEADERS) },
   {
     name: 'create Patient',
     target: '≥1,600 req/s on PostgreSQL, ≥800 on PGlite',
@@ -130,13 +134,13 @@ const scenarios: Scenario[] = [
 ];
 
 /** Reads of Patients by id, round the seeded ids, from the server at `base` (Flint or the bare pg baseline). */
-function readById(base: string): Scenario['run'] {
+function readById(base: string, headers: Record<string, string> = AUTH_HEADERS): Scenario['run'] {
   return (ids, seconds = DURATION) => {
     let i = 0;
     return load({
       duration: seconds,
       url: `${base}/fhir/R4`,
-      requests: [{ method: 'GET', headers: AUTH_HEADERS, setupRequest: (req) => ({ ...req, path: `/fhir/R4/Patient/${ids[i++ % ids.length]}` }) }],
+      requests: [{ method: 'GET', headers, setupRequest: (req) => ({ ...req, path: `/fhir/R4/Patient/${ids[i++ % ids.length]}` }) }],
     });
   };
 }
@@ -187,6 +191,7 @@ async function startFlint(env: Record<string, string>): Promise<ChildProcess> {
   AUTH_HEADERS.authorization = `Bearer ${token}`;
   JSON_HEADERS.authorization = `Bearer ${token}`;
   GRAPHQL_HEADERS.authorization = `Bearer ${token}`;
+  SCOPED_HEADERS.authorization = `Bearer ${await clientCredentialsToken(BASE, projectClient, 'user/Patient.rs user/Observation.rs')}`;
   return child;
 }
 

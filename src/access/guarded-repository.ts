@@ -13,6 +13,7 @@ import {
   keyOf,
   type NewResource,
   type PreparedCreates,
+  type PreparedWrite,
   type HistoryOptions,
   type HistoryPage,
   type ReadKey,
@@ -26,35 +27,11 @@ import {
 import { randomSecret } from '../auth/secrets.js';
 import { readClientSecret, storeClientSecret } from '../auth/account-writes.js';
 import { policyAllowsType, policyCriteria } from '../identity/policy.js';
+import type { Permission } from '../identity/scopes.js';
+import { assertScope, assertTypeAccess } from './type-access.js';
 import { systemHistoryOptions } from './system-history.js';
 import { decideAccounts } from './write-accounts.js';
 import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../search/service.js';
-
-/** Types only project admins (or super admins) may create, change or delete. */
-const ADMIN_TYPES = new Set(['ProjectMembership', 'ClientApplication', 'AccessPolicy', 'User']);
-/** Types written only by the server itself or a super admin. */
-const SYSTEM_TYPES = new Set(['Login', 'Project', 'AsyncJob']);
-
-/** Whether the identity may read (`write` false) or write resources of a type; throws 403 otherwise. */
-export function assertTypeAccess(identity: Identity, resourceType: string, write: boolean): void {
-  const policy = identity.accessPolicy;
-  if (policy && !identity.superAdmin) {
-    const rule = policy.resources.find((r) => r.resourceType === resourceType) ?? policy.resources.find((r) => r.resourceType === '*');
-    if (!rule) throw errors.forbidden(`Your access policy does not allow ${resourceType} resources`);
-    if (write && rule.readonly) throw errors.forbidden(`Your access policy allows ${resourceType} resources read-only`);
-  }
-  if (!write || identity.superAdmin) return;
-  if (SYSTEM_TYPES.has(resourceType)) {
-    throw errors.forbidden(
-      resourceType === 'Project'
-        ? 'Only a super admin can write Project resources: use Project/$init to create a project'
-        : `${resourceType} resources are written by the server only`,
-    );
-  }
-  if (ADMIN_TYPES.has(resourceType) && !identity.projectAdmin) {
-    throw errors.forbidden(`Only project admins can create or change ${resourceType} resources`);
-  }
-}
 
 /**
  * The repository of a request: the project-scoped store plus access control (admin-only types,
@@ -63,7 +40,12 @@ export function assertTypeAccess(identity: Identity, resourceType: string, write
  * implements every method of ResourceRepository itself, so none reaches the store unguarded.
  */
 export class GuardedRepository implements ResourceRepository {
+  /** Reads, updates and patches; writes are checked against the criteria of `u` scopes. */
   private readonly store: Repository;
+  /** Creates: checked against the criteria of `c` scopes (the store itself without SMART scopes). */
+  private readonly creator: Repository;
+  /** The identity as each SMART permission sees it (itself without resource scopes). */
+  private readonly as: (permission: Permission) => Identity;
 
   constructor(
     private readonly services: Services,
@@ -74,11 +56,14 @@ export class GuardedRepository implements ResourceRepository {
     private readonly joined?: JoinedTransaction,
   ) {
     const storage = joined ? { ...services, db: joined } : { ...services, db: reads.primary, reader: () => reads.reader() };
-    this.store = new Repository(storage, who, {
-      appliesTo: (resourceType) => policyCriteria(who, resourceType) !== undefined,
-      verify: (tx, resource) => this.verifyWrite(tx, resource),
-      prepare: (db, writes) => decideAccounts(who, db, writes),
+    this.as = scopedIdentities(who);
+    const checkedAs = (writer: Identity) => ({
+      appliesTo: (resourceType: string) => policyCriteria(writer, resourceType) !== undefined,
+      verify: (tx: SqlExecutor, resource: Resource) => this.verifyWrite(tx, resource, writer),
+      prepare: (db: SqlExecutor, writes: readonly PreparedWrite[]) => decideAccounts(who, db, writes),
     });
+    this.store = new Repository(storage, who, checkedAs(this.as('u')));
+    this.creator = who.scopes ? new Repository(storage, who, checkedAs(this.as('c'))) : this.store;
   }
 
   get cachesVersions(): boolean {
@@ -87,9 +72,10 @@ export class GuardedRepository implements ResourceRepository {
 
   async readVersion(resourceType: string, id: string): Promise<StoredVersion> {
     assertTypeAccess(this.who, resourceType, false);
+    assertScope(this.who, resourceType, 'r');
     this.assertJoinable(resourceType);
     const version = await this.store.readVersion(resourceType, id);
-    await this.assertWithinCriteria(resourceType, id);
+    await this.assertWithinCriteria(resourceType, id, 'r');
     return resourceType === 'ClientApplication' ? this.withSecret(version) : version;
   }
 
@@ -101,11 +87,12 @@ export class GuardedRepository implements ResourceRepository {
    * Batched reads under readVersion's rules: types the AccessPolicy does not allow and resources
    * outside its criteria are left out like missing ones (never an error: the caller of a batch,
    * a reference, must not learn that a hidden target exists). Criteria cost one search per type
-   * that has them, whatever the number of keys.
+   * that has them, whatever the number of keys. SMART scopes must grant `r` on the type.
    */
   async readVersions(keys: readonly ReadKey[]): Promise<Map<string, StoredVersion>> {
-    const found = await this.store.readVersions(keys.filter((key) => policyAllowsType(this.who, key.resourceType)));
-    for (const hidden of await this.outsideCriteria([...found.values()])) found.delete(keyOf(hidden));
+    const reader = this.as('r');
+    const found = await this.store.readVersions(keys.filter((key) => policyAllowsType(reader, key.resourceType)));
+    for (const hidden of await this.outsideCriteria([...found.values()], reader)) found.delete(keyOf(hidden));
     for (const [key, version] of found) {
       if (version.resourceType === 'ClientApplication') found.set(key, await this.withSecret(version));
     }
@@ -116,51 +103,55 @@ export class GuardedRepository implements ResourceRepository {
   async readVersionTexts(versions: readonly VersionKey[]): Promise<Map<string, string>> {
     const allowed = versions.filter((version) => policyAllowsType(this.who, version.resourceType));
     const texts = await this.store.readVersionTexts(allowed);
-    for (const hidden of await this.outsideCriteria(allowed)) texts.delete(hidden.versionId);
+    for (const hidden of await this.outsideCriteria(allowed, this.who)) texts.delete(hidden.versionId);
     return texts;
   }
 
   async readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
     assertTypeAccess(this.who, resourceType, false);
+    assertScope(this.who, resourceType, 'r');
     const version = await this.store.readHistoryVersion(resourceType, id, versionId);
-    await this.assertWithinCriteria(resourceType, id);
+    await this.assertWithinCriteria(resourceType, id, 'r');
     return version;
   }
 
   async history(resourceType: string | undefined, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
-    if (resourceType === undefined) return this.store.history(undefined, id, systemHistoryOptions(this.who, options));
+    if (resourceType === undefined) return this.store.history(undefined, id, systemHistoryOptions(this.as('r'), options));
     assertTypeAccess(this.who, resourceType, false);
-    if (id !== undefined) await this.assertWithinCriteria(resourceType, id);
-    else if (policyCriteria(this.who, resourceType)) {
-      throw errors.forbidden(`Your access policy narrows ${resourceType} by criteria: read its history per resource`);
+    assertScope(this.who, resourceType, 'r');
+    if (id !== undefined) await this.assertWithinCriteria(resourceType, id, 'r');
+    else if (policyCriteria(this.as('r'), resourceType)) {
+      throw errors.forbidden(`Your access policy or SMART scopes narrow ${resourceType} by criteria: read its history per resource`);
     }
     return this.store.history(resourceType, id, options);
   }
 
   async createResource(resourceType: string, input: unknown, id?: string): Promise<WriteResult> {
     assertTypeAccess(this.who, resourceType, true);
+    assertScope(this.who, resourceType, 'c');
     this.assertJoinable(resourceType);
     this.checkMembership(resourceType, input);
-    if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.store.createResource(resourceType, input, id);
+    if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.creator.createResource(resourceType, input, id);
     const { secret, ...rest } = input;
-    const result = await this.store.createResource(resourceType, rest, id);
+    const result = await this.creator.createResource(resourceType, rest, id);
     return this.attachSecret(result, typeof secret === 'string' && secret !== '' ? secret : randomSecret());
   }
 
   async createResources(input: readonly NewResource[] | PreparedCreates): Promise<WriteResult[]> {
     this.assertMayCreate(isPrepared(input) ? input.items : input);
-    return this.store.createResources(input);
+    return this.creator.createResources(input);
   }
 
   async prepareCreates(items: readonly NewResource[]): Promise<PreparedCreates> {
     this.assertMayCreate(items);
-    return this.store.prepareCreates(items);
+    return this.creator.prepareCreates(items);
   }
 
   private assertMayCreate(items: readonly NewResource[]): void {
     items.forEach((item, index) => {
       try {
         assertTypeAccess(this.who, item.resourceType, true);
+        assertScope(this.who, item.resourceType, 'c');
         if (item.resourceType === 'ClientApplication') throw errors.invalid('ClientApplications are created one at a time, with their secret');
         this.checkMembership(item.resourceType, item.input);
       } catch (error) {
@@ -171,9 +162,10 @@ export class GuardedRepository implements ResourceRepository {
 
   async updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {
     assertTypeAccess(this.who, resourceType, true);
+    assertScope(this.who, resourceType, 'u');
     this.assertJoinable(resourceType);
     this.checkMembership(resourceType, input);
-    await this.assertExistingWithinCriteria(resourceType, id);
+    await this.assertExistingWithinCriteria(resourceType, id, 'u');
     if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.store.updateResource(resourceType, id, input, options);
     const { secret, ...rest } = input;
     const result = await this.store.updateResource(resourceType, id, rest, options);
@@ -184,6 +176,7 @@ export class GuardedRepository implements ResourceRepository {
 
   async patchResource(resourceType: string, id: string, operations: unknown, options: WriteOptions = {}): Promise<WriteResult> {
     assertTypeAccess(this.who, resourceType, true);
+    assertScope(this.who, resourceType, 'u');
     if (
       resourceType === 'ClientApplication' &&
       Array.isArray(operations) &&
@@ -191,7 +184,7 @@ export class GuardedRepository implements ResourceRepository {
     ) {
       throw errors.invalid('A ClientApplication secret cannot be patched: send it with PUT', 'ClientApplication.secret');
     }
-    await this.assertExistingWithinCriteria(resourceType, id);
+    await this.assertExistingWithinCriteria(resourceType, id, 'u');
     const result = await this.store.patchResource(resourceType, id, operations, options);
     if (resourceType === 'ProjectMembership') this.checkMembership(resourceType, result.resource);
     return result;
@@ -199,32 +192,36 @@ export class GuardedRepository implements ResourceRepository {
 
   async deleteResource(resourceType: string, id: string, options: WriteOptions = {}): Promise<void> {
     assertTypeAccess(this.who, resourceType, true);
-    await this.assertExistingWithinCriteria(resourceType, id);
+    assertScope(this.who, resourceType, 'd');
+    await this.assertExistingWithinCriteria(resourceType, id, 'd');
     return this.store.deleteResource(resourceType, id, options);
   }
 
   createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}, id?: string): Promise<WriteResult> {
     assertTypeAccess(this.who, 'Binary', true);
-    return this.store.createBinary(contentType, data, extra, id);
+    assertScope(this.who, 'Binary', 'c');
+    return this.creator.createBinary(contentType, data, extra, id);
   }
 
   async updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
     assertTypeAccess(this.who, 'Binary', true);
-    await this.assertExistingWithinCriteria('Binary', id);
+    assertScope(this.who, 'Binary', 'u');
+    await this.assertExistingWithinCriteria('Binary', id, 'u');
     return this.store.updateBinary(id, contentType, data, options);
   }
 
   /** The version came from a guarded read or search, which applied the criteria: the type is checked again, not the criteria. */
   async readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined> {
     assertTypeAccess(this.who, 'Binary', false);
+    assertScope(this.who, 'Binary', 'r');
     return this.store.readBinaryData(version);
   }
 
   /** What the caller's criteria searches run with: the same as a request's searches (before a write: on the primary). */
-  private searchContext(from: 'reader' | 'primary' = 'reader'): SearchContext {
+  private searchContext(identity: Identity, from: 'reader' | 'primary' = 'reader'): SearchContext {
     const { config, searchCache } = this.services;
     const reads = from === 'primary' ? undefined : this.reads;
-    return { database: this.reads.primary, reads, transaction: this.joined, identity: this.who, config, searchCache };
+    return { database: this.reads.primary, reads, transaction: this.joined, identity, config, searchCache };
   }
 
   /**
@@ -241,31 +238,32 @@ export class GuardedRepository implements ResourceRepository {
    * A resource outside the caller's AccessPolicy criteria for its type is invisible (404), as a
    * resource of another project is. The check is the search engine's, so it cannot disagree with it.
    */
-  private async assertWithinCriteria(resourceType: string, id: string, from: 'reader' | 'primary' = 'reader'): Promise<void> {
-    if (!policyCriteria(this.who, resourceType)) return;
-    const within = await this.idsWithinCriteria(resourceType, [id], from);
+  private async assertWithinCriteria(resourceType: string, id: string, permission: Permission, from: 'reader' | 'primary' = 'reader'): Promise<void> {
+    const who = this.as(permission);
+    if (!policyCriteria(who, resourceType)) return;
+    const within = await this.idsWithinCriteria(who, resourceType, [id], from);
     if (!within.has(id)) throw errors.notFound(`${resourceType}/${id} not found`);
   }
 
   /** The versions outside the AccessPolicy criteria of their type (one search per type that has criteria). */
-  private async outsideCriteria<K extends ResourceKey>(versions: readonly K[]): Promise<K[]> {
+  private async outsideCriteria<K extends ResourceKey>(versions: readonly K[], who: Identity): Promise<K[]> {
     const outside: K[] = [];
     for (const type of new Set(versions.map((version) => version.resourceType))) {
-      if (!policyCriteria(this.who, type)) continue;
+      if (!policyCriteria(who, type)) continue;
       const ofType = versions.filter((version) => version.resourceType === type);
-      const within = await this.idsWithinCriteria(type, ofType.map((version) => version.id));
+      const within = await this.idsWithinCriteria(who, type, ofType.map((version) => version.id));
       outside.push(...ofType.filter((version) => !within.has(version.id)));
     }
     return outside;
   }
 
   /** Which of `ids` meet the policy's criteria for `type`: the search engine decides, as for single reads. */
-  private async idsWithinCriteria(type: string, ids: readonly string[], from: 'reader' | 'primary' = 'reader'): Promise<Set<string>> {
+  private async idsWithinCriteria(who: Identity, type: string, ids: readonly string[], from: 'reader' | 'primary' = 'reader'): Promise<Set<string>> {
     const within = new Set<string>();
     const chunkSize = Math.min(MAX_COUNT, this.services.config.searchMaxOrValues);
     for (let start = 0; start < ids.length; start += chunkSize) {
       const chunk = ids.slice(start, start + chunkSize);
-      const result = await search(searchServicesFor(this.searchContext(from)), type, [
+      const result = await search(searchServicesFor(this.searchContext(who, from)), type, [
         ['_id', chunk.join(',')],
         ['_count', String(chunk.length)],
       ]);
@@ -275,25 +273,25 @@ export class GuardedRepository implements ResourceRepository {
   }
 
   /** A written resource must meet the criteria of the caller's policy for its type, or the write is undone. */
-  private async verifyWrite(tx: SqlExecutor, resource: Resource): Promise<void> {
-    const result = await search(searchServicesFor(this.searchContext(), { transaction: tx }), resource.resourceType, [
+  private async verifyWrite(tx: SqlExecutor, resource: Resource, writer: Identity): Promise<void> {
+    const result = await search(searchServicesFor(this.searchContext(writer), { transaction: tx }), resource.resourceType, [
       ['_id', resource.id!],
       ['_count', '1'],
     ]);
     if (result.matches.length === 0) {
-      throw errors.forbidden(`This ${resource.resourceType} does not meet your access policy's criteria for ${resource.resourceType}`);
+      throw errors.forbidden(`This ${resource.resourceType} does not meet your access policy's criteria or SMART scopes for ${resource.resourceType}`);
     }
   }
 
   /** Before changing a resource: an existing one must be within the criteria (a new id is not checked); decided on the primary. */
-  private async assertExistingWithinCriteria(resourceType: string, id: string): Promise<void> {
-    if (!policyCriteria(this.who, resourceType)) return;
+  private async assertExistingWithinCriteria(resourceType: string, id: string, permission: Permission): Promise<void> {
+    if (!policyCriteria(this.as(permission), resourceType)) return;
     try {
       await this.store.readVersion(resourceType, id, 'primary');
     } catch {
       return;
     }
-    await this.assertWithinCriteria(resourceType, id, 'primary');
+    await this.assertWithinCriteria(resourceType, id, permission, 'primary');
   }
 
   /** A membership names the project it is stored in: it can never grant access to another one. */
@@ -322,26 +320,13 @@ export class GuardedRepository implements ResourceRepository {
   }
 }
 
-const TYPE_PATH = /^([A-Z][A-Za-z]+)(?:\/|$)/;
-
-/**
- * AccessPolicy at the router, for every FHIR interaction whatever serves it (search, history,
- * operations): the type in the path (below the FHIR base), or each `_type` of a system search, must
- * be allowed. A system search without `_type` under a policy would reach every type, so it must
- * name them. Writes are checked again by the repository (read-only types).
- */
-export function assertRouteAccess(identity: Identity, path: string, query: URLSearchParams): void {
-  if (!identity.accessPolicy || identity.superAdmin) return;
-  const match = TYPE_PATH.exec(path);
-  if (match) {
-    assertTypeAccess(identity, match[1], false);
-    return;
-  }
-  if (path === '') {
-    const types = query.getAll('_type').flatMap((value) => value.split(',')).map((t) => t.trim()).filter(Boolean);
-    if (types.length === 0 && !identity.accessPolicy.resources.some((r) => r.resourceType === '*')) {
-      throw errors.forbidden('Your access policy limits the resource types you may search: name them with _type');
-    }
-    for (const type of types) assertTypeAccess(identity, type, false);
-  }
+/** The identity as the searches that check each SMART permission run it (scope-access.ts, scopeUse). */
+function scopedIdentities(who: Identity): (permission: Permission) => Identity {
+  if (!who.scopes) return () => who;
+  const made = new Map<Permission, Identity>();
+  return (permission) => {
+    let identity = made.get(permission);
+    if (!identity) made.set(permission, (identity = { ...who, scopeUse: permission }));
+    return identity;
+  };
 }

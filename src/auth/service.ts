@@ -16,6 +16,8 @@ import { type ResourceKey, type StoredVersion } from '../storage/types.js';
 import { validateResource } from '../validation/validator.js';
 import { LoginWriter } from './login-writer.js';
 import { checkAuthFields } from './request-fields.js';
+import { grantScope, narrowScope } from './scope-grant.js';
+import { resourceScopesOf } from '../identity/scopes.js';
 import { launchContextOf, launchOf } from './launch-context.js';
 import { changedResourceOf, resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import type { SharedStore } from '../cache/shared-store.js';
@@ -198,6 +200,7 @@ export class AuthService {
       subject: membership.user?.reference,
       accessPolicy,
       ...extra,
+      ...resourceScopesFor(extra),
     };
   }
 
@@ -215,7 +218,7 @@ export class AuthService {
       project: { reference: `Project/${projectId}` },
       membership: { reference: `ProjectMembership/${request.membership.id}` },
       ...(request.clientId ? { client: { reference: `ClientApplication/${request.clientId}` } } : {}),
-      scope: request.scope ?? 'openid',
+      scope: grantScope(request.scope ?? 'openid'),
       granted: false,
       revoked: false,
       admin: request.membership.admin === true,
@@ -242,14 +245,14 @@ export class AuthService {
    * Issues the tokens of a Login: an access token (1 hour) and, when `withRefresh`, a refresh
    * token `<loginId>.<secret>` (two weeks) whose secret is stored hashed and rotates on every use.
    */
-  async issueTokens(login: Login, withRefresh: boolean, knownMembership?: ProjectMembership): Promise<TokenResponse> {
+  async issueTokens(login: Login, withRefresh: boolean, knownMembership?: ProjectMembership, narrowed?: string): Promise<TokenResponse> {
     const membership = knownMembership ?? (await this.readMembership(login.membership?.reference));
     if (!membership) throw new TokenError('The membership of this login no longer exists');
     // The project a membership is stored in is the one it grants (its `project` reference could lie).
     const projectId = membership.meta!.project!;
     const subject = subjectOf(login);
     const clientId = parseReference(login.client?.reference)?.[1];
-    const scope = login.scope ?? 'openid';
+    const scope = narrowed ?? login.scope ?? 'openid';
     const launch = await launchContextOf(login, membership);
     const accessToken = await this.signer.sign({
       sub: parseReference(subject)?.[1] ?? subject,
@@ -286,7 +289,7 @@ export class AuthService {
    * Rotates a refresh token: the presented secret must be the current one and the Login not
    * revoked or expired; a reused (old) secret revokes the whole Login, as a stolen token would.
    */
-  async refresh(refreshToken: string): Promise<TokenResponse> {
+  async refresh(refreshToken: string, scope?: string): Promise<TokenResponse> {
     const match = /^([A-Za-z0-9-]{36})\.([0-9a-f]{64})$/.exec(refreshToken);
     if (!match) throw new TokenError('The refresh token is malformed');
     const login = await readAny(this.db, 'Login', match[1]);
@@ -296,8 +299,10 @@ export class AuthService {
       await this.revoke(login);
       throw new TokenError('The refresh token was already used: the login is revoked, sign in again');
     }
+    // The access token may carry less than the login was granted; the refresh token keeps it all.
+    const narrowed = scope === undefined ? undefined : narrowScope(login.scope ?? 'openid', scope);
     try {
-      return await this.issueTokens(login, true);
+      return await this.issueTokens(login, true, undefined, narrowed);
     } catch (error) {
       // A concurrent use of the same refresh token won the race (If-Match failed).
       if ((error as { status?: number }).status === 412) throw new TokenError('The refresh token was already used');
@@ -313,6 +318,12 @@ export class AuthService {
 }
 
 export { TokenError };
+
+/** The parsed resource scopes of a token's scope claim (parsed once: the identity cache keeps them). */
+function resourceScopesFor(extra: Partial<Identity>): Pick<Identity, 'scopes'> {
+  const scopes = extra.scopes ?? resourceScopesOf(extra.scope);
+  return scopes ? { scopes } : {};
+}
 
 /** `User/<id>` or `ClientApplication/<id>`: who signed in (every Login this server writes has it). */
 function subjectOf(login: Login): string {

@@ -4,7 +4,7 @@ import type {
   GraphQLResolveInfo,
   SelectionSetNode,
 } from 'graphql';
-import { assertTypeAccess } from '../access/guarded-repository.js';
+import { assertScope, assertTypeAccess } from '../access/type-access.js';
 import { getResourceTypes, getSearchParametersFor, isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import { createResolver, deleteResolver, updateResolver } from './mutations.js';
@@ -179,6 +179,7 @@ async function runSearch(
   options?: SearchServicesOptions,
 ): Promise<{ result: SearchResult; resources: Resource[] }> {
   assertTypeAccess(context.requestContext.identity, type, false);
+  assertScope(context.requestContext.identity, type, 's');
   const withoutContent = context.requestContext.repo.cachesVersions || parsedResources.holdsPagesOf(type);
   const result = await search(searchServicesFor(context.requestContext, options), type, params, { withoutContent });
   const matches = result.matches;
@@ -332,6 +333,7 @@ function reverseListResolver(source: string): FieldResolver {
   return async (parent: Resource, args: Args, context: GraphQLContext) => {
     if (!parent.id) return [];
     assertTypeAccess(context.requestContext.identity, source, false);
+    assertScope(context.requestContext.identity, source, 's');
     const params = rawParams(args._params);
     const query: ReverseQuery = {
       source,

@@ -1,3 +1,5 @@
+import type { Permission, ResourceScopes } from './scopes.js';
+
 /** Who is calling, as decided by authentication. */
 export interface Identity {
   /** The project the caller acts in; every read and write is scoped to it. */
@@ -18,6 +20,16 @@ export interface Identity {
   readonly loginId?: string;
   /** The scopes granted to the token (space-separated, as in its `scope` claim). */
   readonly scope?: string;
+  /**
+   * The token's SMART resource scopes, parsed once (the identity cache keeps them). Absent when
+   * they cannot narrow anything (no resource scope, or `system/*.*`): the membership's access applies.
+   */
+  readonly scopes?: ResourceScopes;
+  /**
+   * Which permission's scopes narrow the searches run as this identity: `s` (absent) for searches,
+   * `r` for the searches that check reads by id, `c`/`u` for those that check a write.
+   */
+  readonly scopeUse?: Permission;
   /** SMART launch context of the token (bare ids): the patient and encounter it was launched for. */
   readonly launch?: LaunchContext;
   /** Rules of the membership's AccessPolicy; absent means every type, read and write. */

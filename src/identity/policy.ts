@@ -1,4 +1,5 @@
 import type { Identity } from './identity.js';
+import { scopeAllows, scopeCriteria, scopeUseOf, type CriteriaGroup } from './scope-access.js';
 
 /**
  * The caller's AccessPolicy, read the way search applies it: which types it allows, and the
@@ -14,17 +15,21 @@ function ruleFor(identity: Identity, resourceType: string) {
   );
 }
 
-/** False when the caller's policy does not list the type (nor `*`). */
+/**
+ * False when the caller's policy does not list the type (nor `*`), or its SMART scopes do not
+ * grant the permission its searches run under (scopeUse) on the type.
+ */
 export function policyAllowsType(identity: Identity, resourceType: string): boolean {
-  return ruleFor(identity, resourceType) !== null;
+  if (ruleFor(identity, resourceType) === null) return false;
+  return !identity.scopes || scopeAllows(identity, resourceType, scopeUseOf(identity));
 }
 
 /**
- * The criteria of the type's own policy rule as search parameters, or undefined when unrestricted.
- * A rule's `compartment` adds `_compartment=<it>`, whether the rule names the type or is `*`
- * (`_compartment` exists on every type; other criteria name one type).
+ * The criteria of the type's own policy rule as search parameters. A rule's `compartment` adds
+ * `_compartment=<it>`, whether the rule names the type or is `*` (`_compartment` exists on every
+ * type; other criteria name one type).
  */
-export function policyCriteria(identity: Identity, resourceType: string): [string, string][] | undefined {
+function ruleCriteria(identity: Identity, resourceType: string): [string, string][] | undefined {
   const rule = ruleFor(identity, resourceType);
   if (!rule) return undefined;
   const params: [string, string][] = [];
@@ -34,4 +39,32 @@ export function policyCriteria(identity: Identity, resourceType: string): [strin
   }
   if (rule.compartment) params.push(['_compartment', rule.compartment]);
   return params.length > 0 ? params : undefined;
+}
+
+/**
+ * What narrows a search of the type: the policy's criteria (`all` must hold) and the SMART scopes'
+ * (`anyOf`: one of the groups must hold; an empty list lets nothing through). Undefined when
+ * nothing does.
+ */
+export interface TypeCriteria {
+  readonly all: readonly (readonly [string, string])[];
+  readonly anyOf?: readonly CriteriaGroup[];
+}
+
+export function typeCriteria(identity: Identity, resourceType: string): TypeCriteria | undefined {
+  const all = ruleCriteria(identity, resourceType);
+  const anyOf = identity.scopes ? scopeCriteria(identity, resourceType, scopeUseOf(identity)) : undefined;
+  if (!all && !anyOf) return undefined;
+  return { all: all ?? [], ...(anyOf ? { anyOf } : {}) };
+}
+
+/**
+ * Every search parameter that narrows the type (policy criteria and scope conditions together),
+ * or undefined when unrestricted: for callers that ask whether, and by which parameters, a type is
+ * narrowed. The search itself applies typeCriteria.
+ */
+export function policyCriteria(identity: Identity, resourceType: string): [string, string][] | undefined {
+  const criteria = typeCriteria(identity, resourceType);
+  if (!criteria) return undefined;
+  return [...criteria.all, ...(criteria.anyOf ?? []).flat()].map(([name, value]) => [name, value]);
 }

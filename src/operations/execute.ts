@@ -1,4 +1,5 @@
-import { OperationOutcomeError, outcome, issue } from '../fhir/outcome.js';
+import { OperationOutcomeError, errors, outcome, issue } from '../fhir/outcome.js';
+import { scopeRefusal } from '../identity/scope-access.js';
 import type { Resource } from '../fhir/types.js';
 import { decodeBody, encodeOutput, OutputError, type OperationInput } from './parameters.js';
 import type { Operation, OperationRequest } from './registry.js';
@@ -14,6 +15,7 @@ export interface OperationResult {
  * (REST, GraphQL) takes. Output that breaks the definition is a server bug: 500, logged.
  */
 export async function invokeOperation(operation: Operation, input: OperationInput, request: OperationRequest): Promise<OperationResult> {
+  assertOperationScopes(operation, request);
   await operation.check?.(input, request);
   const output = await operation.handler(input, request);
   try {
@@ -38,4 +40,27 @@ export async function invokeOperation(operation: Operation, input: OperationInpu
  */
 export function executeOperation(operation: Operation, parameters: Resource | undefined, request: OperationRequest): Promise<OperationResult> {
   return invokeOperation(operation, decodeBody(operation.definition, parameters), request);
+}
+
+/**
+ * SMART scopes for an operation, by its kind: on a type or instance, one that changes data needs
+ * `u` on the type and one that does not needs `r`; a system-level one that changes data needs
+ * `c`, `u` and `d` on every type (`user/*.cud`). What the handler then reads and writes goes
+ * through the guarded repository, which checks each resource again.
+ */
+export function assertOperationScopes(operation: Operation, request: OperationRequest): void {
+  const identity = request.ctx.identity;
+  if (!identity.scopes) return;
+  const changes = operation.definition.affectsState === true;
+  const code = `$${operation.definition.code}`;
+  if (request.resourceType) {
+    const refusal = scopeRefusal(identity, request.resourceType, changes ? 'u' : 'r');
+    if (refusal) throw errors.forbidden(`${refusal} (operation ${code} on ${request.resourceType})`);
+    return;
+  }
+  if (!changes) return;
+  const everyType = (['c', 'u', 'd'] as const).every((permission) =>
+    identity.scopes!.scopes.some((s) => s.type === '*' && s.context !== 'patient' && s.params.length === 0 && s.permissions.has(permission)),
+  );
+  if (!everyType) throw errors.forbidden(`This token's scopes do not allow it: operation ${code} changes data and requires scope user/*.cud or system/*.cud`);
 }

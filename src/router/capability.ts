@@ -136,6 +136,10 @@ function securityOf(config: Config): CapabilityStatementRestSecurity {
         ],
       },
     ],
-    description: 'Send Authorization: Bearer <access token> on every request except metadata, well-known documents and health',
+    description:
+      'Send Authorization: Bearer <access token> on every request except metadata, well-known documents and health. ' +
+      'SMART App Launch 2.0 and 1.0 scopes (patient/, user/, system/; v2 cruds letters, v1 read/write/*, granular ?param=value) ' +
+      'narrow what the membership and its AccessPolicy allow; a token without resource scopes keeps its membership access. ' +
+      `Discovery: ${base}.well-known/smart-configuration`,
   };
 }

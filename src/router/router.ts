@@ -1,11 +1,12 @@
 import { TrieRouter } from 'hono/router/trie-router';
-import { assertRouteAccess } from '../access/guarded-repository.js';
+import { assertRouteAccess } from '../access/type-access.js';
 import { errors } from '../fhir/outcome.js';
 import { notFound } from './not-found.js';
 import type { RequestContext } from '../operations/context.js';
 import { errorResponse } from './responses.js';
 import { fhirRoutes } from './routes.js';
-import type { EntryRouter, FhirMethod, FhirRequest, FhirResponse, FhirRoute, PublicCaller, RouteMatch } from './types.js';
+import type { EntryRouter, FhirMethod, FhirRequest, FhirResponse, FhirRoute, PublicCaller, RouteMatch, RouteParams } from './types.js';
+import type { RouteAccess } from '../access/type-access.js';
 
 /**
  * The transport-free FHIR router: a plain request and the caller's context in, a plain answer out.
@@ -48,10 +49,17 @@ export class FhirRouter implements EntryRouter {
     const { route, params } = found;
     if (route.public) return route.handler(req, params, caller);
     if (!caller.ctx) throw errors.unauthorized('Authentication required: send Authorization: Bearer <access token>');
-    assertRouteAccess(caller.ctx.identity, req.path, req.query);
+    assertRouteAccess(caller.ctx.identity, req.path, req.query, routeAccess(route, req, params));
     return route.handler(req, params, caller.ctx);
   }
 }
 
 /** The server's one FHIR router. */
 export const fhirRouter = new FhirRouter(fhirRoutes);
+
+/** The interaction a request makes on its route, for SMART scopes (access/type-access.ts). */
+function routeAccess(route: FhirRoute, req: FhirRequest, params: RouteParams): RouteAccess {
+  if (!route.interaction || !('type' in route.interaction)) return { interaction: route.interaction?.system };
+  const conditional = route.conditional === true && (req.method === 'POST' ? req.header('if-none-exist') !== undefined : params.id === undefined);
+  return { interaction: route.interaction.type, conditional };
+}

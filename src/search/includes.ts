@@ -113,12 +113,12 @@ async function includeRows(db: SqlExecutor, scope: Scope, spec: IncludeSpec, sou
 }
 
 /**
- * Included resources pass the same AccessPolicy as matches: types the policy does not list are
- * dropped, and a type with criteria keeps only the resources that meet them.
+ * Included resources pass the same AccessPolicy and SMART scopes as matches: types they do not
+ * allow are dropped, and a type with criteria keeps only the resources that meet them.
  */
 async function restrictToPolicy({ services, scope, valueSets: known }: SearchQuery, rows: SearchRow[]): Promise<SearchRow[]> {
   const identity = services.identity;
-  if (!identity.accessPolicy || identity.superAdmin || rows.length === 0) return rows;
+  if (((!identity.accessPolicy || identity.superAdmin) && !identity.scopes) || rows.length === 0) return rows;
   const allowed = rows.filter((row) => policyAllowsType(identity, row.resourceType));
   const kept = new Set<string>();
   // Included types can have criteria with `:in` that the search's own types did not need.

@@ -11,6 +11,8 @@ import type { AuthService } from '../../auth/service.js';
 import { clientAddress } from './token-endpoint.js';
 import { TokenError } from '../../auth/tokens.js';
 import { SIGNING_ALGORITHM } from '../../auth/keys.js';
+import { grantScope } from '../../auth/scope-grant.js';
+import { SMART_CAPABILITIES, SMART_SCOPES_SUPPORTED } from '../../auth/smart-discovery.js';
 
 const GRANT_TYPES = [
   'client_credentials',
@@ -56,10 +58,10 @@ export async function smartConfigurationHandler(c: HonoContext): Promise<Respons
     userinfo_endpoint: `${base}oauth2/userinfo`,
     grant_types_supported: GRANT_TYPES,
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-    scopes_supported: ['openid', 'offline_access', 'system/*.*', 'user/*.*'],
+    scopes_supported: SMART_SCOPES_SUPPORTED,
     response_types_supported: ['code'],
     code_challenge_methods_supported: ['S256'],
-    capabilities: ['client-confidential-symmetric', 'client-public', 'permission-offline', 'permission-user', 'sso-openid-connect'],
+    capabilities: SMART_CAPABILITIES,
   });
 }
 
@@ -248,6 +250,8 @@ export async function authorizeHandler(c: HonoContext): Promise<Response> {
   if (challenge && (params.get('code_challenge_method') ?? 'S256') !== 'S256') {
     return back({ error: 'invalid_request', error_description: 'code_challenge_method must be S256' });
   }
+  const scopeProblem = requestedScopeProblem(params.get('scope'));
+  if (scopeProblem) return back({ error: 'invalid_scope', error_description: scopeProblem });
   if (c.req.method === 'GET') return loginForm(params);
   try {
     const { code } = await issueCode(auth, params.get('email') ?? '', params.get('password') ?? '', {
@@ -264,6 +268,18 @@ export async function authorizeHandler(c: HonoContext): Promise<Response> {
       if (error.status === 429) return loginForm(params, error.description, 429, error.headers);
       return loginForm(params, error.description, 401);
     }
+    throw error;
+  }
+}
+
+/** Why a requested scope cannot be granted, before the user signs in (RFC 6749 4.1.2.1). */
+function requestedScopeProblem(scope: string | null): string | undefined {
+  if (scope === null) return undefined;
+  try {
+    grantScope(scope);
+    return undefined;
+  } catch (error) {
+    if (error instanceof OAuthError) return error.description;
     throw error;
   }
 }

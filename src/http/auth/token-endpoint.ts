@@ -196,7 +196,7 @@ async function passwordGrant(auth: AuthService, c: HonoContext, form: URLSearchP
 async function refreshGrant(auth: AuthService, form: URLSearchParams): Promise<TokenResponse> {
   const token = form.get('refresh_token');
   if (!token) throw oauth.invalidRequest('refresh_token is required');
-  return auth.refresh(token);
+  return auth.refresh(token, form.get('scope') ?? undefined);
 }
 
 /** Authorization code with PKCE S256 (RFC 7636): the code is `<loginId>.<secret>`, single use. */

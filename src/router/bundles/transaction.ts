@@ -5,7 +5,7 @@ import type { Resource } from '../../fhir/types.js';
 import { conditionalCriteria, lockedMatch, searchOfHeader } from '../conditional.js';
 import { existingResponse } from '../handlers/conditional.js';
 import { writeResponse } from '../handlers/writes.js';
-import { assertRouteAccess } from '../../access/guarded-repository.js';
+import { assertRouteAccess } from '../../access/type-access.js';
 import { ItemError, type PreparedCreates } from '../../storage/types.js';
 import { notFound } from '../not-found.js';
 import { resolveOperation } from '../../operations/registry.js';
@@ -219,7 +219,7 @@ function hasConditionalEntry(entries: readonly PlannedEntry[]): boolean {
 async function prepareCreates(ctx: RequestContext, entries: PlannedEntry[]): Promise<PreparedCreates> {
   for (const entry of entries) {
     try {
-      assertRouteAccess(ctx.identity, entry.request.path, entry.request.query);
+      assertRouteAccess(ctx.identity, entry.request.path, entry.request.query, { interaction: 'create' });
     } catch (error) {
       throw failedEntry(entry.index, error);
     }

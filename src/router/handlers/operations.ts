@@ -2,7 +2,7 @@ import type { RequestContext } from '../../operations/context.js';
 import { allOk, errors } from '../../fhir/outcome.js';
 import { acceptAsyncJob, prefersAsync } from '../../admin/async-job.js';
 import type { OperationLevel } from '../../operations/definition.js';
-import { invokeOperation } from '../../operations/execute.js';
+import { assertOperationScopes, invokeOperation } from '../../operations/execute.js';
 import { decodeBody, decodeQuery } from '../../operations/parameters.js';
 import { findOperationDefinition, resolveOperation } from '../../operations/registry.js';
 import { assertJsonAcceptable, assertJsonContentType } from '../negotiation.js';
@@ -24,6 +24,7 @@ export function operationHandler(level: OperationLevel) {
     if (definition.affectsState) ctx.reads.usePrimary();
     const request = { level, resourceType: type, id, ctx, db: ctx.database };
     operation.authorize?.(request);
+    assertOperationScopes(operation, request);
     let input;
     if (req.method === 'GET') {
       // SPEC 4.1 rule 4: GET only when the operation does not affect state.

@@ -1,5 +1,5 @@
 import type { Identity } from '../../identity/identity.js';
-import { policyCriteria } from '../../identity/policy.js';
+import { typeCriteria } from '../../identity/policy.js';
 import { compileParameter } from '../query/conditions.js';
 import { type CompileContext } from '../query/conditions/types.js';
 import { scopeSql, type Scope } from '../../storage/project-scope.js';
@@ -27,9 +27,17 @@ export function baseConditions(identity: Identity, typeList: readonly string[] |
   return where;
 }
 
-/** The caller's AccessPolicy criteria for `type` as one SQL condition on alias `r`, if any. */
+/**
+ * The caller's AccessPolicy criteria for `type` and its SMART scopes' conditions as one SQL
+ * condition on alias `r`, if any: the policy's parameters all hold, and one of the scopes' groups.
+ */
 export function policyCondition(identity: Identity, type: string, ctx: CompileContext): string | undefined {
-  const criteria = policyCriteria(identity, type);
+  const criteria = typeCriteria(identity, type);
   if (!criteria) return undefined;
-  return criteria.map(([name, value]) => compileParameter(name, value, [type], 'r', ctx)).join(' AND ');
+  const all = (params: readonly (readonly [string, string])[]) => params.map(([name, value]) => compileParameter(name, value, [type], 'r', ctx));
+  const conditions = all(criteria.all);
+  if (criteria.anyOf) {
+    conditions.push(criteria.anyOf.length === 0 ? 'FALSE' : criteria.anyOf.map((group) => `(${all(group).join(' AND ')})`).join(' OR '));
+  }
+  return conditions.map((condition) => `(${condition})`).join(' AND ');
 }

@@ -1,0 +1,111 @@
+import type { Identity } from '../identity/identity.js';
+import { errors } from '../fhir/outcome.js';
+import { scopeRefusal } from '../identity/scope-access.js';
+import type { Permission } from '../identity/scopes.js';
+
+/** Types only project admins (or super admins) may create, change or delete. */
+const ADMIN_TYPES = new Set(['ProjectMembership', 'ClientApplication', 'AccessPolicy', 'User']);
+/** Types written only by the server itself or a super admin. */
+const SYSTEM_TYPES = new Set(['Login', 'Project', 'AsyncJob']);
+
+/** Whether the identity may read (`write` false) or write resources of a type; throws 403 otherwise. */
+export function assertTypeAccess(identity: Identity, resourceType: string, write: boolean): void {
+  const policy = identity.accessPolicy;
+  if (policy && !identity.superAdmin) {
+    const rule = policy.resources.find((r) => r.resourceType === resourceType) ?? policy.resources.find((r) => r.resourceType === '*');
+    if (!rule) throw errors.forbidden(`Your access policy does not allow ${resourceType} resources`);
+    if (write && rule.readonly) throw errors.forbidden(`Your access policy allows ${resourceType} resources read-only`);
+  }
+  if (!write || identity.superAdmin) return;
+  if (SYSTEM_TYPES.has(resourceType)) {
+    throw errors.forbidden(
+      resourceType === 'Project'
+        ? 'Only a super admin can write Project resources: use Project/$init to create a project'
+        : `${resourceType} resources are written by the server only`,
+    );
+  }
+  if (ADMIN_TYPES.has(resourceType) && !identity.projectAdmin) {
+    throw errors.forbidden(`Only project admins can create or change ${resourceType} resources`);
+  }
+}
+
+/** Throws 403 naming the missing scope when the token's SMART scopes do not grant `permission` on the type. */
+export function assertScope(identity: Identity, resourceType: string, permission: Permission): void {
+  if (!identity.scopes) return;
+  const refusal = scopeRefusal(identity, resourceType, permission);
+  if (refusal) throw errors.forbidden(`${refusal} (${describePermission(permission)} ${resourceType})`);
+}
+
+const PERMISSION_NAMES: Record<Permission, string> = { c: 'to create', r: 'to read', u: 'to update', d: 'to delete', s: 'to search' };
+const describePermission = (permission: Permission) => PERMISSION_NAMES[permission];
+
+/** The SMART permission each REST interaction needs on its type (SMART App Launch 2.0, scopes). */
+const INTERACTION_PERMISSION: Record<string, Permission> = {
+  read: 'r',
+  vread: 'r',
+  'history-instance': 'r',
+  'history-type': 'r',
+  'search-type': 's',
+  'search-system': 's',
+  create: 'c',
+  update: 'u',
+  patch: 'u',
+  delete: 'd',
+};
+
+/** What a route tells access control about the request it serves. */
+export interface RouteAccess {
+  /** The route's interaction (`read`, `search-type`, `create`...); operations and Bundles have none here. */
+  readonly interaction?: string;
+  /** A conditional interaction (`PUT Type?search`, `If-None-Exist`) also searches the type. */
+  readonly conditional?: boolean;
+}
+
+const TYPE_PATH = /^([A-Z][A-Za-z]+)(?:\/|$)/;
+
+/** The `_type` values of a system search. */
+function searchedTypes(query: URLSearchParams): string[] {
+  return query.getAll('_type').flatMap((value) => value.split(',')).map((t) => t.trim()).filter(Boolean);
+}
+
+/**
+ * AccessPolicy and SMART scopes at the router, for every FHIR interaction whatever serves it
+ * (search, history, operations, Bundle entries): the type in the path (below the FHIR base), or
+ * each `_type` of a system search, must be allowed, and the scopes must grant the interaction's
+ * permission on it. A system search without `_type` under a policy or scopes would reach every
+ * type, so it must name them. Writes are checked again by the repository (read-only types).
+ */
+export function assertRouteAccess(identity: Identity, path: string, query: URLSearchParams, route: RouteAccess = {}): void {
+  if (identity.scopes) assertRouteScopes(identity, path, query, route);
+  if (!identity.accessPolicy || identity.superAdmin) return;
+  const match = TYPE_PATH.exec(path);
+  if (match) {
+    assertTypeAccess(identity, match[1], false);
+    return;
+  }
+  if (path === '') {
+    const types = searchedTypes(query);
+    if (types.length === 0 && !identity.accessPolicy.resources.some((r) => r.resourceType === '*')) {
+      throw errors.forbidden('Your access policy limits the resource types you may search: name them with _type');
+    }
+    for (const type of types) assertTypeAccess(identity, type, false);
+  }
+}
+
+function assertRouteScopes(identity: Identity, path: string, query: URLSearchParams, route: RouteAccess): void {
+  const permission = route.interaction === undefined ? undefined : INTERACTION_PERMISSION[route.interaction];
+  if (!permission) return;
+  const type = TYPE_PATH.exec(path)?.[1];
+  if (type) {
+    assertScope(identity, type, permission);
+    if (route.conditional) assertScope(identity, type, 's');
+    return;
+  }
+  if (route.interaction !== 'search-system') return;
+  const types = searchedTypes(query);
+  if (types.length === 0) {
+    const everyType = identity.scopes!.scopes.some((s) => s.type === '*' && s.permissions.has('s') && s.context !== 'patient' && s.params.length === 0);
+    if (!everyType) throw errors.forbidden('Your SMART scopes limit the resource types you may search: name them with _type');
+  }
+  for (const searched of types) assertScope(identity, searched, 's');
+}

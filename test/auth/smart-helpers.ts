@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'vitest';
+import { projectClient, type ProjectClient, type TestServer } from '../helpers/server.js';
+import { addMemberClient, bearer, sendJson, tokenRequest, type JsonResponse } from './helpers.js';
+
+export interface ScopedClient {
+  /** The token response (`scope` says what was granted). */
+  token: Record<string, any>;
+  client: ProjectClient;
+}
+
+const asClient = (api: TestServer, projectId: string, token: Record<string, any>): ScopedClient => ({
+  token,
+  client: projectClient(api.fhir, projectId, async () => token.access_token as string),
+});
+
+/** A non-admin member client of the admin's project, signed in by client credentials with `scope`. */
+export async function scopedMember(api: TestServer, admin: ProjectClient, scope: string, accessPolicy?: string): Promise<ScopedClient> {
+  const member = await addMemberClient(api, admin, accessPolicy ? { accessPolicy } : {});
+  const res = await tokenRequest(api, { grant_type: 'client_credentials', client_id: member.clientId, client_secret: member.secret, scope });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return asClient(api, admin.projectId, res.body);
+}
+
+export interface PatientUser {
+  patientId: string;
+  email: string;
+  password: string;
+  /** Signs in with the password grant, asking for `scope`. */
+  signIn(scope: string): Promise<JsonResponse>;
+  /** Signs in asking for `scope`; the token must be granted. */
+  client(scope: string): Promise<ScopedClient>;
+}
+
+/** A user of the admin's project whose profile is a Patient (the launch patient of its tokens). */
+export async function patientUser(api: TestServer, admin: ProjectClient): Promise<PatientUser> {
+  const email = `${randomUUID()}@example.org`;
+  const password = 'correct horse battery staple';
+  const invited = await sendJson(
+    api,
+    'POST',
+    `/admin/projects/${admin.projectId}/invite`,
+    { resourceType: 'Patient', firstName: 'Pat', lastName: 'Ient', email, password, externalId: randomUUID() },
+    bearer(await admin.token()),
+  );
+  expect(invited.status, JSON.stringify(invited.body)).toBe(201);
+  const patientId = (invited.body.profile.reference as string).split('/')[1];
+  const signIn = (scope: string) => tokenRequest(api, { grant_type: 'password', username: email, password, project: admin.projectId, scope });
+  return {
+    patientId,
+    email,
+    password,
+    signIn,
+    async client(scope) {
+      const res = await signIn(scope);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return asClient(api, admin.projectId, res.body);
+    },
+  };
+}
+
+export const observationOf = (patientId: string, category = 'vital-signs') => ({
+  resourceType: 'Observation',
+  status: 'final',
+  category: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: category }] }],
+  code: { text: 'heart rate' },
+  subject: { reference: `Patient/${patientId}` },
+});
+
+/** The ids of a searchset's matches. */
+export const idsOf = (bundle: { entry?: { resource: { id: string }; search?: { mode: string } }[] }) =>
+  (bundle.entry ?? []).filter((e) => e.search?.mode !== 'include').map((e) => e.resource.id).sort();
+
+/** A 403 OperationOutcome whose text names `scope`. */
+export function expectScopeRefusal(res: { status: number; body: any }, scope: string): void {
+  expect(res.status, JSON.stringify(res.body)).toBe(403);
+  expect(res.body.resourceType).toBe('OperationOutcome');
+  expect(res.body.issue[0].code).toBe('forbidden');
+  expect(res.body.issue[0].details.text).toContain(scope);
+}
