@@ -27,3 +27,9 @@ export function policyCriteria(identity: Identity, resourceType: string): [strin
   const params = [...new URLSearchParams(query).entries()];
   return params.length > 0 ? params : undefined;
 }
+
+/** False when the caller's policy does not list the type, or lists it read-only. */
+export function policyAllowsWrite(identity: Identity, resourceType: string): boolean {
+  const rule = ruleFor(identity, resourceType);
+  return rule === undefined || (rule !== null && rule.readonly !== true);
+}
