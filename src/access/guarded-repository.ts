@@ -145,7 +145,8 @@ export class GuardedRepository implements ResourceRepository {
     this.assertJoinable(resourceType);
     this.checkMembership(resourceType, input);
     if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.store.createResource(resourceType, input, id);
-    const { secret, ...rest } = input;
+    // `retiringSecret` is shown by reads only ($rotate-secret sets it): a read sent back is not stored with it.
+    const { secret, retiringSecret: _shownOnly, ...rest } = input;
     const result = await this.store.createResource(resourceType, rest, id);
     return this.attachSecret(result, typeof secret === 'string' && secret !== '' ? secret : randomSecret());
   }
@@ -178,7 +179,7 @@ export class GuardedRepository implements ResourceRepository {
     this.checkMembership(resourceType, input);
     await this.assertExistingWithinCriteria(resourceType, id);
     if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.store.updateResource(resourceType, id, input, options);
-    const { secret, ...rest } = input;
+    const { secret, retiringSecret: _shownOnly, ...rest } = input;
     const result = await this.store.updateResource(resourceType, id, rest, options);
     const existing = await readClientSecret(this.services.auth, id);
     const next = typeof secret === 'string' && secret !== '' ? secret : existing ?? randomSecret();

@@ -77,6 +77,36 @@ describe('ClientApplication/$rotate-secret', () => {
     expect((await admin.get(`/ClientApplication/${clientId}`)).body.retiringSecret).toBeUndefined();
   });
 
+  it('keeps both secrets when an admin sends a read back with PUT, and stores neither in the resource', async () => {
+    const admin = api.newProject();
+    const { clientId, clientSecret } = await api.credentialsOf(admin);
+    const rotated = (await rotate(admin, clientId)).body;
+    const read = await admin.get(`/ClientApplication/${clientId}`);
+    const put = await admin.put(`/ClientApplication/${clientId}`, { ...read.body, name: 'renamed' });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ name: 'renamed', secret: rotated.secret, retiringSecret: clientSecret });
+    expect((await clientToken(api, clientId, clientSecret)).status).toBe(200);
+    const history = await admin.get(`/ClientApplication/${clientId}/_history`);
+    for (const entry of history.body.entry) {
+      expect(entry.resource.secret).toBeUndefined();
+      expect(entry.resource.retiringSecret).toBeUndefined();
+    }
+  });
+
+  it('ends the grace when an admin sets a new secret with PUT', async () => {
+    const admin = api.newProject();
+    const { clientId, clientSecret } = await api.credentialsOf(admin);
+    const rotated = (await rotate(admin, clientId)).body;
+    const { secret: _secret, retiringSecret: _retiring, ...client } = rotated;
+    const put = await admin.put(`/ClientApplication/${clientId}`, { ...client, secret: 'chosen-by-the-admin' });
+    expect(put.status).toBe(200);
+    expect(put.body.secret).toBe('chosen-by-the-admin');
+    expect(put.body.retiringSecret).toBeUndefined();
+    expect((await clientToken(api, clientId, clientSecret)).status).toBe(401);
+    expect((await clientToken(api, clientId, rotated.secret)).status).toBe(401);
+    expect((await clientToken(api, clientId, 'chosen-by-the-admin')).status).toBe(200);
+  });
+
   it('refuses a wrong `retiringSecret`, and both inputs at once, with 400', async () => {
     const admin = api.newProject();
     const { clientId, clientSecret } = await api.credentialsOf(admin);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
-import { useTestServer, type ProjectClient } from '../helpers/server.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { eventually, startTestServer, useTestServer, type ProjectClient, type TestServer } from '../helpers/server.js';
 import { addMemberClient, bearer, getJson, sendJson, tokenRequest } from './helpers.js';
 
 const api = await useTestServer();
@@ -138,5 +138,32 @@ describe('User/$update-email', () => {
     const res = await updateEmail(await api.superAdmin.token(), user.userId, parameters(email));
     expect(res.status).toBe(200);
     expect((await signIn(email)).status).toBe(200);
+  });
+});
+
+/** On PostgreSQL the user's tokens may be in use on another server: it refuses them too once the Logins are revoked. */
+describe.skipIf(!process.env.DATABASE_URL)('signOutEverywhere with two servers (PostgreSQL)', async () => {
+  // One deployment: the servers hear each other's cache notices.
+  const namespace = `test_ops_${randomUUID().replace(/-/g, '').slice(0, 8)}`;
+  const first = await useTestServer({ CACHE_NAMESPACE: namespace });
+  const second: TestServer = await startTestServer({ CACHE_NAMESPACE: namespace });
+  afterAll(() => second.server.close());
+
+  it('makes the other server refuse the user’s access token, which it had verified and remembered', async () => {
+    const admin = first.newProject();
+    const email = `${randomUUID()}@example.org`;
+    const invited = await sendJson(
+      first,
+      'POST',
+      `/admin/projects/${admin.projectId}/invite`,
+      { resourceType: 'Practitioner', firstName: 'A', lastName: 'B', externalId: randomUUID(), email, password: PASSWORD },
+      bearer(await admin.token()),
+    );
+    const userId = invited.body.user.reference.split('/')[1];
+    const login = (await tokenRequest(first, { grant_type: 'password', username: email, password: PASSWORD })).body;
+    expect((await getJson(second, '/fhir/R4/Patient', bearer(login.access_token))).status).toBe(200);
+    const res = await sendJson(first, 'POST', `/fhir/R4/User/${userId}/$update-email`, parameters(`${randomUUID()}@example.org`, { signOutEverywhere: true }), bearer(await admin.token()));
+    expect(res.status).toBe(200);
+    await eventually(async () => (await getJson(second, '/fhir/R4/Patient', bearer(login.access_token))).status, 401);
   });
 });
