@@ -139,6 +139,20 @@ describe('ClientApplication/$rotate-secret', () => {
     expect((await clientToken(api, clientId, clientSecret)).status).toBe(200);
   });
 
+  it('is 403 for an admin whose access policy allows ClientApplication read-only', async () => {
+    const admin = api.newProject();
+    const { clientId } = await api.credentialsOf(admin);
+    const policy = await admin.post('/AccessPolicy', {
+      resourceType: 'AccessPolicy',
+      name: 'clients read-only',
+      resource: [{ resourceType: 'ClientApplication', readonly: true }],
+    });
+    const member = await addMemberClient(api, admin, { admin: true, accessPolicy: `AccessPolicy/${policy.body.id}` });
+    const res = await sendJson(api, 'POST', `/fhir/R4/ClientApplication/${clientId}/$rotate-secret`, { resourceType: 'Parameters' }, bearer(member.token));
+    expect(res.status).toBe(403);
+    expect(res.body.issue[0].code).toBe('forbidden');
+  });
+
   it("is 404 for an unknown client and for another project's client", async () => {
     const admin = api.newProject();
     const other = api.newProject();

@@ -55,5 +55,6 @@ describe('operation input without parameters', () => {
     const admin = api.newProject();
     const res = await admin.post('/Parameters', { resourceType: 'Parameters', parameter: [] });
     expect(res.status).toBe(400);
+    expect(JSON.stringify(res.body.issue)).toMatch(/[Ee]mpty array/);
   });
 });
