@@ -6,6 +6,8 @@
 import { asyncJobCancelOperation } from './admin/async-job.js';
 import { projectOperations } from './admin/project-operations.js';
 import { setAccountsOperation } from './admin/set-accounts.js';
+import { rotateSecretOperation } from './admin/rotate-secret.js';
+import { updateEmailOperation } from './admin/update-email.js';
 import { uniquenessWriteHooks } from './auth/uniqueness.js';
 import { evaluateMeasureOperation } from './measure/evaluate-measure.js';
 import { registerBuiltinOperations, type Operation } from './operations/registry.js';
@@ -22,6 +24,8 @@ export const builtinOperations: readonly Operation[] = [
   reindexOperation,
   asyncJobCancelOperation,
   setAccountsOperation,
+  rotateSecretOperation,
+  updateEmailOperation,
 ];
 
 let registered = false;

@@ -26,6 +26,8 @@ import {
 } from '../storage/types.js';
 import { randomSecret } from '../auth/secrets.js';
 import { readClientSecret, storeClientSecret } from '../auth/account-writes.js';
+import { readClientSecrets } from '../auth/client-secrets.js';
+import { withClientSecrets } from './client-secrets.js';
 import { policyAllowsType, policyCriteria } from '../identity/policy.js';
 import type { Permission } from '../identity/scopes.js';
 import { assertScope, assertTypeAccess } from './type-access.js';
@@ -76,7 +78,7 @@ export class GuardedRepository implements ResourceRepository {
     this.assertJoinable(resourceType);
     const version = await this.store.readVersion(resourceType, id);
     await this.assertWithinCriteria(resourceType, id, 'r');
-    return resourceType === 'ClientApplication' ? this.withSecret(version) : version;
+    return resourceType === 'ClientApplication' ? (await withClientSecrets(this.services, this.who, [version]))[0] : version;
   }
 
   async readResource(resourceType: string, id: string): Promise<Resource> {
@@ -93,17 +95,20 @@ export class GuardedRepository implements ResourceRepository {
     const reader = this.as('r');
     const found = await this.store.readVersions(keys.filter((key) => policyAllowsType(reader, key.resourceType)));
     for (const hidden of await this.outsideCriteria([...found.values()], reader)) found.delete(keyOf(hidden));
-    for (const [key, version] of found) {
-      if (version.resourceType === 'ClientApplication') found.set(key, await this.withSecret(version));
-    }
-    return found;
+    const shown = await withClientSecrets(this.services, this.who, [...found.values()]);
+    return new Map(shown.map((version) => [keyOf(version), version]));
   }
 
-  /** Texts of versions a search found: only of types the policy allows, and within its criteria. */
+  /** Texts of versions a search found: only of types the policy allows, and within its criteria (ClientApplications as read shows them). */
   async readVersionTexts(versions: readonly VersionKey[]): Promise<Map<string, string>> {
     const allowed = versions.filter((version) => policyAllowsType(this.who, version.resourceType));
     const texts = await this.store.readVersionTexts(allowed);
     for (const hidden of await this.outsideCriteria(allowed, this.who)) texts.delete(hidden.versionId);
+    const clients = allowed.flatMap((version) => {
+      const text = texts.get(version.versionId);
+      return version.resourceType === 'ClientApplication' && text !== undefined ? [{ ...version, text }] : [];
+    });
+    for (const client of await withClientSecrets(this.services, this.who, clients)) texts.set(client.versionId, client.text);
     return texts;
   }
 
@@ -132,7 +137,8 @@ export class GuardedRepository implements ResourceRepository {
     this.assertJoinable(resourceType);
     this.checkMembership(resourceType, input);
     if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.creator.createResource(resourceType, input, id);
-    const { secret, ...rest } = input;
+    // `retiringSecret` is shown by reads only ($rotate-secret sets it): a read sent back is not stored with it.
+    const { secret, retiringSecret: _shownOnly, ...rest } = input;
     const result = await this.creator.createResource(resourceType, rest, id);
     return this.attachSecret(result, typeof secret === 'string' && secret !== '' ? secret : randomSecret());
   }
@@ -167,7 +173,7 @@ export class GuardedRepository implements ResourceRepository {
     this.checkMembership(resourceType, input);
     await this.assertExistingWithinCriteria(resourceType, id, 'u');
     if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.store.updateResource(resourceType, id, input, options);
-    const { secret, ...rest } = input;
+    const { secret, retiringSecret: _shownOnly, ...rest } = input;
     const result = await this.store.updateResource(resourceType, id, rest, options);
     const existing = await readClientSecret(this.services.auth, id);
     const next = typeof secret === 'string' && secret !== '' ? secret : existing ?? randomSecret();
@@ -303,20 +309,12 @@ export class GuardedRepository implements ResourceRepository {
     }
   }
 
+  /** After a ClientApplication write: its secret stored when new, and the answer as a read shows it (the writer is an admin). */
   private async attachSecret(result: WriteResult, secret: string, unchanged = false): Promise<WriteResult> {
     const projectId = result.resource.meta!.project!;
     if (!unchanged) await storeClientSecret(this.services.auth, result.resource.id!, projectId, secret);
-    const resource = { ...result.resource, secret };
+    const resource = { ...result.resource, secret, ...(await readClientSecrets(this.services.auth, [result.resource.id!])).get(result.resource.id!) };
     return { ...result, resource, text: JSON.stringify(resource) };
-  }
-
-  /** Project admins (and super admins) see the secret; everyone else sees the client without it. */
-  private async withSecret(version: StoredVersion): Promise<StoredVersion> {
-    const admin = this.who.superAdmin || (this.who.projectAdmin === true && version.projectId === this.who.projectId);
-    if (!admin || version.text === null) return version;
-    const secret = await readClientSecret(this.services.auth, version.id);
-    if (!secret) return version;
-    return { ...version, text: JSON.stringify({ ...(JSON.parse(version.text) as Resource), secret }) };
   }
 }
 

@@ -1,7 +1,7 @@
 import { TYPE_AND_ID } from '../fhir/ids.js';
 import type { StorageServices } from '../storage/repository.js';
 import type { Database, SqlExecutor } from '../db/database.js';
-import type { ProjectMembership, ResourceType, ResourceTypeMap, User } from '../fhir/resources.js';
+import type { Login, ProjectMembership, ResourceType, ResourceTypeMap, User } from '../fhir/resources.js';
 import type { AuthCredential } from '../generated/prisma/client.js';
 import { Repository } from '../storage/repository.js';
 
@@ -63,6 +63,21 @@ export function membershipsByExternalId(db: SqlExecutor, externalId: string, pro
   ).then((list) => list.filter((m) => m.active !== false));
 }
 
+/**
+ * The Logins of a user (or client) that may still back a token: not revoked, and younger than
+ * `maxAgeSeconds` (the refresh token's lifetime; an older one backs nothing).
+ */
+export function liveLoginsOf(db: SqlExecutor, subject: string, maxAgeSeconds: number): Promise<Login[]> {
+  return contents<'Login'>(
+    db,
+    `SELECT content::text AS content FROM resource
+     WHERE "resourceType" = 'Login' AND NOT deleted AND content->'user'->>'reference' = $1
+       AND content->>'revoked' IS DISTINCT FROM 'true' AND "lastUpdated" > now() - make_interval(secs => $2::float8)
+     ORDER BY "lastUpdated", id`,
+    [subject, maxAgeSeconds],
+  );
+}
+
 /** Reads one resource as the system, as its generated type; undefined when absent or deleted. */
 export async function readAny<K extends ResourceType>(db: SqlExecutor, resourceType: K, id: string): Promise<ResourceTypeMap[K] | undefined> {
   const list = await contents<K>(
@@ -96,18 +111,33 @@ export async function writeCredential(db: Database, credential: Credential, only
     return (await db.prisma.authCredential.createMany({ data: [credential], skipDuplicates: true })).count > 0;
   }
   // Only the primary key in `where` and no nested writes: Prisma sends one INSERT ... ON CONFLICT.
+  // A secret set anew ends the grace of one rotated out before it ($rotate-secret).
   const { id, ...fields } = credential;
-  await db.prisma.authCredential.upsert({ where: { id }, create: credential, update: { ...fields, updatedAt: new Date() }, select: { id: true } });
+  const update = { ...fields, ...NO_RETIRING_SECRET, updatedAt: new Date() };
+  await db.prisma.authCredential.upsert({ where: { id }, create: credential, update, select: { id: true } });
   return true;
 }
+
+const NO_RETIRING_SECRET = { retiringHash: null, retiringSealed: null, retiringUntil: null } as const;
 
 /** writeCredential (upsert) in a transaction of resource writes, on its adapter. */
 export async function writeCredentialInTransaction(tx: SqlExecutor, credential: Credential): Promise<void> {
   await tx.execute(
     `INSERT INTO auth_credential (id, "projectId", hash, sealed) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (id) DO UPDATE SET hash = EXCLUDED.hash, sealed = EXCLUDED.sealed, "projectId" = EXCLUDED."projectId", "updatedAt" = now()`,
+     ON CONFLICT (id) DO UPDATE SET hash = EXCLUDED.hash, sealed = EXCLUDED.sealed, "projectId" = EXCLUDED."projectId",
+       "retiringHash" = NULL, "retiringSealed" = NULL, "retiringUntil" = NULL, "updatedAt" = now()`,
     [credential.id, credential.projectId, credential.hash, credential.sealed],
   );
+}
+
+/**
+ * The stored hashes a client secret is checked against: the current secret's and, after
+ * ClientApplication/$rotate-secret, the previous one's until `retiringUntil` (ms since the epoch).
+ */
+export interface ClientSecretHashes {
+  hash: string;
+  retiringHash?: string;
+  retiringUntil?: number;
 }
 
 /**
@@ -118,7 +148,7 @@ export async function writeCredentialInTransaction(tx: SqlExecutor, credential: 
  * credential changed does not store what it read (generation check).
  */
 export class CredentialCache {
-  private readonly hashes = new Map<string, string>();
+  private readonly hashes = new Map<string, ClientSecretHashes>();
   private generation = 0;
 
   constructor(
@@ -126,7 +156,7 @@ export class CredentialCache {
     private readonly capacity = 10_000,
   ) {}
 
-  get(id: string): string | undefined {
+  get(id: string): ClientSecretHashes | undefined {
     return this.enabled ? this.hashes.get(id) : undefined;
   }
 
@@ -135,7 +165,7 @@ export class CredentialCache {
     return this.generation;
   }
 
-  fill(id: string, hash: string, readAt: number): void {
+  fill(id: string, hash: ClientSecretHashes, readAt: number): void {
     if (!this.enabled || readAt !== this.generation) return;
     if (this.hashes.size >= this.capacity) this.hashes.delete(this.hashes.keys().next().value!);
     this.hashes.set(id, hash);

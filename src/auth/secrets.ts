@@ -60,12 +60,16 @@ export class VerifiedSecrets {
   constructor(private readonly capacity = 10_000) {}
 
   async verify(id: string, secret: string, storedHash: string): Promise<boolean> {
-    const digest = sha256(secret);
-    const known = this.entries.get(id);
-    if (known && known.hash === storedHash && timingSafeEqual(known.digest, digest)) return true;
+    if (this.known(id, secret, storedHash)) return true;
     if (!(await verifySecret(secret, storedHash))) return false;
     this.remember(id, secret, storedHash);
     return true;
+  }
+
+  /** Whether this secret was verified against this stored hash before (no scrypt: a miss says nothing). */
+  known(id: string, secret: string, storedHash: string): boolean {
+    const known = this.entries.get(id);
+    return known !== undefined && known.hash === storedHash && timingSafeEqual(known.digest, sha256(secret));
   }
 
   /** Records a secret this process has just hashed itself. */

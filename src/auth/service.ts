@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { StorageServices } from '../storage/repository.js';
 import type { AccessRules, Identity } from '../identity/identity.js';
-import type { Database } from '../db/database.js';
+import type { Database, SqlExecutor } from '../db/database.js';
+import { JoinedTransaction } from '../db/joined-transaction.js';
+import type { Repository } from '../storage/repository.js';
 import { type AccessPolicy, type Login, type LoginAuthMethod, type LoginCodeChallengeMethod, type Project, type ProjectMembership } from '../fhir/resources.js';
 import { asResourceOf } from '../fhir/typed-resources.js';
 import { CredentialCache, parseReference, readAny, systemRepository } from './accounts.js';
@@ -120,6 +122,22 @@ export class AuthService {
 
   repo(projectId: string) {
     return systemRepository(this.storage, projectId);
+  }
+
+  /**
+   * Runs `work` in one transaction whose system repositories (one per project) write as `repo`
+   * does (validated, indexed, write hooks run); caches and other servers hear of the writes after
+   * the commit, and nothing of them after a rollback.
+   */
+  async inTransaction<T>(work: (repo: (projectId: string) => Repository, tx: SqlExecutor) => Promise<T>): Promise<T> {
+    let joined: JoinedTransaction | undefined;
+    const result = await this.db.transaction((tx) => {
+      const open = new JoinedTransaction(tx, this.db.kind);
+      joined = open;
+      return work((projectId) => systemRepository({ ...this.storage, db: open }, projectId), tx);
+    });
+    joined?.committed();
+    return result;
   }
 
   /** Who a verified access token of ours speaks for; 401 when its Login was revoked. */

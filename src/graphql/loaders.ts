@@ -3,7 +3,8 @@ import type { RequestContext } from '../operations/context.js';
 import type { Resource } from '../fhir/types.js';
 import { collectRows } from '../indexing/collect.js';
 import { getIndexPlan } from '../indexing/plan.js';
-import { DEFAULT_COUNT, MAX_COUNT, search, searchServicesFor, type SearchServices } from '../search/service.js';
+import { searchWithClientSecrets } from '../access/client-secrets.js';
+import { DEFAULT_COUNT, MAX_COUNT, search, searchServicesFor } from '../search/service.js';
 import { keyOf, type ReadKey } from '../storage/types.js';
 import { parsedResources } from './parsed-cache.js';
 
@@ -93,7 +94,7 @@ class RequestLoaders implements Loaders {
     this.reverseLoaders ??= new Map();
     let loader = this.reverseLoaders.get(key);
     if (!loader) {
-      loader = new DataLoader((parents) => reverseLists(searchServicesFor(this.ctx), query, parents), { maxBatchSize: 100 });
+      loader = new DataLoader((parents) => reverseLists(this.ctx, query, parents), { maxBatchSize: 100 });
       this.reverseLoaders.set(key, loader);
     }
     return loader.load(parent);
@@ -143,12 +144,12 @@ function markInside(value: unknown, container: Resource, containers: WeakMap<obj
  * `_offset`, a single parent, or a batch with more matches than one search returns fall back to one
  * search per parent, so every parent gets exactly what its own search would give.
  */
-async function reverseLists(services: SearchServices, query: ReverseQuery, parents: readonly string[]): Promise<Resource[][]> {
+async function reverseLists(ctx: RequestContext, query: ReverseQuery, parents: readonly string[]): Promise<Resource[][]> {
   const count = query.count ?? DEFAULT_COUNT;
   const one = async (parent: string) =>
-    (await reverseSearch(services, query, parent, [['_count', String(count)], ...offsetParam(query)])).resources;
+    (await reverseSearch(ctx, query, parent, [['_count', String(count)], ...offsetParam(query)])).resources;
   if (parents.length === 1 || (query.offset ?? 0) > 0 || count === 0) return Promise.all(parents.map(one));
-  const batch = await reverseSearch(services, query, parents.join(','), [['_count', String(MAX_COUNT)]]);
+  const batch = await reverseSearch(ctx, query, parents.join(','), [['_count', String(MAX_COUNT)]]);
   if (batch.complete === false) return Promise.all(parents.map(one));
   const plan = getIndexPlan(query.source).filter((param) => param.code === query.code);
   const lists = new Map<string, Resource[]>(parents.map((parent) => [parent, []]));
@@ -163,14 +164,14 @@ async function reverseLists(services: SearchServices, query: ReverseQuery, paren
 }
 
 async function reverseSearch(
-  services: SearchServices,
+  ctx: RequestContext,
   query: ReverseQuery,
   parents: string,
   paging: [string, string][],
 ): Promise<{ resources: Resource[]; complete: boolean }> {
   const params: [string, string][] = [[query.code, parents], ...(query.params ?? []), ...paging];
   if (query.sort !== undefined) params.push(['_sort', query.sort]);
-  const result = await search(services, query.source, params);
+  const result = await searchWithClientSecrets(ctx, await search(searchServicesFor(ctx), query.source, params));
   const resources = result.matches.map((row) => parsedResources.parse(keyOf(row), row.versionId, row.text));
   return { resources, complete: !result.paging.next };
 }

@@ -5,6 +5,7 @@ import type {
   SelectionSetNode,
 } from 'graphql';
 import { assertScope, assertTypeAccess } from '../access/type-access.js';
+import { searchWithClientSecrets } from '../access/client-secrets.js';
 import { getResourceTypes, getSearchParametersFor, isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import { createResolver, deleteResolver, updateResolver } from './mutations.js';
@@ -181,7 +182,8 @@ async function runSearch(
   assertTypeAccess(context.requestContext.identity, type, false);
   assertScope(context.requestContext.identity, type, 's');
   const withoutContent = context.requestContext.repo.cachesVersions || parsedResources.holdsPagesOf(type);
-  const result = await search(searchServicesFor(context.requestContext, options), type, params, { withoutContent });
+  const found = await search(searchServicesFor(context.requestContext, options), type, params, { withoutContent });
+  const result = await searchWithClientSecrets(context.requestContext, found);
   const matches = result.matches;
   const known = withoutContent ? await versionsOf(context, type, matches) : undefined;
   const resources: Resource[] = new Array(matches.length);

@@ -68,3 +68,9 @@ export function policyCriteria(identity: Identity, resourceType: string): [strin
   if (!criteria) return undefined;
   return [...criteria.all, ...(criteria.anyOf ?? []).flat()].map(([name, value]) => [name, value]);
 }
+
+/** False when the caller's policy does not list the type, or lists it read-only. */
+export function policyAllowsWrite(identity: Identity, resourceType: string): boolean {
+  const rule = ruleFor(identity, resourceType);
+  return rule === undefined || (rule !== null && rule.readonly !== true);
+}

@@ -55,8 +55,11 @@ export function decodeBody(definition: OperationDefinition, body: unknown, optio
   if (!Array.isArray(entries)) throw errors.invalid('Parameters.parameter must be an array', ROOT);
   const input = decodeEntries(entries as Entry[], inParameters(definition), ROOT, label);
   // The entries are known to be well named and typed; the validator checks what is inside them
-  // (elements of complex values, resources, extensions).
-  validateResource(body, { expectedType: 'Parameters' });
+  // (elements of complex values, resources, extensions). R4 JSON has no empty arrays, but clients
+  // that build Parameters in code send `"parameter": []` for "no parameters": a tolerance of
+  // operation input only (docs/operations.md), so the validator sees the body without it.
+  const { parameter: _empty, ...withoutEmpty } = body;
+  validateResource(entries.length === 0 ? withoutEmpty : body, { expectedType: 'Parameters' });
   return input;
 }
 
@@ -72,7 +75,8 @@ function plainJsonToParameters(definition: OperationDefinition, body: Record<str
     }
     for (const item of Array.isArray(value) ? value : [value]) parameter.push({ name, [valueKey(spec.type)]: item });
   }
-  return { resourceType: 'Parameters', parameter };
+  // `{}` (every parameter defaulted) is a Parameters without entries, not one with an empty list.
+  return parameter.length > 0 ? { resourceType: 'Parameters', parameter } : { resourceType: 'Parameters' };
 }
 
 /**

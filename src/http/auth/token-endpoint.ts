@@ -3,7 +3,8 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import type { HonoContext } from '../route.js';
 import type { ClientApplication, ProjectMembership } from '../../fhir/resources.js';
 import { hasSeveralCredentials, REPEATED_AUTHORIZATION } from '../../auth/authenticate.js';
-import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny, readCredential } from '../../auth/accounts.js';
+import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny, type ClientSecretHashes } from '../../auth/accounts.js';
+import { readClientSecretHashes, secretHashesOf, verifyClientSecret } from '../../auth/client-secrets.js';
 import { checkPassword, chooseMembership } from '../../auth/logins.js';
 import { oauth, OAuthError, readForm } from '../../auth/oauth-errors.js';
 import { stableId } from '../../auth/account-writes.js';
@@ -95,7 +96,7 @@ async function clientCredentials(auth: AuthService, header: string | undefined, 
   if (wait > 0) throw oauth.throttled(wait);
   const found = isFhirId(id) ? await findClient(auth, id) : undefined;
   const client = found?.client;
-  if (!client || !found.hash || !(await auth.secrets.verify(`ClientApplication/${id}`, secret, found.hash))) {
+  if (!client || !found.hashes || !(await verifyClientSecret(auth.secrets, id, secret, found.hashes))) {
     auth.throttle.fail(addressKey, ADDRESS_RULE);
     throw oauth.invalidClient('Unknown client or wrong secret', basic);
   }
@@ -121,8 +122,8 @@ async function clientCredentials(auth: AuthService, header: string | undefined, 
 
 interface FoundClient {
   client: ClientApplication;
-  /** The stored hash of its secret. */
-  hash: string | undefined;
+  /** The stored hashes of its secret (and of the previous one after a rotation). */
+  hashes: ClientSecretHashes | undefined;
   /** Its default membership (the stable id every client made by the server has), when live. */
   membership: ProjectMembership | undefined;
 }
@@ -131,16 +132,18 @@ interface FoundClient {
  * A client, the hash of its secret and its default membership. On the embedded database, from
  * memory once seen (the resource cache and the client credential cache: no statement at all,
  * which is most of the cost of a token there); on PostgreSQL, where other servers may change
- * them, one statement every time: hand-written SQL on the adapter, the secret hash joined to the
+ * them, one statement every time: hand-written SQL on the adapter, the secret hashes joined to the
  * resources, since it runs on every token request (src/db/database.ts). The embedded database's
- * first read of a hash goes through readCredential (the Prisma client).
+ * first read of the hashes goes through the Prisma client. A rotated-out secret's end of grace is
+ * stored with its hash, so each server judges it at each request, cached or not.
  */
 async function findClient(auth: AuthService, id: string): Promise<FoundClient | undefined> {
   const membershipId = stableId(`client-membership:${id}`);
   const credentialId = `ClientApplication/${id}`;
   if (!auth.clientCredentials.enabled) {
-    const rows = await auth.db.query<{ client: string; hash: string | null; membership: string | null }>(
-      `SELECT r.content::text AS client, c.hash, m.content::text AS membership
+    const rows = await auth.db.query<{ client: string; hash: string | null; retiringHash: string | null; retiringUntil: number | null; membership: string | null }>(
+      `SELECT r.content::text AS client, c.hash, c."retiringHash",
+         (extract(epoch FROM c."retiringUntil") * 1000)::float8 AS "retiringUntil", m.content::text AS membership
        FROM resource r
        LEFT JOIN auth_credential c ON c.id = 'ClientApplication/' || r.id
        LEFT JOIN resource m ON m."resourceType" = 'ProjectMembership' AND m.id = $2 AND NOT m.deleted
@@ -151,7 +154,7 @@ async function findClient(auth: AuthService, id: string): Promise<FoundClient | 
     if (!row) return undefined;
     return {
       client: JSON.parse(row.client) as ClientApplication,
-      hash: row.hash ?? undefined,
+      hashes: row.hash === null ? undefined : secretHashesOf(row.hash, row.retiringHash, row.retiringUntil),
       membership: row.membership ? (JSON.parse(row.membership) as ProjectMembership) : undefined,
     };
   }
@@ -162,15 +165,15 @@ async function findClient(auth: AuthService, id: string): Promise<FoundClient | 
   ]);
   const client = versions.get(`ClientApplication/${id}`);
   if (!client?.text) return undefined;
-  let hash = auth.clientCredentials.get(credentialId);
-  if (hash === undefined) {
-    hash = (await readCredential(auth.db, credentialId))?.hash;
-    if (hash !== undefined) auth.clientCredentials.fill(credentialId, hash, readAt);
+  let hashes = auth.clientCredentials.get(credentialId);
+  if (hashes === undefined) {
+    hashes = await readClientSecretHashes(auth.db, id);
+    if (hashes !== undefined) auth.clientCredentials.fill(credentialId, hashes, readAt);
   }
   const membership = versions.get(`ProjectMembership/${membershipId}`)?.text;
   return {
     client: JSON.parse(client.text) as ClientApplication,
-    hash,
+    hashes,
     membership: membership ? (JSON.parse(membership) as ProjectMembership) : undefined,
   };
 }

@@ -1,5 +1,6 @@
 import type { RequestContext } from '../../operations/context.js';
 import { errors } from '../../fhir/outcome.js';
+import { searchWithClientSecrets } from '../../access/client-secrets.js';
 import { search, searchServicesFor } from '../../search/service.js';
 import { searchsetText } from '../searchset.js';
 import { assertJsonAcceptable } from '../negotiation.js';
@@ -41,7 +42,7 @@ async function respond(req: FhirRequest, ctx: RequestContext, types: string[] | 
   for (const type of types ?? []) {
     if (!/^[A-Z][A-Za-z]+$/.test(type)) throw errors.invalid(`Unknown resource type "${type}" in _type`, '_type');
   }
-  const result = await search(searchServicesFor(ctx), types, params, { lenient });
+  const result = await searchWithClientSecrets(ctx, await search(searchServicesFor(ctx), types, params, { lenient }));
   const base = path === '' ? ctx.config.fhirBaseUrl : `${ctx.config.fhirBaseUrl}/${path}`;
   return textResponse(searchsetText(ctx.config.fhirBaseUrl, base, result));
 }
