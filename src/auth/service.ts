@@ -17,6 +17,7 @@ import { validateResource } from '../validation/validator.js';
 import { LoginWriter } from './login-writer.js';
 import { checkAuthFields } from './request-fields.js';
 import { launchContextOf, launchOf } from './launch-context.js';
+import { ClientAssertions } from './client-assertion.js';
 import { changedResourceOf, resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import type { SharedStore } from '../cache/shared-store.js';
 // Registers the write hooks keeping externalId and User email unique (every server runs them).
@@ -62,6 +63,8 @@ export class AuthService {
   readonly signer: TokenSigner;
   readonly external: ExternalAuth;
   readonly throttle = new LoginThrottle();
+  /** Client authentication by signed JWTs (SMART Backend Services), with their clients' key sets. */
+  readonly assertions: ClientAssertions;
   /** New Logins, grouped into one statement per turn under load (see LoginWriter). */
   private readonly logins: LoginWriter;
 
@@ -72,6 +75,7 @@ export class AuthService {
   ) {
     this.signer = new TokenSigner(config, keys);
     this.external = new ExternalAuth(config);
+    this.assertions = new ClientAssertions(`${config.baseUrl}oauth2/token`);
     this.clientCredentials = new CredentialCache(storage.db.kind === 'pglite');
     this.logins = new LoginWriter(storage.db, storage.searchCache);
   }

@@ -11,6 +11,7 @@ import type { AuthService } from '../../auth/service.js';
 import { clientAddress } from './token-endpoint.js';
 import { TokenError } from '../../auth/tokens.js';
 import { SIGNING_ALGORITHM } from '../../auth/keys.js';
+import { ASSERTION_ALGORITHMS } from '../../auth/client-assertion.js';
 
 const GRANT_TYPES = [
   'client_credentials',
@@ -55,11 +56,23 @@ export async function smartConfigurationHandler(c: HonoContext): Promise<Respons
     token_endpoint: `${base}oauth2/token`,
     userinfo_endpoint: `${base}oauth2/userinfo`,
     grant_types_supported: GRANT_TYPES,
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+    token_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGORITHMS],
     scopes_supported: ['openid', 'offline_access', 'system/*.*', 'user/*.*'],
     response_types_supported: ['code'],
     code_challenge_methods_supported: ['S256'],
-    capabilities: ['client-confidential-symmetric', 'client-public', 'permission-offline', 'permission-user', 'sso-openid-connect'],
+    capabilities: [
+      'client-confidential-symmetric',
+      'client-public',
+      'permission-offline',
+      'permission-user',
+      'sso-openid-connect',
+      // Backend Services (client assertions) and EHR launch ($smart-launch, then authorize with `launch`).
+      'client-confidential-asymmetric',
+      'launch-ehr',
+      'context-ehr-patient',
+      'context-ehr-encounter',
+    ],
   });
 }
 
