@@ -5,6 +5,7 @@
  */
 import { asyncJobCancelOperation } from './admin/async-job.js';
 import { projectOperations } from './admin/project-operations.js';
+import { smartLaunchOperation } from './admin/smart-launch.js';
 import { uniquenessWriteHooks } from './auth/uniqueness.js';
 import { evaluateMeasureOperation } from './measure/evaluate-measure.js';
 import { registerBuiltinOperations, type Operation } from './operations/registry.js';
@@ -20,6 +21,7 @@ export const builtinOperations: readonly Operation[] = [
   ...projectOperations,
   reindexOperation,
   asyncJobCancelOperation,
+  smartLaunchOperation,
 ];
 
 let registered = false;

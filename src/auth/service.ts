@@ -251,7 +251,7 @@ export class AuthService {
     const subject = subjectOf(login);
     const clientId = parseReference(login.client?.reference)?.[1];
     const scope = login.scope ?? 'openid';
-    const launch = await launchContextOf(login, membership);
+    const launch = await launchContextOf(this.db, login, membership);
     const accessToken = await this.signer.sign({
       sub: parseReference(subject)?.[1] ?? subject,
       login_id: login.id!,
