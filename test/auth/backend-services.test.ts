@@ -2,8 +2,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { decodeJwt, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { patientBody, useTestServer, type ProjectClient } from '../helpers/server.js';
+import { loadConfig } from '../../src/config.js';
+import { startServer } from '../../src/server.js';
+import { patientBody, testEnv, useTestServer, type ProjectClient } from '../helpers/server.js';
 import { bearer, getJson, tokenRequest } from './helpers.js';
 
 const api = await useTestServer();
@@ -235,6 +238,34 @@ describe('SMART Backend Services: client_credentials with a JWT client assertion
     const { jwksUri } = (await admin.get(`/ClientApplication/${clientId}`)).body;
     served.delete(new URL(jwksUri).pathname.slice(1));
     expectInvalidClient(await assertionGrant(await assertion(clientId, key)), /JWK Set/);
+  });
+});
+
+describe.skipIf(!process.env.DATABASE_URL)('client assertions on two servers of one PostgreSQL database', async () => {
+  const other = await startServer(loadConfig(testEnv()), { log: pino({ level: 'silent' }) });
+  afterAll(() => other.close());
+  const viaOther = (clientAssertion: string) =>
+    tokenRequest(
+      { ...api, raw: (path: string, init?: RequestInit) => fetch(`${other.url}${path}`, init) },
+      { grant_type: 'client_credentials', client_assertion_type: ASSERTION_TYPE, client_assertion: clientAssertion },
+    );
+
+  it('refuses on one server an assertion already used on the other', async () => {
+    const admin = api.newProject();
+    const key = await signingKey('RS384');
+    const clientId = await backendClient(admin, [key.publicJwk]);
+    const signed = await assertion(clientId, key);
+    expect((await assertionGrant(signed)).status).toBe(200);
+    expectInvalidClient(await viaOther(signed), /already used/);
+  });
+
+  it('lets exactly one of 6 concurrent uses of one assertion across both servers succeed', async () => {
+    const admin = api.newProject();
+    const key = await signingKey('ES384');
+    const clientId = await backendClient(admin, [key.publicJwk]);
+    const signed = await assertion(clientId, key);
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? viaOther(signed) : assertionGrant(signed))));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 401, 401, 401, 401, 401]);
   });
 });
 

@@ -160,7 +160,7 @@ export async function logoutHandler(c: HonoContext): Promise<Response> {
 
 /**
  * `POST /auth/login` (JSON: email, password, optional projectId, clientId, codeChallenge,
- * codeChallengeMethod S256, scope): checks the password and answers `{login, code}`; the code goes
+ * codeChallengeMethod S256, scope, launch): checks the password and answers `{login, code}`; the code goes
  * to `/oauth2/token` with `grant_type=authorization_code` and the PKCE `code_verifier`.
  */
 export async function loginHandler(c: HonoContext): Promise<Response> {
