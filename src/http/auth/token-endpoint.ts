@@ -94,14 +94,7 @@ async function clientCredentials(auth: AuthService, header: string | undefined, 
   const wait = auth.throttle.retryAfter(addressKey, ADDRESS_RULE);
   if (wait > 0) throw oauth.throttled(wait);
   const asserted = form.has('client_assertion_type') || form.has('client_assertion');
-  let authenticated: { id: string; found: FoundClient; basic: boolean };
-  try {
-    authenticated = asserted ? await assertedClient(auth, header, form) : await secretClient(auth, header, form);
-  } catch (error) {
-    if (error instanceof OAuthError && error.error === 'invalid_client') auth.throttle.fail(addressKey, ADDRESS_RULE);
-    throw error;
-  }
-  const { id, found, basic } = authenticated;
+  const { id, found, basic } = asserted ? await assertedClient(auth, header, form) : await secretClient(auth, header, form, addressKey);
   const client = found.client;
   if (client.status === 'off') throw oauth.invalidClient('This client application is switched off', basic);
   const subject = `ClientApplication/${id}`;
@@ -123,11 +116,12 @@ async function clientCredentials(auth: AuthService, header: string | undefined, 
   return auth.issueTokens(login, false, membership);
 }
 
-/** Client id and secret (Basic or body), checked against the stored hash. */
-async function secretClient(auth: AuthService, header: string | undefined, form: URLSearchParams) {
+/** Client id and secret (Basic or body), checked against the stored hash; a mismatch counts toward throttling. */
+async function secretClient(auth: AuthService, header: string | undefined, form: URLSearchParams, addressKey: string) {
   const { id, secret, basic } = clientCredentialsOf(header, form);
   const found = isFhirId(id) ? await findClient(auth, id) : undefined;
   if (!found?.hash || !(await auth.secrets.verify(`ClientApplication/${id}`, secret, found.hash))) {
+    auth.throttle.fail(addressKey, ADDRESS_RULE);
     throw oauth.invalidClient('Unknown client or wrong secret', basic);
   }
   return { id, found, basic };
@@ -135,7 +129,8 @@ async function secretClient(auth: AuthService, header: string | undefined, form:
 
 /**
  * SMART Backend Services (RFC 7523 section 2.2): the client proves itself with a JWT signed by a
- * key of its JWK Set; no secret, no Basic header. The assertion names the client (`iss`).
+ * key of its JWK Set; no secret, no Basic header. The assertion names the client (`iss`). Its
+ * failures are not counted toward throttling: a signature cannot be guessed as a secret can.
  */
 async function assertedClient(auth: AuthService, header: string | undefined, form: URLSearchParams) {
   if (header !== undefined || form.has('client_secret')) {
