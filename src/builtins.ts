@@ -8,6 +8,7 @@ import { projectOperations } from './admin/project-operations.js';
 import { setAccountsOperation } from './admin/set-accounts.js';
 import { rotateSecretOperation } from './admin/rotate-secret.js';
 import { updateEmailOperation } from './admin/update-email.js';
+import { smartLaunchOperation } from './admin/smart-launch.js';
 import { uniquenessWriteHooks } from './auth/uniqueness.js';
 import { evaluateMeasureOperation } from './measure/evaluate-measure.js';
 import { registerBuiltinOperations, type Operation } from './operations/registry.js';
@@ -26,6 +27,7 @@ export const builtinOperations: readonly Operation[] = [
   setAccountsOperation,
   rotateSecretOperation,
   updateEmailOperation,
+  smartLaunchOperation,
 ];
 
 let registered = false;

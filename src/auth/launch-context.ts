@@ -1,7 +1,8 @@
 import type { LaunchContext } from '../identity/identity.js';
+import type { SqlExecutor } from '../db/database.js';
 import type { Login, ProjectMembership } from '../fhir/resources.js';
 import type { AccessClaims } from './tokens.js';
-import { parseReference } from './accounts.js';
+import { parseReference, readAny } from './accounts.js';
 
 /** The launch context a verified token carries (its `patient` and `encounter` claims). */
 export function launchOf(claims: AccessClaims): LaunchContext | undefined {
@@ -10,10 +11,26 @@ export function launchOf(claims: AccessClaims): LaunchContext | undefined {
 }
 
 /**
- * The SMART launch context a Login's tokens carry. A user whose profile is a Patient acts for that
- * patient (a standalone patient launch needs no picker: the patient is the user's own record).
+ * The SMART launch context a Login's tokens carry. An EHR launch (the Login names the
+ * SmartAppLaunch that ClientApplication/$smart-launch made) gives its patient and encounter, on
+ * every token of the Login, refreshed ones included. Without one, a user whose profile is a Patient
+ * acts for that patient (a standalone patient launch needs no picker: the patient is the user's
+ * own record).
  */
-export async function launchContextOf(_login: Login, membership: ProjectMembership): Promise<{ patient?: string; encounter?: string }> {
+export async function launchContextOf(db: SqlExecutor, login: Login, membership: ProjectMembership): Promise<{ patient?: string; encounter?: string }> {
+  const launchRef = parseReference(login.launch?.reference);
+  if (launchRef?.[0] === 'SmartAppLaunch') {
+    const launch = await readAny(db, 'SmartAppLaunch', launchRef[1]);
+    // Only a launch of the Login's own project counts (the sign-in checked it; a moved one is ignored).
+    if (launch && launch.meta?.project === membership.meta?.project) {
+      const patient = parseReference(launch.patient?.reference);
+      const encounter = parseReference(launch.encounter?.reference);
+      return {
+        ...(patient?.[0] === 'Patient' ? { patient: patient[1] } : {}),
+        ...(encounter?.[0] === 'Encounter' ? { encounter: encounter[1] } : {}),
+      };
+    }
+  }
   const profile = parseReference(membership.profile?.reference);
   return profile?.[0] === 'Patient' ? { patient: profile[1] } : {};
 }

@@ -21,6 +21,7 @@ import { checkAuthFields } from './request-fields.js';
 import { grantScope, narrowScope } from './scope-grant.js';
 import { resourceScopesOf } from '../identity/scopes.js';
 import { launchContextOf, launchOf } from './launch-context.js';
+import { ClientAssertions } from './client-assertion.js';
 import { changedResourceOf, resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import type { SharedStore } from '../cache/shared-store.js';
 // Registers the write hooks keeping externalId and User email unique (every server runs them).
@@ -66,6 +67,8 @@ export class AuthService {
   readonly signer: TokenSigner;
   readonly external: ExternalAuth;
   readonly throttle = new LoginThrottle();
+  /** Client authentication by signed JWTs (SMART Backend Services), with their clients' key sets. */
+  readonly assertions: ClientAssertions;
   /** New Logins, grouped into one statement per turn under load (see LoginWriter). */
   private readonly logins: LoginWriter;
 
@@ -76,6 +79,7 @@ export class AuthService {
   ) {
     this.signer = new TokenSigner(config, keys);
     this.external = new ExternalAuth(config);
+    this.assertions = new ClientAssertions(`${config.baseUrl}oauth2/token`);
     this.clientCredentials = new CredentialCache(storage.db.kind === 'pglite');
     this.logins = new LoginWriter(storage.db, storage.searchCache);
   }
@@ -271,7 +275,7 @@ export class AuthService {
     const subject = subjectOf(login);
     const clientId = parseReference(login.client?.reference)?.[1];
     const scope = narrowed ?? login.scope ?? 'openid';
-    const launch = await launchContextOf(login, membership);
+    const launch = await launchContextOf(this.db, login, membership);
     const accessToken = await this.signer.sign({
       sub: parseReference(subject)?.[1] ?? subject,
       login_id: login.id!,

@@ -15,6 +15,11 @@ export const SMART_CAPABILITIES: readonly string[] = [
   'permission-user',
   'permission-v1',
   'permission-v2',
+  // Backend Services (client assertions) and EHR launch ($smart-launch, then authorize with `launch`).
+  'client-confidential-asymmetric',
+  'launch-ehr',
+  'context-ehr-patient',
+  'context-ehr-encounter',
 ];
 
 /** Scopes granted as asked; resource scopes are patterns (any type, granular ones too: docs/smart.md). */
@@ -22,7 +27,9 @@ export const SMART_SCOPES_SUPPORTED: readonly string[] = [
   'openid',
   'profile',
   'email',
+  'launch',
   'launch/patient',
+  'launch/encounter',
   'offline_access',
   'online_access',
   'patient/*.cruds',

@@ -4,7 +4,7 @@ import { errors, issue, outcome, OperationOutcomeError } from '../../fhir/outcom
 import { parseReference, readAny } from '../../auth/accounts.js';
 import { authenticateRequest, bearerToken, unauthorized } from '../../auth/authenticate.js';
 import { checkPassword, chooseMembership } from '../../auth/logins.js';
-import { OAuthError } from '../../auth/oauth-errors.js';
+import { oauth, OAuthError } from '../../auth/oauth-errors.js';
 import { checkAuthFields } from '../../auth/request-fields.js';
 import { randomSecret, sha256Base64Url } from '../../auth/secrets.js';
 import type { AuthService } from '../../auth/service.js';
@@ -13,6 +13,9 @@ import { TokenError } from '../../auth/tokens.js';
 import { SIGNING_ALGORITHM } from '../../auth/keys.js';
 import { grantScope } from '../../auth/scope-grant.js';
 import { SMART_CAPABILITIES, SMART_SCOPES_SUPPORTED } from '../../auth/smart-discovery.js';
+import { bindLaunch, launchProject, usableLaunch } from '../../auth/launches.js';
+import type { ProjectMembership, SmartAppLaunch } from '../../fhir/resources.js';
+import { ASSERTION_ALGORITHMS } from '../../auth/client-assertion.js';
 
 const GRANT_TYPES = [
   'client_credentials',
@@ -57,7 +60,8 @@ export async function smartConfigurationHandler(c: HonoContext): Promise<Respons
     token_endpoint: `${base}oauth2/token`,
     userinfo_endpoint: `${base}oauth2/userinfo`,
     grant_types_supported: GRANT_TYPES,
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+    token_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGORITHMS],
     scopes_supported: SMART_SCOPES_SUPPORTED,
     response_types_supported: ['code'],
     code_challenge_methods_supported: ['S256'],
@@ -147,7 +151,7 @@ export async function logoutHandler(c: HonoContext): Promise<Response> {
 
 /**
  * `POST /auth/login` (JSON: email, password, optional projectId, clientId, codeChallenge,
- * codeChallengeMethod S256, scope): checks the password and answers `{login, code}`; the code goes
+ * codeChallengeMethod S256, scope, launch): checks the password and answers `{login, code}`; the code goes
  * to `/oauth2/token` with `grant_type=authorization_code` and the PKCE `code_verifier`.
  */
 export async function loginHandler(c: HonoContext): Promise<Response> {
@@ -170,6 +174,7 @@ export async function loginHandler(c: HonoContext): Promise<Response> {
       clientId: str('clientId'),
       codeChallenge: str('codeChallenge'),
       scope: str('scope'),
+      launch: str('launch'),
       address: clientAddress(c),
       userAgent: c.req.header('user-agent'),
     }),
@@ -182,15 +187,20 @@ interface CodeRequest {
   clientId?: string;
   codeChallenge?: string;
   scope?: string;
+  /** A SmartAppLaunch id (EHR launch): the Login's tokens carry its patient and encounter. */
+  launch?: string;
   address: string;
   userAgent?: string;
 }
 
 async function issueCode(auth: AuthService, email: string, password: string, request: CodeRequest): Promise<{ login: string; code: string }> {
   const { projectId, clientId, codeChallenge, scope } = request;
-  checkAuthFields({ email, password, projectId, clientId, codeChallenge, scope }, auth.config.authMaxFieldLength);
+  checkAuthFields({ email, password, projectId, clientId, codeChallenge, scope, launch: request.launch }, auth.config.authMaxFieldLength);
+  const launch = request.launch !== undefined ? await usableLaunch(auth.db, request.launch) : undefined;
+  if (launch && projectId && projectId !== launchProject(launch)) throw oauth.invalidRequest('The launch was made in another project than the one named');
   const user = await checkPassword(auth, email, password, request.address);
-  const membership = await chooseMembership(auth, `User/${user.id}`, request.projectId);
+  const membership = launch ? await launchMembership(auth, `User/${user.id}`, launch) : await chooseMembership(auth, `User/${user.id}`, projectId);
+  if (launch) await bindLaunch(auth.db, launch);
   const secret = randomSecret();
   const login = await auth.createLogin(
     {
@@ -204,9 +214,19 @@ async function issueCode(auth: AuthService, email: string, password: string, req
       codeChallenge: request.codeChallenge,
       codeChallengeMethod: request.codeChallenge ? 'S256' : undefined,
     },
-    { code: sha256Base64Url(secret) },
+    { code: sha256Base64Url(secret), ...(launch ? { launch: { reference: `SmartAppLaunch/${launch.id}` } } : {}) },
   );
   return { login: login.id!, code: `${login.id}.${secret}` };
+}
+
+/** The user's membership in the project a launch was made in; no other project's launch is usable. */
+async function launchMembership(auth: AuthService, subject: string, launch: SmartAppLaunch): Promise<ProjectMembership> {
+  try {
+    return await chooseMembership(auth, subject, launchProject(launch));
+  } catch (error) {
+    if (error instanceof OAuthError) throw oauth.invalidRequest('The launch was made in a project you are not a member of');
+    throw error;
+  }
 }
 
 /** OAuth errors of shared login steps, as OperationOutcomes for the JSON API. */
@@ -252,13 +272,26 @@ export async function authorizeHandler(c: HonoContext): Promise<Response> {
   }
   const scopeProblem = requestedScopeProblem(params.get('scope'));
   if (scopeProblem) return back({ error: 'invalid_scope', error_description: scopeProblem });
-  if (c.req.method === 'GET') return loginForm(params);
+  const launchId = params.get('launch') ?? undefined;
+  if (c.req.method === 'GET') {
+    // An unknown or expired launch is told to the app at once, before anyone signs in.
+    if (launchId !== undefined) {
+      try {
+        await usableLaunch(auth.db, launchId);
+      } catch (error) {
+        if (error instanceof OAuthError) return back({ error: error.error, error_description: error.description });
+        throw error;
+      }
+    }
+    return loginForm(params);
+  }
   try {
     const { code } = await issueCode(auth, params.get('email') ?? '', params.get('password') ?? '', {
       projectId: params.get('project') ?? undefined,
       clientId,
       codeChallenge: challenge ?? undefined,
       scope: params.get('scope') ?? undefined,
+      launch: launchId,
       address: clientAddress(c),
       userAgent: c.req.header('user-agent'),
     });
@@ -266,6 +299,8 @@ export async function authorizeHandler(c: HonoContext): Promise<Response> {
   } catch (error) {
     if (error instanceof OAuthError) {
       if (error.status === 429) return loginForm(params, error.description, 429, error.headers);
+      // With a launch, the project is the launch's: such a refusal is about the launch, for the app to handle.
+      if (launchId !== undefined && error.error === 'invalid_request') return back({ error: error.error, error_description: error.description });
       return loginForm(params, error.description, 401);
     }
     throw error;

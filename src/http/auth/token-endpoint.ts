@@ -7,6 +7,7 @@ import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parse
 import { readClientSecretHashes, secretHashesOf, verifyClientSecret } from '../../auth/client-secrets.js';
 import { checkPassword, chooseMembership } from '../../auth/logins.js';
 import { oauth, OAuthError, readForm } from '../../auth/oauth-errors.js';
+import { JWT_BEARER_ASSERTION } from '../../auth/client-assertion.js';
 import { stableId } from '../../auth/account-writes.js';
 import { safeEqual, sha256Base64Url } from '../../auth/secrets.js';
 import { loginAge, type AuthService } from '../../auth/service.js';
@@ -90,16 +91,12 @@ function clientCredentialsOf(header: string | undefined, form: URLSearchParams):
 }
 
 async function clientCredentials(auth: AuthService, header: string | undefined, form: URLSearchParams, address: string): Promise<TokenResponse> {
-  const { id, secret, basic } = clientCredentialsOf(header, form);
   const addressKey = `address:${address}`;
   const wait = auth.throttle.retryAfter(addressKey, ADDRESS_RULE);
   if (wait > 0) throw oauth.throttled(wait);
-  const found = isFhirId(id) ? await findClient(auth, id) : undefined;
-  const client = found?.client;
-  if (!client || !found.hashes || !(await verifyClientSecret(auth.secrets, id, secret, found.hashes))) {
-    auth.throttle.fail(addressKey, ADDRESS_RULE);
-    throw oauth.invalidClient('Unknown client or wrong secret', basic);
-  }
+  const asserted = form.has('client_assertion_type') || form.has('client_assertion');
+  const { id, found, basic } = asserted ? await assertedClient(auth, header, form) : await secretClient(auth, header, form, addressKey);
+  const client = found.client;
   if (client.status === 'off') throw oauth.invalidClient('This client application is switched off', basic);
   const subject = `ClientApplication/${id}`;
   const stable = found.membership;
@@ -118,6 +115,40 @@ async function clientCredentials(auth: AuthService, header: string | undefined, 
     remoteAddress: address,
   });
   return auth.issueTokens(login, false, membership);
+}
+
+/** Client id and secret (Basic or body), checked against the stored hash; a mismatch counts toward throttling. */
+async function secretClient(auth: AuthService, header: string | undefined, form: URLSearchParams, addressKey: string) {
+  const { id, secret, basic } = clientCredentialsOf(header, form);
+  const found = isFhirId(id) ? await findClient(auth, id) : undefined;
+  if (!found?.hashes || !(await verifyClientSecret(auth.secrets, id, secret, found.hashes))) {
+    auth.throttle.fail(addressKey, ADDRESS_RULE);
+    throw oauth.invalidClient('Unknown client or wrong secret', basic);
+  }
+  return { id, found, basic };
+}
+
+/**
+ * SMART Backend Services (RFC 7523 section 2.2): the client proves itself with a JWT signed by a
+ * key of its JWK Set; no secret, no Basic header. The assertion names the client (`iss`). Its
+ * failures are not counted toward throttling: a signature cannot be guessed as a secret can.
+ */
+async function assertedClient(auth: AuthService, header: string | undefined, form: URLSearchParams) {
+  if (header !== undefined || form.has('client_secret')) {
+    throw oauth.invalidRequest('A request with a client_assertion authenticates the client by it alone: send no client_secret or Authorization header');
+  }
+  if (form.get('client_assertion_type') !== JWT_BEARER_ASSERTION) {
+    throw oauth.invalidRequest(`client_assertion_type must be ${JWT_BEARER_ASSERTION}`);
+  }
+  const assertion = form.get('client_assertion');
+  if (!assertion) throw oauth.invalidRequest('client_assertion is required with client_assertion_type');
+  const id = auth.assertions.claimedClient(assertion);
+  const named = form.get('client_id');
+  if (named !== null && named !== id) throw oauth.invalidClient('client_id differs from the client assertion\'s iss');
+  const found = isFhirId(id) ? await findClient(auth, id) : undefined;
+  if (!found) throw oauth.invalidClient('The client assertion names no client application (iss)');
+  await auth.assertions.verify(auth.db, assertion, found.client);
+  return { id, found, basic: false };
 }
 
 interface FoundClient {
