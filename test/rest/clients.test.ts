@@ -46,15 +46,14 @@ async function tokenOf(project: ProjectClient): Promise<string> {
 }
 
 /**
- * A MedplumClient signed in to a new project. `startClientLogin` gets its token from
- * /oauth2/token and then asks GET /auth/me for the profile, which Flint does not serve (a known
- * gap): the client is given the token from the same grant with `setAccessToken` instead.
+ * A MedplumClient signed in to a new project by `startClientLogin`, as its admin ClientApplication.
  * Its response cache is off, so that every read in a test reaches the server.
  */
 async function medplumClient(): Promise<{ medplum: MedplumClient; project: ProjectClient }> {
   const project = api.newProject();
+  const { clientId, clientSecret } = await api.credentialsOf(project);
   const medplum = new MedplumClient({ baseUrl: `${api.url}/`, fhirUrlPath: 'fhir/R4', fetch, cacheTime: 0 });
-  medplum.setAccessToken(await tokenOf(project));
+  await medplum.startClientLogin(clientId, clientSecret);
   return { medplum, project };
 }
 
