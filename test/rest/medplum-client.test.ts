@@ -28,18 +28,24 @@ interface Bundle extends Resource {
 
 // The client keeps its PKCE verifier in the browser's sessionStorage, which Node lacks: a memory
 // one stands in while this file runs (its worker runs other files after it, which must not see it).
+// Its warning each time it falls back to a plain challenge there is expected, and kept quiet.
 const globals = globalThis as { sessionStorage?: Storage };
 const hadSessionStorage = 'sessionStorage' in globals;
+const warn = console.warn;
 beforeAll(() => {
   if (!hadSessionStorage) globals.sessionStorage = new MemoryStorage();
+  console.warn = (...args: unknown[]) => {
+    if (!String(args[0]).startsWith('Failed to hash code verifier')) warn(...args);
+  };
 });
 afterAll(() => {
   if (!hadSessionStorage) delete globals.sessionStorage;
+  console.warn = warn;
 });
 
 /** A new client of the test server; no response cache, so that every read reaches the server. */
 function newClient(): MedplumClient {
-  return new MedplumClient({ baseUrl: `${api.url}/`, fetch, cacheTime: 0, storage: undefined });
+  return new MedplumClient({ baseUrl: `${api.url}/`, fetch, cacheTime: 0 });
 }
 
 /** A client signed in by client credentials as a new project's admin ClientApplication. */
@@ -90,6 +96,14 @@ describe('MedplumClient logins', () => {
     expect(medplum.getUserConfiguration()?.resourceType).toBe('UserConfiguration');
   });
 
+  it('startClientLogin with the credentials in a Basic header (authCredentialsMethod: header)', async () => {
+    const project = api.newProject();
+    const { clientId, clientSecret } = await api.credentialsOf(project);
+    const medplum = new MedplumClient({ baseUrl: `${api.url}/`, fetch, cacheTime: 0, authCredentialsMethod: 'header' });
+    const profile: Resource = await medplum.startClientLogin(clientId, clientSecret);
+    expect(profile).toMatchObject({ resourceType: 'ClientApplication', id: clientId });
+  });
+
   it('startClientLogin with a wrong secret rejects, and the client stays signed out', async () => {
     const project = api.newProject();
     const { clientId } = await api.credentialsOf(project);
@@ -136,6 +150,20 @@ describe('MedplumClient logins', () => {
     expect(error.outcome.issue?.[0]?.code).toBe('login');
   });
 
+  it('refreshIfExpired trades the refresh token for a new access token, and the client keeps working', async () => {
+    const project = api.newProject();
+    const { email } = await invitePractitioner(project);
+    const medplum = newClient();
+    await medplum.processCode((await medplum.startLogin({ email, password: PASSWORD })).code!);
+    const before = medplum.getAccessToken();
+    // A grace period longer than the token's life makes the client treat it as expiring now.
+    await medplum.refreshIfExpired(2 * 3600_000);
+    expect(medplum.getAccessToken()).not.toBe(before);
+    expect(medplum.getProfile()?.resourceType).toBe('Practitioner');
+    const created: Resource = await medplum.createResource(patientBody() as Resource);
+    expect(created.id).toBeDefined();
+  });
+
   it('signOut ends the login: the old token is refused and the client holds no profile', async () => {
     const project = api.newProject();
     const { email } = await invitePractitioner(project);
@@ -168,6 +196,41 @@ describe('MedplumClient data calls', () => {
     await medplum.deleteResource('Patient', created.id!);
     const gone = await failureOf(medplum.readResource('Patient', created.id!));
     expect(gone.outcome.issue?.[0]?.severity).toBe('error');
+  });
+
+  it('readHistory and readVersion list and read the versions of a resource', async () => {
+    const { medplum } = await projectAdminClient();
+    const created: Resource = await medplum.createResource(patientBody() as Resource);
+    const updated: Resource = await medplum.updateResource({ ...created, gender: 'female' });
+    const history: Bundle = await medplum.readHistory('Patient', created.id!);
+    expect(history.entry?.map((e) => e.resource?.meta?.versionId)).toEqual([updated.meta?.versionId, created.meta?.versionId]);
+    const first: Resource = await medplum.readVersion('Patient', created.id!, created.meta!.versionId!);
+    expect(first.gender).toBe('male');
+  });
+
+  it('createBinary stores bytes that download gives back', async () => {
+    const { medplum } = await projectAdminClient();
+    const binary: Resource = await medplum.createBinary({ data: 'hello from medplum', contentType: 'text/plain' });
+    expect(binary).toMatchObject({ resourceType: 'Binary', contentType: 'text/plain' });
+    const blob = await medplum.download(`Binary/${binary.id}`);
+    expect(await blob.text()).toBe('hello from medplum');
+  });
+
+  it('invite adds a user to the project, who can then sign in', async () => {
+    const { medplum, project } = await projectAdminClient();
+    const email = `${randomUUID()}@example.org`;
+    const membership: Resource = await medplum.invite(project.projectId, {
+      resourceType: 'Practitioner',
+      firstName: 'Ada',
+      lastName: 'Lovelace',
+      email,
+      password: PASSWORD,
+      externalId: randomUUID(),
+    } as Parameters<MedplumClient['invite']>[1]);
+    expect(membership.resourceType).toBe('ProjectMembership');
+    const user = newClient();
+    const profile: Resource = await user.processCode((await user.startLogin({ email, password: PASSWORD })).code!);
+    expect(`${profile.resourceType}/${profile.id}`).toBe(membership.profile.reference);
   });
 
   it('createResource of an invalid resource rejects with the OperationOutcome naming where', async () => {
