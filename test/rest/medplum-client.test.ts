@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { MedplumClient, MemoryStorage, OperationOutcomeError } from '@medplum/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Bundle, Resource } from '../helpers/client-shapes.js';
 import { patientBody, TEST_SUPER_ADMIN, useTestServer, type ProjectClient } from '../helpers/server.js';
 import { bearer, sendJson } from '../auth/helpers.js';
 
@@ -13,18 +14,6 @@ import { bearer, sendJson } from '../auth/helpers.js';
 const api = await useTestServer();
 const MRN = 'http://example.org/mrn';
 const PASSWORD = 'correct horse battery staple';
-
-// The shapes the tests read (@medplum/fhirtypes, which @medplum/core's types name, is not installed).
-interface Resource {
-  resourceType: string;
-  id?: string;
-  meta?: { versionId?: string; lastUpdated?: string };
-  [key: string]: any;
-}
-interface Bundle extends Resource {
-  entry?: { resource?: Resource }[];
-  total?: number;
-}
 
 // The client keeps its PKCE verifier in the browser's sessionStorage, which Node lacks: a memory
 // one stands in while this file runs (its worker runs other files after it, which must not see it).
