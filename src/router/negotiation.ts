@@ -48,6 +48,23 @@ export function assertJsonAcceptable(format: string | null, accept: string | nul
   }
 }
 
+const FHIR_JSON_TYPES = new Set(['application/fhir+json', 'application/json+fhir']);
+
+/**
+ * Which JSON a client asked for, where a route answers plain JSON and FHIR JSON differently
+ * (`$versions`): `_format` decides (`json` and the FHIR media types are FHIR, `application/json` is
+ * plain), else the Accept range of highest quality that names one (FHIR on a tie); a wildcard or
+ * no Accept at all gets plain JSON. XML and other types are 406, as everywhere.
+ */
+export function requestedJsonKind(format: string | null, accept: string | null): 'fhir' | 'plain' {
+  assertJsonAcceptable(format, accept);
+  if (format !== null) return format.toLowerCase().split(';')[0].trim() === 'application/json' ? 'plain' : 'fhir';
+  const ranges = parseAccept(accept);
+  const quality = (types: Set<string>) => Math.max(0, ...ranges.filter((r) => types.has(r.type)).map((r) => r.q));
+  const fhir = quality(FHIR_JSON_TYPES);
+  return fhir > 0 && fhir >= quality(new Set(['application/json'])) ? 'fhir' : 'plain';
+}
+
 /**
  * The one rule for FHIR request bodies (resources, Bundles, JSON Patches, operation inputs): the
  * Content-Type says which JSON it is and any charset is UTF-8; anything else, or no Content-Type

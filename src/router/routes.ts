@@ -4,6 +4,7 @@ import { conditionalDeleteHandler, conditionalPatchHandler, conditionalUpdateHan
 import { historyHandler } from './handlers/history.js';
 import { searchPostHandler, searchSystemHandler, searchTypeHandler } from './handlers/search.js';
 import { metadataHandler } from './handlers/metadata.js';
+import { versionsHandler } from './handlers/versions.js';
 import { operationDefinitionReadHandler, operationHandler } from './handlers/operations.js';
 import { bundleHandler } from './bundles/handler.js';
 import type { EntryRouter, FhirRoute } from './types.js';
@@ -27,6 +28,8 @@ export function fhirRoutes(router: EntryRouter): FhirRoute[] {
   });
   const routes: FhirRoute[] = [
     { method: 'GET', path: 'metadata', public: true, handler: metadataHandler(() => routes), interaction: { system: 'capabilities' } },
+    // Public like metadata, and before the operation routes, which would look for an OperationDefinition.
+    { method: 'GET', path: '$versions', public: true, handler: versionsHandler },
     // Operations (SPEC 4.1): every level is routed; the OperationDefinition decides what exists and whether GET is allowed.
     operation('POST', OP, 'system'),
     operation('GET', OP, 'system'),

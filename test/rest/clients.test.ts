@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { MedplumClient, OperationOutcomeError } from '@medplum/core';
 import { Client } from 'fhir-kit-client';
 import { describe, expect, it } from 'vitest';
+import type { Bundle, BundleEntry, Resource } from '../helpers/client-shapes.js';
 import { clientCredentialsToken, patientBody, useTestServer, type ProjectClient } from '../helpers/server.js';
 
 /**
@@ -13,13 +14,6 @@ import { clientCredentialsToken, patientBody, useTestServer, type ProjectClient 
 const api = await useTestServer();
 const MRN = 'http://example.org/mrn';
 
-// The shapes the tests read (@medplum/fhirtypes, which @medplum/core's types name, is not installed).
-interface Resource {
-  resourceType: string;
-  id?: string;
-  meta?: { versionId?: string; lastUpdated?: string };
-  [key: string]: any;
-}
 interface Patient extends Resource {
   identifier?: { system?: string; value?: string }[];
   gender?: string;
@@ -27,16 +21,6 @@ interface Patient extends Resource {
 interface Observation extends Resource {
   status?: string;
   subject?: { reference?: string };
-}
-interface BundleEntry {
-  fullUrl?: string;
-  resource?: Resource;
-  request?: { method: string; url: string; ifNoneExist?: string };
-  response?: { status?: string; location?: string; outcome?: Resource };
-}
-interface Bundle extends Resource {
-  type?: string;
-  entry?: BundleEntry[];
 }
 
 /** The bearer token of a project's admin ClientApplication, by client credentials. */
@@ -46,15 +30,14 @@ async function tokenOf(project: ProjectClient): Promise<string> {
 }
 
 /**
- * A MedplumClient signed in to a new project. `startClientLogin` gets its token from
- * /oauth2/token and then asks GET /auth/me for the profile, which Flint does not serve (a known
- * gap): the client is given the token from the same grant with `setAccessToken` instead.
+ * A MedplumClient signed in to a new project by `startClientLogin`, as its admin ClientApplication.
  * Its response cache is off, so that every read in a test reaches the server.
  */
 async function medplumClient(): Promise<{ medplum: MedplumClient; project: ProjectClient }> {
   const project = api.newProject();
+  const { clientId, clientSecret } = await api.credentialsOf(project);
   const medplum = new MedplumClient({ baseUrl: `${api.url}/`, fhirUrlPath: 'fhir/R4', fetch, cacheTime: 0 });
-  medplum.setAccessToken(await tokenOf(project));
+  await medplum.startClientLogin(clientId, clientSecret);
   return { medplum, project };
 }
 

@@ -151,7 +151,7 @@ export async function logoutHandler(c: HonoContext): Promise<Response> {
 
 /**
  * `POST /auth/login` (JSON: email, password, optional projectId, clientId, codeChallenge,
- * codeChallengeMethod S256, scope, launch): checks the password and answers `{login, code}`; the code goes
+ * codeChallengeMethod S256 or plain, scope, launch): checks the password and answers `{login, code}`; the code goes
  * to `/oauth2/token` with `grant_type=authorization_code` and the PKCE `code_verifier`.
  */
 export async function loginHandler(c: HonoContext): Promise<Response> {
@@ -166,13 +166,11 @@ export async function loginHandler(c: HonoContext): Promise<Response> {
   const email = str('email');
   const password = str('password');
   if (!email || !password) throw errors.invalid('email and password are required');
-  const method = str('codeChallengeMethod');
-  if (method !== undefined && method !== 'S256') throw errors.invalid('codeChallengeMethod must be S256');
   const code = await asOutcome(() =>
     issueCode(auth, email, password, {
       projectId: str('projectId'),
       clientId: str('clientId'),
-      codeChallenge: str('codeChallenge'),
+      codeChallenge: loginCodeChallenge(str('codeChallenge'), str('codeChallengeMethod')),
       scope: str('scope'),
       launch: str('launch'),
       address: clientAddress(c),
@@ -180,6 +178,23 @@ export async function loginHandler(c: HonoContext): Promise<Response> {
     }),
   );
   return Response.json(code, { headers: { 'Cache-Control': 'no-store' } });
+}
+
+/** RFC 7636 4.1: what a code verifier (and so a `plain` challenge) may be. */
+const CODE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
+
+/**
+ * The S256 challenge a /auth/login code is bound to. `plain` is accepted here, and only here,
+ * because Medplum's client falls back to it where it cannot hash (outside browsers): the code goes
+ * back in this same response, never through a redirect, so there is nothing to intercept. A plain
+ * challenge is the verifier itself, so its S256 hash is what the token endpoint then checks.
+ * /oauth2/authorize stays S256 only (SMART App Launch).
+ */
+function loginCodeChallenge(challenge: string | undefined, method: string | undefined): string | undefined {
+  if (method !== undefined && method !== 'S256' && method !== 'plain') throw errors.invalid('codeChallengeMethod must be S256 or plain');
+  if (method !== 'plain' || challenge === undefined) return challenge;
+  if (!CODE_VERIFIER.test(challenge)) throw errors.invalid('A plain codeChallenge must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_", "~"');
+  return sha256Base64Url(challenge);
 }
 
 interface CodeRequest {

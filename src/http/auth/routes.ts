@@ -10,6 +10,7 @@ import {
   smartConfigurationHandler,
   userinfoHandler,
 } from './endpoints.js';
+import { meHandler } from './me-handler.js';
 import { tokenHandler } from './token-endpoint.js';
 
 /**
@@ -31,5 +32,6 @@ export const identityRoutes: Route[] = [
   { method: 'POST', path: '/oauth2/logout', handler: logoutHandler },
   { method: 'GET', path: '/oauth2/logout', handler: logoutHandler },
   { method: 'POST', path: '/auth/login', handler: loginHandler, public: true },
+  { method: 'GET', path: '/auth/me', handler: meHandler },
   { method: 'POST', path: `/admin/projects/:projectId{${ID_SOURCE}}/invite`, handler: inviteHandler },
 ];
