@@ -195,7 +195,7 @@ describe('SMART discovery', () => {
     expect(res.body.capabilities).not.toContain('sso-openid-connect');
     expect(res.body.code_challenge_methods_supported).toEqual(['S256']);
     expect(res.body.scopes_supported).toEqual(expect.arrayContaining(['openid', 'launch/patient', 'offline_access', 'patient/*.rs', 'user/*.cruds']));
-    expect(res.body.token_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'client_secret_post']);
+    expect(res.body.token_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'client_secret_post', 'private_key_jwt']);
   });
 
   it('the CapabilityStatement names SMART-on-FHIR security with its OAuth URIs', async () => {
