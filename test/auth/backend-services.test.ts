@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
 import { patientBody, testEnv, useTestServer, type ProjectClient } from '../helpers/server.js';
-import { bearer, getJson, tokenRequest } from './helpers.js';
+import { addMemberClient, bearer, getJson, tokenRequest } from './helpers.js';
 
 const api = await useTestServer();
 const tokenUrl = `${api.server.services.config.baseUrl}oauth2/token`;
@@ -49,20 +49,8 @@ afterAll(() => new Promise<void>((resolve) => jwksServer.close(() => resolve()))
 async function backendClient(admin: ProjectClient, keys: JWK[], withJwksUri = true): Promise<string> {
   const path = randomUUID();
   served.set(path, keys);
-  const created = await admin.post('/ClientApplication', {
-    resourceType: 'ClientApplication',
-    name: 'backend service',
-    ...(withJwksUri ? { jwksUri: `${jwksUrl}${path}` } : {}),
-  });
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  const clientId = created.body.id as string;
-  const membership = await admin.post('/ProjectMembership', {
-    resourceType: 'ProjectMembership',
-    project: { reference: `Project/${admin.projectId}` },
-    user: { reference: `ClientApplication/${clientId}` },
-    profile: { reference: `ClientApplication/${clientId}` },
-  });
-  expect(membership.status).toBe(201);
+  const client = { name: 'backend service', ...(withJwksUri ? { jwksUri: `${jwksUrl}${path}` } : {}) };
+  const { clientId } = await addMemberClient(api, admin, { client });
   return clientId;
 }
 

@@ -52,9 +52,9 @@ export async function clientToken(api: TestServer, clientId: string, clientSecre
 export async function addMemberClient(
   api: TestServer,
   admin: { post(path: string, body: unknown): Promise<{ status: number; body: any }> ; projectId: string },
-  options: { admin?: boolean; accessPolicy?: string } = {},
+  options: { admin?: boolean; accessPolicy?: string; client?: Record<string, unknown> } = {},
 ): Promise<{ clientId: string; secret: string; token: string }> {
-  const created = await admin.post('/ClientApplication', { resourceType: 'ClientApplication', name: 'member app' });
+  const created = await admin.post('/ClientApplication', { resourceType: 'ClientApplication', name: 'member app', ...options.client });
   if (created.status !== 201) throw new Error(`client create failed: ${JSON.stringify(created.body)}`);
   const clientId = created.body.id as string;
   const membership = await admin.post('/ProjectMembership', {
