@@ -8,6 +8,7 @@ import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import { validateResource } from '../validation/validator.js';
+import { assertResourceChecks } from '../validation/resource-checks.js';
 import { applyJsonPatch, type PatchLimits } from './patch.js';
 import { idInUse, insertingNewId, lockCurrentRow, projectOf, retryOnCreateRace, type CurrentRow } from './current-rows.js';
 import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
@@ -156,6 +157,7 @@ export class Repository implements ResourceRepository {
   async createResource(resourceType: string, input: unknown, id: string = randomUUID()): Promise<WriteResult> {
     assertType(resourceType);
     validateResource(input, { expectedType: resourceType });
+    await this.checkDeeply(this.db, input, this.identity.projectId);
     const resource = this.stamp(await this.prepared(this.db, input, undefined), id, randomUUID());
     const text = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType)
       ? await this.db.transaction(async (tx) => {
@@ -186,15 +188,17 @@ export class Repository implements ResourceRepository {
   }
 
   async prepareCreates(items: readonly NewResource[]): Promise<PreparedCreates> {
-    const inputs = items.map((item, index) => {
+    const inputs: Resource[] = [];
+    for (const [index, item] of items.entries()) {
       try {
         assertType(item.resourceType);
         validateResource(item.input, { expectedType: item.resourceType });
-        return item.input;
+        await this.checkDeeply(this.db, item.input, this.identity.projectId);
+        inputs.push(item.input);
       } catch (error) {
         throw new ItemError(index, error);
       }
-    });
+    }
     const writes = inputs.map((input) => ({ input, existing: undefined }));
     const decided = this.writeCheck?.prepare ? await this.writeCheck.prepare(this.db, writes) : inputs;
     const resources = decided.map((input, index) => this.stamp(input, items[index].id ?? randomUUID(), randomUUID()));
@@ -214,6 +218,11 @@ export class Repository implements ResourceRepository {
       }
     }
     return results;
+  }
+
+  /** The checks beyond shape (bindings by terminology, profiles) that the composition root registered. */
+  private checkDeeply(db: SqlExecutor, input: Resource, projectId: string): Promise<void> {
+    return assertResourceChecks(input, { db, projectId });
   }
 
   /** The content to store, as the write check's `prepare` decides (unchanged without one). */
@@ -276,12 +285,14 @@ export class Repository implements ResourceRepository {
           if (options.ifMatch !== undefined) {
             throw errors.preconditionFailed(`${resourceType}/${id} does not exist, so it cannot match version ${options.ifMatch}`);
           }
+          await this.checkDeeply(tx, input, this.identity.projectId);
           const resource = this.stamp(await this.prepared(tx, input, undefined), id, versionId);
           const text = await this.insertNew(tx, resource);
           await this.afterWrite(tx, resource);
           return { resource, text, created: true, changed: true };
         }
         checkVersion(current, options, resourceType, id);
+        await this.checkDeeply(tx, input, current.projectId);
         const existing = !current.deleted && current.content !== null ? (JSON.parse(current.content) as Resource) : undefined;
         const next = await this.prepared(tx, input, existing);
         if (!alwaysNewVersion && existing && sameContent(existing, next)) {
@@ -309,6 +320,7 @@ export class Repository implements ResourceRepository {
       const patched = applyJsonPatch(before, operations, this.patchLimits);
       validateResource(patched, { expectedType: resourceType });
       if (patched.id !== id) throw errors.invalid('A patch must not change the resource id', `${resourceType}.id`);
+      await this.checkDeeply(tx, patched, current.projectId);
       const next = await this.prepared(tx, patched, before);
       if (sameContent(before, next)) return { resource: before, text: current.content, created: false, changed: false };
       const resource = this.stamp(next, id, randomUUID(), current.projectId, current);
