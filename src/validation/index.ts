@@ -1,1 +1,1 @@
-export { validateResource, type ValidateOptions } from './validator.js';
+export { collectValidationIssues, validateResource, type CollectOptions, type ValidateOptions } from './validator.js';

@@ -8,22 +8,27 @@ import {
   type RequiredCodes,
   type Slot,
   type TypeModel,
-  type TypeRef,
 } from './model.js';
 import { unstorableTextProblem, type PrimitiveType } from './primitives.js';
+import { InvariantScope } from './invariants/scope.js';
 
 /**
- * Structural validation of FHIR R4 JSON against the base StructureDefinitions, in one walk over
- * the resource. It checks what a StructureDefinition says about shape (elements, JSON types,
- * arrays, cardinality, primitive formats, choice types, nested resources) and checks `code`
- * elements against their required bindings when the value set expands from the definitions. It
- * does not evaluate invariants (FHIRPath constraints such as ele-1, ext-1, dom-2), other
+ * Validation of FHIR R4 JSON against the base StructureDefinitions, in one walk over the resource.
+ * It checks what a StructureDefinition says about shape (elements, JSON types, arrays,
+ * cardinality, primitive formats, choice types, nested resources), checks `code` elements against
+ * their required bindings when the value set expands from the definitions, and checks the
+ * definitions' invariants on each value it has walked (invariants/). It does not check other
  * terminology bindings, profiles in meta.profile, or whether references resolve.
  */
 
 export interface ValidateOptions {
   /** The resource type named by the URL; the body's resourceType must match it. */
   expectedType?: string;
+}
+
+export interface CollectOptions extends ValidateOptions {
+  /** Also report invariants of severity warning (best practice), as `$validate` does. */
+  warnings?: boolean;
 }
 
 /** Nesting limit of objects: beyond any real resource, well below what would exhaust the stack. */
@@ -34,19 +39,40 @@ const MAX_SHOWN_LENGTH = 60;
 /** Allowed codes listed in a message; resource-types has over 150. */
 const MAX_SHOWN_CODES = 12;
 
+/** Throws a 400 OperationOutcome listing every error: structure, bindings of codes, invariants. */
 export function validateResource(resource: unknown, options?: ValidateOptions): asserts resource is Resource {
-  const walk = new Walk();
+  const walk = new Walk(false);
   walk.validateRoot(resource, options?.expectedType);
-  if (walk.issues.length > 0) throw new OperationOutcomeError(outcome(walk.finish()), 400);
+  const issues = walk.finish();
+  if (issues.length > 0) throw new OperationOutcomeError(outcome(issues), 400);
+}
+
+/**
+ * Every issue the walk finds, each with its severity, without throwing: errors, and with
+ * `warnings` the best-practice invariants too. [] when the resource is valid.
+ */
+export function collectValidationIssues(resource: unknown, options?: CollectOptions): OperationOutcomeIssue[] {
+  const walk = new Walk(options?.warnings ?? false);
+  walk.validateRoot(resource, options?.expectedType);
+  return walk.finish();
 }
 
 type Segment = string | number;
 
 class Walk {
-  readonly issues: OperationOutcomeIssue[] = [];
+  private readonly issues: OperationOutcomeIssue[] = [];
+  /** Kept apart: they are listed only when the shape is right, as they mean little on a malformed resource. */
+  private readonly invariantIssues: OperationOutcomeIssue[] = [];
+  private invariantsOmitted = 0;
   private readonly path: Segment[] = [];
   private depth = 0;
   private omitted = 0;
+  private readonly invariants: InvariantScope;
+  private readonly whereNow = (): string => this.where();
+
+  constructor(warnings: boolean) {
+    this.invariants = new InvariantScope(warnings, (severity, text, where) => this.reportInvariant(severity, text, where));
+  }
 
   validateRoot(value: unknown, expectedType: string | undefined): void {
     if (!isRecord(value)) {
@@ -56,10 +82,21 @@ class Walk {
     const type = this.checkResourceType(value, expectedType);
     if (type === undefined) return;
     this.path.push(type);
-    this.validateObject(value, getTypeModel(type) as TypeModel);
+    this.validateResourceObject(value, type, false);
+  }
+
+  private validateResourceObject(value: Record<string, unknown>, type: string, contained: boolean): void {
+    const model = getTypeModel(type) as TypeModel;
+    this.invariants.enterResource(value, type, this.where(), contained);
+    this.validateObject(value, model);
+    this.invariants.leaveResource(model);
   }
 
   finish(): OperationOutcomeIssue[] {
+    if (this.issues.length === 0) {
+      this.issues.push(...this.invariantIssues);
+      this.omitted += this.invariantsOmitted;
+    }
     if (this.omitted > 0) {
       this.issues.push(issue('too-costly', `${this.omitted} more problems were found and not listed; fix the ones above first`));
     }
@@ -91,13 +128,13 @@ class Walk {
     return typeof type === 'string' && isResourceType(type) ? type : undefined;
   }
 
-  private validateNestedResource(value: unknown): void {
+  private validateNestedResource(value: unknown, contained: boolean): void {
     if (!isRecord(value)) {
       this.wrongType(value, 'a resource (JSON object with a resourceType)');
       return;
     }
     const type = this.checkResourceType(value);
-    if (type !== undefined) this.validateObject(value, getTypeModel(type) as TypeModel);
+    if (type !== undefined) this.validateResourceObject(value, type, contained);
   }
 
   private validateObject(value: Record<string, unknown>, model: TypeModel): void {
@@ -179,8 +216,8 @@ class Walk {
       if (Array.isArray(value)) {
         const rule = `${element.path} is ${cardinality(element)}`;
         this.report('structure', `Array at ${this.where()}: ${rule}, so give a single value instead of an array`);
-      } else if (slot.isPrimitiveExtension) this.validatePrimitiveElement(value, key);
-      else this.validateValue(value, slot.type, element.binding);
+      } else if (slot.isPrimitiveExtension) this.validatePrimitiveElement(value, key, owner[key.slice(1)] !== undefined);
+      else this.validateValue(value, slot);
     } else if (!Array.isArray(value)) {
       const rule = `${element.path} repeats (${cardinality(element)})`;
       this.report('structure', `Not an array at ${this.where()}: ${rule}, so its value must be a JSON array, got ${describe(value)}`);
@@ -215,33 +252,40 @@ class Walk {
           const rule = 'FHIR JSON only allows null in a primitive array to line up with a value in its "_" sibling';
           this.report('structure', `Null at ${this.where()}: ${rule}; remove it`);
         }
-      } else if (slot.isPrimitiveExtension) this.validatePrimitiveElement(item, key);
-      else this.validateValue(item, slot.type, slot.element.binding);
+      } else if (slot.isPrimitiveExtension) {
+        this.validatePrimitiveElement(item, key, Array.isArray(sibling) && sibling[index] !== null && sibling[index] !== undefined);
+      } else this.validateValue(item, slot);
       this.path.pop();
     }
   }
 
   /** The `_name` object of a primitive: only id and extension. */
-  private validatePrimitiveElement(value: unknown, key: string): void {
+  private validatePrimitiveElement(value: unknown, key: string, hasValue: boolean): void {
     if (!isRecord(value)) {
       const expected = `${quote(key)} must hold an object with id and/or extension`;
       this.report('structure', `Wrong JSON type at ${this.where()}: ${expected}, got ${describe(value)}`);
       return;
     }
     this.validateObject(value, getTypeModel('Element') as TypeModel);
+    this.invariants.checkPrimitiveElement(value, hasValue, this.whereNow);
   }
 
-  private validateValue(value: unknown, type: TypeRef, binding: RequiredCodes | undefined): void {
+  private validateValue(value: unknown, slot: Slot): void {
+    const { type, element } = slot;
     if (type.primitive) {
-      if (this.validatePrimitive(value, type.primitive) && binding) this.checkCode(value as string, binding);
+      if (!this.validatePrimitive(value, type.primitive)) return;
+      if (element.binding) this.checkCode(value as string, element.binding);
+      this.invariants.checkPrimitive(value, element, type, this.whereNow);
     } else if (type.isResource) {
-      this.validateNestedResource(value);
+      this.validateNestedResource(value, element.name === 'contained');
     } else if (!isRecord(value)) {
       this.wrongType(value, `an object (${type.code})`);
     } else {
       const model = resolveModel(type);
       // Without a definition for the type there is nothing to check it against.
-      if (model) this.validateObject(value, model);
+      if (!model) return;
+      this.validateObject(value, model);
+      this.invariants.checkObject(value, element, model, this.whereNow);
     }
   }
 
@@ -289,6 +333,16 @@ class Walk {
       return;
     }
     this.issues.push(issue(code, text, withExpression ? this.where() : undefined));
+  }
+
+  private reportInvariant(severity: OperationOutcomeIssue['severity'], text: string, where: string): void {
+    if (this.invariantIssues.length >= MAX_ISSUES) {
+      this.invariantsOmitted++;
+      return;
+    }
+    const found = issue('invariant', text, where);
+    found.severity = severity;
+    this.invariantIssues.push(found);
   }
 
   /** The FHIRPath-like location of the current element: Patient.name[0].given[1]. */

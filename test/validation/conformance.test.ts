@@ -16,6 +16,13 @@ const KNOWN_INVALID: Record<string, { reason: string; code: string; expression: 
     code: 'required',
     expression: /^Questionnaire(\.item\[\d+\])+\.linkId$/,
   },
+  // Two concepts share the code "chol-mass" (the first one's display says mmol/L: it was meant
+  // to be "chol-mmol"), which csd-1 forbids.
+  'codesystem-example.json': {
+    reason: 'two concepts with the code chol-mass, against csd-1 (codes SHALL be unique)',
+    code: 'invariant',
+    expression: /^CodeSystem$/,
+  },
 };
 
 function readExample(file: string): unknown {

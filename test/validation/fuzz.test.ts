@@ -9,7 +9,7 @@ import { mulberry32 } from '../helpers/prng.js';
  * a stack overflow or another exception type. Seeded, so a failure reproduces.
  */
 
-const ISSUE_CODES = new Set(['structure', 'required', 'value', 'invalid', 'code-invalid', 'too-costly']);
+const ISSUE_CODES = new Set(['structure', 'required', 'value', 'invalid', 'code-invalid', 'invariant', 'too-costly']);
 const ODD_KEYS = [
   ...['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf'],
   ...['fhir_comments', '_name', '', 'resourceType'],
