@@ -1,11 +1,14 @@
 import fhirpath from 'fhirpath';
 import r4Model from 'fhirpath/fhir-context/r4';
+import { isResourceType } from '../../fhir/definitions.js';
+import { compileFast, FALLBACK, type FastInvariant } from './fast.js';
 import { contextResolve } from './resolve.js';
 
 /**
- * Evaluating one invariant's FHIRPath on one element instance with fhirpath.js. Each expression is
- * compiled once (per base type, which gives the engine the type of the context node) and kept for
- * the life of the process.
+ * Evaluating one invariant's FHIRPath on one element instance: first by the small interpreter of
+ * fast.ts, and with fhirpath.js when that one cannot tell. Each expression is compiled once (per
+ * base type, which gives the engines the type of the context node) and kept for the life of the
+ * process.
  */
 
 /** What `%resource` and `%rootResource` are for the node evaluated. */
@@ -28,8 +31,21 @@ const OPTIONS = {
   userInvocationTable: { resolve: contextResolve },
 } as const;
 
-const compiled = new Map<string, Compiled | null>();
+interface Engines {
+  readonly fast: FastInvariant | undefined;
+  /** fhirpath.js's, compiled on first need; null when it cannot compile the expression. */
+  slow: Compiled | null | undefined;
+}
+
+/** By expression, then by base: the key an invariant's text already is, without building strings per call. */
+const compiled = new Map<string, Map<string, Engines>>();
 const reported = new Set<string>();
+let fastPathEnabled = true;
+
+/** For tests that check both engines agree; the fast path is on unless turned off here. */
+export function setFastPath(enabled: boolean): void {
+  fastPathEnabled = enabled;
+}
 
 /**
  * Evaluates `expression` on `node`, whose FHIR type (or backbone definition path) is `base`; ''
@@ -39,31 +55,51 @@ const reported = new Set<string>();
  * different precisions) does not prove it broken.
  */
 export function evaluateInvariant(key: string, expression: string, base: string, node: unknown, context: ResourceContext): Verdict {
-  const evaluate = compiledFor(key, expression, base);
-  if (evaluate === undefined) return undefined;
+  const engines = enginesFor(expression, base);
+  if (engines.fast && fastPathEnabled) {
+    try {
+      return holds(engines.fast(node, context.resource));
+    } catch (error) {
+      if (error !== FALLBACK) reportOnce(key, expression, error);
+    }
+  }
+  engines.slow ??= compileSlow(key, expression, base);
+  if (engines.slow === null) return undefined;
   try {
-    const result = evaluate(node, { resource: context.resource, rootResource: context.rootResource });
-    return !result.some((value) => value === false || (value instanceof Boolean && !value.valueOf()));
+    return holds(engines.slow(node, { resource: context.resource, rootResource: context.rootResource }));
   } catch (error) {
     reportOnce(key, expression, error);
     return undefined;
   }
 }
 
-function compiledFor(key: string, expression: string, base: string): Compiled | undefined {
-  const cacheKey = `${base}\n${expression}`;
-  let found = compiled.get(cacheKey);
-  if (found === undefined) {
-    try {
-      const path = base === '' ? expression : { base, expression };
-      found = fhirpath.compile(path, r4Model, OPTIONS) as unknown as Compiled;
-    } catch (error) {
-      reportOnce(key, expression, error);
-      found = null;
-    }
-    compiled.set(cacheKey, found);
+function holds(result: readonly unknown[]): boolean {
+  return !result.some((value) => value === false || (value instanceof Boolean && !value.valueOf()));
+}
+
+function enginesFor(expression: string, base: string): Engines {
+  let byBase = compiled.get(expression);
+  if (byBase === undefined) {
+    byBase = new Map();
+    compiled.set(expression, byBase);
   }
-  return found ?? undefined;
+  let found = byBase.get(base);
+  if (found === undefined) {
+    const resourceType = !base.includes('.') && isResourceType(base) ? base : undefined;
+    found = { fast: base === '' ? undefined : compileFast(expression, base, resourceType), slow: undefined };
+    byBase.set(base, found);
+  }
+  return found;
+}
+
+function compileSlow(key: string, expression: string, base: string): Compiled | null {
+  try {
+    const path = base === '' ? expression : { base, expression };
+    return fhirpath.compile(path, r4Model, OPTIONS) as unknown as Compiled;
+  } catch (error) {
+    reportOnce(key, expression, error);
+    return null;
+  }
 }
 
 /** An invariant the engine cannot evaluate is treated as unchecked; said once per process, not per write. */

@@ -29,6 +29,7 @@ interface Frame {
 const LOCAL_REF_TYPES = new Set(['canonical', 'uri', 'url']);
 const noInvariants: readonly Invariant[] = [];
 const byElement = new WeakMap<ElementModel, readonly Invariant[]>();
+const byType = new WeakMap<TypeModel, readonly Invariant[]>();
 
 export class InvariantScope {
   private readonly frames: Frame[] = [];
@@ -68,11 +69,8 @@ export class InvariantScope {
     if (model.name === 'Reference') this.noteReference(value, frame, where);
     const ownInvariants = elementInvariants(element, model);
     if (ownInvariants.length > 0) this.evaluate(ownInvariants, baseOf(model), value, where, frame);
-    // A backbone's model is named by its path; a complex type's by the type, whose own invariants apply.
-    if (!model.name.includes('.')) {
-      const typeInvariants = invariantsAt(model.name);
-      if (typeInvariants.length > 0) this.evaluate(typeInvariants, model.name, value, where, frame);
-    }
+    const ofType = typeInvariants(model);
+    if (ofType.length > 0) this.evaluate(ofType, model.name, value, where, frame);
   }
 
   /** Invariants on a primitive element (few), narrative rules, and local references for dom-3. */
@@ -158,6 +156,16 @@ function refersToContainer(resource: unknown): boolean {
     if (value === '#' || (typeof value === 'object' && value !== null && refersToContainer(value))) return true;
   }
   return false;
+}
+
+/** A complex type's own invariants (qty-3 on every Quantity); a backbone's model, named by its path, has none. */
+function typeInvariants(model: TypeModel): readonly Invariant[] {
+  let found = byType.get(model);
+  if (found === undefined) {
+    found = model.name.includes('.') ? noInvariants : invariantsAt(model.name);
+    byType.set(model, found);
+  }
+  return found;
 }
 
 /** The type fhirpath.js is told the node has: the backbone's definition path or the type name. */
