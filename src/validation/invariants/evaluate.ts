@@ -48,9 +48,16 @@ export function setFastPath(enabled: boolean): void {
 }
 
 /**
- * Evaluates `expression` on `node`, whose FHIR type (or backbone definition path) is `base`; ''
- * for a primitive value, which the engine then sees as a System value (fhirpath.js cannot take a
- * primitive FHIR type as base: it converts a decimal before it is ready to). An
+ * The base to give for a primitive of FHIR type `code`: the type, except decimal, which
+ * fhirpath.js cannot take as a base (it converts the value before it is ready to), so a decimal
+ * is given as a System value ('').
+ */
+export function primitiveBase(code: string): string {
+  return code === 'decimal' ? '' : code;
+}
+
+/**
+ * Evaluates `expression` on `node`, whose FHIR type (or backbone definition path) is `base`. An
  * invariant fails only when it evaluates to false: an empty result (e.g. comparing dates of
  * different precisions) does not prove it broken.
  */

@@ -87,6 +87,8 @@ function compileNode(node: AstNode, base: TypePath, resourceType: string | undef
       return member(node.text ?? '', base, (input) => input);
     case 'InvocationExpression':
       return invocation(child(0), kids[1] as AstNode);
+    case 'FunctionInvocation':
+      return invocation({ evaluate: (input) => input, type: base }, node);
     case 'OrExpression':
     case 'AndExpression':
     case 'ImpliesExpression':

@@ -1,7 +1,7 @@
 import { isRecord } from '../../fhir/types.js';
 import type { ElementModel, TypeModel, TypeRef } from '../model.js';
 import { invariantsAt, type Invariant, type InvariantSeverity } from './catalog.js';
-import { evaluateInvariant } from './evaluate.js';
+import { evaluateInvariant, primitiveBase } from './evaluate.js';
 import { containedProblems, extensionIsWellFormed, hasContentBesidesId, narrativeProblem, nativeText } from './native.js';
 
 /**
@@ -85,7 +85,7 @@ export class InvariantScope {
       if (broken) this.report('error', nativeText(broken), where());
     }
     const ownInvariants = elementInvariants(element, undefined);
-    if (ownInvariants.length > 0) this.evaluate(ownInvariants, '', value, where, frame);
+    if (ownInvariants.length > 0) this.evaluate(ownInvariants, primitiveBase(type.code), value, where, frame);
   }
 
   /** ele-1 on a primitive's `_name` object: with no value beside it, it needs more than an id. */
