@@ -96,10 +96,10 @@ function compileNode(node: AstNode, base: TypePath, resourceType: string | undef
     case 'EqualityExpression':
       return opaque(equality(node.text ?? '', child(0).evaluate, child(1).evaluate));
     case 'InequalityExpression':
+    case 'AdditiveExpression':
+      return opaque(node.text === '&' ? fallback : arithmetic(node.text ?? '', child(0).evaluate, child(1).evaluate));
     case 'MultiplicativeExpression':
       return opaque(emptyOperands([child(0).evaluate, child(1).evaluate]));
-    case 'AdditiveExpression':
-      return opaque(node.text === '&' ? fallback : emptyOperands([child(0).evaluate, child(1).evaluate]));
     case 'TypeExpression':
     case 'IndexerExpression':
     case 'PolarityExpression':
@@ -109,7 +109,7 @@ function compileNode(node: AstNode, base: TypePath, resourceType: string | undef
   }
 }
 
-/** Operators the interpreter does not compute (<, +, is, [n]): empty when an operand is empty, else fhirpath.js. */
+/** Operators the interpreter does not compute (*, is, [n]): empty when an operand is empty, else fhirpath.js. */
 function emptyOperands(operands: readonly Evaluate[]): Evaluate {
   return (input, resource) => {
     for (const operand of operands) if (operand(input, resource).length === 0) return [];
@@ -166,6 +166,7 @@ function member(name: string, type: TypePath, target: Evaluate): Compiled {
   const step = navigation(type, name);
   if (!step) return opaque(emptyOperands([target]));
   const { keys, next } = step;
+  const siblingKeys = keys.map((key) => `_${key}`);
   return {
     type: next,
     evaluate: (input, resource) => {
@@ -173,10 +174,10 @@ function member(name: string, type: TypePath, target: Evaluate): Compiled {
       for (const item of target(input, resource)) {
         if (typeof item !== 'object' || item === null) throw FALLBACK;
         const record = item as Record<string, unknown>;
-        for (const key of keys) {
+        for (let index = 0; index < keys.length; index++) {
           // A primitive with an id or extensions but no value: fhirpath.js knows how it counts.
-          if (record[`_${key}`] !== undefined) throw FALLBACK;
-          const value = record[key];
+          if (record[siblingKeys[index] as string] !== undefined) throw FALLBACK;
+          const value = record[keys[index] as string];
           if (Array.isArray(value)) for (const element of value) out.push(element);
           else if (value !== undefined && value !== null) out.push(value);
         }
@@ -231,6 +232,28 @@ function equality(operator: string, left: Evaluate, right: Evaluate): Evaluate {
     if (a.length === 0 || b.length === 0) return [];
     if (a.length !== 1 || b.length !== 1 || !isPrimitive(a[0]) || typeof a[0] !== typeof b[0]) throw FALLBACK;
     return [(a[0] === b[0]) === (operator === '=')];
+  };
+}
+
+const NUMBER_OPERATORS: Readonly<Record<string, (a: number, b: number) => unknown>> = {
+  '+': (a, b) => a + b,
+  '-': (a, b) => a - b,
+  '<': (a, b) => a < b,
+  '<=': (a, b) => a <= b,
+  '>': (a, b) => a > b,
+  '>=': (a, b) => a >= b,
+};
+
+/** + - < <= > >= on two whole numbers (counts, mostly); strings, dates, quantities and decimals go to fhirpath.js. */
+function arithmetic(operator: string, left: Evaluate, right: Evaluate): Evaluate {
+  const compute = NUMBER_OPERATORS[operator];
+  if (!compute) return emptyOperands([left, right]);
+  return (input, resource) => {
+    const a = left(input, resource);
+    const b = right(input, resource);
+    if (a.length === 0 || b.length === 0) return [];
+    if (a.length !== 1 || b.length !== 1 || !Number.isInteger(a[0]) || !Number.isInteger(b[0])) throw FALLBACK;
+    return [compute(a[0] as number, b[0] as number)];
   };
 }
 
