@@ -74,7 +74,11 @@ describe('transaction', () => {
       meta: { profile: [patientUrl] },
       text: { status: 'generated', div: `<div xmlns="http://www.w3.org/1999/xhtml"><a href="${patientUrl}">patient</a></div>` },
       contained: [{ resourceType: 'Provenance', id: 'p', recorded: '2024-01-01T00:00:00Z', agent: [{ who: { reference: patientUrl } }], target: [{ reference: patientUrl }] }],
-      extension: [{ url: 'http://example.org/about', valueReference: { reference: patientUrl } }],
+      extension: [
+        { url: 'http://example.org/about', valueReference: { reference: patientUrl } },
+        // A contained resource must be referred to (invariant dom-3).
+        { url: 'http://example.org/provenance', valueReference: { reference: '#p' } },
+      ],
       subject: { reference: patientUrl },
       content: [{ attachment: { contentType: 'text/plain', url: patientUrl } }],
     };

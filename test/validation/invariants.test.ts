@@ -157,6 +157,14 @@ describe('invariants on writes', () => {
     expect((await client.get('/Patient')).body.total ?? 0).toBe(0);
   });
 
+  it('treats an invariant the engine fails to evaluate as unchecked, never as a 500', async () => {
+    const client = api.newProject();
+    // fhirpath.js throws comparing a Quantity with a unit to one without (rng-2: low <= high).
+    const low = { value: 160, unit: 'lb', system: 'http://unitsofmeasure.org', code: '[lb_av]' };
+    const res = await client.post('/Observation', observation({ valueRange: { low, high: { value: 200 } } }));
+    expect(res.status, res.text).toBe(201);
+  });
+
   it('accepts resources that keep every invariant, contained and narrative included', async () => {
     const client = api.newProject();
     expect(await createdStatus(client, observation({ valueQuantity: { value: 70, unit: 'kg', system: 'http://unitsofmeasure.org', code: 'kg' } }))).toBe(201);
