@@ -158,7 +158,13 @@ describe('composite parameters', () => {
     const sequence = (chromosome: string, start: number, end: number) => ({
       resourceType: 'MolecularSequence',
       coordinateSystem: 0,
-      referenceSeq: { chromosome: coding(chromosome, 'http://terminology.hl7.org/CodeSystem/chromosome-human'), windowStart: 1, windowEnd: 1000 },
+      // A chromosome goes with its genome build (invariants msq-5, msq-6).
+      referenceSeq: {
+        chromosome: coding(chromosome, 'http://terminology.hl7.org/CodeSystem/chromosome-human'),
+        genomeBuild: 'GRCh38',
+        windowStart: 1,
+        windowEnd: 1000,
+      },
       variant: [{ start, end }],
     });
     const a = await create(p, sequence('1', 100, 110));

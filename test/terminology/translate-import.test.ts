@@ -20,7 +20,8 @@ async function withMap(client: ProjectClient): Promise<string> {
         target: LATIN,
         element: [
           { code: 'dog', display: 'Dog', target: [{ code: 'canis', display: 'Canis', equivalence: 'equivalent' }] },
-          { code: 'puppy', target: [{ code: 'canis', equivalence: 'narrower' }] },
+          // A narrower mapping needs a comment (invariant cmd-1).
+          { code: 'puppy', target: [{ code: 'canis', equivalence: 'narrower', comment: 'a puppy is a young dog' }] },
           { code: 'tree', target: [{ equivalence: 'unmatched' }] },
         ],
       },

@@ -75,7 +75,7 @@ describe('ConceptMap/$translate with the FHIR R4 concept maps shipped with the s
       resourceType: 'ConceptMap',
       url: TO_V2,
       status: 'active',
-      group: [{ source: GENDER, target: V2_SEX, element: [{ code: 'male', target: [{ code: 'X', equivalence: 'inexact' }] }] }],
+      group: [{ source: GENDER, target: V2_SEX, element: [{ code: 'male', target: [{ code: 'X', equivalence: 'inexact', comment: 'local override' }] }] }],
     });
     expect(created.status).toBe(201);
     const named = await client.get(`/ConceptMap/$translate?url=${encodeURIComponent(TO_V2)}&system=${encodeURIComponent(GENDER)}&code=male`);
