@@ -14,7 +14,8 @@ const api = await useTestServer();
 
 type Json = Record<string, unknown>;
 
-const percent = (value: number): Json => ({ value, unit: '%', system: 'http://unitsofmeasure.org', code: '%' });
+const UCUM = 'http://unitsofmeasure.org';
+const percent = (value: number): Json => ({ value, unit: '%', system: UCUM, code: '%' });
 const range = (low?: number, high?: number): Json => ({
   ...(low === undefined ? {} : { low: percent(low) }),
   ...(high === undefined ? {} : { high: percent(high) }),
@@ -145,12 +146,16 @@ describe('number parameters with Range values (RiskAssessment probability)', () 
     expect(await found(p, '/RiskAssessment?probability:missing=true')).toEqual(sorted(none, empty));
   });
 
-  it('a reversed Range (low above high) is read as the range between them', async () => {
+  it('a reversed Range (low above high) is refused: invariant rng-2', async () => {
     const p = api.newProject();
-    const id = await assessment(p, range(40, 20));
-    expect(await probability(p, 'lt25')).toEqual([id]);
-    expect(await probability(p, 'gt35')).toEqual([id]);
-    expect(await probability(p, 'sa25')).toEqual([]);
+    const res = await p.post('/RiskAssessment', {
+      resourceType: 'RiskAssessment',
+      status: 'final',
+      subject: { reference: 'Patient/example' },
+      prediction: [{ probabilityRange: range(40, 20) }],
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].details.text).toMatch(/^rng-2: /);
   });
 
   it('_sort=probability orders a Range by its low, an open low first', async () => {
@@ -199,7 +204,7 @@ describe('number parameters with Range values (RiskAssessment probability)', () 
       resourceType: 'Observation',
       status: 'final',
       code: { text: 'x' },
-      valueRange: { low: { value: 4, code: 'mmol/L' }, high: { value: 6, code: 'mmol/L' } },
+      valueRange: { low: { value: 4, system: UCUM, code: 'mmol/L' }, high: { value: 6, system: UCUM, code: 'mmol/L' } },
     });
     expect(await found(p, '/Observation?value-number-range=gt5')).toEqual([normal]);
     expect(await found(p, '/Observation?value-number-range=gt7')).toEqual([]);

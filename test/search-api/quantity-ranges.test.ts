@@ -116,9 +116,11 @@ describe('quantity parameters with Range values', () => {
 
   it('abatement-age takes an Age or a Range too', async () => {
     const p = api.newProject();
-    const age = await condition(p, { abatementAge: years(50) });
-    const span = await condition(p, { abatementRange: range(20, 30) });
-    await condition(p, { abatementString: 'in remission' });
+    // An abated condition is resolved, inactive or in remission (invariant con-4).
+    const clinicalStatus = { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'resolved' }] };
+    const age = await condition(p, { clinicalStatus, abatementAge: years(50) });
+    const span = await condition(p, { clinicalStatus, abatementRange: range(20, 30) });
+    await condition(p, { clinicalStatus, abatementString: 'in remission' });
     expect(await found(p, '/Condition?abatement-age=gt40')).toEqual([age]);
     expect(await found(p, '/Condition?abatement-age=lt25')).toEqual([span]);
     expect(await found(p, '/Condition?abatement-age=ap25')).toEqual([span]);
@@ -172,12 +174,11 @@ describe('quantity parameters with Range values', () => {
     }
   });
 
-  it('a reversed Range (low above high) is read as the range between them', async () => {
+  it('a reversed Range (low above high) is refused: invariant rng-2', async () => {
     const p = api.newProject();
-    const reversed = await condition(p, { onsetRange: range(70, 20) });
-    expect(await onsetAge(p, 'gt60')).toEqual([reversed]);
-    expect(await onsetAge(p, 'lt30')).toEqual([reversed]);
-    expect(await onsetAge(p, 'sa30')).toEqual([]);
+    const res = await p.post('/Condition', { resourceType: 'Condition', subject: { reference: 'Patient/p1' }, onsetRange: range(70, 20) });
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].details.text).toMatch(/^rng-2: /);
   });
 
   it('a Range without any value gives no row; an update to a Quantity replaces the range', async () => {
@@ -217,7 +218,8 @@ describe('quantity parameters with Range values', () => {
       type: 'quantity',
       expression: 'Observation.value.as(Range)',
     });
-    const normal = await create(p, { resourceType: 'Observation', status: 'final', code: { text: 'x' }, valueRange: { low: { value: 4, code: 'mmol/L' }, high: { value: 6, code: 'mmol/L' } } });
+    const mmol = (value: number) => ({ value, system: UCUM, code: 'mmol/L' });
+    const normal = await create(p, { resourceType: 'Observation', status: 'final', code: { text: 'x' }, valueRange: { low: mmol(4), high: mmol(6) } });
     expect(await found(p, '/Observation?value-range=gt5')).toEqual([normal]);
     expect(await found(p, '/Observation?value-range=gt7')).toEqual([]);
     expect(await found(p, '/Observation?value-range=5||mmol%2FL')).toEqual([]);
