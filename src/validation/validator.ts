@@ -71,7 +71,7 @@ class Walk {
   private readonly whereNow = (): string => this.where();
 
   constructor(warnings: boolean) {
-    this.invariants = new InvariantScope(warnings, (severity, text, where) => this.reportInvariant(severity, text, where));
+    this.invariants = new InvariantScope(warnings, (severity, text, where, code) => this.reportInvariant(severity, text, where, code));
   }
 
   validateRoot(value: unknown, expectedType: string | undefined): void {
@@ -335,12 +335,17 @@ class Walk {
     this.issues.push(issue(code, text, withExpression ? this.where() : undefined));
   }
 
-  private reportInvariant(severity: OperationOutcomeIssue['severity'], text: string, where: string): void {
+  private reportInvariant(
+    severity: OperationOutcomeIssue['severity'],
+    text: string,
+    where: string,
+    code: OperationOutcomeIssue['code'] = 'invariant',
+  ): void {
     if (this.invariantIssues.length >= MAX_ISSUES) {
       this.invariantsOmitted++;
       return;
     }
-    const found = issue('invariant', text, where);
+    const found = issue(code, text, where);
     found.severity = severity;
     this.invariantIssues.push(found);
   }

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import type { ElementDefinition } from '../../src/fhir/definitions.js';
-import { checkConstraints, instancesAt, profileInvariants } from '../../src/validation/index.js';
+import { checkConstraints, checkInstanceConstraints, instancesAt, profileInvariants } from '../../src/validation/index.js';
 
 /**
  * checkConstraints: the invariants of a profile's snapshot on a resource, here HL7's vital signs
@@ -73,6 +73,21 @@ describe('checkConstraints', () => {
     expect(instancesAt(resource, 'Observation', element).map((found) => [found.location, found.base])).toEqual([
       ['Observation.component[0].code', 'CodeableConcept'],
       ['Observation.component[1].code', 'CodeableConcept'],
+    ]);
+  });
+
+  it('says an invariant the engine cannot evaluate (memberOf) is unchecked, as information and only when warnings are asked for', () => {
+    const instance = { value: { coding: [{ system: 'http://loinc.org', code: '8867-4' }] }, location: 'Observation.code', base: 'CodeableConcept' };
+    const invariants = [{ key: 'my-1', severity: 'error' as const, human: 'a heart rate code', expression: "memberOf('http://example.org/vs')" }];
+    const context = { resource: {}, rootResource: {} };
+    expect(checkInstanceConstraints(instance, invariants, context)).toEqual([]);
+    expect(checkInstanceConstraints(instance, invariants, context, { warnings: true })).toEqual([
+      {
+        severity: 'information',
+        code: 'not-supported',
+        details: { text: 'my-1: not checked here; the FHIRPath engine could not evaluate it on this element' },
+        expression: ['Observation.code'],
+      },
     ]);
   });
 });

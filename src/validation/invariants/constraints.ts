@@ -2,7 +2,7 @@ import { getStructureDefinition, type ElementDefinition } from '../../fhir/defin
 import { issue } from '../../fhir/outcome.js';
 import { isRecord, type OperationOutcomeIssue } from '../../fhir/types.js';
 import { invariantsAt, invariantsOf, NATIVE, type Invariant } from './catalog.js';
-import { evaluateInvariant, primitiveBase, type ResourceContext } from './evaluate.js';
+import { evaluateInvariant, primitiveBase, uncheckedText, type ResourceContext } from './evaluate.js';
 
 /**
  * The invariants of a list of snapshot ElementDefinitions (a profile's) on a resource: each
@@ -58,10 +58,13 @@ export function checkInstanceConstraints(
   const found: OperationOutcomeIssue[] = [];
   for (const invariant of invariants) {
     if (invariant.severity === 'warning' && !options.warnings) continue;
-    if (evaluateInvariant(invariant.key, invariant.expression, instance.base, instance.value, context) !== false) continue;
-    const broken = issue('invariant', `${invariant.key}: ${invariant.human}`, instance.location);
-    broken.severity = invariant.severity;
-    found.push(broken);
+    const verdict = evaluateInvariant(invariant.key, invariant.expression, instance.base, instance.value, context);
+    if (verdict === true || (verdict === undefined && !options.warnings)) continue;
+    const unchecked = verdict === undefined;
+    const text = unchecked ? uncheckedText(invariant.key) : `${invariant.key}: ${invariant.human}`;
+    const reported = issue(unchecked ? 'not-supported' : 'invariant', text, instance.location);
+    reported.severity = unchecked ? 'information' : invariant.severity;
+    found.push(reported);
   }
   return found;
 }

@@ -109,6 +109,11 @@ function compileSlow(key: string, expression: string, base: string): Compiled | 
   }
 }
 
+/** The text of the information issue `$validate` shows for an invariant the engine could not evaluate. */
+export function uncheckedText(key: string): string {
+  return `${key}: not checked here; the FHIRPath engine could not evaluate it on this element`;
+}
+
 /** An invariant the engine cannot evaluate is treated as unchecked; said once per process, not per write. */
 function reportOnce(key: string, expression: string, error: unknown): void {
   const id = `${key}: ${expression}`;

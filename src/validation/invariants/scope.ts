@@ -1,7 +1,7 @@
 import { isRecord } from '../../fhir/types.js';
 import type { ElementModel, TypeModel, TypeRef } from '../model.js';
 import { invariantsAt, type Invariant, type InvariantSeverity } from './catalog.js';
-import { evaluateInvariant, primitiveBase } from './evaluate.js';
+import { evaluateInvariant, primitiveBase, uncheckedText } from './evaluate.js';
 import { containedProblems, extensionIsWellFormed, hasContentBesidesId, narrativeProblem, nativeText } from './native.js';
 
 /**
@@ -11,7 +11,12 @@ import { containedProblems, extensionIsWellFormed, hasContentBesidesId, narrativ
  * ids, which may come later in the JSON) are settled when the resource is left.
  */
 
-export type InvariantReport = (severity: InvariantSeverity, text: string, where: string) => void;
+export type InvariantReport = (
+  severity: InvariantSeverity | 'information',
+  text: string,
+  where: string,
+  code?: 'invariant' | 'not-supported',
+) => void;
 
 interface Frame {
   readonly value: Record<string, unknown>;
@@ -103,8 +108,12 @@ export class InvariantScope {
     const context = { resource: frame.value, rootResource: frame.root.value };
     for (const invariant of invariants) {
       if (invariant.severity === 'warning' && !this.warnings) continue;
-      if (evaluateInvariant(invariant.key, invariant.expression, base, node, context) !== false) continue;
-      this.report(invariant.severity, `${invariant.key}: ${invariant.human}`, typeof where === 'string' ? where : where());
+      const verdict = evaluateInvariant(invariant.key, invariant.expression, base, node, context);
+      if (verdict === true || (verdict === undefined && !this.warnings)) continue;
+      const at = typeof where === 'string' ? where : where();
+      // Unchecked is said in $validate (warnings asked for); a write cannot refuse on it.
+      if (verdict === undefined) this.report('information', uncheckedText(invariant.key), at, 'not-supported');
+      else this.report(invariant.severity, `${invariant.key}: ${invariant.human}`, at);
     }
   }
 
