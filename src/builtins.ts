@@ -13,6 +13,7 @@ import { uniquenessWriteHooks } from './auth/uniqueness.js';
 import { patientSummaryOperation } from './ips/summary.js';
 import { evaluateMeasureOperation } from './measure/evaluate-measure.js';
 import { registerBuiltinOperations, type Operation } from './operations/registry.js';
+import { extractOperation } from './sdc/extract.js';
 import { reindexOperation, searchParameterWriteHook } from './search/administration.js';
 import { registerWriteHook } from './storage/write-hooks.js';
 import { terminologyWriteHooks } from './terminology/indexing.js';
@@ -30,6 +31,7 @@ export const builtinOperations: readonly Operation[] = [
   updateEmailOperation,
   smartLaunchOperation,
   patientSummaryOperation,
+  extractOperation,
 ];
 
 let registered = false;

@@ -41,12 +41,16 @@ export function outParameters(definition: OperationDefinition): OperationParamet
 /**
  * Decodes a POST body. An empty body is an empty Parameters. With `plainJson`, an object without a
  * `resourceType` is read as `{ parameterName: value | value[] }` and then checked like Parameters.
+ * With `bareResource`, a resource other than Parameters is the value of that parameter.
  */
-export function decodeBody(definition: OperationDefinition, body: unknown, options: { plainJson?: boolean } = {}): OperationInput {
+export function decodeBody(definition: OperationDefinition, body: unknown, options: { plainJson?: boolean; bareResource?: string } = {}): OperationInput {
   const label = `$${definition.code}`;
   if (body === undefined) return decodeEntries([], inParameters(definition), ROOT, label);
   if (options.plainJson && isRecord(body) && body.resourceType === undefined) {
     return decodeBody(definition, plainJsonToParameters(definition, body));
+  }
+  if (options.bareResource && isRecord(body) && typeof body.resourceType === 'string' && body.resourceType !== 'Parameters') {
+    return decodeBody(definition, { resourceType: 'Parameters', parameter: [{ name: options.bareResource, resource: body }] });
   }
   if (!isRecord(body) || body.resourceType !== 'Parameters') {
     throw errors.invalid(`The body of ${label} must be a Parameters resource`, 'Parameters');

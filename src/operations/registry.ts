@@ -49,6 +49,11 @@ export interface Operation<I = any, O = any> {
    * repeat a parameter), as SPEC 4.7 specifies for `$clone`. A Parameters body is still accepted.
    */
   readonly acceptsPlainJsonBody?: boolean;
+  /**
+   * The POST body may also be the value of this resource-typed in-parameter itself (a resource
+   * other than Parameters), as MedplumClient posts it. A Parameters body is still accepted.
+   */
+  readonly bareResourceParameter?: string;
   /** Runs before the input is decoded: a refusal (403) comes before any complaint about the body. */
   authorize?(request: OperationRequest): void;
   /**

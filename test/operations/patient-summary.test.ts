@@ -3,6 +3,7 @@ import { patientBody, projectClient, useTestServer, type ProjectClient } from '.
 import { addMemberClient } from '../auth/helpers.js';
 import { invitedUser } from '../auth/smart-helpers.js';
 import { create } from '../search-api/helpers.js';
+import { data } from '../graphql/resource-helpers.js';
 
 /** `Patient/{id}/$summary`: an International Patient Summary (IPS 1.1.0) document Bundle. */
 
@@ -282,6 +283,14 @@ describe('Patient/$summary', () => {
     const res = await p.post(`/Patient/${patient}/$summary`, { resourceType: 'Parameters' });
     expect(res.status, res.text).toBe(200);
     expect(res.body.type).toBe('document');
+  });
+
+  it('is the GraphQL field PatientSummary', async () => {
+    const p = api.newProject();
+    const patient = await create(p, patientBody());
+    const result = await data(api, p, `{ PatientSummary(id: "${patient}") { type entry { resource { resourceType } } } }`);
+    expect(result.PatientSummary.type).toBe('document');
+    expect(result.PatientSummary.entry[0].resource.resourceType).toBe('Composition');
   });
 
   it('is not offered at type level', async () => {
