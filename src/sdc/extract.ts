@@ -8,11 +8,13 @@ import { search, searchServicesFor } from '../search/service.js';
 import { definitionExtract, type Extracted } from './definition-extract.js';
 import { observationsOf } from './observation-extract.js';
 import { indexItems, listOf, questionnaireFor, type IndexedItem, type Json } from './questionnaire.js';
+import { hasTemplates, templateEntries } from './template-extract.js';
 
 /**
  * `$extract` (SDC, http://hl7.org/fhir/uv/sdc/OperationDefinition/QuestionnaireResponse-extract):
  * the resources a QuestionnaireResponse's answers make, as a transaction Bundle the client posts
- * to the base URL. Observation-based and definition-based extraction; nothing is written here.
+ * to the base URL. Observation-based, definition-based and template-based extraction (the last by
+ * a library, template-extract.ts); nothing is written here.
  *
  * `QuestionnaireResponse/$extract` takes the response in the body (the `questionnaire-response`
  * parameter, or the bare resource as MedplumClient posts it); `QuestionnaireResponse/{id}/$extract`
@@ -64,6 +66,7 @@ export async function extract(ctx: RequestContext, response: Resource, questionn
   visit(response.item);
   const defined = await definitionExtract(response, questionnaire, index, (query) => findForContext(ctx, query));
   const entries = [...defined, ...observations.map((resource): Extracted => ({ resource }))].map(transactionEntry);
+  if (hasTemplates(questionnaire)) entries.push(...(await templateEntries(response, questionnaire)));
   return { resourceType: 'Bundle', type: 'transaction', ...(entries.length > 0 ? { entry: entries } : {}) };
 }
 

@@ -313,6 +313,69 @@ describe('$extract, definition-based', () => {
   });
 });
 
+/** A Questionnaire whose weight item fills a contained Observation template (SDC template-based extraction). */
+function templateQuestionnaire(url: string, effective = '%resource.authored'): Json {
+  const value = (expression: string) => ({ extension: [{ url: `${SDC}sdc-questionnaire-templateExtractValue`, valueString: expression }] });
+  return {
+    resourceType: 'Questionnaire',
+    url,
+    status: 'active',
+    contained: [
+      {
+        resourceType: 'Observation',
+        id: 'weight-template',
+        status: 'final',
+        code: { coding: loinc('29463-7', 'Body weight') },
+        valueQuantity: { _value: value('answer.value'), unit: 'kg' },
+        _effectiveDateTime: value(effective),
+        subject: { extension: [{ url: `${SDC}sdc-questionnaire-templateExtractContext`, valueString: '%resource.subject' }], _reference: value('reference') },
+      },
+    ],
+    item: [
+      {
+        linkId: 'weight',
+        type: 'decimal',
+        extension: [{ url: `${SDC}sdc-questionnaire-templateExtract`, extension: [{ url: 'template', valueReference: ref('#weight-template') }] }],
+      },
+    ],
+  };
+}
+
+describe('$extract, template-based', () => {
+  it('fills the contained template resource from the answers', async () => {
+    const p = api.newProject();
+    const patient = await create(p, patientBody());
+    const url = `http://example.org/Questionnaire/${randomUUID()}`;
+    await create(p, templateQuestionnaire(url));
+    const response = { ...vitalsResponse(url, patient), item: [{ linkId: 'weight', answer: [{ valueDecimal: 80.1 }] }] };
+    const res = await p.post('/QuestionnaireResponse/$extract', asParameters(response));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.entry).toHaveLength(1);
+    expect(res.body.entry[0].request).toEqual({ method: 'POST', url: 'Observation' });
+    expect(res.body.entry[0].resource).toEqual({
+      resourceType: 'Observation',
+      status: 'final',
+      code: { coding: loinc('29463-7', 'Body weight') },
+      valueQuantity: { value: 80.1, unit: 'kg' },
+      effectiveDateTime: '2026-11-26T10:00:00Z',
+      subject: ref(`Patient/${patient}`),
+    });
+    const posted = await p.post('', res.body);
+    expect(posted.status, posted.text).toBe(200);
+    expect((await p.get(`/Observation?subject=Patient/${patient}`)).body.entry).toHaveLength(1);
+  });
+
+  it('is 400 naming the problem when a template expression does not evaluate', async () => {
+    const p = api.newProject();
+    const url = `http://example.org/Questionnaire/${randomUUID()}`;
+    await create(p, templateQuestionnaire(url, '%resource.(('));
+    const response = { ...vitalsResponse(url, 'x'), item: [{ linkId: 'weight', answer: [{ valueDecimal: 80.1 }] }] };
+    const res = await p.post('/QuestionnaireResponse/$extract', asParameters(response));
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.issue[0].details.text).toContain('Template-based extraction failed');
+  });
+});
+
 describe('$extract errors', () => {
   async function expectInvalid(res: { status: number; body: Json; text: string }, mention: string) {
     expect(res.status, res.text).toBe(400);
