@@ -44,7 +44,9 @@ export function observationsOf(response: Resource, questionnaire: Resource, answ
 
 function observation(response: Resource, codings: Json[], category: unknown[] | undefined, [key, value]: [string, unknown]): Resource {
   const derivedFrom = typeof response.id === 'string' ? [{ reference: `QuestionnaireResponse/${response.id}` }] : undefined;
-  const performer = response.author ? [response.author] : undefined;
+  // Observation.performer names no Device, which a response's author may be.
+  const author = response.author as Json | undefined;
+  const performer = author && !String(author.reference ?? '').startsWith('Device/') ? [author] : undefined;
   return Object.fromEntries(
     Object.entries({
       resourceType: 'Observation',

@@ -168,6 +168,16 @@ describe('$extract, observation-based', () => {
     expect(observationByCode(res.body, '8867-4')!.category).toBeUndefined();
   });
 
+  it("names the response's author as performer, unless it is a Device (which Observation.performer cannot name)", async () => {
+    const p = api.newProject();
+    const { response } = await vitals(p);
+    const doctor = await create(p, { resourceType: 'Practitioner' });
+    const byDoctor = await p.post('/QuestionnaireResponse/$extract', asParameters({ ...response, author: ref(`Practitioner/${doctor}`) }));
+    expect(observationByCode(byDoctor.body, '8867-4')!.performer).toEqual([ref(`Practitioner/${doctor}`)]);
+    const byDevice = await p.post('/QuestionnaireResponse/$extract', asParameters({ ...response, author: ref('Device/scale') }));
+    expect(observationByCode(byDevice.body, '8867-4')!.performer).toBeUndefined();
+  });
+
   it('takes the bare QuestionnaireResponse as the body', async () => {
     const p = api.newProject();
     const { response } = await vitals(p);
