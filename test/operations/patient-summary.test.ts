@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { R4_EXAMPLES } from '../helpers/fixtures.js';
 import { patientBody, projectClient, useTestServer, type ProjectClient } from '../helpers/server.js';
 import { addMemberClient } from '../auth/helpers.js';
 import { invitedUser } from '../auth/smart-helpers.js';
@@ -267,6 +269,25 @@ describe('Patient/$summary', () => {
       const stored = await p.post('/Bundle', document);
       expect(stored.status, stored.text).toBe(201);
     }
+  });
+
+  it("summarises HL7's R4 examples of Patient/example, each in its section, the shared Practitioner once", async () => {
+    const p = api.newProject();
+    const examples = ['patient-example', 'practitioner-example', 'allergyintolerance-example', 'condition-example', 'immunization-example', 'observation-example'];
+    for (const name of examples) {
+      const example = JSON.parse(readFileSync(new URL(`${name}.json`, R4_EXAMPLES), 'utf8'));
+      const put = await p.put(`/${example.resourceType}/${example.id}`, example);
+      expect(put.status, put.text).toBe(201);
+    }
+    const res = await summary(p, 'example');
+    expect(res.status, res.text).toBe(200);
+    expect(sectionByCode(res.body, '48765-2').entry).toEqual([ref('AllergyIntolerance/example')]);
+    expect(sectionByCode(res.body, '48765-2').text.div).toContain('<td>Cashew nuts</td>');
+    expect(sectionByCode(res.body, '11450-4').entry).toEqual([ref('Condition/example')]);
+    expect(sectionByCode(res.body, '11369-6').entry).toEqual([ref('Immunization/example')]);
+    expect(sectionByCode(res.body, '8716-3').entry).toEqual([ref('Observation/example')]);
+    expect(keysOf(res.body).filter((key) => key === 'Practitioner/example')).toHaveLength(1);
+    expect((await p.post('/Bundle', res.body)).status).toBe(201);
   });
 
   it('is 404 for a patient the caller cannot see', async () => {
