@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { R4_EXAMPLES } from '../helpers/fixtures.js';
 import { patientBody, projectClient, useTestServer, type ProjectClient } from '../helpers/server.js';
 import { addMemberClient } from '../auth/helpers.js';
-import { invitedUser } from '../auth/smart-helpers.js';
+import { invitedUser, patientUser } from '../auth/smart-helpers.js';
 import { create } from '../search-api/helpers.js';
 import { data } from '../graphql/resource-helpers.js';
 
@@ -288,6 +288,19 @@ describe('Patient/$summary', () => {
     expect(sectionByCode(res.body, '8716-3').entry).toEqual([ref('Observation/example')]);
     expect(keysOf(res.body).filter((key) => key === 'Practitioner/example')).toHaveLength(1);
     expect((await p.post('/Bundle', res.body)).status).toBe(201);
+  });
+
+  it("gives a patient signed in with patient/ scopes its own summary, and no other patient's", async () => {
+    const admin = api.newProject();
+    const user = await patientUser(api, admin);
+    const mine = await create(admin, { resourceType: 'Condition', code: { text: 'Asthma' }, subject: ref(`Patient/${user.patientId}`) });
+    const other = await create(admin, patientBody());
+    const { client } = await user.client('patient/*.rs launch/patient');
+    const own = await summary(client, user.patientId);
+    expect(own.status, own.text).toBe(200);
+    expect(sectionByCode(own.body, '11450-4').entry).toEqual([ref(`Condition/${mine}`)]);
+    expect(composition(own.body).author).toEqual([ref(`Patient/${user.patientId}`)]);
+    expect((await summary(client, other)).status).toBe(404);
   });
 
   it('is 404 for a patient the caller cannot see', async () => {
