@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { SERVER_NAME, SERVER_VERSION } from '../fhir/software.js';
-import { isRecord, type Bundle, type BundleEntry, type Resource } from '../fhir/types.js';
+import { isRecord, type Bundle, type Resource } from '../fhir/types.js';
 import { narrativeDiv } from './narrative.js';
 import { LOINC, SECTIONS, sectionOf, type Lookup, type SectionSpec } from './sections.js';
 
@@ -28,66 +28,75 @@ interface DocumentEntry {
   resource: Resource;
 }
 
+/** The document's entries after the Composition: stored resources once each, then what the summary made up. */
+class DocumentEntries {
+  private readonly stored = new Map<string, DocumentEntry>();
+  private readonly made: DocumentEntry[] = [];
+
+  constructor(private readonly fhirBase: string) {}
+
+  /** Adds a stored resource (once) and answers its reference. */
+  addStored(resource: Resource): string {
+    const key = `${resource.resourceType}/${resource.id}`;
+    if (!this.stored.has(key)) this.stored.set(key, { fullUrl: `${this.fhirBase}/${key}`, resource });
+    return key;
+  }
+
+  /** Adds a resource the summary makes up, with a new id, and answers its `urn:uuid` reference. */
+  makeUp(resource: Resource): string {
+    const id = randomUUID();
+    this.made.push({ fullUrl: `urn:uuid:${id}`, resource: { ...resource, id } });
+    return `urn:uuid:${id}`;
+  }
+
+  /** The stored resource a Reference names (relative, or absolute on this server), when it is in the document. */
+  readonly lookup: Lookup = (reference) => {
+    const ref = isRecord(reference) && typeof reference.reference === 'string' ? reference.reference : undefined;
+    if (!ref) return undefined;
+    return (this.stored.get(ref) ?? this.stored.get(ref.slice(this.fhirBase.length + 1)))?.resource;
+  };
+
+  list(): DocumentEntry[] {
+    return [...this.stored.values(), ...this.made];
+  }
+}
+
 export function buildSummaryDocument(parts: SummaryParts): Bundle {
   const now = new Date().toISOString();
-  const stored = new Map<string, DocumentEntry>();
-  const addStored = (resource: Resource) => {
-    const key = `${resource.resourceType}/${resource.id}`;
-    if (!stored.has(key)) stored.set(key, { fullUrl: `${parts.fhirBase}/${key}`, resource });
-  };
-  const made: DocumentEntry[] = [];
-  const makeUp = (resource: Resource): string => {
-    const id = randomUUID();
-    made.push({ fullUrl: `urn:uuid:${id}`, resource: { ...resource, id } });
-    return `urn:uuid:${id}`;
-  };
-
-  const patientRef = `Patient/${parts.patient.id}`;
-  addStored(parts.patient);
-  let authorRef: string;
-  if (parts.author) {
-    addStored(parts.author);
-    authorRef = `${parts.author.resourceType}/${parts.author.id}`;
-  } else {
-    authorRef = makeUp(serverDevice());
-  }
+  const entries = new DocumentEntries(parts.fhirBase);
+  const patientRef = entries.addStored(parts.patient);
+  const authorRef = parts.author ? entries.addStored(parts.author) : entries.makeUp(serverDevice());
   const grouped = groupBySection(parts.records);
-  for (const entries of grouped.values()) entries.forEach(addStored);
-  for (const resource of parts.referenced.values()) addStored(resource);
-  const lookup: Lookup = (reference) => {
-    const ref = isRecord(reference) && typeof reference.reference === 'string' ? reference.reference : undefined;
-    return ref ? (stored.get(ref) ?? stored.get(ref.slice(parts.fhirBase.length + 1)))?.resource : undefined;
-  };
-
+  for (const list of grouped.values()) list.forEach((resource) => entries.addStored(resource));
+  for (const resource of parts.referenced.values()) entries.addStored(resource);
   const sections = SECTIONS.flatMap((spec) => {
-    const entries = grouped.get(spec.key) ?? [];
-    if (entries.length > 0) return [section(spec, entries, lookup)];
+    const listed = grouped.get(spec.key) ?? [];
+    if (listed.length > 0) return [section(spec, listed, entries.lookup)];
     if (!spec.noInformation) return [];
-    return [noInformationSection(spec, spec.noInformation.text, makeUp(spec.noInformation.resource(patientRef)))];
+    return [noInformationSection(spec, spec.noInformation.text, entries.makeUp(spec.noInformation.resource(patientRef)))];
   });
-  const compositionId = randomUUID();
-  const composition: Resource = {
-    resourceType: 'Composition',
-    id: compositionId,
-    status: 'final',
-    type: { coding: [{ system: LOINC, code: '60591-5', display: 'Patient summary Document' }] },
-    subject: { reference: patientRef },
-    date: now,
-    author: [{ reference: authorRef }],
-    title: 'International Patient Summary',
-    confidentiality: 'N',
-    section: sections,
-  };
-  const entry: BundleEntry[] = [
-    { fullUrl: `urn:uuid:${compositionId}`, resource: composition },
-    ...[...stored.values(), ...made].map(({ fullUrl, resource }) => ({ fullUrl, resource })),
-  ];
+  const composition = summaryComposition(patientRef, authorRef, sections, now);
   return {
     resourceType: 'Bundle',
     identifier: { system: 'urn:ietf:rfc:3986', value: `urn:uuid:${randomUUID()}` },
     type: 'document',
     timestamp: now,
-    entry,
+    entry: [{ fullUrl: `urn:uuid:${composition.id}`, resource: composition }, ...entries.list()],
+  };
+}
+
+function summaryComposition(patientRef: string, authorRef: string, sections: unknown[], date: string): Resource {
+  return {
+    resourceType: 'Composition',
+    id: randomUUID(),
+    status: 'final',
+    type: { coding: [{ system: LOINC, code: '60591-5', display: 'Patient summary Document' }] },
+    subject: { reference: patientRef },
+    date,
+    author: [{ reference: authorRef }],
+    title: 'International Patient Summary',
+    confidentiality: 'N',
+    section: sections,
   };
 }
 
