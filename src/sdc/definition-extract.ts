@@ -1,6 +1,6 @@
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
-import type { Resource } from '../fhir/types.js';
+import { isRecord, type Resource } from '../fhir/types.js';
 import { getTypeModel, resolveModel, type Slot, type TypeModel } from '../validation/model.js';
 import { answerValue, choiceCandidates, convertAnswer, type Answer } from './answers.js';
 import { extensionOf, listOf, SDC, type IndexedItem, type Json } from './questionnaire.js';
@@ -43,54 +43,64 @@ export async function definitionExtract(
   index: ReadonlyMap<string, IndexedItem>,
   find: ContextSearch,
 ): Promise<Extracted[]> {
-  const made: Extracted[] = [];
-  const open = async (context: Json, where: string): Promise<Opened> => openContext(context, where, find);
-  const close = (opened: Opened) => {
-    fillSubject(opened, response);
-    const { resourceType: _type, ...content } = opened.root;
-    if (Object.keys(content).length > 0 || opened.replaces) made.push({ resource: opened.root as Resource, replaces: opened.replaces });
-  };
-
-  const walk = async (items: unknown, target: Target | undefined): Promise<void> => {
-    for (const answered of listOf(items)) {
-      const question = typeof answered.linkId === 'string' ? index.get(answered.linkId) : undefined;
-      const context = question && extensionOf(question.item, CONTEXT);
-      if (question && context) {
-        const opened = await open(context, `item "${String(answered.linkId)}"`);
-        await walkChildren(answered, opened);
-        close(opened);
-        continue;
-      }
-      const path = question && target ? relativePath(question.item.definition, target.base) : undefined;
-      if (question && target && path) {
-        if (question.item.type === 'group') {
-          await walk(answered.item, elementTarget(target, path, String(answered.linkId)));
-          continue;
-        }
-        for (const answer of listOf(answered.answer)) {
-          const value = answerValue(answer);
-          if (value) setAnswer(target, path, value, String(answered.linkId));
-          await walk(answer.item, target);
-        }
-        continue;
-      }
-      await walkChildren(answered, target);
-    }
-  };
-  const walkChildren = async (answered: Json, target: Target | undefined) => {
-    await walk(answered.item, target);
-    for (const answer of listOf(answered.answer)) await walk(answer.item, target);
-  };
-
+  const walker = new DefinitionWalker(response, index, find);
   const rootContext = extensionOf(questionnaire as Json, CONTEXT);
-  if (rootContext) {
-    const opened = await open(rootContext, 'the Questionnaire');
-    await walk(response.item, opened);
-    close(opened);
-  } else {
-    await walk(response.item, undefined);
+  if (rootContext) await walker.inContext(rootContext, 'the Questionnaire', (opened) => walker.walk(response.item, opened));
+  else await walker.walk(response.item, undefined);
+  return walker.made;
+}
+
+/** One walk over a response's items, carrying the element answers are written to. */
+class DefinitionWalker {
+  readonly made: Extracted[] = [];
+
+  constructor(
+    private readonly response: Resource,
+    private readonly index: ReadonlyMap<string, IndexedItem>,
+    private readonly find: ContextSearch,
+  ) {}
+
+  async walk(items: unknown, target: Target | undefined): Promise<void> {
+    for (const answered of listOf(items)) {
+      const linkId = String(answered.linkId);
+      const question = typeof answered.linkId === 'string' ? this.index.get(answered.linkId) : undefined;
+      const context = question && extensionOf(question.item, CONTEXT);
+      const path = question && target ? relativePath(question.item.definition, target.base) : undefined;
+      if (context) {
+        await this.inContext(context, `item "${linkId}"`, (opened) => this.walkChildren(answered, opened));
+      } else if (question && target && path && question.item.type === 'group') {
+        await this.walk(answered.item, elementTarget(target, path, linkId));
+      } else if (target && path) {
+        await this.writeAnswers(answered, target, path, linkId);
+      } else {
+        await this.walkChildren(answered, target);
+      }
+    }
   }
-  return made;
+
+  /** Opens the context's resource, walks within it, and keeps the resource when answers were written to it. */
+  async inContext(context: Json, where: string, within: (opened: Opened) => Promise<void>): Promise<void> {
+    const opened = await openContext(context, where, this.find);
+    await within(opened);
+    pruneEmpty(opened.root);
+    const { resourceType: _type, ...content } = opened.root;
+    if (Object.keys(content).length === 0 && !opened.replaces) return;
+    fillSubject(opened, this.response);
+    this.made.push({ resource: opened.root as Resource, replaces: opened.replaces });
+  }
+
+  private async writeAnswers(answered: Json, target: Target, path: string, linkId: string): Promise<void> {
+    for (const answer of listOf(answered.answer)) {
+      const value = answerValue(answer);
+      if (value) setAnswer(target, path, value, linkId);
+      await this.walk(answer.item, target);
+    }
+  }
+
+  private async walkChildren(answered: Json, target: Target | undefined): Promise<void> {
+    await this.walk(answered.item, target);
+    for (const answer of listOf(answered.answer)) await this.walk(answer.item, target);
+  }
 }
 
 /** A new resource of the context's type (`valueCode`), or the stored one its query finds (`valueExpression`). */
@@ -201,6 +211,21 @@ function unknownElement(linkId: string, name: string) {
 
 function cannotHold(linkId: string, name: string, answer: Answer) {
   return errors.invalid(`Item "${linkId}": its ${answer.type} answer cannot be written to element "${name}" (definition-based extraction)`, 'QuestionnaireResponse.item');
+}
+
+/** Removes the objects and lists that group items opened but no answer filled (FHIR JSON has no empty ones). */
+function pruneEmpty(value: Json): void {
+  for (const [key, child] of Object.entries(value)) {
+    if (Array.isArray(child)) {
+      for (const item of child) if (isRecord(item)) pruneEmpty(item);
+      const kept = child.filter((item) => !(isRecord(item) && Object.keys(item).length === 0));
+      if (kept.length === 0) delete value[key];
+      else value[key] = kept;
+    } else if (isRecord(child)) {
+      pruneEmpty(child);
+      if (Object.keys(child).length === 0) delete value[key];
+    }
+  }
 }
 
 /**

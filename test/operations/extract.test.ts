@@ -291,6 +291,15 @@ describe('$extract, definition-based', () => {
     expect((await p.get(`/Condition?subject=Patient/${patient}`)).body.entry).toHaveLength(2);
   });
 
+  it('makes no resource for a context none of whose items has an answer', async () => {
+    const p = api.newProject();
+    const url = await storeQuestionnaire(p, patientQuestionnaire({ valueCode: 'Patient' }));
+    const response = { ...patientAnswers(url), subject: ref('Patient/someone'), item: [{ linkId: 'name', item: [{ linkId: 'given' }] }] };
+    const res = await p.post('/QuestionnaireResponse/$extract', asParameters(response));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ resourceType: 'Bundle', type: 'transaction' });
+  });
+
   it('updates the stored resource an x-fhir-query context finds, and posting the Bundle changes it', async () => {
     const p = api.newProject();
     const mrn = randomUUID();
