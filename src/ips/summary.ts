@@ -1,7 +1,9 @@
+import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import { ownOperationDefinition } from '../operations/definition.js';
 import type { RequestContext } from '../operations/context.js';
 import type { Operation } from '../operations/registry.js';
+import { search, searchServicesFor } from '../search/service.js';
 import { buildSummaryDocument } from './document.js';
 import { patientRecords, referencedResources } from './records.js';
 
@@ -13,10 +15,10 @@ import { patientRecords, referencedResources } from './records.js';
 /** Composition.author may name these; a profile of another type (a ClientApplication) cannot author. */
 const AUTHOR_TYPES = new Set(['Practitioner', 'PractitionerRole', 'Organization', 'Patient', 'RelatedPerson', 'Device']);
 
-export const patientSummaryOperation: Operation<Record<string, never>, { return: Resource }> = {
+export const patientSummaryOperation: Operation<{ identifier?: string }, { return: Resource }> = {
   definition: ownOperationDefinition('Patient-summary.json'),
-  async handler(_input, { ctx, id }) {
-    const patient = await ctx.repo.readResource('Patient', id!);
+  async handler(input, { ctx, id }) {
+    const patient = id ? await readPatient(ctx, id, input.identifier) : await patientByIdentifier(ctx, input.identifier);
     const records = await patientRecords(ctx, patient.id!);
     const author = await callerProfile(ctx);
     const known = new Set([`Patient/${patient.id}`, ...records.map((r) => `${r.resourceType}/${r.id}`)]);
@@ -25,6 +27,20 @@ export const patientSummaryOperation: Operation<Record<string, never>, { return:
     return { return: buildSummaryDocument({ patient, author, records, referenced, fhirBase: ctx.config.fhirBaseUrl }) };
   },
 };
+
+async function readPatient(ctx: RequestContext, id: string, identifier: string | undefined): Promise<Resource> {
+  if (identifier !== undefined) throw errors.invalid('identifier names the patient of Patient/$summary at type level; Patient/{id}/$summary takes none', 'Parameters.parameter');
+  return ctx.repo.readResource('Patient', id);
+}
+
+/** IPS's type-level form: the one patient the caller may read with this identifier (a token: `system|value`). */
+async function patientByIdentifier(ctx: RequestContext, identifier: string | undefined): Promise<Resource> {
+  if (!identifier) throw errors.invalid('Patient/$summary at type level needs identifier (system|value) to name the patient', 'Parameters.parameter');
+  const result = await search(searchServicesFor(ctx), 'Patient', [['identifier', identifier], ['_count', '2']]);
+  if (result.matches.length === 0) throw errors.notFound(`No patient with identifier ${identifier}`);
+  if (result.matches.length > 1) throw errors.invalid(`Several patients have identifier ${identifier}: call Patient/{id}/$summary`, 'Parameters.parameter');
+  return JSON.parse(result.matches[0].text) as Resource;
+}
 
 /** The caller's profile when it is a resource that may author a Composition and the caller may read it. */
 async function callerProfile(ctx: RequestContext): Promise<Resource | undefined> {

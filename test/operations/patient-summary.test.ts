@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { R4_EXAMPLES } from '../helpers/fixtures.js';
@@ -327,9 +328,29 @@ describe('Patient/$summary', () => {
     expect(result.PatientSummary.entry[0].resource.resourceType).toBe('Composition');
   });
 
-  it('is not offered at type level', async () => {
-    const res = await api.newProject().get('/Patient/$summary');
-    expect(res.status).toBe(404);
-    expect(res.body.issue[0].code).toBe('not-supported');
+  it('at type level summarises the one patient with the identifier given', async () => {
+    const p = api.newProject();
+    const mrn = randomUUID();
+    const patient = await create(p, patientBody({ identifier: [{ system: 'http://example.org/mrn', value: mrn }] }));
+    const res = await p.get(`/Patient/$summary?identifier=${encodeURIComponent(`http://example.org/mrn|${mrn}`)}`);
+    expect(res.status, res.text).toBe(200);
+    expect(composition(res.body).subject).toEqual(ref(`Patient/${patient}`));
+  });
+
+  it('at type level is 404 for an identifier no patient has, and 400 without one', async () => {
+    const p = api.newProject();
+    expect((await p.get(`/Patient/$summary?identifier=${randomUUID()}`)).status).toBe(404);
+    const none = await p.get('/Patient/$summary');
+    expect(none.status).toBe(400);
+    expect(none.body.issue[0].details.text).toContain('needs identifier');
+  });
+
+  it('at type level is 400 when several patients have the identifier', async () => {
+    const p = api.newProject();
+    const mrn = randomUUID();
+    for (let i = 0; i < 2; i++) await create(p, patientBody({ identifier: [{ system: 'http://example.org/mrn', value: mrn }] }));
+    const res = await p.get(`/Patient/$summary?identifier=${mrn}`);
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].details.text).toContain('Several patients');
   });
 });
