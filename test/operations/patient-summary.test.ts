@@ -274,20 +274,25 @@ describe('Patient/$summary', () => {
 
   it("summarises HL7's R4 examples of Patient/example, each in its section, the shared Practitioner once", async () => {
     const p = api.newProject();
-    const examples = ['patient-example', 'practitioner-example', 'allergyintolerance-example', 'condition-example', 'immunization-example', 'observation-example'];
-    for (const name of examples) {
-      const example = JSON.parse(readFileSync(new URL(`${name}.json`, R4_EXAMPLES), 'utf8'));
-      const put = await p.put(`/${example.resourceType}/${example.id}`, example);
+    const names = ['patient-example', 'practitioner-example', 'allergyintolerance-example', 'condition-example', 'immunization-example', 'observation-example'];
+    const examples = names.map((name) => JSON.parse(readFileSync(new URL(`${name}.json`, R4_EXAMPLES), 'utf8')));
+    // Ids are unique per server (and the PostgreSQL test database outlives a run): each example gets a new one, references follow.
+    const ids = new Map(examples.map((example) => [`${example.resourceType}/${example.id}`, `${example.resourceType}/${randomUUID()}`]));
+    for (const example of examples) {
+      let text = JSON.stringify(example);
+      for (const [old, renamed] of ids) text = text.replaceAll(`"${old}"`, `"${renamed}"`);
+      const [type, id] = ids.get(`${example.resourceType}/${example.id}`)!.split('/');
+      const put = await p.put(`/${type}/${id}`, { ...JSON.parse(text), id });
       expect(put.status, put.text).toBe(201);
     }
-    const res = await summary(p, 'example');
+    const res = await summary(p, ids.get('Patient/example')!.split('/')[1]);
     expect(res.status, res.text).toBe(200);
-    expect(sectionByCode(res.body, '48765-2').entry).toEqual([ref('AllergyIntolerance/example')]);
+    expect(sectionByCode(res.body, '48765-2').entry).toEqual([ref(ids.get('AllergyIntolerance/example')!)]);
     expect(sectionByCode(res.body, '48765-2').text.div).toContain('<td>Cashew nuts</td>');
-    expect(sectionByCode(res.body, '11450-4').entry).toEqual([ref('Condition/example')]);
-    expect(sectionByCode(res.body, '11369-6').entry).toEqual([ref('Immunization/example')]);
-    expect(sectionByCode(res.body, '8716-3').entry).toEqual([ref('Observation/example')]);
-    expect(keysOf(res.body).filter((key) => key === 'Practitioner/example')).toHaveLength(1);
+    expect(sectionByCode(res.body, '11450-4').entry).toEqual([ref(ids.get('Condition/example')!)]);
+    expect(sectionByCode(res.body, '11369-6').entry).toEqual([ref(ids.get('Immunization/example')!)]);
+    expect(sectionByCode(res.body, '8716-3').entry).toEqual([ref(ids.get('Observation/example')!)]);
+    expect(keysOf(res.body).filter((key) => key === ids.get('Practitioner/example'))).toHaveLength(1);
     expect((await p.post('/Bundle', res.body)).status).toBe(201);
   });
 
