@@ -197,6 +197,17 @@ const PAST_STATUSES = new Set(['inactive', 'remission', 'resolved']);
 
 /** The key of the section a resource belongs to, or undefined when the summary leaves it out. */
 export function sectionOf(resource: Resource): string | undefined {
+  return enteredInError(resource) ? undefined : sectionByType(resource);
+}
+
+/** A record marked as a mistake (`status`, or the verification status of a Condition or an allergy) says nothing about the patient. */
+function enteredInError(resource: Resource): boolean {
+  if (resource.status === 'entered-in-error') return true;
+  const verification = resource.verificationStatus;
+  return isRecord(verification) && Array.isArray(verification.coding) && verification.coding.some((coding) => isRecord(coding) && coding.code === 'entered-in-error');
+}
+
+function sectionByType(resource: Resource): string | undefined {
   switch (resource.resourceType) {
     case 'AllergyIntolerance':
       return 'allergies';

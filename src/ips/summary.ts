@@ -6,6 +6,7 @@ import type { Operation } from '../operations/registry.js';
 import { search, searchServicesFor } from '../search/service.js';
 import { buildSummaryDocument } from './document.js';
 import { patientRecords, referencedResources } from './records.js';
+import { sectionOf } from './sections.js';
 
 /**
  * `Patient/{id}/$summary` (IPS 1.1.0, http://hl7.org/fhir/uv/ips/OperationDefinition-summary.html):
@@ -19,7 +20,8 @@ export const patientSummaryOperation: Operation<{ identifier?: string }, { retur
   definition: ownOperationDefinition('Patient-summary.json'),
   async handler(input, { ctx, id }) {
     const patient = id ? await readPatient(ctx, id, input.identifier) : await patientByIdentifier(ctx, input.identifier);
-    const records = await patientRecords(ctx, patient.id!);
+    // Records no section lists (entered in error, a Consent that is no advance directive) bring nothing in.
+    const records = (await patientRecords(ctx, patient.id!)).filter((record) => sectionOf(record) !== undefined);
     const author = await callerProfile(ctx);
     const known = new Set([`Patient/${patient.id}`, ...records.map((r) => `${r.resourceType}/${r.id}`)]);
     if (author) known.add(`${author.resourceType}/${author.id}`);

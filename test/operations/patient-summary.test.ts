@@ -184,6 +184,19 @@ describe('Patient/$summary', () => {
     }
   });
 
+  it('leaves out records entered in error', async () => {
+    const p = api.newProject();
+    const patient = await create(p, patientBody());
+    const subject = ref(`Patient/${patient}`);
+    const verification = { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-ver-status', code: 'entered-in-error' }] };
+    const mistaken = await create(p, { resourceType: 'Condition', code: { text: 'Wrong chart' }, subject, verificationStatus: verification });
+    const cancelled = await create(p, { resourceType: 'Immunization', status: 'entered-in-error', vaccineCode: { text: 'x' }, patient: subject, occurrenceDateTime: '2024-01-01' });
+    const res = await summary(p, patient);
+    expect(keysOf(res.body)).not.toContain(`Condition/${mistaken}`);
+    expect(keysOf(res.body)).not.toContain(`Immunization/${cancelled}`);
+    expect(sectionByCode(res.body, '11369-6')).toBeUndefined();
+  });
+
   it('includes every referenced resource once: the patient, Practitioners, Medications, Devices', async () => {
     const p = api.newProject();
     const r = await patientWithRecords(p);
