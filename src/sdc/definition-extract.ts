@@ -15,6 +15,14 @@ import { extensionOf, listOf, SDC, type IndexedItem, type Json } from './questio
  */
 
 const CONTEXT = `${SDC}sdc-questionnaire-itemExtractionContext`;
+/** SDC 4's successor of itemExtractionContext: the resource's StructureDefinition (a core type or a profile). */
+const DEFINITION_EXTRACT = `${SDC}sdc-questionnaire-definitionExtract`;
+const CORE_DEFINITION = 'http://hl7.org/fhir/StructureDefinition/';
+
+/** The extension that opens a resource on an item or the Questionnaire, if any. */
+function contextOf(element: Json): Json | undefined {
+  return extensionOf(element, CONTEXT) ?? extensionOf(element, DEFINITION_EXTRACT);
+}
 
 /** A resource the extraction made, and the version it replaces when it updates a stored one. */
 export interface Extracted {
@@ -44,7 +52,7 @@ export async function definitionExtract(
   find: ContextSearch,
 ): Promise<Extracted[]> {
   const walker = new DefinitionWalker(response, index, find);
-  const rootContext = extensionOf(questionnaire as Json, CONTEXT);
+  const rootContext = contextOf(questionnaire as Json);
   if (rootContext) await walker.inContext(rootContext, 'the Questionnaire', (opened) => walker.walk(response.item, opened));
   else await walker.walk(response.item, undefined);
   return walker.made;
@@ -64,7 +72,7 @@ class DefinitionWalker {
     for (const answered of listOf(items)) {
       const linkId = String(answered.linkId);
       const question = typeof answered.linkId === 'string' ? this.index.get(answered.linkId) : undefined;
-      const context = question && extensionOf(question.item, CONTEXT);
+      const context = question && contextOf(question.item);
       const path = question && target ? relativePath(question.item.definition, target.base) : undefined;
       if (context) {
         await this.inContext(context, `item "${linkId}"`, (opened) => this.walkChildren(answered, opened));
@@ -83,7 +91,7 @@ class DefinitionWalker {
     const opened = await openContext(context, where, this.find);
     await within(opened);
     pruneEmpty(opened.root);
-    const { resourceType: _type, ...content } = opened.root;
+    const { resourceType: _type, meta: _meta, ...content } = opened.root;
     if (Object.keys(content).length === 0 && !opened.replaces) return;
     fillSubject(opened, this.response);
     this.made.push({ resource: opened.root as Resource, replaces: opened.replaces });
@@ -106,6 +114,7 @@ class DefinitionWalker {
 /** A new resource of the context's type (`valueCode`), or the stored one its query finds (`valueExpression`). */
 async function openContext(context: Json, where: string, find: ContextSearch): Promise<Opened> {
   const at = 'Questionnaire.extension';
+  if (context.url === DEFINITION_EXTRACT) return openDefinition(context, where, find);
   if (typeof context.valueCode === 'string') return newResource(context.valueCode, where);
   const expression = context.valueExpression as Json | undefined;
   if (expression?.language !== 'application/x-fhir-query' || typeof expression.expression !== 'string') {
@@ -119,6 +128,22 @@ async function openContext(context: Json, where: string, find: ContextSearch): P
   const existing = structuredClone(found[0]) as Json;
   const replaces = { id: String(existing.id), versionId: String((existing.meta as Json | undefined)?.versionId ?? '') };
   return { base: type, obj: existing, root: existing, model: modelOf(type, where), replaces };
+}
+
+/**
+ * A new resource of the type a definitionExtract's `definition` names: a core type by its
+ * StructureDefinition url, or a profile the project holds (its `type`, and `meta.profile`).
+ */
+async function openDefinition(context: Json, where: string, find: ContextSearch): Promise<Opened> {
+  const canonical = listOf(context.extension).find((part) => part.url === 'definition')?.valueCanonical;
+  if (typeof canonical !== 'string') throw errors.invalid(`The definitionExtract of ${where} needs a definition (valueCanonical)`, 'Questionnaire.extension');
+  const url = canonical.split('|')[0];
+  if (url.startsWith(CORE_DEFINITION) && isResourceType(url.slice(CORE_DEFINITION.length))) return newResource(url.slice(CORE_DEFINITION.length), where);
+  const [profile] = await find(`StructureDefinition?url=${encodeURIComponent(url)}`);
+  if (typeof profile?.type !== 'string') throw errors.invalid(`The definitionExtract of ${where} names ${canonical}, which is no core resource type nor a profile this project holds`, 'Questionnaire.extension');
+  const opened = newResource(profile.type, where);
+  opened.root.meta = { profile: [canonical] };
+  return opened;
 }
 
 function newResource(type: string, where: string): Opened {

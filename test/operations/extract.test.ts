@@ -16,6 +16,7 @@ const ref = (reference: string) => ({ reference });
 const loinc = (code: string, display: string) => [{ system: LOINC, code, display }];
 const observationExtract = (value: boolean) => ({ url: `${SDC}sdc-questionnaire-observationExtract`, valueBoolean: value });
 const context = (extension: Json) => ({ url: `${SDC}sdc-questionnaire-itemExtractionContext`, ...extension });
+const definitionExtract = (canonical: string) => ({ url: `${SDC}sdc-questionnaire-definitionExtract`, extension: [{ url: 'definition', valueCanonical: canonical }] });
 const VITAL_SIGNS = { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'vital-signs' }] };
 
 /** Items for observation-based extraction: marked, linked by observationLinkPeriod, inherited from a group, and unmarked. */
@@ -93,12 +94,12 @@ function observationByCode(bundle: Json, code: string): Json | undefined {
   return resourcesOf(bundle, 'Observation').find((o) => o.code.coding[0].code === code);
 }
 
-/** Name, gender and birth date items writing into a Patient (itemExtractionContext on the Questionnaire). */
-function patientQuestionnaire(extension: Json): Json {
+/** Name, gender and birth date items writing into the Patient that `opening` (an extension on the Questionnaire) opens. */
+function patientQuestionnaire(opening: Json): Json {
   return {
     resourceType: 'Questionnaire',
     status: 'active',
-    extension: [context(extension)],
+    extension: [opening],
     item: [
       {
         linkId: 'name',
@@ -239,7 +240,7 @@ describe('$extract, observation-based', () => {
 describe('$extract, definition-based', () => {
   it('writes answers into the resource the Questionnaire\'s itemExtractionContext opens, by item.definition', async () => {
     const p = api.newProject();
-    const url = await storeQuestionnaire(p, patientQuestionnaire({ valueCode: 'Patient' }));
+    const url = await storeQuestionnaire(p, patientQuestionnaire(context({ valueCode: 'Patient' })));
     const res = await p.post('/QuestionnaireResponse/$extract', asParameters(patientAnswers(url)));
     expect(res.status, res.text).toBe(200);
     expect(res.body.entry).toHaveLength(1);
@@ -291,9 +292,40 @@ describe('$extract, definition-based', () => {
     expect((await p.get(`/Condition?subject=Patient/${patient}`)).body.entry).toHaveLength(2);
   });
 
+  it("opens the resource SDC 4's definitionExtract names by its core StructureDefinition", async () => {
+    const p = api.newProject();
+    const questionnaire = patientQuestionnaire(definitionExtract(`${SD}Patient`));
+    const url = await storeQuestionnaire(p, questionnaire);
+    const res = await p.post('/QuestionnaireResponse/$extract', asParameters(patientAnswers(url)));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.entry[0].resource).toMatchObject({ resourceType: 'Patient', birthDate: '1990-04-02' });
+  });
+
+  it('opens a resource of the type of a profile the project holds, naming the profile in meta.profile', async () => {
+    const p = api.newProject();
+    const profile = `http://example.org/StructureDefinition/${randomUUID()}`;
+    await create(p, {
+      resourceType: 'StructureDefinition',
+      url: profile,
+      name: 'ExamplePatient',
+      status: 'active',
+      kind: 'resource',
+      abstract: false,
+      type: 'Patient',
+      baseDefinition: `${SD}Patient`,
+      derivation: 'constraint',
+      differential: { element: [{ id: 'Patient', path: 'Patient' }] },
+    });
+    const questionnaire = patientQuestionnaire(definitionExtract(profile));
+    const url = await storeQuestionnaire(p, questionnaire);
+    const res = await p.post('/QuestionnaireResponse/$extract', asParameters(patientAnswers(url)));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.entry[0].resource).toMatchObject({ resourceType: 'Patient', meta: { profile: [profile] }, gender: 'female' });
+  });
+
   it('makes no resource for a context none of whose items has an answer', async () => {
     const p = api.newProject();
-    const url = await storeQuestionnaire(p, patientQuestionnaire({ valueCode: 'Patient' }));
+    const url = await storeQuestionnaire(p, patientQuestionnaire(context({ valueCode: 'Patient' })));
     const response = { ...patientAnswers(url), subject: ref('Patient/someone'), item: [{ linkId: 'name', item: [{ linkId: 'given' }] }] };
     const res = await p.post('/QuestionnaireResponse/$extract', asParameters(response));
     expect(res.status, res.text).toBe(200);
@@ -306,7 +338,7 @@ describe('$extract, definition-based', () => {
     const patient = await create(p, patientBody({ identifier: [{ system: 'http://example.org/mrn', value: mrn }] }));
     const url = await storeQuestionnaire(
       p,
-      patientQuestionnaire({ valueExpression: { language: 'application/x-fhir-query', expression: `Patient?identifier=http://example.org/mrn|${mrn}` } }),
+      patientQuestionnaire(context({ valueExpression: { language: 'application/x-fhir-query', expression: `Patient?identifier=http://example.org/mrn|${mrn}` } })),
     );
     const res = await p.post('/QuestionnaireResponse/$extract', asParameters({ ...patientAnswers(url), item: patientAnswers().item.slice(2) }));
     expect(res.status, res.text).toBe(200);
@@ -324,7 +356,7 @@ describe('$extract, definition-based', () => {
     const p = api.newProject();
     const url = await storeQuestionnaire(
       p,
-      patientQuestionnaire({ valueExpression: { language: 'application/x-fhir-query', expression: `Patient?identifier=http://example.org/mrn|${randomUUID()}` } }),
+      patientQuestionnaire(context({ valueExpression: { language: 'application/x-fhir-query', expression: `Patient?identifier=http://example.org/mrn|${randomUUID()}` } })),
     );
     const res = await p.post('/QuestionnaireResponse/$extract', asParameters(patientAnswers(url)));
     expect(res.status, res.text).toBe(200);
@@ -423,7 +455,7 @@ describe('$extract errors', () => {
 
   it('is 400 naming an item whose definition is no element', async () => {
     const p = api.newProject();
-    const questionnaire = patientQuestionnaire({ valueCode: 'Patient' });
+    const questionnaire = patientQuestionnaire(context({ valueCode: 'Patient' }));
     questionnaire.item[2].definition = `${SD}Patient#Patient.shoeSize`;
     const url = await storeQuestionnaire(p, questionnaire);
     await expectInvalid(await p.post('/QuestionnaireResponse/$extract', asParameters(patientAnswers(url))), 'shoeSize');
@@ -431,15 +463,21 @@ describe('$extract errors', () => {
 
   it('is 400 naming an item whose answer cannot be written to its element', async () => {
     const p = api.newProject();
-    const url = await storeQuestionnaire(p, patientQuestionnaire({ valueCode: 'Patient' }));
+    const url = await storeQuestionnaire(p, patientQuestionnaire(context({ valueCode: 'Patient' })));
     const response = patientAnswers(url);
     response.item[2].answer = [{ valueBoolean: true }];
     await expectInvalid(await p.post('/QuestionnaireResponse/$extract', asParameters(response)), 'Item "birth"');
   });
 
+  it('is 400 for a definitionExtract naming a profile the project does not hold', async () => {
+    const p = api.newProject();
+    const url = await storeQuestionnaire(p, patientQuestionnaire(definitionExtract('http://example.org/StructureDefinition/nowhere')));
+    await expectInvalid(await p.post('/QuestionnaireResponse/$extract', asParameters(patientAnswers(url))), 'http://example.org/StructureDefinition/nowhere');
+  });
+
   it('is 400 for an itemExtractionContext that names no resource type', async () => {
     const p = api.newProject();
-    const url = await storeQuestionnaire(p, patientQuestionnaire({ valueCode: 'Nonsense' }));
+    const url = await storeQuestionnaire(p, patientQuestionnaire(context({ valueCode: 'Nonsense' })));
     await expectInvalid(await p.post('/QuestionnaireResponse/$extract', asParameters(patientAnswers(url))), 'Nonsense');
   });
 });
