@@ -15,7 +15,7 @@ import { ReplicaSet } from './db/replicas.js';
 import { ReadYourWrites } from './cache/read-your-writes.js';
 import { migrate } from './db/migrate.js';
 import { PostgresStatistics } from './db/postgres-statistics.js';
-import { createApp } from './http/app.js';
+import { createHttpHandlers } from './http/app.js';
 import { listenHttp } from './http/transport.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
 import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
@@ -94,8 +94,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
   const statistics = keepStatistics(db, config, log);
-  const app = createApp(services);
-  const server = await listenHttp(app.fetch, config.port, config, log);
+  const server = await listenHttp(createHttpHandlers(services), config.port, config, log);
   const port = (server.address() as AddressInfo).port;
   log.info({ port, database: db.kind, readReplicas: replicas?.replicas.length ?? 0 }, 'Flint listening');
   return {
