@@ -17,8 +17,12 @@ import { migrate } from './db/migrate.js';
 import { PostgresStatistics } from './db/postgres-statistics.js';
 import { createHttpHandlers } from './http/app.js';
 import { listenHttp } from './http/transport.js';
+import { CreateBatches } from './storage/create-batches.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
 import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
+
+/** Creates one grouped statement writes at most: beyond, the next statement takes the rest. */
+const MAX_CREATES_PER_GROUP = 100;
 import { SearchCache } from './cache/search-cache.js';
 
 export interface RunningServer {
@@ -74,6 +78,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     db,
     bus,
     searchCache,
+    createBatches: config.createGroupsInFlight > 0 ? new CreateBatches(db, config.createGroupsInFlight, MAX_CREATES_PER_GROUP) : undefined,
     binaryStorage: new DatabaseBinaryStorage(db),
     // Only the embedded database has this process as its sole writer (see ResourceCache).
     resourceCache: db.kind === 'pglite' && config.resourceCacheSize > 0 ? new LruResourceCache(config.resourceCacheSize) : noResourceCache,
