@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { projectClient, useTestServer, type ProjectClient, type TestResponse } from '../helpers/server.js';
 import { addMemberClient } from '../auth/helpers.js';
 import { create, link, pathOf } from '../search-api/helpers.js';
+import { graphql } from '../graphql/resource-helpers.js';
 
 /** Patient/$everything: a patient's record (compartment + referenced resources), paged by a keyset cursor. */
 
@@ -178,6 +179,16 @@ describe('Patient/$everything', () => {
       parameter: [{ name: '_type', valueString: 'Observation' }],
     });
     expect(keys(res)).toEqual([...r.observations].sort());
+  });
+
+  it('is the GraphQL field PatientEverything', async () => {
+    const p = api.newProject();
+    const r = await record(p);
+    const res = await graphql(api, p, `{ PatientEverything(id: "${r.patient}", _type: ["Condition"]) { type entry { search { mode } resource { id } } } }`);
+    expect(res.status).toBe(200);
+    const bundle = (res.body.data as Json).PatientEverything;
+    expect(bundle.type).toBe('searchset');
+    expect(bundle.entry).toEqual([{ search: { mode: 'match' }, resource: { id: r.condition.split('/')[1] } }]);
   });
 
   it('is 404 for a patient that does not exist', async () => {

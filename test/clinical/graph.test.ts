@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { projectClient, useTestServer, type ProjectClient, type TestResponse } from '../helpers/server.js';
 import { addMemberClient } from '../auth/helpers.js';
 import { create } from '../search-api/helpers.js';
+import { graphql } from '../graphql/resource-helpers.js';
 
 /** `$graph`: the resources a GraphDefinition of the project reaches from a resource. */
 
@@ -97,6 +98,17 @@ describe('$graph', () => {
     const member = await addMemberClient(api, p, { accessPolicy: `AccessPolicy/${policy}` });
     const res = await projectClient(api.fhir, p.projectId, async () => member.token).get(`/${d.patient}/$graph?graph=patient-chart`);
     expect([...keys(res)].sort()).toEqual([d.patient, ...d.observations].sort());
+  });
+
+  it('is the GraphQL field <Type>Graph', async () => {
+    const p = api.newProject();
+    const d = await data(p);
+    await create(p, patientGraph);
+    const res = await graphql(api, p, `{ PatientGraph(id: "${d.patient.split('/')[1]}", graph: "patient-chart") { type entry { resource { resourceType id } } } }`);
+    expect(res.status).toBe(200);
+    const bundle = (res.body.data as Json).PatientGraph;
+    expect(bundle.type).toBe('collection');
+    expect(bundle.entry.map((e: Json) => `${e.resource.resourceType}/${e.resource.id}`).sort()).toEqual([d.patient, d.gp, ...d.observations, d.performer].sort());
   });
 
   it('is 404 naming the graph when the project has no such GraphDefinition', async () => {
