@@ -1,5 +1,6 @@
 import { getResourceTypes, isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
+import { policyAllowsType } from '../identity/policy.js';
 import type { Bundle, BundleEntry, BundleLink, Resource } from '../fhir/types.js';
 import { SqlArgs } from '../db/sql-args.js';
 import { projectParameters } from '../indexing/parameters.js';
@@ -43,6 +44,9 @@ export const patientEverythingOperation: Operation<EverythingInput, { return: Bu
   },
   async handler(input, request) {
     const scope: WalkScope = request.level === 'instance' ? { kind: 'patient', patientId: request.id! } : { kind: 'patients' };
+    if (scope.kind === 'patients' && !policyAllowsType(request.ctx.identity, 'Patient')) {
+      throw errors.forbidden('Your access policy or SMART scopes do not allow Patient resources');
+    }
     // Reading the patient first answers 404 for one the caller may not see (or that does not exist).
     const patient = scope.kind === 'patient' ? await request.ctx.repo.readResource('Patient', scope.patientId) : undefined;
     const projectId = patient?.meta?.project ?? request.ctx.identity.projectId;

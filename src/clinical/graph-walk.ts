@@ -69,7 +69,9 @@ async function alongPath(ctx: RequestContext, from: Resource, path: string, targ
   }
   const read = keys.length > 0 ? [...(await ctx.repo.readVersions(keys)).values()].filter((v) => v.text !== null).map(parseStored) : [];
   if (canonicals.length === 0 || !target.type) return read;
-  return [...read, ...(await searchRows(ctx, target.type, [['url', canonicals.join(',')]]))];
+  // The search matches the url alone: a `|version` suffix is dropped.
+  const urls = [...new Set(canonicals.map((canonical) => canonical.split('|')[0]))];
+  return [...read, ...(await searchRows(ctx, target.type, [['url', urls.join(',')]]))];
 }
 
 /** `Type/id`, or an absolute reference to this server: a key to read; anything else is not followed. */

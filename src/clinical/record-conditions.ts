@@ -50,9 +50,8 @@ export function partTypes(identity: Identity, part: 'match' | 'include', filters
   return allowed;
 }
 
-/** `column IN (types)`; false for no type at all. */
+/** `column IN (types)` (a part with no type at all is not read). */
 export function typeListCondition(column: string, types: readonly string[], ctx: CompileContext): string {
-  if (types.length === 0) return 'FALSE';
   return `${column} IN (${types.map((type) => ctx.args.add(type)).join(', ')})`;
 }
 

@@ -54,7 +54,8 @@ function compartmentConditions(source: RecordSource, ctx: CompileContext, withTy
 }
 
 /** Up to `limit` resources of the patient's compartment after `after`, in (type, id) order. */
-export function readMatches(source: RecordSource, patientId: string, after: After | undefined, limit: number): Promise<SearchRow[]> {
+export async function readMatches(source: RecordSource, patientId: string, after: After | undefined, limit: number): Promise<SearchRow[]> {
+  if (partTypes(source.identity, 'match', source.filters)?.length === 0) return [];
   const args = new SqlArgs();
   const ctx = source.compileContext(args);
   const conditions = [compartmentRows(source, patientId, args)];
@@ -73,10 +74,11 @@ export function readMatches(source: RecordSource, patientId: string, after: Afte
  * compartment. The referencing resource must itself be in the record as the caller sees it
  * (dates and policy; `_type` and `_since` narrow what is returned, not what is followed).
  */
-export function readReferenced(source: RecordSource, patientId: string, after: After | undefined, limit: number): Promise<SearchRow[]> {
+export async function readReferenced(source: RecordSource, patientId: string, after: After | undefined, limit: number): Promise<SearchRow[]> {
+  const types = partTypes(source.identity, 'include', source.filters) ?? [];
+  if (types.length === 0) return [];
   const args = new SqlArgs();
   const ctx = source.compileContext(args);
-  const types = partTypes(source.identity, 'include', source.filters) ?? [];
   // The inner `r` (the referencing resource) hides the outer one inside the subquery.
   const followed = `SELECT ref."targetType", ref."targetId" FROM reference_index c
       JOIN resource r ON r."resourceType" = c."resourceType" AND r.id = c."resourceId"

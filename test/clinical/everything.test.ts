@@ -160,6 +160,15 @@ describe('Patient/$everything', () => {
     expect(keys(res)).toEqual([r.observations[1], `Patient/${r.patient}`].sort());
   });
 
+  it('is 403 at type level for a caller whose AccessPolicy does not allow Patient', async () => {
+    const p = api.newProject();
+    await record(p);
+    const member = await memberWithPolicy(p, [{ resourceType: 'Observation' }]);
+    const res = await member.get('/Patient/$everything');
+    expect(res.status).toBe(403);
+    expect(res.body.resourceType).toBe('OperationOutcome');
+  });
+
   it('walks every patient the caller may see at type level', async () => {
     const p = api.newProject();
     const r = await record(p);

@@ -76,6 +76,15 @@ describe('$graph', () => {
     expect(byName).toEqual(byId);
   });
 
+  it('follows canonicals of a path to the resources with that url', async () => {
+    const p = api.newProject();
+    const url = 'https://example.org/Library/dosing';
+    const library = `Library/${await create(p, { resourceType: 'Library', url, status: 'active', type: { text: 'logic' } })}`;
+    const plan = `PlanDefinition/${await create(p, { resourceType: 'PlanDefinition', status: 'active', library: [`${url}|1.0`] })}`;
+    await create(p, { ...patientGraph, start: 'PlanDefinition', link: [{ path: 'PlanDefinition.library', target: [{ type: 'Library' }] }] });
+    expect(keys(await p.get(`/${plan}/$graph?graph=patient-chart`))).toEqual([plan, library]);
+  });
+
   it('lists a resource reached twice once', async () => {
     const p = api.newProject();
     const d = await data(p);
