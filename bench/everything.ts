@@ -4,8 +4,9 @@
  * one patient with 1,000 resources of mixed types (they reference 15 of 20 Practitioners,
  * Organizations and Medications) beside 50 other patients of 50 resources each, then walks the
  * patient's record in pages of 100, BENCH_RUNS times, and appends the per-page latency (median,
- * p95) to bench/RESULTS.md. It also prints PostgreSQL's plan (EXPLAIN, no ANALYZE) of a page of
- * each part and fails when the compartment part does not use its partial index.
+ * p95) to bench/RESULTS.md. It also prints PostgreSQL's plans (EXPLAIN, no ANALYZE) of a page of
+ * each part and of the type level's next-patient step, and fails when the compartment page or
+ * that step does not use its partial index.
  *
  *   psql -h 127.0.0.1 -U postgres -c 'create database flint_everything_bench'
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_everything_bench npx tsx bench/everything.ts
@@ -16,7 +17,7 @@ import { appendFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import pg from 'pg';
 import { SqlArgs } from '../src/db/sql-args.js';
-import { readMatches, readReferenced, type RecordSource } from '../src/clinical/record-pages.js';
+import { nextPatient, readMatches, readReferenced, type RecordSource } from '../src/clinical/record-pages.js';
 import { clientCredentialsToken, fhirCall, launchFlint, newProjectClient, stopFlint } from './flint-process.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
@@ -106,6 +107,7 @@ async function plans(projectId: string, patient: string): Promise<string[]> {
   };
   await readMatches(source, patient, { resourceType: 'Encounter', id: '8' }, PAGE + 1);
   await readReferenced(source, patient, { resourceType: 'Medication', id: '8' }, PAGE + 1);
+  await nextPatient(source, patient);
   const client = new pg.Client({ connectionString: DATABASE_URL });
   await client.connect();
   try {
@@ -127,9 +129,11 @@ async function main(): Promise<void> {
     const admin = await clientCredentialsToken(BASE, ADMIN);
     const token = await clientCredentialsToken(BASE, await newProjectClient(BASE, admin, 'everything bench'));
     const { patient, projectId } = await load(token);
-    const [matchPlan, includePlan] = await plans(projectId, patient);
+    const [matchPlan, includePlan, patientPlan] = await plans(projectId, patient);
     console.log(`Plan of a compartment page:\n${matchPlan}\n\nPlan of a referenced-resources page:\n${includePlan}\n`);
+    console.log(`Plan of the next patient (type level):\n${patientPlan}\n`);
     if (!matchPlan.includes('reference_index_patient_compartment_idx')) throw new Error('the compartment page does not use its partial index');
+    if (!patientPlan.includes('resource_patient_by_project_idx')) throw new Error('the next patient is not read by its partial index');
     await walk(token, patient); // warm-up: connections, caches, prepared plans
     const times: number[] = [];
     let entries = 0;

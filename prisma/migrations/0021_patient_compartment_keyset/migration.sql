@@ -8,3 +8,8 @@
 -- condition matches the statement's literals: the plan needs no statistics.
 
 CREATE INDEX "reference_index_patient_compartment_idx" ON "reference_index"("projectId", "targetId", "resourceType", "resourceId") WHERE "code" = '_compartment' AND "targetType" = 'Patient';
+
+-- Patient/$everything at type level walks the project's patients by id. The primary key
+-- ("resourceType", id) orders every project's patients together, so the next patient of one
+-- project could be far along it; this index holds one row per Patient, by project then id.
+CREATE INDEX "resource_patient_by_project_idx" ON "resource"("projectId", "id") WHERE "resourceType" = 'Patient';
