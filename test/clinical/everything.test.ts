@@ -3,6 +3,7 @@ import { projectClient, useTestServer, type ProjectClient, type TestResponse } f
 import { addMemberClient } from '../auth/helpers.js';
 import { create, link, pathOf } from '../search-api/helpers.js';
 import { graphql } from '../graphql/resource-helpers.js';
+import { observationOf, patientUser } from '../auth/smart-helpers.js';
 
 /** Patient/$everything: a patient's record (compartment + referenced resources), paged by a keyset cursor. */
 
@@ -100,7 +101,9 @@ describe('Patient/$everything', () => {
     const more: string[] = [];
     for (let i = 0; i < 6; i++) {
       const org = `Organization/${await create(p, { resourceType: 'Organization', name: `org ${i}` })}`;
-      more.push(org, `Encounter/${await create(p, { resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, subject, serviceProvider: ref(org) })}`);
+      // Every Encounter also names the Practitioner: it is still listed once.
+      const participant = [{ individual: ref(r.practitioner) }];
+      more.push(org, `Encounter/${await create(p, { resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, subject, serviceProvider: ref(org), participant })}`);
     }
     const { entries: walked, pages } = await walk(p, `/Patient/${r.patient}/$everything?_count=3`);
     const expected = [`Patient/${r.patient}`, ...r.observations, r.condition, r.practitioner, ...more].sort();
@@ -158,6 +161,18 @@ describe('Patient/$everything', () => {
     const res = await member.get(`/Patient/${r.patient}/$everything`);
     // The Observation performed by the Practitioner is hidden: so is what only it references.
     expect(keys(res)).toEqual([r.observations[1], `Patient/${r.patient}`].sort());
+  });
+
+  it('with SMART patient/ scopes, answers the launch patient\'s record and 404 for another patient', async () => {
+    const admin = api.newProject();
+    const user = await patientUser(api, admin);
+    const mine = await create(admin, observationOf(user.patientId));
+    const other = await create(admin, { resourceType: 'Patient' });
+    await create(admin, observationOf(other));
+    const { client } = await user.client('patient/*.rs launch/patient');
+    expect(keys(await client.get(`/Patient/${user.patientId}/$everything`))).toEqual([`Observation/${mine}`, `Patient/${user.patientId}`].sort());
+    expect((await client.get(`/Patient/${other}/$everything`)).status).toBe(404);
+    expect(keys(await client.get('/Patient/$everything'))).toEqual([`Observation/${mine}`, `Patient/${user.patientId}`].sort());
   });
 
   it('is 403 at type level for a caller whose AccessPolicy does not allow Patient', async () => {
