@@ -43,8 +43,12 @@ export async function followLinks(ctx: RequestContext, from: Resource, links: re
       if (found.size >= MAX_RESOURCES) return;
       const targetAt = `${at}.target[${targetIndex}]`;
       const reached = link.path !== undefined ? await alongPath(ctx, from, link.path, target, at) : await byParams(ctx, from, target, targetAt);
-      const fresh = reached.filter((resource) => !found.has(keyOf(resource))).slice(0, MAX_RESOURCES - found.size);
-      for (const resource of fresh) found.set(keyOf(resource), resource);
+      const fresh: Resource[] = [];
+      for (const resource of reached) {
+        if (found.size >= MAX_RESOURCES || found.has(keyOf(resource))) continue;
+        found.set(keyOf(resource), resource);
+        fresh.push(resource);
+      }
       // Resources already found were followed from where they were first found.
       for (const resource of fresh) await followLinks(ctx, resource, target.link ?? [], found, targetAt, depth + 1);
     }
@@ -65,13 +69,28 @@ async function alongPath(ctx: RequestContext, from: Resource, path: string, targ
     if (typeof value === 'string') canonicals.push(value);
     const reference = typeof value === 'object' && value !== null ? (value as { reference?: unknown }).reference : undefined;
     const key = typeof reference === 'string' ? localKey(ctx, reference) : undefined;
-    if (key && (!target.type || key.resourceType === target.type)) keys.push(key);
+    if (key && (anyType(target) || key.resourceType === target.type)) keys.push(key);
   }
-  const read = keys.length > 0 ? [...(await ctx.repo.readVersions(keys)).values()].filter((v) => v.text !== null).map(parseStored) : [];
-  if (canonicals.length === 0 || !target.type) return read;
+  const read = await readInOrder(ctx, keys);
+  if (canonicals.length === 0 || anyType(target)) return read;
   // The search matches the url alone: a `|version` suffix is dropped.
   const urls = [...new Set(canonicals.map((canonical) => canonical.split('|')[0]))];
-  return [...read, ...(await searchRows(ctx, target.type, [['url', urls.join(',')]]))];
+  return [...read, ...(await searchRows(ctx, target.type!, [['url', urls.join(',')]]))];
+}
+
+/** The resources of `keys` the caller may read, in the order of the keys (the order of the path's references). */
+async function readInOrder(ctx: RequestContext, keys: { resourceType: string; id: string }[]): Promise<Resource[]> {
+  if (keys.length === 0) return [];
+  const versions = await ctx.repo.readVersions(keys);
+  return keys.flatMap((key) => {
+    const version = versions.get(`${key.resourceType}/${key.id}`);
+    return version && version.text !== null ? [parseStored(version)] : [];
+  });
+}
+
+/** A target without a type, or of type `Resource` (as the HL7 example has it), takes any type. */
+function anyType(target: GraphTarget): boolean {
+  return !target.type || target.type === 'Resource';
 }
 
 /** `Type/id`, or an absolute reference to this server: a key to read; anything else is not followed. */

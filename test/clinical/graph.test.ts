@@ -3,6 +3,8 @@ import { projectClient, useTestServer, type ProjectClient, type TestResponse } f
 import { addMemberClient } from '../auth/helpers.js';
 import { create } from '../search-api/helpers.js';
 import { graphql } from '../graphql/resource-helpers.js';
+import { readFileSync } from 'node:fs';
+import { R4_EXAMPLES } from '../helpers/fixtures.js';
 
 /** `$graph`: the resources a GraphDefinition of the project reaches from a resource. */
 
@@ -74,6 +76,27 @@ describe('$graph', () => {
     const byName = keys(await p.get(`/${d.patient}/$graph?graph=patient-chart`));
     expect(byId).toHaveLength(5);
     expect(byName).toEqual(byId);
+  });
+
+  it("follows the HL7 example GraphDefinition: a Composition's section Lists, then any resource they hold", async () => {
+    const p = api.newProject();
+    const d = await data(p);
+    const list = `List/${await create(p, { resourceType: 'List', status: 'current', mode: 'working', entry: d.observations.map((o) => ({ item: ref(o) })) })}`;
+    const composition = `Composition/${await create(p, {
+      resourceType: 'Composition',
+      status: 'final',
+      type: { text: 'summary' },
+      date: '2024-01-01',
+      author: [ref(d.gp)],
+      title: 'Summary',
+      section: [{ title: 'Results', entry: [ref(list), ref(d.gp)] }],
+    })}`;
+    const example = JSON.parse(readFileSync(new URL('graphdefinition-example.json', R4_EXAMPLES), 'utf8'));
+    const { id: _id, ...definition } = example;
+    await create(p, definition);
+    const res = await p.get(`/${composition}/$graph?graph=${encodeURIComponent(example.url)}`);
+    // The section's Practitioner is not a List: only the List and its Observations are followed.
+    expect(keys(res)).toEqual([composition, list, ...d.observations]);
   });
 
   it('follows canonicals of a path to the resources with that url', async () => {
