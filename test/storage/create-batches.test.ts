@@ -41,7 +41,7 @@ describe('creates written together', () => {
     const projectId = randomUUID();
     const repo = createRequestContext(api.server.services, { projectId, superAdmin: false, projectAdmin: true }, randomUUID()).repo;
     const taken = (await repo.createResource('Patient', patientBody())).resource.id!;
-    const ids = Array.from({ length: 10 }, () => randomUUID());
+    const ids: string[] = Array.from({ length: 10 }, () => randomUUID());
     ids[5] = taken;
 
     const results = await Promise.allSettled(ids.map((id) => repo.createResource('Patient', patientBody(), id)));
