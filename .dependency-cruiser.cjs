@@ -15,7 +15,7 @@ const LAYERS = [
   ['operations'],
   ['terminology'],
   ['search'],
-  ['measure', 'admin', 'ips', 'sdc'],
+  ['measure', 'admin', 'clinical', 'ips', 'sdc'],
   ['access'],
   ['router'],
   ['graphql'],

@@ -8,6 +8,7 @@ import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import { validateResource } from '../validation/validator.js';
+import { assertResourceChecks } from '../validation/resource-checks.js';
 import { applyJsonPatch, type PatchLimits } from './patch.js';
 import { idInUse, insertingNewId, lockCurrentRow, projectOf, retryOnCreateRace, type CurrentRow } from './current-rows.js';
 import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
@@ -18,6 +19,7 @@ import { commitOnly, type ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
+import type { CreateBatches } from './create-batches.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
 import { selectCurrent, selectCurrentMany, selectVersionTexts } from './current-versions.js';
 import { checkVersion, isUuid, nextInstant, parseStored, sameContent } from './versions.js';
@@ -41,6 +43,8 @@ export interface StorageServices {
   readonly bus?: InvalidationBus;
   /** Exact search counts, voided by every committed write (src/cache/search-cache.ts). */
   readonly searchCache?: SearchCache;
+  /** Group commit of plain creates on the primary (absent: each create alone). */
+  readonly createBatches?: CreateBatches;
 }
 
 export class Repository implements ResourceRepository {
@@ -51,6 +55,7 @@ export class Repository implements ResourceRepository {
   private readonly bus: InvalidationBus | undefined;
   private readonly searchCache: SearchCache | undefined;
   private readonly patchLimits: PatchLimits;
+  private readonly batches: CreateBatches | undefined;
 
   constructor(
     services: StorageServices,
@@ -67,6 +72,7 @@ export class Repository implements ResourceRepository {
     this.cache = services.db.joined ? commitOnly(services.resourceCache) : services.resourceCache;
     this.bus = services.bus;
     this.searchCache = services.searchCache;
+    this.batches = services.createBatches;
     this.patchLimits = { maxOperations: services.config.maxPatchOperations, maxBytes: services.config.maxBodyBytes };
   }
 
@@ -156,6 +162,7 @@ export class Repository implements ResourceRepository {
   async createResource(resourceType: string, input: unknown, id: string = randomUUID()): Promise<WriteResult> {
     assertType(resourceType);
     validateResource(input, { expectedType: resourceType });
+    await this.checkDeeply(this.db, input, this.identity.projectId);
     const resource = this.stamp(await this.prepared(this.db, input, undefined), id, randomUUID());
     const text = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType)
       ? await this.db.transaction(async (tx) => {
@@ -163,7 +170,7 @@ export class Repository implements ResourceRepository {
           await this.afterWrite(tx, resource);
           return written;
         })
-      : await this.insertNew(this.db, resource);
+      : await this.insertAlone(resource);
     this.remember(resource, text);
     return { resource, text, created: true, changed: true };
   }
@@ -186,15 +193,17 @@ export class Repository implements ResourceRepository {
   }
 
   async prepareCreates(items: readonly NewResource[]): Promise<PreparedCreates> {
-    const inputs = items.map((item, index) => {
+    const inputs: Resource[] = [];
+    for (const [index, item] of items.entries()) {
       try {
         assertType(item.resourceType);
         validateResource(item.input, { expectedType: item.resourceType });
-        return item.input;
+        await this.checkDeeply(this.db, item.input, this.identity.projectId);
+        inputs.push(item.input);
       } catch (error) {
         throw new ItemError(index, error);
       }
-    });
+    }
     const writes = inputs.map((input) => ({ input, existing: undefined }));
     const decided = this.writeCheck?.prepare ? await this.writeCheck.prepare(this.db, writes) : inputs;
     const resources = decided.map((input, index) => this.stamp(input, items[index].id ?? randomUUID(), randomUUID()));
@@ -214,6 +223,11 @@ export class Repository implements ResourceRepository {
       }
     }
     return results;
+  }
+
+  /** The checks beyond shape (bindings by terminology, profiles) that the composition root registered. */
+  private checkDeeply(db: SqlExecutor, input: Resource, projectId: string): Promise<void> {
+    return assertResourceChecks(input, { db, projectId });
   }
 
   /** The content to store, as the write check's `prepare` decides (unchanged without one). */
@@ -276,12 +290,14 @@ export class Repository implements ResourceRepository {
           if (options.ifMatch !== undefined) {
             throw errors.preconditionFailed(`${resourceType}/${id} does not exist, so it cannot match version ${options.ifMatch}`);
           }
+          await this.checkDeeply(tx, input, this.identity.projectId);
           const resource = this.stamp(await this.prepared(tx, input, undefined), id, versionId);
           const text = await this.insertNew(tx, resource);
           await this.afterWrite(tx, resource);
           return { resource, text, created: true, changed: true };
         }
         checkVersion(current, options, resourceType, id);
+        await this.checkDeeply(tx, input, current.projectId);
         const existing = !current.deleted && current.content !== null ? (JSON.parse(current.content) as Resource) : undefined;
         const next = await this.prepared(tx, input, existing);
         if (!alwaysNewVersion && existing && sameContent(existing, next)) {
@@ -309,6 +325,7 @@ export class Repository implements ResourceRepository {
       const patched = applyJsonPatch(before, operations, this.patchLimits);
       validateResource(patched, { expectedType: resourceType });
       if (patched.id !== id) throw errors.invalid('A patch must not change the resource id', `${resourceType}.id`);
+      await this.checkDeeply(tx, patched, current.projectId);
       const next = await this.prepared(tx, patched, before);
       if (sameContent(before, next)) return { resource: before, text: current.content, created: false, changed: false };
       const resource = this.stamp(next, id, randomUUID(), current.projectId, current);
@@ -421,6 +438,14 @@ export class Repository implements ResourceRepository {
    * One statement: resource row, history row and index rows (a single statement is atomic). The
    * index rows include those of the project's own SearchParameters (src/indexing/parameters.ts).
    */
+  /** A create outside any transaction: with others that arrive at the same time when the server groups them. */
+  private async insertAlone(resource: Resource): Promise<string> {
+    if (!this.batches || this.db.joined) return this.insertNew(this.db, resource);
+    const text = await this.batches.insert(resource);
+    await this.db.noteWrite?.();
+    return text;
+  }
+
   private async insertNew(executor: SqlExecutor, resource: Resource): Promise<string> {
     const parameters = await projectParameters(executor, resource.meta!.project!);
     return insertingNewId(() => insertFirstVersion(executor, resource, parameters));

@@ -1,0 +1,51 @@
+import type { SqlExecutor } from '../db/database.js';
+import { OperationOutcomeError, outcome } from '../fhir/outcome.js';
+import type { OperationOutcomeIssue, Resource } from '../fhir/types.js';
+
+/**
+ * Checks of a resource that need more than its JSON and the base definitions: bindings checked
+ * with the terminology engine, the profiles a project holds. The layers that know how (terminology,
+ * profiles) sit above storage, so the composition root registers them here; every write and
+ * `$validate` run the same list, so a write, a Bundle entry and `$validate` report alike.
+ */
+export interface CheckContext {
+  /** The project whose definitions (profiles, value sets, code systems) apply. */
+  readonly projectId: string;
+  /** Where the check's reads go: the write's transaction when there is one. */
+  readonly db: SqlExecutor;
+  /** Also report warnings and information (`$validate`); a write needs errors only. */
+  readonly warnings: boolean;
+  /** Profiles asked for besides the resource's own meta.profile (`$validate`'s `profile`). */
+  readonly profiles?: readonly string[];
+}
+
+export type ResourceCheck = (resource: Resource, context: CheckContext) => Promise<OperationOutcomeIssue[]>;
+
+const checks: ResourceCheck[] = [];
+
+/** Adds a check run on every write and by `$validate`, in the order registered. */
+export function registerResourceCheck(check: ResourceCheck): void {
+  if (!checks.includes(check)) checks.push(check);
+}
+
+export function hasResourceChecks(): boolean {
+  return checks.length > 0;
+}
+
+/** Every issue the registered checks find, in their order. */
+export async function runResourceChecks(resource: Resource, context: CheckContext): Promise<OperationOutcomeIssue[]> {
+  const found: OperationOutcomeIssue[] = [];
+  for (const check of checks) found.push(...(await check(resource, context)));
+  return found;
+}
+
+/** Throws a 400 OperationOutcome with every error the checks find; warnings never refuse a write. */
+export async function assertResourceChecks(resource: Resource, context: Omit<CheckContext, 'warnings'>): Promise<void> {
+  if (checks.length === 0) return;
+  const failed = (await runResourceChecks(resource, { ...context, warnings: false })).filter(isError);
+  if (failed.length > 0) throw new OperationOutcomeError(outcome(failed), 400);
+}
+
+function isError(found: OperationOutcomeIssue): boolean {
+  return found.severity === 'error' || found.severity === 'fatal';
+}
