@@ -16,6 +16,7 @@ import { reindexOperation, searchParameterWriteHook } from './search/administrat
 import { registerWriteHook } from './storage/write-hooks.js';
 import { terminologyWriteHooks } from './terminology/indexing.js';
 import { terminologyOperations } from './terminology/operations.js';
+import { validateOperation } from './validate/validate-operation.js';
 
 /** The operations the committed GraphQL schema has fields for (tests may register more, REST-only). */
 export const builtinOperations: readonly Operation[] = [
@@ -28,6 +29,7 @@ export const builtinOperations: readonly Operation[] = [
   rotateSecretOperation,
   updateEmailOperation,
   smartLaunchOperation,
+  validateOperation,
 ];
 
 let registered = false;

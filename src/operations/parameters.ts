@@ -38,15 +38,28 @@ export function outParameters(definition: OperationDefinition): OperationParamet
   return (definition.parameter ?? []).filter((p) => p.use === 'out');
 }
 
-/**
- * Decodes a POST body. An empty body is an empty Parameters. With `plainJson`, an object without a
- * `resourceType` is read as `{ parameterName: value | value[] }` and then checked like Parameters.
- */
-export function decodeBody(definition: OperationDefinition, body: unknown, options: { plainJson?: boolean } = {}): OperationInput {
+export interface BodyOptions {
+  /** An object without a `resourceType` is read as `{ parameterName: value | value[] }`, then checked like Parameters. */
+  plainJson?: boolean;
+  /**
+   * The resource-typed in-parameter whose resource the operation examines itself (`$validate`):
+   * its content is not validated here, and a body that is a resource other than Parameters is
+   * that parameter, the others coming from `query`.
+   */
+  examined?: string;
+  query?: URLSearchParams;
+}
+
+/** Decodes a POST body. An empty body is an empty Parameters. */
+export function decodeBody(definition: OperationDefinition, body: unknown, options: BodyOptions = {}): OperationInput {
   const label = `$${definition.code}`;
   if (body === undefined) return decodeEntries([], inParameters(definition), ROOT, label);
   if (options.plainJson && isRecord(body) && body.resourceType === undefined) {
     return decodeBody(definition, plainJsonToParameters(definition, body));
+  }
+  if (options.examined && isRecord(body) && typeof body.resourceType === 'string' && body.resourceType !== 'Parameters') {
+    const input = options.query ? decodeQuery(definition, options.query) : decodeEntries([], inParameters(definition), ROOT, label);
+    return { ...input, [options.examined]: body };
   }
   if (!isRecord(body) || body.resourceType !== 'Parameters') {
     throw errors.invalid(`The body of ${label} must be a Parameters resource`, 'Parameters');
@@ -59,8 +72,19 @@ export function decodeBody(definition: OperationDefinition, body: unknown, optio
   // that build Parameters in code send `"parameter": []` for "no parameters": a tolerance of
   // operation input only (docs/operations.md), so the validator sees the body without it.
   const { parameter: _empty, ...withoutEmpty } = body;
-  validateResource(entries.length === 0 ? withoutEmpty : body, { expectedType: 'Parameters' });
+  const checked = entries.length === 0 ? withoutEmpty : options.examined ? withoutExamined(body, entries as Entry[], options.examined) : body;
+  validateResource(checked, { expectedType: 'Parameters' });
   return input;
+}
+
+/** The body without the examined resource, which the operation reports on itself. */
+function withoutExamined(body: Record<string, unknown>, entries: Entry[], name: string): Record<string, unknown> {
+  const parameter = entries.map((entry) => {
+    if (!isRecord(entry) || entry.name !== name) return entry;
+    const { resource: _examined, ...rest } = entry;
+    return rest;
+  });
+  return { ...body, parameter };
 }
 
 /** `{ name: "x", ids: ["a", "b"] }` → Parameters entries with the declared value types. */

@@ -49,6 +49,13 @@ export interface Operation<I = any, O = any> {
    * repeat a parameter), as SPEC 4.7 specifies for `$clone`. A Parameters body is still accepted.
    */
   readonly acceptsPlainJsonBody?: boolean;
+  /**
+   * The resource-typed in-parameter whose resource the operation examines itself (`$validate`):
+   * decoding passes it through unvalidated, and a POST body that is a resource other than
+   * Parameters is that parameter (MedplumClient posts the bare resource), the others then coming
+   * from the query string.
+   */
+  readonly examinesResource?: string;
   /** Runs before the input is decoded: a refusal (403) comes before any complaint about the body. */
   authorize?(request: OperationRequest): void;
   /**

@@ -34,7 +34,11 @@ export function operationHandler(level: OperationLevel) {
       input = decodeQuery(definition, req.query);
     } else {
       await assertInputContentType(req);
-      input = decodeBody(definition, await optionalJsonBody(req), { plainJson: operation.acceptsPlainJsonBody });
+      input = decodeBody(definition, await optionalJsonBody(req), {
+        plainJson: operation.acceptsPlainJsonBody,
+        examined: operation.examinesResource,
+        query: req.query,
+      });
     }
     if (operation.respondsAsync && prefersAsync(req.header('prefer'))) {
       const fhirBase = ctx.config.fhirBaseUrl;
