@@ -14,6 +14,8 @@ import { evaluateMeasureOperation } from './measure/evaluate-measure.js';
 import { registerBuiltinOperations, type Operation } from './operations/registry.js';
 import { reindexOperation, searchParameterWriteHook } from './search/administration.js';
 import { registerWriteHook } from './storage/write-hooks.js';
+import { registerResourceCheck } from './validation/resource-checks.js';
+import { bindingCheck } from './terminology/binding-check.js';
 import { terminologyWriteHooks } from './terminology/indexing.js';
 import { terminologyOperations } from './terminology/operations.js';
 import { validateOperation } from './validate/validate-operation.js';
@@ -42,4 +44,5 @@ export function registerBuiltins(): void {
   for (const [resourceType, hook] of [...uniquenessWriteHooks, ...terminologyWriteHooks, searchParameterWriteHook]) {
     registerWriteHook(resourceType, hook);
   }
+  registerResourceCheck(bindingCheck);
 }

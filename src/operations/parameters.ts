@@ -57,7 +57,7 @@ export function decodeBody(definition: OperationDefinition, body: unknown, optio
   if (options.plainJson && isRecord(body) && body.resourceType === undefined) {
     return decodeBody(definition, plainJsonToParameters(definition, body));
   }
-  if (options.examined && isRecord(body) && typeof body.resourceType === 'string' && body.resourceType !== 'Parameters') {
+  if (options.examined && isExaminedBody(definition, body)) {
     const input = options.query ? decodeQuery(definition, options.query) : decodeEntries([], inParameters(definition), ROOT, label);
     return { ...input, [options.examined]: body };
   }
@@ -75,6 +75,17 @@ export function decodeBody(definition: OperationDefinition, body: unknown, optio
   const checked = entries.length === 0 ? withoutEmpty : options.examined ? withoutExamined(body, entries as Entry[], options.examined) : body;
   validateResource(checked, { expectedType: 'Parameters' });
   return input;
+}
+
+/**
+ * A body that is the examined resource itself: any resource but Parameters, or a Parameters with
+ * entries that are not the operation's (`POST /Parameters/$validate` with the bare resource).
+ */
+function isExaminedBody(definition: OperationDefinition, body: unknown): body is Record<string, unknown> {
+  if (!isRecord(body) || typeof body.resourceType !== 'string') return false;
+  if (body.resourceType !== 'Parameters') return true;
+  const names = new Set(inParameters(definition).map((p) => p.name));
+  return Array.isArray(body.parameter) && body.parameter.some((entry) => !isRecord(entry) || !names.has(entry.name as string));
 }
 
 /** The body without the examined resource, which the operation reports on itself. */

@@ -16,7 +16,13 @@ const asParameters = (resource: unknown, extra: Record<string, unknown>[] = []) 
 });
 
 const texts = (body: { issue: { details?: { text?: string } }[] }) => body.issue.map((i) => i.details?.text);
-const errorsOf = (body: { issue: { severity: string }[] }) => body.issue.filter((i) => i.severity === 'error');
+interface Issue {
+  severity: string;
+  code: string;
+  details: { text: string };
+  expression?: string[];
+}
+const errorsOf = (body: { issue: Issue[] }): Issue[] => body.issue.filter((i) => i.severity === 'error');
 
 async function count(p: ProjectClient, type: string): Promise<number> {
   const res = await p.get(`/${type}?_summary=count`);
@@ -45,7 +51,7 @@ describe('$validate', () => {
     expect(res.status, res.text).toBe(200);
     const found = errorsOf(res.body);
     expect(found).toHaveLength(2);
-    expect(found.map((i: { expression?: string[] }) => i.expression)).toEqual([['Patient.gender'], ['Patient.name']]);
+    expect(found.map((i) => i.expression)).toEqual([['Patient.gender'], ['Patient.name']]);
     expect(await count(p, 'Patient')).toBe(0);
   });
 
