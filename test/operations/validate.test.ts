@@ -1,3 +1,4 @@
+import { MedplumClient } from '@medplum/core';
 import { describe, expect, it } from 'vitest';
 import { projectClient, useTestServer, type ProjectClient } from '../helpers/server.js';
 import { addMemberClient } from '../auth/helpers.js';
@@ -173,5 +174,34 @@ describe('$validate', () => {
     const res = await client.post('/AccessPolicy/$validate?mode=create', { resourceType: 'AccessPolicy', name: 'x' });
     expect(res.status).toBe(200);
     expect(res.body.issue[0]).toMatchObject({ severity: 'error', code: 'forbidden' });
+  });
+
+  it('answers MedplumClient.validateResource, which posts the bare resource', async () => {
+    const p = api.newProject();
+    const { clientId, clientSecret } = await api.credentialsOf(p);
+    const medplum = new MedplumClient({ baseUrl: `${api.url}/`, fetch, cacheTime: 0 });
+    await medplum.startClientLogin(clientId, clientSecret);
+    const clean = await medplum.validateResource({ resourceType: 'Patient', name: [{ given: ['Alice'], family: 'Smith' }] });
+    expect((clean.issue as Issue[] | undefined)?.map((i) => i.details.text)).toEqual(['All OK']);
+    const broken = await medplum.validateResource({ resourceType: 'Patient', gender: 'woman' } as never);
+    expect(broken.issue?.[0]).toMatchObject({ severity: 'error', code: 'code-invalid', expression: ['Patient.gender'] });
+  });
+
+  it('is a GraphQL field per type that gives the REST answer', async () => {
+    const p = api.newProject();
+    const rest = await p.post('/Patient/$validate', badPatient);
+    const res = await api.raw('/fhir/R4/$graphql', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...(await p.authHeaders()) },
+      body: JSON.stringify({
+        query: 'query ($resource: JSON) { PatientValidate(resource: $resource) { issue { severity code details { text } expression } } }',
+        variables: { resource: badPatient },
+      }),
+    });
+    const body = (await res.json()) as { data?: { PatientValidate: { issue: unknown[] } }; errors?: unknown[] };
+    expect(body.errors).toBeUndefined();
+    // GraphQL enum values spell FHIR codes with "_" for "-".
+    const asGraphQL = (i: Issue) => ({ ...i, code: i.code.replace(/-/g, '_'), expression: i.expression ?? null });
+    expect(body.data?.PatientValidate.issue).toEqual((rest.body.issue as Issue[]).map(asGraphQL));
   });
 });
