@@ -105,6 +105,29 @@ describe('required bindings of CodeableConcept on write', () => {
   });
 });
 
+describe('bindings that cannot be decided', () => {
+  // Bound (required) to the LOINC answer list LL379-9, which Flint does not ship.
+  const sequence = {
+    resourceType: 'MolecularSequence',
+    coordinateSystem: 0,
+    structureVariant: [{ variantType: { coding: [{ system: 'http://loinc.org', code: 'LA6692-3' }] } }],
+  };
+
+  it('never refuse a write', async () => {
+    const p = api.newProject();
+    const res = await p.post('/MolecularSequence', sequence);
+    expect(res.status, res.text).toBe(201);
+  });
+
+  it('are reported by $validate as not checked', async () => {
+    const p = api.newProject();
+    const issues = await validate(p, sequence);
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatchObject({ severity: 'information', code: 'informational', expression: ['MolecularSequence.structureVariant[0].variantType'] });
+    expect(issues[0].details?.text).toContain('http://loinc.org/vs/LL379-9 was not checked');
+  });
+});
+
 describe('value sets over UCUM', () => {
   const synthesis = (unit: string) => ({
     resourceType: 'EffectEvidenceSynthesis',
