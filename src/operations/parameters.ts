@@ -78,11 +78,12 @@ export function decodeBody(definition: OperationDefinition, body: unknown, optio
 }
 
 /**
- * A body that is the examined resource itself: any resource but Parameters, or a Parameters with
- * entries that are not the operation's (`POST /Parameters/$validate` with the bare resource).
+ * A body that is the examined resource itself: any JSON object but a Parameters (one without a
+ * resourceType too: the operation reports that), or a Parameters with entries that are not the
+ * operation's (`POST /Parameters/$validate` with the bare resource).
  */
 function isExaminedBody(definition: OperationDefinition, body: unknown): body is Record<string, unknown> {
-  if (!isRecord(body) || typeof body.resourceType !== 'string') return false;
+  if (!isRecord(body)) return false;
   if (body.resourceType !== 'Parameters') return true;
   const names = new Set(inParameters(definition).map((p) => p.name));
   return Array.isArray(body.parameter) && body.parameter.some((entry) => !isRecord(entry) || !names.has(entry.name as string));

@@ -62,6 +62,13 @@ describe('$validate', () => {
     expect(await count(p, 'Patient')).toBe(0);
   });
 
+  it('reports a body without resourceType as an issue of the resource', async () => {
+    const p = api.newProject();
+    const res = await p.post('/Patient/$validate', { gender: 'female' });
+    expect(res.status).toBe(200);
+    expect(errorsOf(res.body)[0]).toMatchObject({ code: 'structure', expression: ['resourceType'] });
+  });
+
   it('reports a resource type that does not match the URL as an error issue', async () => {
     const p = api.newProject();
     const res = await p.post('/Observation/$validate', patient);
