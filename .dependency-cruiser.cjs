@@ -15,7 +15,7 @@ const LAYERS = [
   ['operations'],
   ['terminology'],
   ['search'],
-  ['measure', 'admin', 'validate'],
+  ['measure', 'admin', 'clinical', 'validate'],
   ['access'],
   ['router'],
   ['graphql'],

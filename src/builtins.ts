@@ -10,6 +10,8 @@ import { rotateSecretOperation } from './admin/rotate-secret.js';
 import { updateEmailOperation } from './admin/update-email.js';
 import { smartLaunchOperation } from './admin/smart-launch.js';
 import { uniquenessWriteHooks } from './auth/uniqueness.js';
+import { patientEverythingOperation } from './clinical/everything.js';
+import { graphOperation } from './clinical/graph.js';
 import { evaluateMeasureOperation } from './measure/evaluate-measure.js';
 import { registerBuiltinOperations, type Operation } from './operations/registry.js';
 import { reindexOperation, searchParameterWriteHook } from './search/administration.js';
@@ -31,6 +33,8 @@ export const builtinOperations: readonly Operation[] = [
   rotateSecretOperation,
   updateEmailOperation,
   smartLaunchOperation,
+  patientEverythingOperation,
+  graphOperation,
   validateOperation,
 ];
 

@@ -116,7 +116,8 @@ function plainJsonToParameters(definition: OperationDefinition, body: Record<str
 }
 
 /**
- * Decodes query pairs (GET). Names starting with `_` (`_format`, `_pretty`) are the server's.
+ * Decodes query pairs (GET). Names starting with `_` (`_format`, `_pretty`) are the server's,
+ * unless the definition declares them (`_count`, `_since` of Patient/$everything).
  * Only parameters of a simple type may appear (SPEC 4.1 rule 4).
  */
 export function decodeQuery(definition: OperationDefinition, query: URLSearchParams): OperationInput {
@@ -124,8 +125,8 @@ export function decodeQuery(definition: OperationDefinition, query: URLSearchPar
   const declared = inParameters(definition);
   const entries: Entry[] = [];
   for (const [name, raw] of query) {
-    if (name.startsWith('_')) continue;
     const parameter = declared.find((p) => p.name === name);
+    if (name.startsWith('_') && !parameter) continue;
     if (!parameter) throw unknownParameter(name, declared, label, ROOT);
     if (!isSimpleType(parameter.type)) {
       throw errors.invalid(

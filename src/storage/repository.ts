@@ -19,6 +19,7 @@ import { commitOnly, type ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
+import type { CreateBatches } from './create-batches.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
 import { selectCurrent, selectCurrentMany, selectVersionTexts } from './current-versions.js';
 import { checkVersion, isUuid, nextInstant, parseStored, sameContent } from './versions.js';
@@ -42,6 +43,8 @@ export interface StorageServices {
   readonly bus?: InvalidationBus;
   /** Exact search counts, voided by every committed write (src/cache/search-cache.ts). */
   readonly searchCache?: SearchCache;
+  /** Group commit of plain creates on the primary (absent: each create alone). */
+  readonly createBatches?: CreateBatches;
 }
 
 export class Repository implements ResourceRepository {
@@ -52,6 +55,7 @@ export class Repository implements ResourceRepository {
   private readonly bus: InvalidationBus | undefined;
   private readonly searchCache: SearchCache | undefined;
   private readonly patchLimits: PatchLimits;
+  private readonly batches: CreateBatches | undefined;
 
   constructor(
     services: StorageServices,
@@ -68,6 +72,7 @@ export class Repository implements ResourceRepository {
     this.cache = services.db.joined ? commitOnly(services.resourceCache) : services.resourceCache;
     this.bus = services.bus;
     this.searchCache = services.searchCache;
+    this.batches = services.createBatches;
     this.patchLimits = { maxOperations: services.config.maxPatchOperations, maxBytes: services.config.maxBodyBytes };
   }
 
@@ -165,7 +170,7 @@ export class Repository implements ResourceRepository {
           await this.afterWrite(tx, resource);
           return written;
         })
-      : await this.insertNew(this.db, resource);
+      : await this.insertAlone(resource);
     this.remember(resource, text);
     return { resource, text, created: true, changed: true };
   }
@@ -433,6 +438,14 @@ export class Repository implements ResourceRepository {
    * One statement: resource row, history row and index rows (a single statement is atomic). The
    * index rows include those of the project's own SearchParameters (src/indexing/parameters.ts).
    */
+  /** A create outside any transaction: with others that arrive at the same time when the server groups them. */
+  private async insertAlone(resource: Resource): Promise<string> {
+    if (!this.batches || this.db.joined) return this.insertNew(this.db, resource);
+    const text = await this.batches.insert(resource);
+    await this.db.noteWrite?.();
+    return text;
+  }
+
   private async insertNew(executor: SqlExecutor, resource: Resource): Promise<string> {
     const parameters = await projectParameters(executor, resource.meta!.project!);
     return insertingNewId(() => insertFirstVersion(executor, resource, parameters));
