@@ -61,14 +61,24 @@ async function checkBinding(bound: BoundValue, verdicts: Verdicts, warnings: boo
     if (!warnings || binding.strength !== 'required') return undefined;
     return information(`The binding of ${expression} to the value set ${binding.valueSet} was not checked: its codes cannot be expanded here`, expression);
   }
-  const shown = coded.map((c) => `${c.system}|${c.code}`).join(', ');
-  const codes = coded.length === 1 ? `The code ${shown}` : `None of the codes ${shown}`;
+  const valueSet = binding.valueSet;
+  const notIn = notInValueSet(coded, valueSet);
   if (binding.strength === 'required') {
-    return issue('code-invalid', `Invalid code at ${expression}: ${codes} ${coded.length === 1 ? 'is' : 'are'} not in the value set ${binding.valueSet}, which this element requires`, expression);
+    return issue('code-invalid', `Invalid code at ${expression}: ${notIn}, which this element requires`, expression);
   }
-  const advice = binding.strength === 'extensible' ? 'use a code from it when one fits (extensible binding)' : 'a code from it is preferred (preferred binding)';
-  return warning(`${codes} at ${expression} ${coded.length === 1 ? 'is' : 'are'} not in the value set ${binding.valueSet}: ${advice}`, expression);
+  return warning(`At ${expression}: ${notIn}; ${ADVICE[binding.strength]}`, expression);
 }
+
+/** "The code s|c is not in the value set V", or "None of the codes s|a, s|b is in the value set V". */
+function notInValueSet(coded: { system: string; code: string }[], valueSet: string): string {
+  const shown = coded.map((c) => `${c.system}|${c.code}`).join(', ');
+  return coded.length === 1 ? `The code ${shown} is not in the value set ${valueSet}` : `None of the codes ${shown} is in the value set ${valueSet}`;
+}
+
+const ADVICE: Record<Exclude<BindingStrength, 'required'>, string> = {
+  extensible: 'use a code from it when one fits (extensible binding)',
+  preferred: 'a code from it is preferred (preferred binding)',
+};
 
 /** A bound element with no coding that has both system and code. */
 function noCode({ binding, expression }: BoundValue, hasCodings: boolean): OperationOutcomeIssue | undefined {

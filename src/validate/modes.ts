@@ -15,11 +15,14 @@ class DryRunDone extends Error {}
  * becomes issues of the answer. Nothing is kept: the transaction's caches and notices only follow
  * a commit.
  */
-export async function modeIssues(
-  ctx: RequestContext,
-  mode: ValidationMode,
-  target: { resourceType: string; id?: string; resource?: Resource },
-): Promise<OperationOutcomeIssue[]> {
+export interface ModeTarget {
+  readonly resourceType: string;
+  /** The instance of an instance-level call. */
+  readonly id?: string;
+  readonly resource?: Resource;
+}
+
+export async function modeIssues(ctx: RequestContext, mode: ValidationMode, target: ModeTarget): Promise<OperationOutcomeIssue[]> {
   if (ctx.transaction) {
     return [information(`mode=${mode} is not checked inside a transaction Bundle (its dry run would join the Bundle's transaction)`)];
   }
@@ -39,7 +42,7 @@ export async function modeIssues(
   return [];
 }
 
-async function dryRun(tx: RequestContext, mode: ValidationMode, { resourceType, id, resource }: { resourceType: string; id?: string; resource?: Resource }): Promise<void> {
+async function dryRun(tx: RequestContext, mode: ValidationMode, { resourceType, id, resource }: ModeTarget): Promise<void> {
   if (mode === 'create') await tx.repo.createResource(resourceType, resource);
   else if (mode === 'update') await tx.repo.updateResource(resourceType, id!, resource);
   else await tx.repo.deleteResource(resourceType, id!);

@@ -2,7 +2,7 @@ import { errors, issue } from '../fhir/outcome.js';
 import { isRecord, type OperationOutcome, type OperationOutcomeIssue, type Resource } from '../fhir/types.js';
 import { coreOperationDefinition } from '../operations/definition.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
-import { modeIssues, type ValidationMode } from './modes.js';
+import { modeIssues, type ModeTarget, type ValidationMode } from './modes.js';
 import { isError, validationIssues, validationOutcome } from './report.js';
 
 /**
@@ -30,7 +30,8 @@ export const validateOperation: Operation<ValidateInput, ValidateOutput> = {
   examinesResource: 'resource',
   async check(input, { level }) {
     if (input.mode !== undefined && !MODES.has(input.mode)) {
-      throw errors.invalid(`Parameter "mode" of $validate must be create, update, delete or profile, not "${input.mode}"`, 'Parameters.parameter');
+      const text = `Parameter "mode" of $validate must be create, update, delete or profile, not "${input.mode}"`;
+      throw errors.invalid(text, 'Parameters.parameter');
     }
     if ((input.mode === 'update' || input.mode === 'delete') && level !== 'instance') {
       throw errors.invalid(`mode=${input.mode} names an existing resource: call $validate on the instance, [type]/[id]/$validate`, 'Parameters.parameter');
@@ -48,7 +49,9 @@ export const validateOperation: Operation<ValidateInput, ValidateOutput> = {
       profiles: input.profile !== undefined ? [input.profile] : [],
     });
     if (mode !== 'update') issues.push(...idMismatch(request, resource));
-    if (mode !== undefined && !issues.some(isError)) issues.push(...(await modeIssues(request.ctx, mode, { ...target(request), resource: resource as Resource })));
+    if (mode !== undefined && !issues.some(isError)) {
+      issues.push(...(await modeIssues(request.ctx, mode, { ...target(request), resource: resource as Resource })));
+    }
     return { return: validationOutcome(issues) };
   },
 };
@@ -57,7 +60,7 @@ function writeMode(mode: string | undefined): ValidationMode | undefined {
   return mode === 'create' || mode === 'update' || mode === 'delete' ? mode : undefined;
 }
 
-function target(request: OperationRequest): { resourceType: string; id?: string } {
+function target(request: OperationRequest): ModeTarget {
   return { resourceType: request.resourceType!, id: request.id };
 }
 
