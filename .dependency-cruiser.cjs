@@ -15,7 +15,7 @@ const LAYERS = [
   ['operations'],
   ['terminology'],
   ['search'],
-  ['measure', 'admin', 'clinical', 'ips', 'sdc'],
+  ['measure', 'admin', 'clinical', 'ips', 'sdc', 'validate'],
   ['access'],
   ['router'],
   ['graphql'],

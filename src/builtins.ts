@@ -18,8 +18,11 @@ import { registerBuiltinOperations, type Operation } from './operations/registry
 import { extractOperation } from './sdc/extract.js';
 import { reindexOperation, searchParameterWriteHook } from './search/administration.js';
 import { registerWriteHook } from './storage/write-hooks.js';
+import { registerResourceCheck } from './validation/resource-checks.js';
+import { bindingCheck } from './terminology/binding-check.js';
 import { terminologyWriteHooks } from './terminology/indexing.js';
 import { terminologyOperations } from './terminology/operations.js';
+import { validateOperation } from './validate/validate-operation.js';
 
 /** The operations the committed GraphQL schema has fields for (tests may register more, REST-only). */
 export const builtinOperations: readonly Operation[] = [
@@ -36,6 +39,7 @@ export const builtinOperations: readonly Operation[] = [
   graphOperation,
   patientSummaryOperation,
   extractOperation,
+  validateOperation,
 ];
 
 let registered = false;
@@ -48,4 +52,5 @@ export function registerBuiltins(): void {
   for (const [resourceType, hook] of [...uniquenessWriteHooks, ...terminologyWriteHooks, searchParameterWriteHook]) {
     registerWriteHook(resourceType, hook);
   }
+  registerResourceCheck(bindingCheck);
 }

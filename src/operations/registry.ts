@@ -54,6 +54,12 @@ export interface Operation<I = any, O = any> {
    * other than Parameters), as MedplumClient posts it. A Parameters body is still accepted.
    */
   readonly bareResourceParameter?: string;
+  /**
+   * The operation examines the `bareResourceParameter` resource itself (`$validate`): decoding
+   * passes it through unvalidated, and with a bare body the other parameters come from the query
+   * string.
+   */
+  readonly examinesResource?: boolean;
   /** Runs before the input is decoded: a refusal (403) comes before any complaint about the body. */
   authorize?(request: OperationRequest): void;
   /**

@@ -40,6 +40,23 @@ export function validateResource(resource: unknown, options?: ValidateOptions): 
   if (walk.issues.length > 0) throw new OperationOutcomeError(outcome(walk.finish()), 400);
 }
 
+/**
+ * Every issue validateResource finds, without throwing: what `$validate` lists. `warnings` asks
+ * for issues below error too (the structural checks have none of their own).
+ */
+export function collectValidationIssues(
+  resource: unknown,
+  options: { expectedType?: string; warnings: boolean },
+): OperationOutcomeIssue[] {
+  try {
+    validateResource(resource, { expectedType: options.expectedType });
+    return [];
+  } catch (error) {
+    if (error instanceof OperationOutcomeError) return error.outcome.issue;
+    throw error;
+  }
+}
+
 type Segment = string | number;
 
 class Walk {

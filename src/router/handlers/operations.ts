@@ -34,7 +34,12 @@ export function operationHandler(level: OperationLevel) {
       input = decodeQuery(definition, req.query);
     } else {
       await assertInputContentType(req);
-      input = decodeBody(definition, await optionalJsonBody(req), { plainJson: operation.acceptsPlainJsonBody, bareResource: operation.bareResourceParameter });
+      input = decodeBody(definition, await optionalJsonBody(req), {
+        plainJson: operation.acceptsPlainJsonBody,
+        bareResource: operation.bareResourceParameter,
+        examined: operation.examinesResource,
+        query: req.query,
+      });
     }
     if (operation.respondsAsync && prefersAsync(req.header('prefer'))) {
       const fhirBase = ctx.config.fhirBaseUrl;
