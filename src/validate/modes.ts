@@ -8,13 +8,7 @@ export type ValidationMode = 'create' | 'update' | 'delete';
 /** Thrown at the end of a dry run so that its transaction rolls back. */
 class DryRunDone extends Error {}
 
-/**
- * Whether the write that `mode` names would be accepted: the write itself, run in a transaction
- * that is always rolled back, so access rules (AccessPolicy, scopes, admin-only types), existence,
- * id and version checks and uniqueness are exactly the write's. What refuses it (403, 404, 400...)
- * becomes issues of the answer. Nothing is kept: the transaction's caches and notices only follow
- * a commit.
- */
+/** What `$validate`'s mode checks the write against: the type, and the instance and content when given. */
 export interface ModeTarget {
   readonly resourceType: string;
   /** The instance of an instance-level call. */
@@ -22,6 +16,13 @@ export interface ModeTarget {
   readonly resource?: Resource;
 }
 
+/**
+ * Whether the write that `mode` names would be accepted: the write itself, run in a transaction
+ * that is always rolled back, so access rules (AccessPolicy, scopes, admin-only types), existence,
+ * id and version checks and uniqueness are exactly the write's. What refuses it (403, 404, 400...)
+ * becomes issues of the answer. Nothing is kept: the transaction's caches and notices only follow
+ * a commit.
+ */
 export async function modeIssues(ctx: RequestContext, mode: ValidationMode, target: ModeTarget): Promise<OperationOutcomeIssue[]> {
   if (ctx.transaction) {
     return [information(`mode=${mode} is not checked inside a transaction Bundle (its dry run would join the Bundle's transaction)`)];
