@@ -15,7 +15,7 @@ const LAYERS = [
   ['operations'],
   ['terminology'],
   ['search'],
-  ['measure', 'admin'],
+  ['measure', 'admin', 'profiles'],
   ['access'],
   ['router'],
   ['graphql'],

@@ -1,7 +1,7 @@
 /**
  * The composition root's list of what the server's capabilities plug into shared mechanisms: the
- * built-in operations and the write hooks. Each lives with its capability; nothing registers itself
- * on import, so what runs is what this file names.
+ * built-in operations, the write hooks, and the preparers and checks every write runs. Each lives
+ * with its capability; nothing registers itself on import, so what runs is what this file names.
  */
 import { asyncJobCancelOperation } from './admin/async-job.js';
 import { projectOperations } from './admin/project-operations.js';
@@ -11,11 +11,15 @@ import { updateEmailOperation } from './admin/update-email.js';
 import { smartLaunchOperation } from './admin/smart-launch.js';
 import { uniquenessWriteHooks } from './auth/uniqueness.js';
 import { evaluateMeasureOperation } from './measure/evaluate-measure.js';
+import { expandProfileOperation } from './profiles/expand-profile.js';
 import { registerBuiltinOperations, type Operation } from './operations/registry.js';
 import { reindexOperation, searchParameterWriteHook } from './search/administration.js';
 import { registerWriteHook } from './storage/write-hooks.js';
 import { terminologyWriteHooks } from './terminology/indexing.js';
 import { terminologyOperations } from './terminology/operations.js';
+import { profileCheck, snapshotPreparer } from './validation/profiles/check.js';
+import { registerResourceCheck } from './validation/resource-checks.js';
+import { registerResourcePreparer } from './validation/resource-preparers.js';
 
 /** The operations the committed GraphQL schema has fields for (tests may register more, REST-only). */
 export const builtinOperations: readonly Operation[] = [
@@ -28,6 +32,7 @@ export const builtinOperations: readonly Operation[] = [
   rotateSecretOperation,
   updateEmailOperation,
   smartLaunchOperation,
+  expandProfileOperation,
 ];
 
 let registered = false;
@@ -40,4 +45,6 @@ export function registerBuiltins(): void {
   for (const [resourceType, hook] of [...uniquenessWriteHooks, ...terminologyWriteHooks, searchParameterWriteHook]) {
     registerWriteHook(resourceType, hook);
   }
+  registerResourcePreparer('StructureDefinition', snapshotPreparer);
+  registerResourceCheck(profileCheck);
 }
