@@ -48,9 +48,7 @@ function matchesOne(found: Found, slice: ProfileNode, discriminator: Discriminat
 }
 
 function matchesValues(found: Found, slice: ProfileNode, path: string): boolean {
-  const segments = path === '$this' ? [] : path.split('.').map(stripChoice);
-  let expected = constraintsAt(slice, segments);
-  if (expected.length === 0 && path === 'url') expected = extensionUrlOf(slice);
+  const expected = expectedValues(slice, path);
   if (expected.length === 0) return false;
   const actual = valuesAtPath(found, path);
   return expected.every((wanted) => actual.some((value) => (wanted.exact ? equalsExactly(value.value, wanted.value) : matchesPattern(value.value, wanted.value))));
@@ -67,6 +65,21 @@ function matchesExistence(found: Found, slice: ProfileNode, path: string): boole
 interface Constraint {
   value: unknown;
   exact: boolean;
+}
+
+/** Per slice, the values each discriminator path expects: found once, reused for every value matched. */
+const expectedBySlice = new WeakMap<ProfileNode, Map<string, Constraint[]>>();
+
+function expectedValues(slice: ProfileNode, path: string): Constraint[] {
+  let byPath = expectedBySlice.get(slice);
+  if (!byPath) expectedBySlice.set(slice, (byPath = new Map()));
+  let expected = byPath.get(path);
+  if (!expected) {
+    expected = constraintsAt(slice, path === '$this' ? [] : path.split('.').map(stripChoice));
+    if (expected.length === 0 && path === 'url') expected = extensionUrlOf(slice);
+    byPath.set(path, expected);
+  }
+  return expected;
 }
 
 /**

@@ -51,6 +51,8 @@ class ProfileWalk {
   }
 
   private element(found: Found[], node: ProfileNode, location: string): void {
+    // Most elements of a snapshot are absent and unconstrained: nothing to build for them.
+    if (found.length === 0 && node.min === 0) return;
     const at = `${location}.${node.name}${node.isChoice ? '[x]' : ''}`;
     this.cardinality(found.length, node, at);
     for (const item of found) this.item(item, node);
@@ -58,9 +60,10 @@ class ProfileWalk {
   }
 
   private cardinality(count: number, node: ProfileNode, location: string): void {
+    if (count >= node.min && count <= node.max) return;
     const rule = `cardinality ${node.min}..${node.max === Infinity ? '*' : node.max} of ${node.id}`;
     if (count < node.min) this.fail('required', location, rule, `${node.id} needs at least ${node.min} value${node.min > 1 ? 's' : ''}, found ${count}`);
-    else if (count > node.max) this.fail('structure', location, rule, `${node.id} allows at most ${node.max} value${node.max > 1 ? 's' : ''}, found ${count}`);
+    else this.fail('structure', location, rule, `${node.id} allows at most ${node.max} value${node.max > 1 ? 's' : ''}, found ${count}`);
   }
 
   private item(found: Found, node: ProfileNode): void {

@@ -1,3 +1,4 @@
+import { isResourceType, getStructureDefinition } from '../../fhir/definitions.js';
 import { isRecord } from '../../fhir/types.js';
 import { choiceSuffix, typeOfSuffix } from './elements.js';
 import type { ProfileNode } from './tree.js';
@@ -16,7 +17,7 @@ export function valuesOf(owner: Record<string, unknown>, node: ProfileNode, loca
   const codes = (node.element.type ?? []).map((type) => type.code);
   for (const key in owner) {
     const suffix = choiceSuffix(key, node.name);
-    if (suffix !== undefined) found.push(...listed(owner[key], `${location}.${key}`, typeOfSuffix(suffix, codes) ?? suffix));
+    if (suffix !== undefined) found.push(...listed(owner[key], `${location}.${key}`, typeOfSuffix(suffix, codes) ?? typeNamed(suffix)));
   }
   return found;
 }
@@ -29,6 +30,12 @@ function listed(value: unknown, location: string, type: string | undefined): Fou
     if (item !== null) found.push({ value: item, location: `${location}[${index}]`, type: type ?? resourceTypeOf(item) });
   });
   return found;
+}
+
+/** The type a choice suffix names: `String` → string, `Quantity` → Quantity. */
+function typeNamed(suffix: string): string {
+  const primitive = suffix.charAt(0).toLowerCase() + suffix.slice(1);
+  return !isResourceType(suffix) && getStructureDefinition(primitive)?.kind === 'primitive-type' ? primitive : suffix;
 }
 
 function resourceTypeOf(value: unknown): string | undefined {
@@ -48,7 +55,7 @@ export function valuesAtPath(start: Found, path: string): { value: unknown; type
         const suffix = key === name ? '' : choiceSuffix(key, name);
         if (suffix === undefined) continue;
         const items = Array.isArray(value[key]) ? (value[key] as unknown[]) : [value[key]];
-        for (const item of items) if (item !== null && item !== undefined) next.push({ value: item, type: suffix || resourceTypeOf(item) });
+        for (const item of items) if (item !== null && item !== undefined) next.push({ value: item, type: suffix ? typeNamed(suffix) : resourceTypeOf(item) });
       }
     }
     current = next;
