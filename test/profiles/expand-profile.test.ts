@@ -34,6 +34,14 @@ describe('StructureDefinition/$expand-profile', () => {
     expect(res.body.entry[0].resource.url).toBe(url);
   });
 
+  it('takes the url from the query string of a POST', async () => {
+    const client = api.newProject();
+    const url = await storeProfile(client);
+    const res = await client.post(`/StructureDefinition/$expand-profile?url=${encodeURIComponent(url)}`, { resourceType: 'Parameters' });
+    expect(res.status).toBe(200);
+    expect(res.body.entry[0].resource.url).toBe(url);
+  });
+
   it('answers a shipped HL7 profile', async () => {
     const res = await api.newProject().get(`/StructureDefinition/$expand-profile?url=${encodeURIComponent(BODY_WEIGHT)}`);
     expect(res.status).toBe(200);

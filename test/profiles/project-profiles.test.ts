@@ -147,6 +147,27 @@ describe('a write claiming a project profile', () => {
     expect(issuesAt(res.body, 'Patient.birthDate')[0]).toContain('cardinality 1..1 of Patient.birthDate');
   });
 
+  it('is refused when the profile constrains another resource type', async () => {
+    const client = api.newProject();
+    const url = await storeProfile(client);
+    const res = await client.post('/Observation', { resourceType: 'Observation', meta: { profile: [url] }, status: 'final', code: { text: 'x' } });
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].details.text).toBe(`The profile constrains Patient, not Observation (profile ${url}, rule: type)`);
+  });
+
+  it('applies children listed after a slice without ids to that slice', async () => {
+    const client = api.newProject();
+    const profile = patientProfile();
+    const differential = (profile.differential as { element: Record<string, unknown>[] }).element;
+    for (const element of differential) delete element.id;
+    const stored = await client.post('/StructureDefinition', profile);
+    expect(stored.status).toBe(201);
+    const elements = stored.body.snapshot.element as { id: string; fixedUri?: string }[];
+    expect(elements.find((element) => element.id === 'Patient.identifier:mrn.system')?.fixedUri).toBe(MRN);
+    expect(elements.find((element) => element.id === 'Patient.identifier.system')?.fixedUri).toBeUndefined();
+    expect((await client.post('/Patient', strictPatient(profile.url as string))).status).toBe(201);
+  });
+
   it('is not checked against a profile of another project', async () => {
     const url = await storeProfile(api.newProject());
     expect((await api.newProject().post('/Patient', strictPatient(url, { name: undefined }))).status).toBe(201);

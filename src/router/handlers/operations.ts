@@ -35,6 +35,7 @@ export function operationHandler(level: OperationLevel) {
     } else {
       await assertInputContentType(req);
       input = decodeBody(definition, await optionalJsonBody(req), { plainJson: operation.acceptsPlainJsonBody });
+      if (operation.readsQueryOnPost && req.query.size > 0) input = { ...decodeQuery(definition, req.query), ...input };
     }
     if (operation.respondsAsync && prefersAsync(req.header('prefer'))) {
       const fhirBase = ctx.config.fhirBaseUrl;

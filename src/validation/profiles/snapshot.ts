@@ -6,7 +6,8 @@ import { choiceSuffix, idOf, maxOf, pathOfId, typeOfSuffix } from './elements.js
  * `StructureDefinition.snapshot` lists it. Pure: the base snapshot comes from the caller, which
  * finds it among the core definitions, the shipped profiles or the project's own (and generates
  * it first when the base has a differential only). The rules it applies, in differential order:
- * - an element is found by its id; a choice named by type (`valueQuantity`) is the slice
+ * - an element is found by its id (one left out is made from its path, a child listed after a
+ *   slice belonging to that slice); a choice named by type (`valueQuantity`) is the slice
  *   `value[x]:valueQuantity` of the choice, which is restricted to that type;
  * - a child of a complex type the snapshot does not list yet (`code.coding.system`) is found
  *   after listing the children of that type (or of the element a contentReference names);
@@ -27,12 +28,26 @@ export class SnapshotError extends Error {
 
 export function generateSnapshot(profile: StructureDefinition, baseSnapshot: readonly ElementDefinition[]): ElementDefinition[] {
   const working = new WorkingSnapshot(baseSnapshot);
-  (profile.differential?.element ?? []).forEach((element, index) => {
+  const idsByPath = new Map<string, string>();
+  (profile.differential?.element ?? []).forEach((stated, index) => {
     const where = `StructureDefinition.differential.element[${index}]`;
-    const target = working.locate(element as ElementDefinition, where);
-    merge(target, element as ElementDefinition, where);
+    const element = stated as ElementDefinition;
+    const id = element.id ?? contextualId(element, idsByPath);
+    idsByPath.set(element.path, id);
+    merge(working.locate(id, where), element, where);
   });
   return working.elements;
+}
+
+/**
+ * The id of a differential element that has none, from the elements before it: a child listed
+ * after a slice belongs to that slice (`Patient.identifier:mrn` then `Patient.identifier.system`).
+ */
+function contextualId(element: ElementDefinition, idsByPath: ReadonlyMap<string, string>): string {
+  const dot = element.path.lastIndexOf('.');
+  const parent = dot < 0 ? undefined : idsByPath.get(element.path.slice(0, dot));
+  const own = parent === undefined ? element.path : `${parent}${element.path.slice(dot)}`;
+  return element.sliceName ? `${own}:${element.sliceName}` : own;
 }
 
 class WorkingSnapshot {
@@ -42,9 +57,9 @@ class WorkingSnapshot {
     this.elements = base.map((element) => ({ ...structuredClone(element), id: idOf(element) }));
   }
 
-  /** The snapshot element a differential element constrains, made when it is a new slice or an unlisted child. */
-  locate(element: ElementDefinition, where: string): ElementDefinition {
-    const segments = idOf(element).split('.');
+  /** The snapshot element a differential element's id names, made when it is a new slice or an unlisted child. */
+  locate(id: string, where: string): ElementDefinition {
+    const segments = id.split('.');
     let current = segments[0];
     if (this.indexOf(current) < 0) {
       throw new SnapshotError(`Unknown element ${current}: the differential must start at the profiled type ${this.elements[0]?.path}`, where);
