@@ -63,6 +63,20 @@ describe('StructureDefinition/$expand-profile', () => {
     expect(res.body.resourceType).toBe('OperationOutcome');
   });
 
+  it('is a GraphQL field answering the same Bundle', async () => {
+    const client = api.newProject();
+    const url = await storeProfile(client);
+    const res = await api.raw('/fhir/R4/$graphql', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...(await client.authHeaders()) },
+      body: JSON.stringify({ query: 'query($url: String) { StructureDefinitionExpandProfile(url: $url) { type entry { resource { ... on StructureDefinition { url } } } } }', variables: { url } }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { data: { StructureDefinitionExpandProfile: { type: string; entry: { resource: { url: string } }[] } } };
+    expect(body.data.StructureDefinitionExpandProfile.type).toBe('searchset');
+    expect(body.data.StructureDefinitionExpandProfile.entry.map((entry) => entry.resource.url)).toEqual([url, BIRTH_PLACE]);
+  });
+
   it('generates the same snapshot as a write stores', async () => {
     const client = api.newProject();
     const stored = (await client.post('/StructureDefinition', patientProfile())).body;
