@@ -147,6 +147,30 @@ describe('a write claiming a project profile', () => {
     expect(issuesAt(res.body, 'Patient.birthDate')[0]).toContain('cardinality 1..1 of Patient.birthDate');
   });
 
+  it('is refused when a coded value is outside a required binding the profile adds', async () => {
+    const client = api.newProject();
+    const profile = patientProfile();
+    profile.differential = {
+      element: [
+        { id: 'Patient', path: 'Patient' },
+        { id: 'Patient.maritalStatus', path: 'Patient.maritalStatus', binding: { strength: 'required', valueSet: 'http://hl7.org/fhir/ValueSet/marital-status' } },
+      ],
+    };
+    const url = await storeProfile(client, profile);
+    const coded = (code: string) => ({ resourceType: 'Patient', meta: { profile: [url] }, maritalStatus: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-MaritalStatus', code }] } });
+    expect((await client.post('/Patient', coded('S'))).status).toBe(201);
+    const res = await client.post('/Patient', coded('Q'));
+    expect(res.status).toBe(400);
+    expect(res.body.issue).toEqual([
+      {
+        severity: 'error',
+        code: 'code-invalid',
+        details: { text: `"Q" is not in the value set http://hl7.org/fhir/ValueSet/marital-status (profile ${url}, rule: required binding of Patient.maritalStatus)` },
+        expression: ['Patient.maritalStatus'],
+      },
+    ]);
+  });
+
   it('is refused when the profile constrains another resource type', async () => {
     const client = api.newProject();
     const url = await storeProfile(client);

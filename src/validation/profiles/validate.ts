@@ -202,7 +202,7 @@ function addedRequiredCodes(node: ProfileNode): { valueSet: string; allowed: Rea
   if (found === undefined) {
     found = null;
     const { binding, path } = node.element;
-    if (binding?.strength === 'required' && binding.valueSet && binding.valueSet !== baseBindingOf(path)) {
+    if (binding?.strength === 'required' && binding.valueSet && !baseRequires(path, binding.valueSet)) {
       const codes = requiredBindingCodes(binding.valueSet);
       if (codes) found = { valueSet: binding.valueSet, allowed: new Set(codes) };
     }
@@ -211,7 +211,9 @@ function addedRequiredCodes(node: ProfileNode): { valueSet: string; allowed: Rea
   return found ?? undefined;
 }
 
-function baseBindingOf(path: string): string | undefined {
+/** Whether the base definition already binds the element to that value set, required. */
+function baseRequires(path: string, valueSet: string): boolean {
   const type = path.slice(0, path.indexOf('.') < 0 ? path.length : path.indexOf('.'));
-  return getStructureDefinition(type)?.snapshot?.element.find((element) => element.path === path)?.binding?.valueSet;
+  const binding = getStructureDefinition(type)?.snapshot?.element.find((element) => element.path === path)?.binding;
+  return binding?.strength === 'required' && binding.valueSet === valueSet;
 }
