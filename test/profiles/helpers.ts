@@ -49,33 +49,35 @@ export function bloodPressure(): Record<string, unknown> {
  * (open) with birthPlace at most once.
  */
 export function patientProfile(url = `https://example.org/fhir/StructureDefinition/strict-patient-${randomUUID()}`): Record<string, unknown> {
+  return constraintOn('Patient', url, [
+    { id: 'Patient.extension', path: 'Patient.extension', slicing: { discriminator: [{ type: 'value', path: 'url' }], rules: 'open' } },
+    { id: 'Patient.extension:birthPlace', path: 'Patient.extension', sliceName: 'birthPlace', min: 0, max: '1', type: [{ code: 'Extension', profile: [BIRTH_PLACE] }] },
+    { id: 'Patient.identifier', path: 'Patient.identifier', min: 1, slicing: { discriminator: [{ type: 'value', path: 'system' }], rules: 'closed' } },
+    { id: 'Patient.identifier:mrn', path: 'Patient.identifier', sliceName: 'mrn', min: 1, max: '1' },
+    { id: 'Patient.identifier:mrn.system', path: 'Patient.identifier.system', min: 1, fixedUri: MRN },
+    { id: 'Patient.name', path: 'Patient.name', min: 1, max: '1' },
+    { id: 'Patient.gender', path: 'Patient.gender', fixedCode: 'female' },
+    {
+      id: 'Patient.maritalStatus',
+      path: 'Patient.maritalStatus',
+      patternCodeableConcept: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-MaritalStatus', code: 'M' }] },
+    },
+  ]);
+}
+
+/** A profile of a core resource type whose differential is the root and `elements`. */
+export function constraintOn(type: string, url: string, elements: Record<string, unknown>[]): Record<string, unknown> {
   return {
     resourceType: 'StructureDefinition',
     url,
-    name: 'StrictPatient',
+    name: `Constrained${type}`,
     status: 'active',
     kind: 'resource',
     abstract: false,
-    type: 'Patient',
-    baseDefinition: 'http://hl7.org/fhir/StructureDefinition/Patient',
+    type,
+    baseDefinition: `http://hl7.org/fhir/StructureDefinition/${type}`,
     derivation: 'constraint',
-    differential: {
-      element: [
-        { id: 'Patient', path: 'Patient' },
-        { id: 'Patient.extension', path: 'Patient.extension', slicing: { discriminator: [{ type: 'value', path: 'url' }], rules: 'open' } },
-        { id: 'Patient.extension:birthPlace', path: 'Patient.extension', sliceName: 'birthPlace', min: 0, max: '1', type: [{ code: 'Extension', profile: [BIRTH_PLACE] }] },
-        { id: 'Patient.identifier', path: 'Patient.identifier', min: 1, slicing: { discriminator: [{ type: 'value', path: 'system' }], rules: 'closed' } },
-        { id: 'Patient.identifier:mrn', path: 'Patient.identifier', sliceName: 'mrn', min: 1, max: '1' },
-        { id: 'Patient.identifier:mrn.system', path: 'Patient.identifier.system', min: 1, fixedUri: MRN },
-        { id: 'Patient.name', path: 'Patient.name', min: 1, max: '1' },
-        { id: 'Patient.gender', path: 'Patient.gender', fixedCode: 'female' },
-        {
-          id: 'Patient.maritalStatus',
-          path: 'Patient.maritalStatus',
-          patternCodeableConcept: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-MaritalStatus', code: 'M' }] },
-        },
-      ],
-    },
+    differential: { element: [{ id: type, path: type }, ...elements] },
   };
 }
 
