@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { useTestServer } from '../helpers/server.js';
-import { BIRTH_PLACE, MRN, patientProfile, storeProfile, strictPatient, texts } from './helpers.js';
+import { BIRTH_PLACE, MRN, constraintOn, patientProfile, storeProfile, strictPatient, texts } from './helpers.js';
 
 /** StructureDefinitions a project stores: snapshot generated on write, enforced on the writes that claim them. */
 
@@ -123,6 +124,28 @@ describe('a write claiming a project profile', () => {
     expect(res.status).toBe(400);
     expect(issuesAt(res.body, 'Patient.extension[0].valueString')).toEqual([
       `Type string is not allowed here; the profile allows Address (profile ${BIRTH_PLACE}, rule: types of Extension.value[x])`,
+    ]);
+  });
+
+  it('has its extensions checked against an extension definition of the project, itself written with a differential only', async () => {
+    const client = api.newProject();
+    const extensionUrl = `https://example.org/fhir/StructureDefinition/shoe-size-${randomUUID()}`;
+    const definition = {
+      ...constraintOn('Extension', extensionUrl, [
+        { id: 'Extension.extension', path: 'Extension.extension', max: '0' },
+        { id: 'Extension.url', path: 'Extension.url', fixedUri: extensionUrl },
+        { id: 'Extension.value[x]', path: 'Extension.value[x]', min: 1, type: [{ code: 'integer' }] },
+      ]),
+      kind: 'complex-type',
+      context: [{ type: 'element', expression: 'Patient' }],
+    };
+    expect((await client.post('/StructureDefinition', definition)).status).toBe(201);
+    const url = await storeProfile(client);
+    expect((await client.post('/Patient', strictPatient(url, { extension: [{ url: extensionUrl, valueInteger: 42 }] }))).status).toBe(201);
+    const res = await client.post('/Patient', strictPatient(url, { extension: [{ url: extensionUrl, valueString: 'large' }] }));
+    expect(res.status).toBe(400);
+    expect(issuesAt(res.body, 'Patient.extension[0].valueString')).toEqual([
+      `Type string is not allowed here; the profile allows integer (profile ${extensionUrl}, rule: types of Extension.value[x])`,
     ]);
   });
 

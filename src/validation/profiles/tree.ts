@@ -1,5 +1,6 @@
 import type { ElementDefinition } from '../../fhir/definitions.js';
 import { idOf, maxOf, ownerOfId, requiredValueOf } from './elements.js';
+import { SnapshotError } from './snapshot.js';
 
 /**
  * A snapshot as the profile validator walks it: each element with its children (by name) and,
@@ -42,7 +43,7 @@ export function compileProfile(url: string, type: string, elements: readonly Ele
     if (!parent) continue;
     (owner.slice ? parent.slices : parent.children).push(node);
   }
-  if (!root) throw new Error(`StructureDefinition ${url} has an empty snapshot`);
+  if (!root) throw new SnapshotError(`The snapshot of ${url} does not start with its root element`, 'StructureDefinition.snapshot.element[0]');
   return { url, type, root };
 }
 
