@@ -25,6 +25,8 @@ export interface CompiledProfile {
   /** The resource or data type it constrains (`Observation`, `Extension`). */
   readonly type: string;
   readonly root: ProfileNode;
+  /** The snapshot's elements, in order (what the invariants engine reads constraints from). */
+  readonly elements: readonly ElementDefinition[];
 }
 
 export function compileProfile(url: string, type: string, elements: readonly ElementDefinition[]): CompiledProfile {
@@ -44,7 +46,7 @@ export function compileProfile(url: string, type: string, elements: readonly Ele
     (owner.slice ? parent.slices : parent.children).push(node);
   }
   if (!root) throw new SnapshotError(`The snapshot of ${url} does not start with its root element`, 'StructureDefinition.snapshot.element[0]');
-  return { url, type, root };
+  return { url, type, root, elements };
 }
 
 function nodeOf(element: ElementDefinition): ProfileNode {
