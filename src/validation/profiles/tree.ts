@@ -18,6 +18,11 @@ export interface ProfileNode {
   readonly required: { value: unknown; exact: boolean; key: string } | undefined;
   readonly children: ProfileNode[];
   readonly slices: ProfileNode[];
+  /**
+   * Whether the element or one below it states a rule the structural check does not already
+   * enforce; most elements of a snapshot repeat the base and are not walked.
+   */
+  constrains: boolean;
 }
 
 export interface CompiledProfile {
@@ -46,6 +51,7 @@ export function compileProfile(url: string, type: string, elements: readonly Ele
     (owner.slice ? parent.slices : parent.children).push(node);
   }
   if (!root) throw new SnapshotError(`The snapshot of ${url} does not start with its root element`, 'StructureDefinition.snapshot.element[0]');
+  markConstraining(root);
   return { url, type, root, elements };
 }
 
@@ -62,7 +68,33 @@ function nodeOf(element: ElementDefinition): ProfileNode {
     required: requiredValueOf(element),
     children: [],
     slices: [],
+    constrains: true,
   };
+}
+
+function markConstraining(node: ProfileNode): boolean {
+  let below = false;
+  for (const child of [...node.children, ...node.slices]) below = markConstraining(child) || below;
+  node.constrains = below || statesRule(node);
+  return node.constrains;
+}
+
+/** A rule of the element itself that the structural check (base cardinality, base types) leaves to the profile walk. */
+function statesRule(node: ProfileNode): boolean {
+  const { element } = node;
+  const baseMin = element.base?.min ?? 0;
+  const baseMax = element.base?.max === undefined ? Infinity : maxOf({ max: element.base.max });
+  return (
+    node.min > baseMin ||
+    node.max < baseMax ||
+    node.required !== undefined ||
+    node.slices.length > 0 ||
+    node.isChoice ||
+    element.binding?.strength === 'required' ||
+    node.name === 'extension' ||
+    node.name === 'modifierExtension' ||
+    (element.type ?? []).some((type) => (type.targetProfile?.length ?? 0) > 0 || (type.profile?.length ?? 0) > 0)
+  );
 }
 
 /** The child of a node by property name (`value` for `value[x]`). */
