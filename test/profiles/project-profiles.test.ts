@@ -194,6 +194,22 @@ describe('a write claiming a project profile', () => {
     ]);
   });
 
+  it('has references checked against target profiles it knows, and not against those it does not', async () => {
+    const client = api.newProject();
+    const practitionerProfile = await storeProfile(client, constraintOn('Practitioner', `https://example.org/fhir/StructureDefinition/gp-${randomUUID()}`, []));
+    const reference = (target: string) => [{ id: 'Patient.generalPractitioner', path: 'Patient.generalPractitioner', type: [{ code: 'Reference', targetProfile: [target] }] }];
+    const known = await storeProfile(client, constraintOn('Patient', `https://example.org/fhir/StructureDefinition/p-${randomUUID()}`, reference(practitionerProfile)));
+    const unknown = await storeProfile(client, constraintOn('Patient', `https://example.org/fhir/StructureDefinition/p-${randomUUID()}`, reference('https://example.org/fhir/StructureDefinition/nobody-knows')));
+    const withGp = (url: string, gp: string) => ({ resourceType: 'Patient', meta: { profile: [url] }, generalPractitioner: [{ reference: gp }] });
+    expect((await client.post('/Patient', withGp(known, 'Practitioner/p1'))).status).toBe(201);
+    const refused = await client.post('/Patient', withGp(known, 'Organization/o1'));
+    expect(refused.status).toBe(400);
+    expect(issuesAt(refused.body, 'Patient.generalPractitioner[0].reference')).toEqual([
+      `A reference to Organization is not allowed here; it must refer to Practitioner (profile ${known}, rule: targetProfile of Patient.generalPractitioner)`,
+    ]);
+    expect((await client.post('/Patient', withGp(unknown, 'Organization/o1'))).status).toBe(201);
+  });
+
   it('is refused when the profile constrains another resource type', async () => {
     const client = api.newProject();
     const url = await storeProfile(client);
