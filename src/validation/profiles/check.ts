@@ -33,7 +33,8 @@ async function checkProfiles(resource: Resource, context: CheckContext, named: {
     seen.add(url);
     // The base definition of the type asks for nothing its structure check did not do.
     if (coreDefinition(url)?.type === resource.resourceType) continue;
-    const profile = library.compiled(url);
+    // Only constraints are profiles: a logical model or specialization named in meta.profile counts as unknown.
+    const profile = library.definition(url)?.derivation === 'constraint' ? library.compiled(url) : undefined;
     if (!profile) {
       unknown.push({ url, index });
       continue;
