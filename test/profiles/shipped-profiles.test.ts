@@ -53,6 +53,18 @@ describe('shipped HL7 profiles', () => {
     expect(texts(res.body).every((text) => text.includes(`profile ${BP}`))).toBe(true);
   });
 
+  it('leaves unchecked a slicing it cannot follow (lipidprofile slices results by resolve().code)', async () => {
+    const report = {
+      resourceType: 'DiagnosticReport',
+      meta: { profile: ['http://hl7.org/fhir/StructureDefinition/lipidprofile'] },
+      status: 'final',
+      code: { coding: [{ system: 'http://loinc.org', code: '57698-3', display: 'Lipid panel with direct LDL - Serum or Plasma' }] },
+      issued: '2026-11-01T10:00:00Z',
+      result: [{ reference: 'Observation/cholesterol' }, { reference: 'Observation/triglyceride' }, { reference: 'Observation/hdl' }],
+    };
+    expect((await api.newProject().post('/DiagnosticReport', report)).status).toBe(201);
+  });
+
   it('checks an update against the profile too', async () => {
     const client = api.newProject();
     const created = (await client.post('/Observation', bodyWeight())).body;

@@ -7,7 +7,8 @@ import { equalsExactly, matchesPattern, navigate, valuesAtPath, type Found } fro
  * `value` and `pattern` compare the value found at the discriminator's path with the slice's
  * fixed or pattern value there, `exists` its presence with the slice's cardinality there, `type`
  * its type, `profile` whether it conforms to the slice's profile. FHIRPath functions in a path
- * (`extension('url')`, `resolve()`, `ofType()`) are not followed: such a discriminator matches nothing.
+ * (`extension('url')`, `resolve()`, `ofType()`) are not followed: the walk leaves such a slicing
+ * unchecked (validate.ts).
  */
 
 export type Discriminator = NonNullable<NonNullable<ElementDefinition['slicing']>['discriminator']>[number];

@@ -123,6 +123,9 @@ class ProfileWalk {
   private slicing(found: Found[], node: ProfileNode, location: string): void {
     const slicing = node.element.slicing;
     const discriminators = slicing?.discriminator ?? defaultDiscriminators(node);
+    // Which slice a value belongs to cannot be told without following the path (`resolve().code`):
+    // the slicing is left unchecked rather than every value reported.
+    if (!discriminators.every(isFollowed)) return;
     const rules = slicing?.rules ?? 'open';
     const assigned = new Map<ProfileNode, Found[]>(node.slices.map((slice) => [slice, []]));
     const conforms = (item: Found, url: string) => this.conformsTo(item, url);
@@ -171,6 +174,10 @@ class ProfileWalk {
     if (this.issues.length >= MAX_ISSUES) return;
     this.issues.push(issue(code, `${text} (profile ${this.profileUrl}, rule: ${rule})`, location));
   }
+}
+
+function isFollowed(discriminator: { path?: string }): boolean {
+  return !(discriminator.path ?? '').includes('(');
 }
 
 function isExtensionList(node: ProfileNode): boolean {
