@@ -65,6 +65,17 @@ describe('shipped HL7 profiles', () => {
     expect((await api.newProject().post('/DiagnosticReport', report)).status).toBe(201);
   });
 
+  it('leaves unchecked a slicing without discriminators (familymemberhistory-genetic slices relationship so)', async () => {
+    const history = {
+      resourceType: 'FamilyMemberHistory',
+      meta: { profile: ['http://hl7.org/fhir/StructureDefinition/familymemberhistory-genetic'] },
+      status: 'completed',
+      patient: { reference: 'Patient/example' },
+      relationship: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-RoleCode', code: 'FTH' }] },
+    };
+    expect((await api.newProject().post('/FamilyMemberHistory', history)).status).toBe(201);
+  });
+
   it('checks an update against the profile too', async () => {
     const client = api.newProject();
     const created = (await client.post('/Observation', bodyWeight())).body;

@@ -20,10 +20,11 @@ export function matchesSlice(found: Found, slice: ProfileNode, discriminators: r
   return discriminators.every((discriminator) => matchesOne(found, slice, discriminator, conforms));
 }
 
-/** Without slicing stated: extensions are sliced by url, choices by type. */
+/** Without slicing stated: extensions are sliced by url, choices by type, anything else by nothing known. */
 export function defaultDiscriminators(node: ProfileNode): Discriminator[] {
   if (node.isChoice) return [{ type: 'type', path: '$this' }];
-  return [{ type: 'value', path: 'url' }];
+  if (node.name === 'extension' || node.name === 'modifierExtension') return [{ type: 'value', path: 'url' }];
+  return [];
 }
 
 function matchesOne(found: Found, slice: ProfileNode, discriminator: Discriminator, conforms: ConformanceTest): boolean {

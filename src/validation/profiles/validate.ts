@@ -123,9 +123,9 @@ class ProfileWalk {
   private slicing(found: Found[], node: ProfileNode, location: string): void {
     const slicing = node.element.slicing;
     const discriminators = slicing?.discriminator ?? defaultDiscriminators(node);
-    // Which slice a value belongs to cannot be told without following the path (`resolve().code`):
-    // the slicing is left unchecked rather than every value reported.
-    if (!discriminators.every(isFollowed)) return;
+    // Which slice a value belongs to cannot be told without discriminators, or without following
+    // their path (`resolve().code`): the slicing is left unchecked rather than every value reported.
+    if (discriminators.length === 0 || !discriminators.every(isFollowed)) return;
     const rules = slicing?.rules ?? 'open';
     const assigned = new Map<ProfileNode, Found[]>(node.slices.map((slice) => [slice, []]));
     const conforms = (item: Found, url: string) => this.conformsTo(item, url);
