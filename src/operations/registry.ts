@@ -60,6 +60,11 @@ export interface Operation<I = any, O = any> {
    * string.
    */
   readonly examinesResource?: boolean;
+  /**
+   * A POST may also give simple parameters in the query string (Medplum's `$expand-profile?url=`);
+   * one given in both places takes the body's value.
+   */
+  readonly readsQueryOnPost?: boolean;
   /** Runs before the input is decoded: a refusal (403) comes before any complaint about the body. */
   authorize?(request: OperationRequest): void;
   /**

@@ -9,6 +9,7 @@ import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import { validateResource } from '../validation/validator.js';
 import { assertResourceChecks } from '../validation/resource-checks.js';
+import { prepareResource } from '../validation/resource-preparers.js';
 import { applyJsonPatch, type PatchLimits } from './patch.js';
 import { idInUse, insertingNewId, lockCurrentRow, projectOf, retryOnCreateRace, type CurrentRow } from './current-rows.js';
 import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
@@ -162,8 +163,8 @@ export class Repository implements ResourceRepository {
   async createResource(resourceType: string, input: unknown, id: string = randomUUID()): Promise<WriteResult> {
     assertType(resourceType);
     validateResource(input, { expectedType: resourceType });
-    await this.checkDeeply(this.db, input, this.identity.projectId);
-    const resource = this.stamp(await this.prepared(this.db, input, undefined), id, randomUUID());
+    const completed = await this.completeAndCheck(this.db, input, this.identity.projectId);
+    const resource = this.stamp(await this.prepared(this.db, completed, undefined), id, randomUUID());
     const text = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType)
       ? await this.db.transaction(async (tx) => {
           const written = await this.insertNew(tx, resource);
@@ -198,8 +199,7 @@ export class Repository implements ResourceRepository {
       try {
         assertType(item.resourceType);
         validateResource(item.input, { expectedType: item.resourceType });
-        await this.checkDeeply(this.db, item.input, this.identity.projectId);
-        inputs.push(item.input);
+        inputs.push(await this.completeAndCheck(this.db, item.input, this.identity.projectId));
       } catch (error) {
         throw new ItemError(index, error);
       }
@@ -225,9 +225,14 @@ export class Repository implements ResourceRepository {
     return results;
   }
 
-  /** The checks beyond shape (bindings by terminology, profiles) that the composition root registered. */
-  private checkDeeply(db: SqlExecutor, input: Resource, projectId: string): Promise<void> {
-    return assertResourceChecks(input, { db, projectId });
+  /**
+   * The resource completed by its type's preparer (a StructureDefinition's snapshot), then the
+   * checks beyond shape (bindings by terminology, profiles): both registered by the composition root.
+   */
+  private async completeAndCheck(db: SqlExecutor, input: Resource, projectId: string): Promise<Resource> {
+    const completed = await prepareResource(input, { db, projectId });
+    await assertResourceChecks(completed, { db, projectId });
+    return completed;
   }
 
   /** The content to store, as the write check's `prepare` decides (unchanged without one). */
@@ -290,16 +295,16 @@ export class Repository implements ResourceRepository {
           if (options.ifMatch !== undefined) {
             throw errors.preconditionFailed(`${resourceType}/${id} does not exist, so it cannot match version ${options.ifMatch}`);
           }
-          await this.checkDeeply(tx, input, this.identity.projectId);
-          const resource = this.stamp(await this.prepared(tx, input, undefined), id, versionId);
+          const completed = await this.completeAndCheck(tx, input, this.identity.projectId);
+          const resource = this.stamp(await this.prepared(tx, completed, undefined), id, versionId);
           const text = await this.insertNew(tx, resource);
           await this.afterWrite(tx, resource);
           return { resource, text, created: true, changed: true };
         }
         checkVersion(current, options, resourceType, id);
-        await this.checkDeeply(tx, input, current.projectId);
+        const completed = await this.completeAndCheck(tx, input, current.projectId);
         const existing = !current.deleted && current.content !== null ? (JSON.parse(current.content) as Resource) : undefined;
-        const next = await this.prepared(tx, input, existing);
+        const next = await this.prepared(tx, completed, existing);
         if (!alwaysNewVersion && existing && sameContent(existing, next)) {
           return { resource: existing, text: current.content!, created: false, changed: false };
         }
@@ -325,8 +330,8 @@ export class Repository implements ResourceRepository {
       const patched = applyJsonPatch(before, operations, this.patchLimits);
       validateResource(patched, { expectedType: resourceType });
       if (patched.id !== id) throw errors.invalid('A patch must not change the resource id', `${resourceType}.id`);
-      await this.checkDeeply(tx, patched, current.projectId);
-      const next = await this.prepared(tx, patched, before);
+      const completed = await this.completeAndCheck(tx, patched, current.projectId);
+      const next = await this.prepared(tx, completed, before);
       if (sameContent(before, next)) return { resource: before, text: current.content, created: false, changed: false };
       const resource = this.stamp(next, id, randomUUID(), current.projectId, current);
       const text = await replaceVersion(tx, resource, current.projectId);

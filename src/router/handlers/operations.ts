@@ -40,6 +40,7 @@ export function operationHandler(level: OperationLevel) {
         examined: operation.examinesResource,
         query: req.query,
       });
+      if (operation.readsQueryOnPost && req.query.size > 0) input = { ...decodeQuery(definition, req.query), ...input };
     }
     if (operation.respondsAsync && prefersAsync(req.header('prefer'))) {
       const fhirBase = ctx.config.fhirBaseUrl;
