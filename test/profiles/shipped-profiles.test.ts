@@ -17,6 +17,12 @@ describe('shipped HL7 profiles', () => {
     expect((await api.newProject().post('/Observation', bloodPressure())).status).toBe(201);
   });
 
+  it('refuses a body weight whose code has no coding at all, as the required slice is missing', async () => {
+    const res = await api.newProject().post('/Observation', bodyWeight({ code: { text: 'weight' } }));
+    expect(res.status).toBe(400);
+    expect(texts(res.body).some((text) => text.includes('cardinality 1..1 of Observation.code.coding:BodyWeightCode'))).toBe(true);
+  });
+
   it('refuses a body weight without the LOINC code, naming the slice, the rule and the profile', async () => {
     const res = await api.newProject().post('/Observation', bodyWeight({ code: { coding: [{ system: 'http://loinc.org', code: '3141-9' }] } }));
     expect(res.status).toBe(400);

@@ -51,8 +51,9 @@ class ProfileWalk {
   }
 
   private element(found: Found[], node: ProfileNode, location: string): void {
-    // Most elements of a snapshot are absent or repeat the base: nothing to check for them.
-    if (!node.constrains || (found.length === 0 && node.min === 0)) return;
+    // Most elements of a snapshot are absent or repeat the base: nothing to check for them. An
+    // absent element still breaks a slice that needs values (bodyweight's code.coding:BodyWeightCode).
+    if (!node.constrains || (found.length === 0 && node.min === 0 && !node.slices.some((slice) => slice.min > 0))) return;
     const at = `${location}.${node.name}${node.isChoice ? '[x]' : ''}`;
     this.cardinality(found.length, node, at);
     for (const item of found) this.item(item, node);
