@@ -12,7 +12,7 @@ import { assertResourceChecks } from '../validation/resource-checks.js';
 import { prepareResource } from '../validation/resource-preparers.js';
 import { applyJsonPatch, type PatchLimits } from './patch.js';
 import { idInUse, insertingNewId, lockCurrentRow, projectOf, retryOnCreateRace, type CurrentRow } from './current-rows.js';
-import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
+import type { InvalidationBus } from '../cache/invalidation.js';
 import { projectParameters } from '../indexing/parameters.js';
 import { firstVersionsStatement, insertFirstVersion, replaceVersion, writeDeletion } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
@@ -20,6 +20,7 @@ import { commitOnly, type ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
+import { CommittedWrites } from './committed-writes.js';
 import type { CreateBatches } from './create-batches.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
 import { selectCurrent, selectCurrentMany, selectVersionTexts } from './current-versions.js';
@@ -53,8 +54,7 @@ export class Repository implements ResourceRepository {
   private readonly reader: () => Reader;
   private readonly binaries: BinaryStorage;
   private readonly cache: ResourceCache;
-  private readonly bus: InvalidationBus | undefined;
-  private readonly searchCache: SearchCache | undefined;
+  private readonly committed: CommittedWrites;
   private readonly patchLimits: PatchLimits;
   private readonly batches: CreateBatches | undefined;
 
@@ -71,8 +71,7 @@ export class Repository implements ResourceRepository {
     // Inside a joined transaction the cache may hold versions the transaction has replaced, and
     // must not learn versions before they commit.
     this.cache = services.db.joined ? commitOnly(services.resourceCache) : services.resourceCache;
-    this.bus = services.bus;
-    this.searchCache = services.searchCache;
+    this.committed = new CommittedWrites(services.db, this.cache, services.bus, services.searchCache);
     this.batches = services.createBatches;
     this.patchLimits = { maxOperations: services.config.maxPatchOperations, maxBytes: services.config.maxBodyBytes };
   }
@@ -172,7 +171,7 @@ export class Repository implements ResourceRepository {
           return written;
         })
       : await this.insertAlone(resource);
-    this.remember(resource, text);
+    this.committed.written(resource, text);
     return { resource, text, created: true, changed: true };
   }
 
@@ -188,7 +187,7 @@ export class Repository implements ResourceRepository {
     await this.db.execute(statement.sql, statement.args, { planOnce: true });
     return resources.map((resource) => {
       const text = JSON.stringify(resource);
-      this.remember(resource, text);
+      this.committed.written(resource, text);
       return { resource, text, created: true, changed: true };
     });
   }
@@ -314,7 +313,7 @@ export class Repository implements ResourceRepository {
         return { resource, text, created: current.deleted, changed: true };
       }),
     );
-    if (result.changed) this.remember(result.resource, result.text);
+    if (result.changed) this.committed.written(result.resource, result.text);
     return result;
   }
 
@@ -338,7 +337,7 @@ export class Repository implements ResourceRepository {
       await this.afterWrite(tx, resource);
       return { resource, text, created: false, changed: true };
     });
-    if (result.changed) this.remember(result.resource, result.text);
+    if (result.changed) this.committed.written(result.resource, result.text);
     return result;
   }
 
@@ -363,12 +362,7 @@ export class Repository implements ResourceRepository {
       await this.afterWrite(tx, null, { resourceType, id, projectId: current.projectId });
       return version;
     });
-    if (deletion) {
-      this.db.afterCommit(() => {
-        this.cache.set(deletion);
-        this.announce(resourceType, deletion.projectId, id);
-      });
-    }
+    if (deletion) this.committed.deleted(deletion);
   }
 
   /** History of one resource (id given), a whole type, or every type (no type) in the caller's project, newest first. */
@@ -387,7 +381,7 @@ export class Repository implements ResourceRepository {
     const resource = this.stamp(input, id, randomUUID());
     await this.binaries.put(binaryKey(this.identity.projectId, resource.id!, resource.meta!.versionId!), this.identity.projectId, contentType, data, this.db.joined);
     const text = await this.insertNew(this.db, resource);
-    this.remember(resource, text);
+    this.committed.written(resource, text);
     return { resource, text, created: true, changed: true };
   }
 
@@ -439,10 +433,6 @@ export class Repository implements ResourceRepository {
     };
   }
 
-  /**
-   * One statement: resource row, history row and index rows (a single statement is atomic). The
-   * index rows include those of the project's own SearchParameters (src/indexing/parameters.ts).
-   */
   /** A create outside any transaction: with others that arrive at the same time when the server groups them. */
   private async insertAlone(resource: Resource): Promise<string> {
     if (!this.batches || this.db.joined) return this.insertNew(this.db, resource);
@@ -451,39 +441,13 @@ export class Repository implements ResourceRepository {
     return text;
   }
 
+  /**
+   * One statement: resource row, history row and index rows (a single statement is atomic). The
+   * index rows include those of the project's own SearchParameters (src/indexing/parameters.ts).
+   */
   private async insertNew(executor: SqlExecutor, resource: Resource): Promise<string> {
     const parameters = await projectParameters(executor, resource.meta!.project!);
     return insertingNewId(() => insertFirstVersion(executor, resource, parameters));
-  }
-
-  /** Called after a write has committed: the cache never holds uncommitted versions. */
-  private remember(resource: Resource, text: string): void {
-    this.db.afterCommit(() => this.rememberCommitted(resource, text));
-  }
-
-  private rememberCommitted(resource: Resource, text: string): void {
-    const meta = resource.meta!;
-    this.cache.set({
-      resourceType: resource.resourceType,
-      id: resource.id!,
-      projectId: meta.project!,
-      versionId: meta.versionId!,
-      lastUpdated: meta.lastUpdated!,
-      deleted: false,
-      text,
-    });
-    this.announce(resource.resourceType, meta.project!, resource.id!);
-  }
-
-  /**
-   * After commit: every server, this one included, drops what it cached of this resource (only
-   * watched types are sent: auth's identities, a project's SearchParameters), and the search counts
-   * of its type.
-   */
-  private announce(resourceType: string, projectId: string, id: string): void {
-    this.searchCache?.written(projectId, resourceType);
-    const topic = resourceChangedTopic(resourceType);
-    if (this.bus?.hasSubscribers(topic)) void this.bus.publish(topic, `${projectId}/${id}`);
   }
 }
 
