@@ -15,7 +15,7 @@ const LAYERS = [
   ['operations'],
   ['terminology'],
   ['search'],
-  ['measure', 'admin'],
+  ['measure', 'admin', 'clinical', 'ips', 'sdc', 'validate', 'profiles'],
   ['access'],
   ['router'],
   ['graphql'],

@@ -3,8 +3,8 @@
  * at 16 connections, and appends the figures to bench/RESULTS.md.
  *
  *   npm run bench                         embedded PGlite, plus PostgreSQL when BENCH_DATABASE_URL is set
- *   BENCH_SCENARIOS=read,create npm run bench   (a scenario is selected by its first word: read, create, graphql,
- *                                                transaction, batch, search, conditional, hostile, overload)
+ *   BENCH_SCENARIOS=read,create npm run bench   (a scenario is selected by its first word: read, create, validate,
+ *                                                graphql, transaction, batch, search, conditional, hostile, overload)
  *   BENCH_DURATION=10 npm run bench       seconds per scenario (default 10)
  *   BENCH_WORKERS=1,2 npm run bench       PostgreSQL once per WORKERS setting (default 1 and 2)
  *   BENCH_RESULTS=/tmp/mine.md npm run bench   append to another file than bench/RESULTS.md
@@ -103,6 +103,16 @@ const scenarios: Scenario[] = [
       });
     },
   },
+  // `$validate` with the bare resource as the body, as MedplumClient.validateResource posts it.
+  { name: 'validate Patient ($validate)', target: 'resources/s; ≥ create Patient', run: validateScenario('Patient', () => typicalPatient()) },
+  {
+    name: 'validate Observation ($validate)',
+    target: 'resources/s; ≥ create Observation',
+    run: (ids, seconds) => {
+      let i = 0;
+      return validateScenario('Observation', () => typicalObservation(ids[i++ % ids.length]))(ids, seconds);
+    },
+  },
   {
     name: 'graphql Patient by id',
     target: '≥80% of REST read req/s',
@@ -143,6 +153,16 @@ function readById(base: string, headers: Record<string, string> = AUTH_HEADERS):
       requests: [{ method: 'GET', headers, setupRequest: (req) => ({ ...req, path: `/fhir/R4/Patient/${ids[i++ % ids.length]}` }) }],
     });
   };
+}
+
+/** `POST /{type}/$validate` with a fresh resource from `make` as the body. */
+function validateScenario(type: string, make: () => unknown): Scenario['run'] {
+  return (_ids, seconds = DURATION) =>
+    load({
+      duration: seconds,
+      url: `${FHIR}/${type}/$validate`,
+      requests: [{ method: 'POST', headers: JSON_HEADERS, setupRequest: (req) => ({ ...req, body: JSON.stringify(make()) }) }],
+    });
 }
 
 /** The bare pg server's port (bench/bare-pg-server.ts): next to Flint's. */

@@ -1,7 +1,7 @@
 /**
  * The composition root's list of what the server's capabilities plug into shared mechanisms: the
- * built-in operations and the write hooks. Each lives with its capability; nothing registers itself
- * on import, so what runs is what this file names.
+ * built-in operations, the write hooks, and the preparers and checks every write runs. Each lives
+ * with its capability; nothing registers itself on import, so what runs is what this file names.
  */
 import { asyncJobCancelOperation } from './admin/async-job.js';
 import { projectOperations } from './admin/project-operations.js';
@@ -10,12 +10,22 @@ import { rotateSecretOperation } from './admin/rotate-secret.js';
 import { updateEmailOperation } from './admin/update-email.js';
 import { smartLaunchOperation } from './admin/smart-launch.js';
 import { uniquenessWriteHooks } from './auth/uniqueness.js';
+import { patientEverythingOperation } from './clinical/everything.js';
+import { graphOperation } from './clinical/graph.js';
+import { patientSummaryOperation } from './ips/summary.js';
 import { evaluateMeasureOperation } from './measure/evaluate-measure.js';
+import { expandProfileOperation } from './profiles/expand-profile.js';
 import { registerBuiltinOperations, type Operation } from './operations/registry.js';
+import { extractOperation } from './sdc/extract.js';
 import { reindexOperation, searchParameterWriteHook } from './search/administration.js';
 import { registerWriteHook } from './storage/write-hooks.js';
+import { registerResourceCheck } from './validation/resource-checks.js';
+import { bindingCheck } from './terminology/binding-check.js';
 import { terminologyWriteHooks } from './terminology/indexing.js';
 import { terminologyOperations } from './terminology/operations.js';
+import { validateOperation } from './validate/validate-operation.js';
+import { profileCheck, snapshotPreparer } from './validation/profiles/check.js';
+import { registerResourcePreparer } from './validation/resource-preparers.js';
 
 /** The operations the committed GraphQL schema has fields for (tests may register more, REST-only). */
 export const builtinOperations: readonly Operation[] = [
@@ -28,6 +38,12 @@ export const builtinOperations: readonly Operation[] = [
   rotateSecretOperation,
   updateEmailOperation,
   smartLaunchOperation,
+  patientEverythingOperation,
+  graphOperation,
+  patientSummaryOperation,
+  extractOperation,
+  validateOperation,
+  expandProfileOperation,
 ];
 
 let registered = false;
@@ -40,4 +56,7 @@ export function registerBuiltins(): void {
   for (const [resourceType, hook] of [...uniquenessWriteHooks, ...terminologyWriteHooks, searchParameterWriteHook]) {
     registerWriteHook(resourceType, hook);
   }
+  registerResourceCheck(bindingCheck);
+  registerResourcePreparer('StructureDefinition', snapshotPreparer);
+  registerResourceCheck(profileCheck);
 }

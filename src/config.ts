@@ -20,6 +20,11 @@ export interface Config {
   readonly databaseReadPollMs: number;
   readonly dataDir: string;
   readonly databasePoolSize: number;
+  /**
+   * Statements of plain creates one server runs at once; creates arriving meanwhile are written
+   * together by the next one, in one commit (src/storage/create-batches.ts). 0 writes each alone.
+   */
+  readonly createGroupsInFlight: number;
   /** PostgreSQL: statements prepared (parsed once, planned per execution) per connection; 0 prepares none. */
   readonly databasePreparedStatements: number;
   /** Server processes sharing the port (Node cluster); more than one needs PostgreSQL. */
@@ -188,6 +193,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseReadPollMs: int('DATABASE_READ_POLL_MS', 100, 10),
     dataDir: merged.DATA_DIR || './data',
     databasePoolSize: poolSize,
+    createGroupsInFlight: int('CREATE_GROUPS_IN_FLIGHT', Math.max(1, Math.floor(poolSize / 2))),
     databasePreparedStatements: int('DATABASE_PREPARED_STATEMENTS', 256),
     workers: int('WORKERS', 1, 1),
     maxBodyBytes: int('MAX_BODY_BYTES', 16 * 1024 * 1024, 1024),

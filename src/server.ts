@@ -10,15 +10,20 @@ import { AuthService } from './auth/service.js';
 import { openInvalidationBus, type InvalidationBus } from './cache/invalidation.js';
 import { RedisStore, type SharedStore } from './cache/shared-store.js';
 import { watchSearchParameters } from './indexing/parameters.js';
+import { watchProfiles } from './validation/profiles/project-profiles.js';
 import { Database } from './db/database.js';
 import { ReplicaSet } from './db/replicas.js';
 import { ReadYourWrites } from './cache/read-your-writes.js';
 import { migrate } from './db/migrate.js';
 import { PostgresStatistics } from './db/postgres-statistics.js';
-import { createApp } from './http/app.js';
+import { createHttpHandlers } from './http/app.js';
 import { listenHttp } from './http/transport.js';
+import { CreateBatches } from './storage/create-batches.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
 import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
+
+/** Creates one grouped statement writes at most: beyond, the next statement takes the rest. */
+const MAX_CREATES_PER_GROUP = 100;
 import { SearchCache } from './cache/search-cache.js';
 
 export interface RunningServer {
@@ -74,6 +79,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     db,
     bus,
     searchCache,
+    createBatches: config.createGroupsInFlight > 0 ? new CreateBatches(db, config.createGroupsInFlight, MAX_CREATES_PER_GROUP) : undefined,
     binaryStorage: new DatabaseBinaryStorage(db),
     // Only the embedded database has this process as its sole writer (see ResourceCache).
     resourceCache: db.kind === 'pglite' && config.resourceCacheSize > 0 ? new LruResourceCache(config.resourceCacheSize) : noResourceCache,
@@ -84,6 +90,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     auth = await AuthService.start(storage, config);
     auth.shareThrough(bus, store);
     watchSearchParameters(bus);
+    watchProfiles(bus);
     await bootstrapSuperAdmin(auth, log);
   } catch (error) {
     await Promise.all([bus.close(), store?.close(), replicas?.close(), db.close()]);
@@ -94,8 +101,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
   const statistics = keepStatistics(db, config, log);
-  const app = createApp(services);
-  const server = await listenHttp(app.fetch, config.port, config, log);
+  const server = await listenHttp(createHttpHandlers(services), config.port, config, log);
   const port = (server.address() as AddressInfo).port;
   log.info({ port, database: db.kind, readReplicas: replicas?.replicas.length ?? 0 }, 'Flint listening');
   return {

@@ -213,11 +213,12 @@ function markingWrites(db: Database, marked: () => Promise<void>): Database {
   const view = Object.create(db) as Database;
   return Object.assign(view, {
     query: db.query.bind(db),
-    async execute(sql: string, args?: readonly unknown[]): Promise<number> {
-      const count = await db.execute(sql, args);
+    async execute(sql: string, args?: readonly unknown[], options?: QueryOptions): Promise<number> {
+      const count = await db.execute(sql, args, options);
       await marked();
       return count;
     },
+    noteWrite: marked,
     async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
       const result = await db.transaction(work);
       await marked();

@@ -57,6 +57,12 @@ export interface TransactionalSql extends SqlExecutor {
   afterCommit(effect: () => void): void;
   /** The transaction every statement joins, when there is one. */
   readonly joined?: SqlExecutor;
+  /**
+   * Tells this view that a statement sent through another executor committed a write made for it
+   * (a group of creates, src/storage/create-batches.ts): a read-your-writes view marks the
+   * caller's reads as its own writes would. Absent: nothing to mark.
+   */
+  noteWrite?(): Promise<void>;
 }
 
 

@@ -39,7 +39,11 @@ function tooLarge(maxBytes: number) {
  */
 export function nodeHeadersOf(c: Context): IncomingHttpHeaders | undefined {
   const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
-  if (!isIncomingMessage(incoming)) return undefined;
+  return isIncomingMessage(incoming) ? incomingHeaders(incoming) : undefined;
+}
+
+/** Node's parsed headers of a request, with repeated Authorization headers joined as fetch Headers join them. */
+export function incomingHeaders(incoming: IncomingMessage): IncomingHttpHeaders {
   return incoming.headers.authorization === undefined ? incoming.headers : withEveryAuthorization(incoming);
 }
 

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AuthService } from '../auth/service.js';
 import { requestHeader } from '../graphql/http-body.js';
-import { Admission, type AdmissionLimits } from './admission.js';
+import type { Admission } from './admission.js';
 import type { AppEnv } from './route.js';
 
 /** Paths served whatever the load: health checks (and metrics, should they be mounted) must say how the server is, and operators must get in. */
@@ -16,9 +16,8 @@ const UNKNOWN_CALLER = '';
  * would do the authentication's work outside the bound): a flood of new or invalid tokens then
  * shares one lane instead of refusing known projects.
  */
-export function admissionControl(limits: AdmissionLimits, auth: AuthService): { admission: Admission; middleware: MiddlewareHandler<AppEnv> } {
-  const admission = new Admission(limits);
-  const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
+export function admissionControl(admission: Admission, auth: AuthService): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
     c.set('admission', admission);
     if (BYPASS.test(c.req.path)) return next();
     const release = await admission.enter(laneOf(requestHeader(c, 'authorization'), auth));
@@ -28,10 +27,10 @@ export function admissionControl(limits: AdmissionLimits, auth: AuthService): { 
       release();
     }
   };
-  return { admission, middleware };
 }
 
-function laneOf(authorization: string | undefined, auth: AuthService): string {
+/** The admission lane of a request with this Authorization header. */
+export function laneOf(authorization: string | undefined, auth: AuthService): string {
   if (!authorization || authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== 'bearer ') return UNKNOWN_CALLER;
   const identity = auth.identities.get(authorization.slice(7).trim());
   return identity ? `project:${identity.projectId}` : UNKNOWN_CALLER;

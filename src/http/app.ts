@@ -15,20 +15,28 @@ import type { AppEnv, HonoContext, Route } from './route.js';
 import { FHIR_BASE_PATH, fhirRestHandler, type Authenticator } from './fhir-adapter.js';
 import { bodyResponse, outcomeResponse } from './responses.js';
 import { admissionControl } from './admission-middleware.js';
+import { Admission } from './admission.js';
+import { readFastPath } from './read-fast-path.js';
+import type { HttpHandlers } from './transport.js';
 import { ROUTES } from './routes.js';
+import { logRequest, requestIdOf } from './request-log.js';
 
 /** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
 const bearerAuthentication: Authenticator = (authorization, services) => authenticateAuthorization(services.auth, authorization);
 
-const REQUEST_ID = /^[A-Za-z0-9._\-]{1,100}$/;
+/** What answers HTTP: the application, and the fast path of reads by id beside it, sharing one admission control. */
+export function createHttpHandlers(services: Services): HttpHandlers {
+  const admission = new Admission(services.config);
+  return { fetch: createApp(services, admission).fetch, fastPath: readFastPath(services, admission, bearerAuthentication) };
+}
 
 /** Builds the HTTP application: one route table, one error shape (OperationOutcome). */
-export function createApp(services: Services): Hono<AppEnv> {
+export function createApp(services: Services, admission: Admission): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestLogging(services));
   app.use(crossOrigin(services));
   app.use(responseCompression());
-  app.use(admissionControl(services.config, services.auth).middleware);
+  app.use(admissionControl(admission, services.auth));
   // Before the body limit middleware: GraphQL and the FHIR router read their bodies themselves,
   // within the same limit (graphql/http-body.ts).
   mountGraphQL(app, services, bearerAuthentication);
@@ -162,22 +170,12 @@ async function withContentLength(c: HonoContext): Promise<void> {
 function requestLogging(services: Services): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const started = performance.now();
-    const incoming = requestHeader(c, 'x-request-id');
-    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const requestId = requestIdOf(requestHeader(c, 'x-request-id'));
     c.set('services', services);
     c.set('requestId', requestId);
     await next();
     if (!c.get('requestIdSent')) c.res.headers.set('X-Request-Id', requestId);
-    services.log.info(
-      {
-        reqId: requestId,
-        method: c.req.method,
-        path: c.req.path,
-        status: c.res.status,
-        ms: Math.round((performance.now() - started) * 100) / 100,
-      },
-      'request',
-    );
+    logRequest(services.log, requestId, c.req.method, c.req.path, c.res.status, started);
   };
 }
 

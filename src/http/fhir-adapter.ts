@@ -70,6 +70,11 @@ export function toHttpResponse(response: FhirResponse, pretty: boolean): Respons
   const { status, headers, body } = response;
   if (body === undefined) return new Response(null, { status, headers });
   if (body instanceof Uint8Array) return bodyResponse(body, status, headers);
-  const text = typeof body === 'string' ? (pretty ? JSON.stringify(JSON.parse(body), null, 2) : body) : JSON.stringify(body, null, pretty ? 2 : undefined);
-  return bodyResponse(text, status, { 'Content-Type': FHIR_CONTENT_TYPE, ...headers });
+  return bodyResponse(fhirText(body, pretty), status, { 'Content-Type': FHIR_CONTENT_TYPE, ...headers });
+}
+
+/** A FHIR JSON body as text: stored text as it is (re-indented for `_pretty`), a built resource serialised. */
+export function fhirText(body: string | object, pretty: boolean): string {
+  if (typeof body !== 'string') return JSON.stringify(body, null, pretty ? 2 : undefined);
+  return pretty ? JSON.stringify(JSON.parse(body), null, 2) : body;
 }

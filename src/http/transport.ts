@@ -1,9 +1,15 @@
-import type { Server, ServerResponse } from 'node:http';
-import { serve, type HttpBindings } from '@hono/node-server';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { getRequestListener, type HttpBindings } from '@hono/node-server';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 
 type FetchHandler = (request: Request, bindings: HttpBindings) => Response | Promise<Response>;
+
+/** What answers HTTP: the Hono application, and a fast path that may answer a request before it (true when it did). */
+export interface HttpHandlers {
+  readonly fetch: FetchHandler;
+  readonly fastPath?: (request: IncomingMessage, response: ServerResponse) => boolean;
+}
 
 /** The server's limits on slow clients (src/config.ts). */
 export type SlowClientLimits = Pick<Config, 'sendTimeoutMs' | 'headersTimeoutMs' | 'requestTimeoutMs'>;
@@ -15,29 +21,28 @@ export type SlowClientLimits = Pick<Config, 'sendTimeoutMs' | 'headersTimeoutMs'
  * answer has its connection closed after SEND_TIMEOUT_MS without progress, which frees what was
  * left to send.
  */
-export function listenHttp(fetch: FetchHandler, port: number, limits: SlowClientLimits, log: Logger): Promise<Server> {
+export function listenHttp(handlers: HttpHandlers, port: number, limits: SlowClientLimits, log: Logger): Promise<Server> {
   const withSendTimeout: FetchHandler = async (request, bindings) => {
-    const response = await fetch(request, bindings);
+    const response = await handlers.fetch(request, bindings);
     armSendTimeout(bindings.outgoing, limits.sendTimeoutMs, log);
     return response;
   };
+  const application = getRequestListener(withSendTimeout as (request: Request, env: unknown) => Promise<Response>, { hostname: '0.0.0.0' });
+  const { fastPath } = handlers;
+  const listener: RequestListener = fastPath ? (request, response) => void (fastPath(request, response) || application(request, response)) : application;
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // How often Node looks for requests over those limits (its default, 30 s, would let a
+      // short limit run well over).
+      connectionsCheckingInterval: Math.min(30_000, Math.ceil(limits.headersTimeoutMs / 4)),
+    },
+    listener,
+  );
   return new Promise((resolve, reject) => {
-    const server = serve(
-      {
-        fetch: withSendTimeout as (request: Request, bindings: unknown) => Promise<Response>,
-        port,
-        hostname: '0.0.0.0',
-        serverOptions: {
-          headersTimeout: limits.headersTimeoutMs,
-          requestTimeout: limits.requestTimeoutMs,
-          // How often Node looks for requests over those limits (its default, 30 s, would let a
-          // short limit run well over).
-          connectionsCheckingInterval: Math.min(30_000, Math.ceil(limits.headersTimeoutMs / 4)),
-        },
-      },
-      () => resolve(server as Server),
-    ) as Server;
     server.once('error', reject);
+    server.listen(port, '0.0.0.0', () => resolve(server));
   });
 }
 
@@ -47,7 +52,7 @@ export function listenHttp(fetch: FetchHandler, port: number, limits: SlowClient
  * the connection. Armed only here, it never cuts a handler that is still working; bytes the
  * client sends meanwhile do not count as progress, as they would for the socket's own timeout.
  */
-function armSendTimeout(outgoing: ServerResponse, ms: number, log: Logger): void {
+export function armSendTimeout(outgoing: ServerResponse, ms: number, log: Logger): void {
   const stalled = () => {
     done();
     log.warn({ sendTimeoutMs: ms }, 'connection closed: the client took nothing of its answer within SEND_TIMEOUT_MS');

@@ -1,3 +1,4 @@
+import { CLINICAL_DATE_PARAMETER } from '../fhir/clinical-dates.js';
 import { ID_SOURCE } from '../fhir/ids.js';
 import { errors } from '../fhir/outcome.js';
 import { type Expression, type Measure, type MeasureReport, type MeasureReportGroup, type MeasureReportGroupStratifier } from '../fhir/resources.js';
@@ -16,35 +17,6 @@ interface EvaluateInput {
 }
 
 const FHIR_QUERY = 'application/x-fhir-query';
-
-/**
- * The clinical date search parameter of each resource type the measurement period restricts
- * (SPEC 4.7). Types not listed (Patient, Practitioner, ...) are counted whatever their dates.
- */
-export const CLINICAL_DATE_PARAMETER: Readonly<Record<string, string>> = {
-  AllergyIntolerance: 'date',
-  CarePlan: 'date',
-  CareTeam: 'date',
-  ClinicalImpression: 'date',
-  Composition: 'date',
-  Condition: 'recorded-date',
-  DiagnosticReport: 'date',
-  DocumentReference: 'date',
-  Encounter: 'date',
-  EpisodeOfCare: 'date',
-  FamilyMemberHistory: 'date',
-  Flag: 'date',
-  Immunization: 'date',
-  MedicationAdministration: 'effective-time',
-  MedicationDispense: 'whenhandedover',
-  MedicationRequest: 'authoredon',
-  MedicationStatement: 'effective',
-  Observation: 'date',
-  Procedure: 'date',
-  RiskAssessment: 'date',
-  ServiceRequest: 'authored',
-  Specimen: 'collected',
-};
 
 /**
  * Measure/$evaluate-measure (SPEC 2.7, 4.7): each population's `application/x-fhir-query`

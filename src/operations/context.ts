@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { Database, SqlExecutor } from '../db/database.js';
 import type { BinaryStorage } from '../storage/binary-storage.js';
 import type { ResourceCache } from '../storage/resource-cache.js';
+import type { CreateBatches } from '../storage/create-batches.js';
 import type { ResourceRepository } from '../storage/types.js';
 import type { AuthService } from '../auth/service.js';
 import type { InvalidationBus } from '../cache/invalidation.js';
@@ -17,6 +18,8 @@ export interface Services {
   readonly log: Logger;
   readonly binaryStorage: BinaryStorage;
   readonly resourceCache: ResourceCache;
+  /** Group commit of plain creates (CREATE_GROUPS_IN_FLIGHT; absent: each create alone). */
+  readonly createBatches?: CreateBatches;
   /** Keys, token signing and verification, and the caches that keep them cheap (src/auth). */
   readonly auth: AuthService;
   /** Notices that keep several servers' in-memory caches honest (src/cache/invalidation.ts). */

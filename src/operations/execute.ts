@@ -39,7 +39,7 @@ export async function invokeOperation(operation: Operation, input: OperationInpu
  * fields generated from `listOperations()`) calls it: same decoding, same checks, same handler.
  */
 export function executeOperation(operation: Operation, parameters: Resource | undefined, request: OperationRequest): Promise<OperationResult> {
-  return invokeOperation(operation, decodeBody(operation.definition, parameters), request);
+  return invokeOperation(operation, decodeBody(operation.definition, parameters, { bareResource: operation.bareResourceParameter, examined: operation.examinesResource }), request);
 }
 
 /**

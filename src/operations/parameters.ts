@@ -38,15 +38,37 @@ export function outParameters(definition: OperationDefinition): OperationParamet
   return (definition.parameter ?? []).filter((p) => p.use === 'out');
 }
 
-/**
- * Decodes a POST body. An empty body is an empty Parameters. With `plainJson`, an object without a
- * `resourceType` is read as `{ parameterName: value | value[] }` and then checked like Parameters.
- */
-export function decodeBody(definition: OperationDefinition, body: unknown, options: { plainJson?: boolean } = {}): OperationInput {
+export interface BodyOptions {
+  /** An object without a `resourceType` is read as `{ parameterName: value | value[] }`, then checked like Parameters. */
+  plainJson?: boolean;
+  /**
+   * A resource-typed in-parameter that the body may be itself: a resource other than Parameters
+   * (MedplumClient posts resources bare) is that parameter's value.
+   */
+  bareResource?: string;
+  /**
+   * The operation examines the `bareResource` parameter's resource itself (`$validate`): its
+   * content is not validated here, any JSON object but the operation's own Parameters is taken as
+   * that resource, and the other parameters then come from `query`.
+   */
+  examined?: boolean;
+  query?: URLSearchParams;
+}
+
+/** Decodes a POST body. An empty body is an empty Parameters. */
+export function decodeBody(definition: OperationDefinition, body: unknown, options: BodyOptions = {}): OperationInput {
   const label = `$${definition.code}`;
   if (body === undefined) return decodeEntries([], inParameters(definition), ROOT, label);
   if (options.plainJson && isRecord(body) && body.resourceType === undefined) {
     return decodeBody(definition, plainJsonToParameters(definition, body));
+  }
+  const bare = options.bareResource;
+  if (bare && options.examined && isExaminedBody(definition, body)) {
+    const input = options.query ? decodeQuery(definition, options.query) : decodeEntries([], inParameters(definition), ROOT, label);
+    return { ...input, [bare]: body };
+  }
+  if (bare && !options.examined && isRecord(body) && typeof body.resourceType === 'string' && body.resourceType !== 'Parameters') {
+    return decodeBody(definition, { resourceType: 'Parameters', parameter: [{ name: bare, resource: body }] });
   }
   if (!isRecord(body) || body.resourceType !== 'Parameters') {
     throw errors.invalid(`The body of ${label} must be a Parameters resource`, 'Parameters');
@@ -59,8 +81,29 @@ export function decodeBody(definition: OperationDefinition, body: unknown, optio
   // that build Parameters in code send `"parameter": []` for "no parameters": a tolerance of
   // operation input only (docs/operations.md), so the validator sees the body without it.
   const { parameter: _empty, ...withoutEmpty } = body;
-  validateResource(entries.length === 0 ? withoutEmpty : body, { expectedType: 'Parameters' });
+  const checked = entries.length === 0 ? withoutEmpty : bare && options.examined ? withoutExamined(body, entries as Entry[], bare) : body;
+  validateResource(checked, { expectedType: 'Parameters' });
   return input;
+}
+
+/**
+ * A body that is the examined resource itself: any JSON object but a Parameters (one without a
+ * resourceType too: the operation reports that), or a Parameters with entries that are not the
+ * operation's (`POST /Parameters/$validate` with the bare resource).
+ */
+function isExaminedBody(definition: OperationDefinition, body: unknown): body is Record<string, unknown> {
+  if (!isRecord(body)) return false;
+  if (body.resourceType !== 'Parameters') return true;
+  const names = new Set(inParameters(definition).map((p) => p.name));
+  return Array.isArray(body.parameter) && body.parameter.some((entry) => !isRecord(entry) || !names.has(entry.name as string));
+}
+
+/** The body without the examined resource, which the operation reports on itself. */
+function withoutExamined(body: Record<string, unknown>, entries: Entry[], name: string): Record<string, unknown> {
+  // The whole entry goes: left with its name only, it would break invariant inv-1 (a value, a resource or parts).
+  const parameter = entries.filter((entry) => !isRecord(entry) || entry.name !== name || entry.resource === undefined);
+  const { parameter: _all, ...rest } = body;
+  return parameter.length > 0 ? { ...rest, parameter } : rest;
 }
 
 /** `{ name: "x", ids: ["a", "b"] }` → Parameters entries with the declared value types. */
@@ -80,7 +123,8 @@ function plainJsonToParameters(definition: OperationDefinition, body: Record<str
 }
 
 /**
- * Decodes query pairs (GET). Names starting with `_` (`_format`, `_pretty`) are the server's.
+ * Decodes query pairs (GET). Names starting with `_` (`_format`, `_pretty`) are the server's,
+ * unless the definition declares them (`_count`, `_since` of Patient/$everything).
  * Only parameters of a simple type may appear (SPEC 4.1 rule 4).
  */
 export function decodeQuery(definition: OperationDefinition, query: URLSearchParams): OperationInput {
@@ -88,8 +132,8 @@ export function decodeQuery(definition: OperationDefinition, query: URLSearchPar
   const declared = inParameters(definition);
   const entries: Entry[] = [];
   for (const [name, raw] of query) {
-    if (name.startsWith('_')) continue;
     const parameter = declared.find((p) => p.name === name);
+    if (name.startsWith('_') && !parameter) continue;
     if (!parameter) throw unknownParameter(name, declared, label, ROOT);
     if (!isSimpleType(parameter.type)) {
       throw errors.invalid(

@@ -49,6 +49,22 @@ export interface Operation<I = any, O = any> {
    * repeat a parameter), as SPEC 4.7 specifies for `$clone`. A Parameters body is still accepted.
    */
   readonly acceptsPlainJsonBody?: boolean;
+  /**
+   * The POST body may also be the value of this resource-typed in-parameter itself (a resource
+   * other than Parameters), as MedplumClient posts it. A Parameters body is still accepted.
+   */
+  readonly bareResourceParameter?: string;
+  /**
+   * The operation examines the `bareResourceParameter` resource itself (`$validate`): decoding
+   * passes it through unvalidated, and with a bare body the other parameters come from the query
+   * string.
+   */
+  readonly examinesResource?: boolean;
+  /**
+   * A POST may also give simple parameters in the query string (Medplum's `$expand-profile?url=`);
+   * one given in both places takes the body's value.
+   */
+  readonly readsQueryOnPost?: boolean;
   /** Runs before the input is decoded: a refusal (403) comes before any complaint about the body. */
   authorize?(request: OperationRequest): void;
   /**

@@ -5,6 +5,7 @@ import { errors, issue, OperationOutcomeError, outcome } from '../fhir/outcome.j
 import { requestCache, type TerminologyCache } from '../terminology/cache.js';
 import { Membership } from '../terminology/membership.js';
 import { findValueSet } from '../terminology/resources.js';
+import { terminologyDatabase } from '../terminology/in-transaction.js';
 import type { TerminologyCaller } from '../terminology/types.js';
 import type { ValueSetMember } from './query/conditions/types.js';
 
@@ -154,19 +155,4 @@ export class ExpansionMemory {
  */
 function expansionMemory(cache: TerminologyCache): Promise<ExpansionMemory> {
   return cache.resolved('SearchExpansions', async () => new ExpansionMemory());
-}
-
-/**
- * The terminology service wants a Database (it indexes shipped code systems on first use, in a
- * transaction of its own). A search running inside a write's transaction (AccessPolicy checks)
- * gets a stand-in whose transactions run in that transaction.
- */
-function terminologyDatabase(db: SqlExecutor): Database {
-  if (db instanceof Database) return db;
-  const inTransaction = {
-    query: db.query.bind(db),
-    execute: db.execute.bind(db),
-    transaction: <T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> => work(db),
-  };
-  return inTransaction as unknown as Database;
 }

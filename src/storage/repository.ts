@@ -9,9 +9,10 @@ import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import { validateResource } from '../validation/validator.js';
 import { assertResourceChecks } from '../validation/resource-checks.js';
+import { prepareResource } from '../validation/resource-preparers.js';
 import { applyJsonPatch, type PatchLimits } from './patch.js';
 import { idInUse, insertingNewId, lockCurrentRow, projectOf, retryOnCreateRace, type CurrentRow } from './current-rows.js';
-import { resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
+import type { InvalidationBus } from '../cache/invalidation.js';
 import { projectParameters } from '../indexing/parameters.js';
 import { firstVersionsStatement, insertFirstVersion, replaceVersion, writeDeletion } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
@@ -19,6 +20,8 @@ import { commitOnly, type ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
+import { CommittedWrites } from './committed-writes.js';
+import type { CreateBatches } from './create-batches.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
 import { selectCurrent, selectCurrentMany, selectVersionTexts } from './current-versions.js';
 import { checkVersion, isUuid, nextInstant, parseStored, sameContent } from './versions.js';
@@ -42,6 +45,8 @@ export interface StorageServices {
   readonly bus?: InvalidationBus;
   /** Exact search counts, voided by every committed write (src/cache/search-cache.ts). */
   readonly searchCache?: SearchCache;
+  /** Group commit of plain creates on the primary (absent: each create alone). */
+  readonly createBatches?: CreateBatches;
 }
 
 export class Repository implements ResourceRepository {
@@ -49,9 +54,9 @@ export class Repository implements ResourceRepository {
   private readonly reader: () => Reader;
   private readonly binaries: BinaryStorage;
   private readonly cache: ResourceCache;
-  private readonly bus: InvalidationBus | undefined;
-  private readonly searchCache: SearchCache | undefined;
+  private readonly committed: CommittedWrites;
   private readonly patchLimits: PatchLimits;
+  private readonly batches: CreateBatches | undefined;
 
   constructor(
     services: StorageServices,
@@ -66,8 +71,8 @@ export class Repository implements ResourceRepository {
     // Inside a joined transaction the cache may hold versions the transaction has replaced, and
     // must not learn versions before they commit.
     this.cache = services.db.joined ? commitOnly(services.resourceCache) : services.resourceCache;
-    this.bus = services.bus;
-    this.searchCache = services.searchCache;
+    this.committed = new CommittedWrites(services.db, this.cache, services.bus, services.searchCache);
+    this.batches = services.createBatches;
     this.patchLimits = { maxOperations: services.config.maxPatchOperations, maxBytes: services.config.maxBodyBytes };
   }
 
@@ -157,16 +162,16 @@ export class Repository implements ResourceRepository {
   async createResource(resourceType: string, input: unknown, id: string = randomUUID()): Promise<WriteResult> {
     assertType(resourceType);
     validateResource(input, { expectedType: resourceType });
-    await this.checkDeeply(this.db, input, this.identity.projectId);
-    const resource = this.stamp(await this.prepared(this.db, input, undefined), id, randomUUID());
+    const completed = await this.completeAndCheck(this.db, input, this.identity.projectId);
+    const resource = this.stamp(await this.prepared(this.db, completed, undefined), id, randomUUID());
     const text = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType)
       ? await this.db.transaction(async (tx) => {
           const written = await this.insertNew(tx, resource);
           await this.afterWrite(tx, resource);
           return written;
         })
-      : await this.insertNew(this.db, resource);
-    this.remember(resource, text);
+      : await this.insertAlone(resource);
+    this.committed.written(resource, text);
     return { resource, text, created: true, changed: true };
   }
 
@@ -182,7 +187,7 @@ export class Repository implements ResourceRepository {
     await this.db.execute(statement.sql, statement.args, { planOnce: true });
     return resources.map((resource) => {
       const text = JSON.stringify(resource);
-      this.remember(resource, text);
+      this.committed.written(resource, text);
       return { resource, text, created: true, changed: true };
     });
   }
@@ -193,8 +198,7 @@ export class Repository implements ResourceRepository {
       try {
         assertType(item.resourceType);
         validateResource(item.input, { expectedType: item.resourceType });
-        await this.checkDeeply(this.db, item.input, this.identity.projectId);
-        inputs.push(item.input);
+        inputs.push(await this.completeAndCheck(this.db, item.input, this.identity.projectId));
       } catch (error) {
         throw new ItemError(index, error);
       }
@@ -220,9 +224,14 @@ export class Repository implements ResourceRepository {
     return results;
   }
 
-  /** The checks beyond shape (bindings by terminology, profiles) that the composition root registered. */
-  private checkDeeply(db: SqlExecutor, input: Resource, projectId: string): Promise<void> {
-    return assertResourceChecks(input, { db, projectId });
+  /**
+   * The resource completed by its type's preparer (a StructureDefinition's snapshot), then the
+   * checks beyond shape (bindings by terminology, profiles): both registered by the composition root.
+   */
+  private async completeAndCheck(db: SqlExecutor, input: Resource, projectId: string): Promise<Resource> {
+    const completed = await prepareResource(input, { db, projectId });
+    await assertResourceChecks(completed, { db, projectId });
+    return completed;
   }
 
   /** The content to store, as the write check's `prepare` decides (unchanged without one). */
@@ -285,16 +294,16 @@ export class Repository implements ResourceRepository {
           if (options.ifMatch !== undefined) {
             throw errors.preconditionFailed(`${resourceType}/${id} does not exist, so it cannot match version ${options.ifMatch}`);
           }
-          await this.checkDeeply(tx, input, this.identity.projectId);
-          const resource = this.stamp(await this.prepared(tx, input, undefined), id, versionId);
+          const completed = await this.completeAndCheck(tx, input, this.identity.projectId);
+          const resource = this.stamp(await this.prepared(tx, completed, undefined), id, versionId);
           const text = await this.insertNew(tx, resource);
           await this.afterWrite(tx, resource);
           return { resource, text, created: true, changed: true };
         }
         checkVersion(current, options, resourceType, id);
-        await this.checkDeeply(tx, input, current.projectId);
+        const completed = await this.completeAndCheck(tx, input, current.projectId);
         const existing = !current.deleted && current.content !== null ? (JSON.parse(current.content) as Resource) : undefined;
-        const next = await this.prepared(tx, input, existing);
+        const next = await this.prepared(tx, completed, existing);
         if (!alwaysNewVersion && existing && sameContent(existing, next)) {
           return { resource: existing, text: current.content!, created: false, changed: false };
         }
@@ -304,7 +313,7 @@ export class Repository implements ResourceRepository {
         return { resource, text, created: current.deleted, changed: true };
       }),
     );
-    if (result.changed) this.remember(result.resource, result.text);
+    if (result.changed) this.committed.written(result.resource, result.text);
     return result;
   }
 
@@ -320,15 +329,15 @@ export class Repository implements ResourceRepository {
       const patched = applyJsonPatch(before, operations, this.patchLimits);
       validateResource(patched, { expectedType: resourceType });
       if (patched.id !== id) throw errors.invalid('A patch must not change the resource id', `${resourceType}.id`);
-      await this.checkDeeply(tx, patched, current.projectId);
-      const next = await this.prepared(tx, patched, before);
+      const completed = await this.completeAndCheck(tx, patched, current.projectId);
+      const next = await this.prepared(tx, completed, before);
       if (sameContent(before, next)) return { resource: before, text: current.content, created: false, changed: false };
       const resource = this.stamp(next, id, randomUUID(), current.projectId, current);
       const text = await replaceVersion(tx, resource, current.projectId);
       await this.afterWrite(tx, resource);
       return { resource, text, created: false, changed: true };
     });
-    if (result.changed) this.remember(result.resource, result.text);
+    if (result.changed) this.committed.written(result.resource, result.text);
     return result;
   }
 
@@ -353,12 +362,7 @@ export class Repository implements ResourceRepository {
       await this.afterWrite(tx, null, { resourceType, id, projectId: current.projectId });
       return version;
     });
-    if (deletion) {
-      this.db.afterCommit(() => {
-        this.cache.set(deletion);
-        this.announce(resourceType, deletion.projectId, id);
-      });
-    }
+    if (deletion) this.committed.deleted(deletion);
   }
 
   /** History of one resource (id given), a whole type, or every type (no type) in the caller's project, newest first. */
@@ -377,7 +381,7 @@ export class Repository implements ResourceRepository {
     const resource = this.stamp(input, id, randomUUID());
     await this.binaries.put(binaryKey(this.identity.projectId, resource.id!, resource.meta!.versionId!), this.identity.projectId, contentType, data, this.db.joined);
     const text = await this.insertNew(this.db, resource);
-    this.remember(resource, text);
+    this.committed.written(resource, text);
     return { resource, text, created: true, changed: true };
   }
 
@@ -429,6 +433,14 @@ export class Repository implements ResourceRepository {
     };
   }
 
+  /** A create outside any transaction: with others that arrive at the same time when the server groups them. */
+  private async insertAlone(resource: Resource): Promise<string> {
+    if (!this.batches || this.db.joined) return this.insertNew(this.db, resource);
+    const text = await this.batches.insert(resource);
+    await this.db.noteWrite?.();
+    return text;
+  }
+
   /**
    * One statement: resource row, history row and index rows (a single statement is atomic). The
    * index rows include those of the project's own SearchParameters (src/indexing/parameters.ts).
@@ -436,36 +448,6 @@ export class Repository implements ResourceRepository {
   private async insertNew(executor: SqlExecutor, resource: Resource): Promise<string> {
     const parameters = await projectParameters(executor, resource.meta!.project!);
     return insertingNewId(() => insertFirstVersion(executor, resource, parameters));
-  }
-
-  /** Called after a write has committed: the cache never holds uncommitted versions. */
-  private remember(resource: Resource, text: string): void {
-    this.db.afterCommit(() => this.rememberCommitted(resource, text));
-  }
-
-  private rememberCommitted(resource: Resource, text: string): void {
-    const meta = resource.meta!;
-    this.cache.set({
-      resourceType: resource.resourceType,
-      id: resource.id!,
-      projectId: meta.project!,
-      versionId: meta.versionId!,
-      lastUpdated: meta.lastUpdated!,
-      deleted: false,
-      text,
-    });
-    this.announce(resource.resourceType, meta.project!, resource.id!);
-  }
-
-  /**
-   * After commit: every server, this one included, drops what it cached of this resource (only
-   * watched types are sent: auth's identities, a project's SearchParameters), and the search counts
-   * of its type.
-   */
-  private announce(resourceType: string, projectId: string, id: string): void {
-    this.searchCache?.written(projectId, resourceType);
-    const topic = resourceChangedTopic(resourceType);
-    if (this.bus?.hasSubscribers(topic)) void this.bus.publish(topic, `${projectId}/${id}`);
   }
 }
 

@@ -3,7 +3,7 @@ export {
   checkConstraints,
   checkInstanceConstraints,
   instancesAt,
-  profileInvariants,
+  constraintsOf,
   type ConstraintOptions,
   type ElementInstance,
 } from './invariants/constraints.js';

@@ -89,7 +89,7 @@ class Walk {
     const model = getTypeModel(type) as TypeModel;
     this.invariants.enterResource(value, type, this.where(), contained);
     this.validateObject(value, model);
-    this.invariants.leaveResource(model);
+    this.invariants.leaveResource();
   }
 
   finish(): OperationOutcomeIssue[] {

@@ -116,7 +116,7 @@ describe('direct external authentication', () => {
 });
 
 describe('token exchange (SPEC 5 rule 10)', () => {
-  const exchange = (clientId: string, subjectToken: string) =>
+  const exchange = (clientId: string, subjectToken: string, scope?: string) =>
     api.raw('/oauth2/token', {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
@@ -125,6 +125,7 @@ describe('token exchange (SPEC 5 rule 10)', () => {
         subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
         subject_token: subjectToken,
         client_id: clientId,
+        ...(scope ? { scope } : {}),
       }),
     }).then(async (res) => ({ status: res.status, body: await res.json() }));
 
@@ -153,6 +154,20 @@ describe('token exchange (SPEC 5 rule 10)', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ token_type: 'Bearer', project: { reference: `Project/${project.projectId}` }, profile: { reference: membership.profile.reference } });
     expect((await getJson(api, '/fhir/R4/Patient/none', bearer(res.body.access_token))).status).toBe(404);
+  });
+
+  it('grants only the SMART scopes asked for', async () => {
+    const sub = `idp|${randomUUID()}`;
+    const { project } = await invitee(sub);
+    const clientId = await clientWithProvider(project, true);
+    const res = await exchange(clientId, await idp.issue({ sub }), 'user/Patient.rs');
+    expect(res.status).toBe(200);
+    expect(res.body.scope).toBe('user/Patient.rs');
+    const token = bearer(res.body.access_token);
+    expect((await getJson(api, '/fhir/R4/Patient?_count=1', token)).status).toBe(200);
+    const write = await sendJson(api, 'POST', '/fhir/R4/Patient', patientBody(), token);
+    expect(write.status).toBe(403);
+    expect((await getJson(api, '/fhir/R4/Observation?_count=1', token)).status).toBe(403);
   });
 
   it('finds the user by email otherwise, and refuses tokens the provider rejects', async () => {

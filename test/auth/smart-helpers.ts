@@ -34,20 +34,30 @@ export interface PatientUser {
 
 /** A user of the admin's project whose profile is a Patient (the launch patient of its tokens). */
 export async function patientUser(api: TestServer, admin: ProjectClient): Promise<PatientUser> {
+  const user = await invitedUser(api, admin, 'Patient');
+  return { ...user, patientId: user.profile.split('/')[1] };
+}
+
+export interface InvitedUser extends Omit<PatientUser, 'patientId'> {
+  /** `Type/id` of the user's profile. */
+  profile: string;
+}
+
+/** A user of the admin's project invited with a profile of `resourceType` (Patient, Practitioner...), who signs in by password. */
+export async function invitedUser(api: TestServer, admin: ProjectClient, resourceType: string): Promise<InvitedUser> {
   const email = `${randomUUID()}@example.org`;
   const password = 'correct horse battery staple';
   const invited = await sendJson(
     api,
     'POST',
     `/admin/projects/${admin.projectId}/invite`,
-    { resourceType: 'Patient', firstName: 'Pat', lastName: 'Ient', email, password, externalId: randomUUID() },
+    { resourceType, firstName: 'Pat', lastName: 'Ient', email, password, externalId: randomUUID() },
     bearer(await admin.token()),
   );
   expect(invited.status, JSON.stringify(invited.body)).toBe(201);
-  const patientId = (invited.body.profile.reference as string).split('/')[1];
   const signIn = (scope: string) => tokenRequest(api, { grant_type: 'password', username: email, password, project: admin.projectId, scope });
   return {
-    patientId,
+    profile: invited.body.profile.reference as string,
     email,
     password,
     signIn,

@@ -72,6 +72,30 @@ describe('a client that never reads its answer', () => {
   });
 });
 
+describe('a client that never reads a large resource it asked for by id', () => {
+  it('has its connection closed after SEND_TIMEOUT_MS while the server answers others', async () => {
+    const client = api.newProject();
+    // About 8 MB of JSON: more than the system's socket buffers take.
+    const created = await client.post('/Patient', { resourceType: 'Patient', name: Array.from({ length: 2000 }, () => ({ family: 'x'.repeat(4000) })) });
+    expect(created.status).toBe(201);
+    const socket = await open();
+    socket.pause();
+    socket.write(
+      [`GET /fhir/R4/Patient/${created.body.id} HTTP/1.1`, `Host: ${new URL(api.url).host}`, `Authorization: Bearer ${await client.token()}`, '', ''].join(
+        '\r\n',
+      ),
+    );
+
+    expect(await healthy()).toBe(200);
+    expect((await client.get(`/Patient/${created.body.id}`)).status).toBe(200);
+
+    const closed = await closedWithin(socket, DEADLINE_MS, () => socket.write('\r\n'));
+    socket.destroy();
+    expect(closed).toBe(true);
+    expect(await healthy()).toBe(200);
+  });
+});
+
 describe('a large answer, written a chunk at a time', () => {
   // Characters of 1 to 4 bytes in UTF-8, so that chunk boundaries fall inside characters and pairs.
   const family = 'aé€😀'.repeat(60_000);

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import type { ElementDefinition } from '../../src/fhir/definitions.js';
-import { checkConstraints, checkInstanceConstraints, instancesAt, profileInvariants } from '../../src/validation/index.js';
+import { checkConstraints, checkInstanceConstraints, instancesAt, constraintsOf } from '../../src/validation/index.js';
 
 /**
  * checkConstraints: the invariants of a profile's snapshot on a resource, here HL7's vital signs
@@ -63,8 +63,8 @@ describe('checkConstraints', () => {
   it('leaves out the invariants the base definitions already check', () => {
     const referenceRange = vitalSigns.find((element) => element.path === 'Observation.referenceRange');
     expect(referenceRange?.constraint?.map((constraint) => constraint.key)).toContain('obs-3');
-    expect(profileInvariants(referenceRange as ElementDefinition)).toEqual([]);
-    expect(profileInvariants(referenceRange as ElementDefinition, { includeBase: true }).map((found) => found.key)).toEqual(['obs-3']);
+    expect(constraintsOf(referenceRange as ElementDefinition)).toEqual([]);
+    expect(constraintsOf(referenceRange as ElementDefinition, { includeBase: true }).map((found) => found.key)).toEqual(['obs-3']);
   });
 
   it('finds the instances of a nested element path', () => {

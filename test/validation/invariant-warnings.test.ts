@@ -3,36 +3,38 @@ import { collectValidationIssues, validateResource } from '../../src/validation/
 
 /** Invariants of severity warning: reported by collectValidationIssues when asked, never thrown. */
 
-const patientWithoutNarrative = { resourceType: 'Patient', name: [{ family: 'Chalmers' }] };
+/** que-0 (a warning): the name should be usable as an identifier, starting with a capital. */
+const questionnaireWithLowerCaseName = { resourceType: 'Questionnaire', status: 'draft', name: 'intake form' };
 
 describe('invariant warnings', () => {
   it('are reported with severity warning when asked for', () => {
-    expect(collectValidationIssues(patientWithoutNarrative, { warnings: true })).toEqual([
+    expect(collectValidationIssues(questionnaireWithLowerCaseName, { warnings: true })).toEqual([
       {
         severity: 'warning',
         code: 'invariant',
-        details: { text: 'dom-6: A resource should have narrative for robust management' },
-        expression: ['Patient'],
+        details: { text: 'que-0: Name should be usable as an identifier for the module by machine processing applications such as code generation' },
+        expression: ['Questionnaire'],
       },
     ]);
   });
 
   it('are left out by default', () => {
-    expect(collectValidationIssues(patientWithoutNarrative)).toEqual([]);
+    expect(collectValidationIssues(questionnaireWithLowerCaseName)).toEqual([]);
   });
 
   it('never make validateResource throw', () => {
-    expect(() => validateResource(patientWithoutNarrative)).not.toThrow();
+    expect(() => validateResource(questionnaireWithLowerCaseName)).not.toThrow();
   });
 
-  it('come after the errors of the same resource, each with its severity', () => {
-    const issues = collectValidationIssues(
-      { resourceType: 'Observation', status: 'final', code: { text: 'x' }, valueString: 'a', dataAbsentReason: { text: 'b' } },
-      { warnings: true },
-    );
+  it('come with the errors of the same resource, each with its severity', () => {
+    const issues = collectValidationIssues({ ...questionnaireWithLowerCaseName, item: [{ linkId: '1', type: 'display', required: true }] }, { warnings: true });
     expect(issues.map((found) => [found.severity, found.details?.text?.split(':')[0]])).toEqual([
-      ['error', 'obs-6'],
-      ['warning', 'dom-6'],
+      ['error', 'que-6'],
+      ['warning', 'que-0'],
     ]);
+  });
+
+  it('leave out dom-6 (no narrative), which every resource without one would carry', () => {
+    expect(collectValidationIssues({ resourceType: 'Patient' }, { warnings: true })).toEqual([]);
   });
 });

@@ -165,6 +165,22 @@ describe('invariants on writes', () => {
     expect(res.status, res.text).toBe(201);
   });
 
+  it("checks a profile's own invariants on a write claiming it (vs-2 of HL7's vital signs profile)", async () => {
+    const client = api.newProject();
+    const profile = 'http://hl7.org/fhir/StructureDefinition/vitalsigns';
+    const res = await client.post('/Observation', {
+      ...observation(),
+      meta: { profile: [profile] },
+      category: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'vital-signs' }] }],
+      code: { coding: [{ system: 'http://loinc.org', code: '29463-7' }] },
+      subject: { reference: 'Patient/p1' },
+      effectiveDateTime: '2024-03-05T10:00:00Z',
+    });
+    expect(res.status, res.text).toBe(400);
+    const texts = issuesOf(res.body).map((found) => found.details?.text ?? '');
+    expect(texts).toContain(`vs-2: If there is no component or hasMember element then either a value[x] or a data absent reason must be present. (profile ${profile})`);
+  });
+
   it('accepts resources that keep every invariant, contained and narrative included', async () => {
     const client = api.newProject();
     expect(await createdStatus(client, observation({ valueQuantity: { value: 70, unit: 'kg', system: 'http://unitsofmeasure.org', code: 'kg' } }))).toBe(201);

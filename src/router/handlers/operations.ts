@@ -34,7 +34,13 @@ export function operationHandler(level: OperationLevel) {
       input = decodeQuery(definition, req.query);
     } else {
       await assertInputContentType(req);
-      input = decodeBody(definition, await optionalJsonBody(req), { plainJson: operation.acceptsPlainJsonBody });
+      input = decodeBody(definition, await optionalJsonBody(req), {
+        plainJson: operation.acceptsPlainJsonBody,
+        bareResource: operation.bareResourceParameter,
+        examined: operation.examinesResource,
+        query: req.query,
+      });
+      if (operation.readsQueryOnPost && req.query.size > 0) input = { ...decodeQuery(definition, req.query), ...input };
     }
     if (operation.respondsAsync && prefersAsync(req.header('prefer'))) {
       const fhirBase = ctx.config.fhirBaseUrl;

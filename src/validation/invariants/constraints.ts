@@ -39,7 +39,7 @@ export function checkConstraints(
   const resourceType = typeof resource.resourceType === 'string' ? resource.resourceType : '';
   for (const element of elements) {
     if ((element.id ?? element.path).includes(':') || !element.constraint?.length) continue;
-    const invariants = profileInvariants(element, options);
+    const invariants = constraintsOf(element, options);
     if (invariants.length === 0) continue;
     for (const instance of instancesAt(resource, resourceType, element)) {
       found.push(...checkInstanceConstraints(instance, invariants, { resource, rootResource: resource }, options));
@@ -70,7 +70,7 @@ export function checkInstanceConstraints(
 }
 
 /** An element's constraints as invariants, without the ones the base validation checks already. */
-export function profileInvariants(element: ElementDefinition, options: ConstraintOptions = {}): Invariant[] {
+export function constraintsOf(element: ElementDefinition, options: ConstraintOptions = {}): Invariant[] {
   const all = invariantsOf(element);
   if (options.includeBase) return all;
   const base = invariantsAt(element.path);

@@ -53,16 +53,13 @@ export class InvariantScope {
     this.frames.push(frame);
   }
 
-  leaveResource(model: TypeModel): void {
+  leaveResource(): void {
     const frame = this.frames.pop();
     if (!frame) return;
     this.evaluate(invariantsAt(frame.type), frame.type, frame.value, frame.where, frame);
     if (Array.isArray(frame.value.contained)) this.checkContained(frame);
     if (frame.root === frame) this.checkLocalReferences(frame);
     else this.mergeInto(frame, this.frames.at(-1));
-    if (this.warnings && !frame.contained && model.slots.has('text') && !hasNarrative(frame.value)) {
-      this.report('warning', nativeText('dom-6'), frame.where);
-    }
   }
 
   /** Invariants of a well-shaped object at an element: its own, its type's, and the native ones. */
@@ -150,10 +147,6 @@ export class InvariantScope {
     if (!parent) return;
     for (const ref of frame.localRefs) parent.localRefs.add(ref);
   }
-}
-
-function hasNarrative(resource: Record<string, unknown>): boolean {
-  return isRecord(resource.text) && resource.text.div !== undefined;
 }
 
 /** dom-3's other way out: the contained resource refers to its container with '#'. */

@@ -1,0 +1,56 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { errors } from '../fhir/outcome.js';
+
+/**
+ * Where a walk of Patient/$everything stands: after `resourceType/id` of `part` of the record of
+ * `patientId`. Opaque to clients (base64url JSON and a MAC keyed by the server's FHIR base, so
+ * every server of a deployment accepts it); the MAC refuses edited cursors, and the signature of
+ * the parameters refuses a cursor reused with other filters, whose position would mean nothing.
+ */
+export interface EverythingPosition {
+  patientId: string;
+  /** `match`: the compartment; `include`: the resources it references. */
+  part: 'match' | 'include';
+  resourceType: string;
+  id: string;
+}
+
+const VERSION = 1;
+
+/** A digest of the filters a cursor is valid for. */
+export function filterSignature(filters: unknown): string {
+  return createHash('sha256').update(JSON.stringify(filters)).digest('base64url').slice(0, 16);
+}
+
+function tag(key: string, payload: string): string {
+  return createHmac('sha256', `flint-everything:${key}`).update(payload).digest('base64url').slice(0, 22);
+}
+
+export function encodePosition(key: string, signature: string, position: EverythingPosition): string {
+  const fields = [VERSION, signature, position.patientId, position.part, position.resourceType, position.id];
+  const payload = Buffer.from(JSON.stringify(fields)).toString('base64url');
+  return `${payload}.${tag(key, payload)}`;
+}
+
+export function decodePosition(key: string, signature: string, cursor: string): EverythingPosition {
+  const invalid = (why: string) => errors.invalid(`Invalid _cursor: ${why}. Follow the next link of the previous page`, '_cursor');
+  const [payload, given, extra] = cursor.split('.');
+  if (!payload || !given || extra !== undefined) throw invalid('malformed');
+  const expected = Buffer.from(tag(key, payload));
+  if (expected.length !== Buffer.byteLength(given) || !timingSafeEqual(expected, Buffer.from(given))) {
+    throw invalid('it was altered or not made by this server');
+  }
+  let fields: unknown;
+  try {
+    fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid('malformed');
+  }
+  if (!Array.isArray(fields) || fields.length !== 6 || fields[0] !== VERSION || !fields.slice(1).every((f) => typeof f === 'string')) {
+    throw invalid('malformed');
+  }
+  const [, madeFor, patientId, part, resourceType, id] = fields as [number, string, string, string, string, string];
+  if (part !== 'match' && part !== 'include') throw invalid('malformed');
+  if (madeFor !== signature) throw invalid('it belongs to a different request (patient or parameters changed)');
+  return { patientId, part, resourceType, id };
+}

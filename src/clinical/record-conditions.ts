@@ -1,0 +1,91 @@
+import { CLINICAL_DATE_PARAMETER } from '../fhir/clinical-dates.js';
+import { patientCompartmentTypes } from '../fhir/compartments.js';
+import { getResourceTypes } from '../fhir/definitions.js';
+import type { Identity } from '../identity/identity.js';
+import { policyAllowsType, typeCriteria } from '../identity/policy.js';
+import { policyCondition } from '../search/plan/base-conditions.js';
+import { compileParameter } from '../search/query/conditions.js';
+import type { CompileContext } from '../search/query/conditions/types.js';
+
+/**
+ * The SQL conditions of a patient's record (Patient/$everything) on a resource aliased `r`:
+ * which types each part may hold, the clinical dates, `_since`, and the caller's AccessPolicy
+ * and SMART scopes, compiled by the search engine so they cannot disagree with a search.
+ */
+
+/** What the client narrowed the record to. */
+export interface RecordFilters {
+  /** `_type`: only these types (undefined: every type). */
+  readonly types?: readonly string[];
+  /** `_since`: meta.lastUpdated at or after. */
+  readonly since?: string;
+  /** `start`/`end`: care dates, on the types that have a clinical date. */
+  readonly start?: string;
+  readonly end?: string;
+}
+
+/**
+ * Types that are server bookkeeping, never part of a clinical record even when a resource of
+ * the record points at one (a Provenance naming a ClientApplication as its agent).
+ */
+const SERVER_TYPES = new Set(['Project', 'ProjectMembership', 'ClientApplication', 'User', 'Login', 'AccessPolicy', 'AsyncJob', 'Bot']);
+
+let inCompartment: ReadonlySet<string> | undefined;
+
+/** The types that can be in a patient's compartment (the R4 Patient CompartmentDefinition). */
+export function compartmentTypes(): ReadonlySet<string> {
+  return (inCompartment ??= new Set(patientCompartmentTypes()));
+}
+
+/**
+ * The types a part of the record may hold for this caller: compartment types for the matches,
+ * the other types for the referenced resources; narrowed by `_type` and by what the policy
+ * allows. Undefined when nothing narrows the part (no `_type`, every type allowed).
+ */
+export function partTypes(identity: Identity, part: 'match' | 'include', filters: RecordFilters): readonly string[] | undefined {
+  const ofPart = (type: string) => compartmentTypes().has(type) === (part === 'match') && !SERVER_TYPES.has(type);
+  const candidates = filters.types ?? getResourceTypes();
+  const allowed = candidates.filter((type) => ofPart(type) && policyAllowsType(identity, type));
+  if (!filters.types && part === 'match' && allowed.length === compartmentTypes().size) return undefined;
+  return allowed;
+}
+
+/** `column IN (types)` (a part with no type at all is not read). */
+export function typeListCondition(column: string, types: readonly string[], ctx: CompileContext): string {
+  return `${column} IN (${types.map((type) => ctx.args.add(type)).join(', ')})`;
+}
+
+/** The policy's criteria of each type in `types`, each applying to its own type only. */
+export function policyConditions(identity: Identity, types: readonly string[], ctx: CompileContext): string[] {
+  const conditions: string[] = [];
+  for (const type of types) {
+    if (!typeCriteria(identity, type)) continue;
+    const condition = policyCondition(identity, type, ctx);
+    if (condition) conditions.push(`(r."resourceType" <> ${ctx.args.add(type)} OR (${condition}))`);
+  }
+  return conditions;
+}
+
+/**
+ * `start`/`end` on the types that have a clinical date (src/fhir/clinical-dates.ts): the date
+ * must overlap [start, end] (`ge` start, `le` end, as search compares ranges); a resource of such
+ * a type without the date is left out. Other types are not restricted.
+ */
+export function clinicalDateConditions(filters: RecordFilters, types: readonly string[] | undefined, ctx: CompileContext): string[] {
+  if (filters.start === undefined && filters.end === undefined) return [];
+  const conditions: string[] = [];
+  for (const [type, code] of Object.entries(CLINICAL_DATE_PARAMETER)) {
+    if (types && !types.includes(type)) continue;
+    const within = [
+      ...(filters.start !== undefined ? [compileParameter(code, `ge${filters.start}`, [type], 'r', ctx)] : []),
+      ...(filters.end !== undefined ? [compileParameter(code, `le${filters.end}`, [type], 'r', ctx)] : []),
+    ];
+    conditions.push(`(r."resourceType" <> ${ctx.args.add(type)} OR (${within.join(' AND ')}))`);
+  }
+  return conditions;
+}
+
+/** `_since` on `r`. */
+export function sinceCondition(filters: RecordFilters, ctx: CompileContext): string[] {
+  return filters.since === undefined ? [] : [`r."lastUpdated" >= ${ctx.args.add(filters.since, 'timestamptz')}`];
+}

@@ -1,0 +1,109 @@
+import type { SqlExecutor } from '../db/database.js';
+import { SqlArgs } from '../db/sql-args.js';
+import type { Identity } from '../identity/identity.js';
+import { COLUMNS, queryRows } from '../search/pages/rows.js';
+import type { CompileContext } from '../search/query/conditions/types.js';
+import type { SearchRow } from '../search/service.js';
+import {
+  clinicalDateConditions,
+  compartmentTypes,
+  partTypes,
+  policyConditions,
+  sinceCondition,
+  typeListCondition,
+  type RecordFilters,
+} from './record-conditions.js';
+
+/**
+ * The statements that read a patient's record page by page. The compartment is read from the
+ * `_compartment` reference rows by the partial index of migration 0021 (one range scan after
+ * the cursor, every type at once); the referenced resources are the distinct targets of the
+ * compartment's reference rows, read in (type, id) order. Both are keyset pages.
+ */
+
+/** What every statement of one request shares. */
+export interface RecordSource {
+  readonly db: SqlExecutor;
+  readonly identity: Identity;
+  readonly projectId: string;
+  readonly filters: RecordFilters;
+  /** Builds the compile context of one statement (its own arguments). */
+  compileContext(args: SqlArgs): CompileContext;
+}
+
+export interface After {
+  resourceType: string;
+  id: string;
+}
+
+/** `c`: a `_compartment` row of the patient (the partial index's condition, as literals). */
+function compartmentRows(source: RecordSource, patientId: string, args: SqlArgs): string {
+  return `c."projectId" = ${args.add(source.projectId)} AND c.code = '_compartment' AND c."targetType" = 'Patient' AND c."targetId" = ${args.add(patientId)}`;
+}
+
+/** The conditions on a compartment resource `r` (joined to `c`): types, dates, policy. */
+function compartmentConditions(source: RecordSource, ctx: CompileContext, withTypeFilters: boolean): string[] {
+  const filters: RecordFilters = withTypeFilters ? source.filters : { start: source.filters.start, end: source.filters.end };
+  const types = partTypes(source.identity, 'match', filters);
+  const conditions = ['NOT r.deleted'];
+  if (types) conditions.push(typeListCondition('c."resourceType"', types, ctx));
+  conditions.push(...clinicalDateConditions(filters, types, ctx));
+  if (withTypeFilters) conditions.push(...sinceCondition(filters, ctx));
+  conditions.push(...policyConditions(source.identity, types ?? [...compartmentTypes()], ctx));
+  return conditions;
+}
+
+/** Up to `limit` resources of the patient's compartment after `after`, in (type, id) order. */
+export async function readMatches(source: RecordSource, patientId: string, after: After | undefined, limit: number): Promise<SearchRow[]> {
+  if (partTypes(source.identity, 'match', source.filters)?.length === 0) return [];
+  const args = new SqlArgs();
+  const ctx = source.compileContext(args);
+  const conditions = [compartmentRows(source, patientId, args)];
+  if (after) conditions.push(`(c."resourceType", c."resourceId") > (${args.add(after.resourceType)}, ${args.add(after.id)})`);
+  conditions.push(...compartmentConditions(source, ctx, true));
+  const sql = `SELECT ${COLUMNS} FROM reference_index c
+    JOIN resource r ON r."resourceType" = c."resourceType" AND r.id = c."resourceId"
+    WHERE ${conditions.join(' AND ')}
+    ORDER BY c."resourceType", c."resourceId" LIMIT ${args.add(limit)}`;
+  return queryRows(source.db, sql, args.values);
+}
+
+/**
+ * Up to `limit` resources after `after`, in (type, id) order, that a resource of the patient's
+ * compartment references (by any reference search parameter) and whose type is in no patient
+ * compartment. The referencing resource must itself be in the record as the caller sees it
+ * (dates and policy; `_type` and `_since` narrow what is returned, not what is followed).
+ */
+export async function readReferenced(source: RecordSource, patientId: string, after: After | undefined, limit: number): Promise<SearchRow[]> {
+  const types = partTypes(source.identity, 'include', source.filters) ?? [];
+  if (types.length === 0) return [];
+  const args = new SqlArgs();
+  const ctx = source.compileContext(args);
+  // The inner `r` (the referencing resource) hides the outer one inside the subquery.
+  const followed = `SELECT ref."targetType", ref."targetId" FROM reference_index c
+      JOIN resource r ON r."resourceType" = c."resourceType" AND r.id = c."resourceId"
+      JOIN reference_index ref ON ref."resourceType" = c."resourceType" AND ref."resourceId" = c."resourceId"
+      WHERE ${[compartmentRows(source, patientId, args), ...compartmentConditions(source, ctx, false)].join(' AND ')}
+        AND ref.code <> '_compartment' AND ref."targetId" IS NOT NULL AND ${typeListCondition('ref."targetType"', types, ctx)}`;
+  const conditions = [
+    `r."projectId" = ${args.add(source.projectId)}`,
+    'NOT r.deleted',
+    typeListCondition('r."resourceType"', types, ctx),
+    `(r."resourceType", r.id) IN (${followed})`,
+  ];
+  if (after) conditions.push(`(r."resourceType", r.id) > (${args.add(after.resourceType)}, ${args.add(after.id)})`);
+  conditions.push(...sinceCondition(source.filters, ctx), ...policyConditions(source.identity, types, ctx));
+  const sql = `SELECT ${COLUMNS} FROM resource r WHERE ${conditions.join(' AND ')} ORDER BY r."resourceType", r.id LIMIT ${args.add(limit)}`;
+  return queryRows(source.db, sql, args.values);
+}
+
+/** The first patient after `afterId` (by id) the caller may see, for the type-level walk. */
+export async function nextPatient(source: RecordSource, afterId: string | undefined): Promise<string | undefined> {
+  const args = new SqlArgs();
+  const ctx = source.compileContext(args);
+  const conditions = [`r."resourceType" = 'Patient'`, `r."projectId" = ${args.add(source.projectId)}`, 'NOT r.deleted'];
+  if (afterId !== undefined) conditions.push(`r.id > ${args.add(afterId)}`);
+  conditions.push(...policyConditions(source.identity, ['Patient'], ctx));
+  const rows = await source.db.query<{ id: string }>(`SELECT r.id FROM resource r WHERE ${conditions.join(' AND ')} ORDER BY r.id LIMIT 1`, args.values);
+  return rows[0]?.id;
+}

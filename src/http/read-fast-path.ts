@@ -1,0 +1,103 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isResourceType } from '../fhir/definitions.js';
+import { toOperationOutcomeError } from '../fhir/outcome.js';
+import { createRequestContext } from '../access/context.js';
+import { incomingHeaders } from '../graphql/http-body.js';
+import type { RequestContext, Services } from '../operations/context.js';
+import { fhirRouter } from '../router/router.js';
+import type { FhirRequest, FhirResponse } from '../router/types.js';
+import type { Admission } from './admission.js';
+import { laneOf } from './admission-middleware.js';
+import { FHIR_BASE_PATH, fhirText, type Authenticator } from './fhir-adapter.js';
+import { encodeForClient, writeAnswer } from './node-answers.js';
+import { logRequest, requestIdOf } from './request-log.js';
+import { FHIR_CONTENT_TYPE } from './responses.js';
+
+/**
+ * Answers a request straight from Node's http objects; false when it is not one it answers (the
+ * Hono application then gets it).
+ */
+export type FastPath = (request: IncomingMessage, response: ServerResponse) => boolean;
+
+/** `GET /fhir/R4/<Type>/<id>` and nothing else: no query, so `_format`, `_pretty`, `_summary`... take the full path. */
+const READ_PATH = /^\/fhir\/R4\/([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})$/;
+
+/**
+ * The read by id, the most frequent request, without the layers the FHIR router does not need
+ * for it: Hono's routing and middleware chain and the fetch Request/Response objects that
+ * @hono/node-server translates to and from Node's (most of a cached read's server CPU beside
+ * Node's own HTTP code; measured: see bench/RESULTS.md). What clients see is the full path's
+ * answer: the same admission control, authentication, request context, router (negotiation,
+ * conditional reads, access control), headers, compression and log line. Requests from browsers
+ * (`Origin`, which needs CORS headers) and Binary reads (raw bytes, possibly large) take the full
+ * path; test/rest/read-fast-path.test.ts compares both ways.
+ */
+export function readFastPath(services: Services, admission: Admission, authenticate: Authenticator): FastPath {
+  return (request, response) => {
+    if (request.method !== 'GET' || request.headers.origin !== undefined) return false;
+    const match = READ_PATH.exec(request.url ?? '');
+    if (!match || match[1] === 'Binary' || !isResourceType(match[1])) return false;
+    void answerRead(services, admission, authenticate, request, response);
+    return true;
+  };
+}
+
+async function answerRead(
+  services: Services,
+  admission: Admission,
+  authenticate: Authenticator,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
+  const started = performance.now();
+  const headers = incomingHeaders(request);
+  const requestId = requestIdOf(headerOf(headers['x-request-id']));
+  const path = request.url!;
+  let status = 500;
+  let ctx: RequestContext | undefined;
+  try {
+    const release = await admission.enter(laneOf(headers.authorization, services.auth));
+    try {
+      ctx = createRequestContext(services, await authenticate(headers.authorization ?? null, services), requestId);
+      const req = fhirRequestOf(path, headers);
+      const answer = await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx });
+      status = answer.status;
+      await send(response, answer, requestId, headerOf(headers['accept-encoding']), services);
+    } finally {
+      release();
+    }
+  } catch (error) {
+    const failure = toOperationOutcomeError(error);
+    if (failure.status >= 500) (ctx?.log ?? services.log).error({ err: error }, 'request failed');
+    status = failure.status;
+    const answer: FhirResponse = { status, headers: failure.headers ?? {}, body: failure.outcome };
+    await send(response, answer, requestId, headerOf(headers['accept-encoding']), services).catch(() => response.destroy());
+  }
+  logRequest(services.log, requestId, 'GET', path, status, started);
+}
+
+function fhirRequestOf(path: string, headers: IncomingMessage['headers']): FhirRequest {
+  return {
+    method: 'GET',
+    path: path.slice(FHIR_BASE_PATH.length + 1),
+    query: new URLSearchParams(),
+    header: (name) => headerOf(headers[name]),
+  };
+}
+
+async function send(response: ServerResponse, answer: FhirResponse, requestId: string, acceptEncoding: string | undefined, services: Services): Promise<void> {
+  const headers: Record<string, string> = { ...answer.headers, 'X-Request-Id': requestId };
+  const { body } = answer;
+  if (body === undefined) {
+    response.writeHead(answer.status, headers).end();
+    return;
+  }
+  const bytes = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : Buffer.from(fhirText(body, false), 'utf8');
+  const typed = body instanceof Uint8Array ? headers : { 'Content-Type': FHIR_CONTENT_TYPE, ...headers };
+  const encoded = await encodeForClient(bytes, typed, acceptEncoding);
+  writeAnswer(response, answer.status, encoded.headers, encoded.body, services.config.sendTimeoutMs, services.log);
+}
+
+function headerOf(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}

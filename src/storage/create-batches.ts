@@ -1,0 +1,73 @@
+import type { SqlExecutor } from '../db/database.js';
+import type { Resource } from '../fhir/types.js';
+import { projectParameters } from '../indexing/parameters.js';
+import { insertingNewId } from './current-rows.js';
+import { insertFirstVersion, insertFirstVersions } from './sql.js';
+
+/**
+ * Group commit for creates that need no transaction of their own (no write hook, no write check,
+ * not inside a transaction Bundle): while `maxInFlight` statements of creates are running, the
+ * creates that arrive wait, and the next statement writes all of them at once (resource, history
+ * and index rows of each) in one commit. A create's database cost is mostly the statement's
+ * fixed part and the commit's WAL flush, so under load each create costs less; with nothing in
+ * flight a create goes at once, alone, and pays no wait. Each create is answered after the commit
+ * that holds it; when a group's statement fails, its creates are retried one at a time, so only
+ * the create at fault fails, with its own error.
+ */
+export class CreateBatches {
+  private readonly waiting: Waiting[] = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly db: SqlExecutor,
+    private readonly maxInFlight: number,
+    private readonly maxBatch: number,
+  ) {}
+
+  /** Inserts the first version of a stamped resource; resolves with its stored text once it has committed. */
+  insert(resource: Resource): Promise<string> {
+    if (this.inFlight < this.maxInFlight && this.waiting.length === 0) return this.runAlone(resource);
+    return new Promise<string>((resolve, reject) => this.waiting.push({ resource, resolve, reject }));
+  }
+
+  private async runAlone(resource: Resource): Promise<string> {
+    this.inFlight++;
+    try {
+      return await this.insertOne(resource);
+    } finally {
+      this.finished();
+    }
+  }
+
+  private finished(): void {
+    this.inFlight--;
+    if (this.waiting.length === 0) return;
+    const group = this.waiting.splice(0, this.maxBatch);
+    this.inFlight++;
+    void this.runGroup(group).finally(() => this.finished());
+  }
+
+  private async runGroup(group: readonly Waiting[]): Promise<void> {
+    if (group.length > 1) {
+      try {
+        await insertFirstVersions(this.db, group.map((item) => item.resource));
+        for (const item of group) item.resolve(JSON.stringify(item.resource));
+        return;
+      } catch {
+        // Retried one at a time below, so each create gets its own answer.
+      }
+    }
+    await Promise.all(group.map((item) => this.insertOne(item.resource).then(item.resolve, item.reject)));
+  }
+
+  private async insertOne(resource: Resource): Promise<string> {
+    const parameters = await projectParameters(this.db, resource.meta!.project!);
+    return insertingNewId(() => insertFirstVersion(this.db, resource, parameters));
+  }
+}
+
+interface Waiting {
+  readonly resource: Resource;
+  resolve(text: string): void;
+  reject(error: unknown): void;
+}

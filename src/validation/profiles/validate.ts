@@ -1,0 +1,228 @@
+import { getStructureDefinition } from '../../fhir/definitions.js';
+import { issue } from '../../fhir/outcome.js';
+import type { IssueType } from '../../fhir/resources.js';
+import { requiredBindingCodes } from '../../fhir/required-bindings.js';
+import { isRecord, type OperationOutcomeIssue, type Resource } from '../../fhir/types.js';
+import { defaultDiscriminators, matchesSlice } from './discriminators.js';
+import type { CompiledProfile, ProfileNode } from './tree.js';
+import { equalsExactly, matchesPattern, shown, valuesOf, type Found } from './values.js';
+
+/**
+ * Validation of a resource against one profile's snapshot: cardinality (slices included),
+ * `fixed[x]` and `pattern[x]`, the types a choice may take, the types `targetProfile` allows a
+ * reference to name (from the reference's text: nothing is resolved), slicing (which slice each
+ * value belongs to, closed, openAtEnd and ordered), extensions checked against their own
+ * definition by url, and required bindings the profile adds whose value set expands from the
+ * shipped definitions. `mustSupport` means nothing to a server. Invariants are not evaluated here:
+ * see `profileInvariants` in ./invariants.ts. The base definition's structure was checked before.
+ */
+
+/** The definitions a profile refers to: other profiles and extension definitions, by canonical url. */
+export interface ProfileSource {
+  compiled(url: string): CompiledProfile | undefined;
+}
+
+const MAX_ISSUES = 100;
+/** Extensions inside extensions inside...: beyond any real resource. */
+const MAX_DEPTH = 40;
+
+export function validateAgainstProfile(resource: Resource, profile: CompiledProfile, source: ProfileSource): OperationOutcomeIssue[] {
+  const walk = new ProfileWalk(source, profile.url);
+  if (resource.resourceType !== profile.type) {
+    walk.fail('invalid', resource.resourceType, 'type', `The profile constrains ${profile.type}, not ${resource.resourceType}`);
+  } else walk.children(resource, profile.root, resource.resourceType);
+  return walk.issues;
+}
+
+class ProfileWalk {
+  readonly issues: OperationOutcomeIssue[] = [];
+  private depth = 0;
+
+  constructor(
+    private readonly source: ProfileSource,
+    private profileUrl: string,
+  ) {}
+
+  children(owner: Record<string, unknown>, node: ProfileNode, location: string): void {
+    if (this.depth >= MAX_DEPTH) return;
+    this.depth++;
+    for (const child of node.children) this.element(valuesOf(owner, child, location), child, location);
+    this.depth--;
+  }
+
+  private element(found: Found[], node: ProfileNode, location: string): void {
+    // Most elements of a snapshot are absent or repeat the base: nothing to check for them. An
+    // absent element still breaks a slice that needs values (bodyweight's code.coding:BodyWeightCode).
+    if (!node.constrains || (found.length === 0 && node.min === 0 && !node.slices.some((slice) => slice.min > 0))) return;
+    const at = `${location}.${node.name}${node.isChoice ? '[x]' : ''}`;
+    this.cardinality(found.length, node, at);
+    for (const item of found) this.item(item, node);
+    if (node.slices.length > 0) this.slicing(found, node, at);
+  }
+
+  private cardinality(count: number, node: ProfileNode, location: string): void {
+    if (count >= node.min && count <= node.max) return;
+    const rule = `cardinality ${node.min}..${node.max === Infinity ? '*' : node.max} of ${node.id}`;
+    if (count < node.min) this.fail('required', location, rule, `${node.id} needs at least ${node.min} value${node.min > 1 ? 's' : ''}, found ${count}`);
+    else this.fail('structure', location, rule, `${node.id} allows at most ${node.max} value${node.max > 1 ? 's' : ''}, found ${count}`);
+  }
+
+  private item(found: Found, node: ProfileNode): void {
+    if (node.isChoice) this.checkChoiceType(found, node);
+    if (node.required) this.checkRequiredValue(found, node);
+    this.checkBinding(found, node);
+    this.checkReferenceTarget(found, node);
+    if (!isRecord(found.value)) return;
+    if (isExtensionList(node)) this.checkExtension(found.value, found.location);
+    if (node.children.length > 0) this.children(found.value, node, found.location);
+  }
+
+  private checkChoiceType(found: Found, node: ProfileNode): void {
+    const codes = (node.element.type ?? []).map((type) => type.code);
+    if (found.type === undefined || codes.includes(found.type)) return;
+    this.fail('structure', found.location, `types of ${node.id}`, `Type ${found.type} is not allowed here; the profile allows ${codes.join(', ')}`);
+  }
+
+  private checkRequiredValue(found: Found, node: ProfileNode): void {
+    const { value, exact, key } = node.required!;
+    if (exact ? equalsExactly(found.value, value) : matchesPattern(found.value, value)) return;
+    const what = exact ? 'must be exactly' : 'must match the pattern';
+    this.fail('value', found.location, `${key} of ${node.id}`, `The value ${shown(found.value)} ${what} ${shown(value)}`);
+  }
+
+  private checkBinding(found: Found, node: ProfileNode): void {
+    const codes = addedRequiredCodes(node);
+    if (!codes) return;
+    const given = codesOf(found.value);
+    if (given.length === 0 || given.some((code) => codes.allowed.has(code))) return;
+    this.fail('code-invalid', found.location, `required binding of ${node.id}`, `${given.map((code) => `"${code}"`).join(', ')} is not in the value set ${codes.valueSet}`);
+  }
+
+  private checkReferenceTarget(found: Found, node: ProfileNode): void {
+    if (!isRecord(found.value) || typeof found.value.reference !== 'string') return;
+    const targets = (node.element.type ?? []).filter((type) => type.code === 'Reference').flatMap((type) => (type.targetProfile ?? []).filter((url): url is string => typeof url === 'string'));
+    if (targets.length === 0) return;
+    const named = referencedType(found.value.reference);
+    if (named === undefined) return;
+    const allowed = targets.map((url) => this.source.compiled(url)?.type);
+    // A target profile the server does not know could constrain any type.
+    if (allowed.includes(named) || allowed.includes('Resource') || allowed.includes(undefined)) return;
+    this.fail('structure', `${found.location}.reference`, `targetProfile of ${node.id}`, `A reference to ${named} is not allowed here; it must refer to ${[...new Set(allowed)].join(', ')}`);
+  }
+
+  /** An extension whose url names a known definition is checked against it. */
+  private checkExtension(extension: Record<string, unknown>, location: string): void {
+    if (typeof extension.url !== 'string' || extension.url === this.profileUrl) return;
+    const definition = this.source.compiled(extension.url);
+    if (definition?.type !== 'Extension') return;
+    const outer = this.profileUrl;
+    this.profileUrl = definition.url;
+    this.children(extension, definition.root, location);
+    this.profileUrl = outer;
+  }
+
+  private slicing(found: Found[], node: ProfileNode, location: string): void {
+    const slicing = node.element.slicing;
+    const discriminators = slicing?.discriminator ?? defaultDiscriminators(node);
+    // Which slice a value belongs to cannot be told without discriminators, or without following
+    // their path (`resolve().code`): the slicing is left unchecked rather than every value reported.
+    if (discriminators.length === 0 || !discriminators.every(isFollowed)) return;
+    const rules = slicing?.rules ?? 'open';
+    const assigned = new Map<ProfileNode, Found[]>(node.slices.map((slice) => [slice, []]));
+    const conforms = (item: Found, url: string) => this.conformsTo(item, url);
+    let furthest = -1;
+    let unmatchedSeen = false;
+    for (const item of found) {
+      const index = node.slices.findIndex((slice) => matchesSlice(item, slice, discriminators, conforms));
+      if (index < 0) {
+        unmatchedSeen = true;
+        // A choice's values of a type no slice takes were reported as a type not allowed.
+        if (rules === 'closed' && !node.isChoice) {
+          const names = node.slices.map((slice) => slice.element.sliceName).join(', ');
+          this.fail('structure', item.location, `closed slicing of ${node.id}`, `The value matches none of the slices ${names}, and no other value is allowed`);
+        }
+        continue;
+      }
+      if (rules === 'openAtEnd' && unmatchedSeen) {
+        this.fail('structure', item.location, `openAtEnd slicing of ${node.id}`, 'Values that match no slice must come after those that do');
+      }
+      if (slicing?.ordered && index < furthest) {
+        this.fail('structure', item.location, `ordered slicing of ${node.id}`, `The value belongs to slice ${node.slices[index].element.sliceName}, which comes before slice ${node.slices[furthest].element.sliceName}`);
+      }
+      furthest = Math.max(furthest, index);
+      assigned.get(node.slices[index])!.push(item);
+    }
+    for (const [slice, items] of assigned) {
+      this.cardinality(items.length, slice, location);
+      for (const item of items) this.item(item, slice);
+    }
+  }
+
+  /** For the `profile` discriminator: whether a value conforms to a profile, reporting nothing. */
+  private conformsTo(found: Found, url: string): boolean {
+    const profile = this.source.compiled(url);
+    if (!profile || !isRecord(found.value)) return false;
+    const trial = new ProfileWalk(this.source, url);
+    trial.depth = this.depth;
+    if (typeof found.value.resourceType === 'string') {
+      if (found.value.resourceType !== profile.type) return false;
+      trial.children(found.value, profile.root, found.value.resourceType);
+    } else trial.children(found.value, profile.root, found.location);
+    return trial.issues.length === 0;
+  }
+
+  fail(code: IssueType, location: string, rule: string, text: string): void {
+    if (this.issues.length >= MAX_ISSUES) return;
+    this.issues.push(issue(code, `${text} (profile ${this.profileUrl}, rule: ${rule})`, location));
+  }
+}
+
+function isFollowed(discriminator: { path?: string }): boolean {
+  return !(discriminator.path ?? '').includes('(');
+}
+
+function isExtensionList(node: ProfileNode): boolean {
+  return !node.element.sliceName && (node.name === 'extension' || node.name === 'modifierExtension');
+}
+
+/** `Patient/123`, `https://example.org/fhir/Patient/123/_history/2`: the type named; undefined for `#local` and `urn:` references. */
+function referencedType(reference: string): string | undefined {
+  const match = /(?:^|\/)([A-Z][A-Za-z]+)\/[A-Za-z0-9\-.]{1,64}(?:\/_history\/[^/]+)?$/.exec(reference);
+  return match?.[1];
+}
+
+function codesOf(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (!isRecord(value)) return [];
+  if (typeof value.code === 'string') return [value.code];
+  if (!Array.isArray(value.coding)) return [];
+  return value.coding.flatMap((coding) => (isRecord(coding) && typeof coding.code === 'string' ? [coding.code] : []));
+}
+
+const addedBindings = new WeakMap<ProfileNode, { valueSet: string; allowed: ReadonlySet<string> } | null>();
+
+/**
+ * A required binding the profile states that the base definition does not (the base's own were
+ * checked with the resource's structure or are the terminology check's), when its value set
+ * expands from the shipped definitions; computed once per element.
+ */
+function addedRequiredCodes(node: ProfileNode): { valueSet: string; allowed: ReadonlySet<string> } | undefined {
+  let found = addedBindings.get(node);
+  if (found === undefined) {
+    found = null;
+    const { binding, path } = node.element;
+    if (binding?.strength === 'required' && binding.valueSet && !baseRequires(path, binding.valueSet)) {
+      const codes = requiredBindingCodes(binding.valueSet);
+      if (codes) found = { valueSet: binding.valueSet, allowed: new Set(codes) };
+    }
+    addedBindings.set(node, found);
+  }
+  return found ?? undefined;
+}
+
+/** Whether the base definition already binds the element to that value set, required. */
+function baseRequires(path: string, valueSet: string): boolean {
+  const type = path.slice(0, path.indexOf('.') < 0 ? path.length : path.indexOf('.'));
+  const binding = getStructureDefinition(type)?.snapshot?.element.find((element) => element.path === path)?.binding;
+  return binding?.strength === 'required' && binding.valueSet === valueSet;
+}
