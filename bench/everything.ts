@@ -44,7 +44,12 @@ function recordOf(patient: string, count: number, shared: { practitioners: strin
     (i) => ({ resourceType: 'Encounter', status: 'finished', class: { code: 'AMB' }, subject, period: { start: day(i) }, serviceProvider: pick(shared.organizations, i) }),
     (i) => ({ resourceType: 'MedicationRequest', status: 'active', intent: 'order', subject, authoredOn: day(i), medicationReference: pick(shared.medications, i), requester: pick(shared.practitioners, i) }),
     (i) => ({ resourceType: 'Procedure', status: 'completed', subject, performedDateTime: day(i) }),
-    (i) => ({ resourceType: 'AllergyIntolerance', patient: subject, recordedDate: day(i) }),
+    (i) => ({
+      resourceType: 'AllergyIntolerance',
+      clinicalStatus: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical', code: 'active' }] },
+      patient: subject,
+      recordedDate: day(i),
+    }),
     (i) => ({ resourceType: 'Immunization', status: 'completed', vaccineCode: { text: 'flu' }, patient: subject, occurrenceDateTime: day(i) }),
   ];
   return Array.from({ length: count }, (_, i) => makers[i % makers.length](i));
