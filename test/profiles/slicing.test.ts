@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { useTestServer, type ProjectClient } from '../helpers/server.js';
-import { constraintOn, storeProfile, texts } from './helpers.js';
+import { BODY_WEIGHT, bodyWeight, constraintOn, storeProfile, texts } from './helpers.js';
 
-/** Slicing rules beyond open and closed: ordered, openAtEnd, and the exists discriminator. */
+/** Slicing rules beyond open and closed: ordered, openAtEnd, and the exists, type and profile discriminators. */
 
 const api = await useTestServer();
 
@@ -69,5 +69,37 @@ describe('slicing', () => {
     const res = await client.post('/Patient', { resourceType: 'Patient', meta: { profile: [url] }, telecom: [phone('0'), phone('9'), ...dated] });
     expect(res.status).toBe(400);
     expect(texts(res.body)).toEqual([`Patient.telecom:current allows at most 1 value, found 2 (profile ${url}, rule: cardinality 0..1 of Patient.telecom:current)`]);
+  });
+
+  it('profile: sorts Bundle entries by whether their resource conforms to the slice’s profile', async () => {
+    const client = api.newProject();
+    const url = await storeProfile(
+      client,
+      constraintOn('Bundle', `https://example.org/fhir/StructureDefinition/weights-${randomUUID()}`, [
+        { id: 'Bundle.entry', path: 'Bundle.entry', slicing: { discriminator: [{ type: 'profile', path: 'resource' }], rules: 'closed' } },
+        { id: 'Bundle.entry:weight', path: 'Bundle.entry', sliceName: 'weight', min: 1 },
+        { id: 'Bundle.entry:weight.resource', path: 'Bundle.entry.resource', type: [{ code: 'Observation', profile: [BODY_WEIGHT] }] },
+      ]),
+    );
+    const bundle = (resource: Record<string, unknown>) => ({ resourceType: 'Bundle', meta: { profile: [url] }, type: 'collection', entry: [{ resource }] });
+    const { meta: _meta, ...weight } = bodyWeight();
+    expect((await client.post('/Bundle', bundle(weight))).status).toBe(201);
+    const res = await client.post('/Bundle', bundle({ ...weight, code: { coding: [{ system: 'http://loinc.org', code: '8302-2' }] } }));
+    expect(res.status).toBe(400);
+    expect(texts(res.body).some((text) => text.includes('closed slicing of Bundle.entry'))).toBe(true);
+  });
+
+  it('type: sorts the values of a choice by their type', async () => {
+    const client = api.newProject();
+    const url = await storeProfile(
+      client,
+      constraintOn('Observation', `https://example.org/fhir/StructureDefinition/quantity-only-${randomUUID()}`, [
+        { id: 'Observation.value[x]', path: 'Observation.value[x]', slicing: { discriminator: [{ type: 'type', path: '$this' }], rules: 'closed' } },
+        { id: 'Observation.value[x]:valueQuantity', path: 'Observation.value[x]', sliceName: 'valueQuantity', type: [{ code: 'Quantity' }] },
+      ]),
+    );
+    const observation = (value: Record<string, unknown>) => ({ resourceType: 'Observation', meta: { profile: [url] }, status: 'final', code: { text: 'weight' }, ...value });
+    expect((await client.post('/Observation', observation({ valueQuantity: { value: 72 } }))).status).toBe(201);
+    expect((await client.post('/Observation', observation({ valueString: 'heavy' }))).status).toBe(400);
   });
 });

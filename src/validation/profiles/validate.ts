@@ -78,8 +78,8 @@ class ProfileWalk {
   }
 
   private checkChoiceType(found: Found, node: ProfileNode): void {
+    if (allowsType(node, found)) return;
     const codes = (node.element.type ?? []).map((type) => type.code);
-    if (found.type === undefined || codes.includes(found.type)) return;
     this.fail('structure', found.location, `types of ${node.id}`, `Type ${found.type} is not allowed here; the profile allows ${codes.join(', ')}`);
   }
 
@@ -136,8 +136,8 @@ class ProfileWalk {
       const index = node.slices.findIndex((slice) => matchesSlice(item, slice, discriminators, conforms));
       if (index < 0) {
         unmatchedSeen = true;
-        // A choice's values of a type no slice takes were reported as a type not allowed.
-        if (rules === 'closed' && !node.isChoice) {
+        // A choice's value of a type the element itself does not allow was reported as such already.
+        if (rules === 'closed' && !(node.isChoice && !allowsType(node, item))) {
           const names = node.slices.map((slice) => slice.element.sliceName).join(', ');
           this.fail('structure', item.location, `closed slicing of ${node.id}`, `The value matches none of the slices ${names}, and no other value is allowed`);
         }
@@ -225,4 +225,9 @@ function baseRequires(path: string, valueSet: string): boolean {
   const type = path.slice(0, path.indexOf('.') < 0 ? path.length : path.indexOf('.'));
   const binding = getStructureDefinition(type)?.snapshot?.element.find((element) => element.path === path)?.binding;
   return binding?.strength === 'required' && binding.valueSet === valueSet;
+}
+
+/** Whether a choice element's own types take the value's type (a value of unknown type passes). */
+function allowsType(node: ProfileNode, found: Found): boolean {
+  return found.type === undefined || (node.element.type ?? []).some((type) => type.code === found.type);
 }
