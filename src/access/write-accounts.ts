@@ -4,7 +4,7 @@ import type { Reference } from '../fhir/resources.js';
 import type { Resource } from '../fhir/types.js';
 import type { Identity } from '../identity/identity.js';
 import { compartmentPatientIds } from '../indexing/compartment-rows.js';
-import { selectCurrent, selectCurrentMany } from '../storage/current-versions.js';
+import { selectCurrentMany } from '../storage/current-versions.js';
 import { canSee } from '../storage/project-scope.js';
 import type { PreparedWrite } from '../storage/types.js';
 
@@ -42,10 +42,7 @@ export async function decideAccounts(identity: Identity, db: SqlExecutor, writes
 async function patientAccounts(identity: Identity, db: SqlExecutor, ids: readonly string[]): Promise<Map<string, Reference[]>> {
   const byId = new Map<string, Reference[]>();
   if (ids.length === 0) return byId;
-  // One patient (the usual case) by primary key: the list form's join plan can fall to a scan of
-  // the resource table while its planner statistics are old.
-  const versions = ids.length === 1 ? [await selectCurrent(db, 'Patient', ids[0])].filter((found) => found !== undefined) : await selectCurrentMany(db, ids.map((id) => ({ resourceType: 'Patient', id })));
-  for (const version of versions) {
+  for (const version of await selectCurrentMany(db, ids.map((id) => ({ resourceType: 'Patient', id })))) {
     if (version.deleted || version.text === null || !canSee(identity, version.projectId)) continue;
     byId.set(version.id, accountsOf(JSON.parse(version.text) as Resource));
   }

@@ -4,6 +4,7 @@ import { deflate, gzip } from 'node:zlib';
 import type { Logger } from 'pino';
 import { COMPRESSIBLE_CONTENT_TYPE_REGEX } from 'hono/compress';
 import { parseAccept } from 'hono/utils/accept';
+import { CHUNK, STREAMED_FROM } from './responses.js';
 import { armSendTimeout } from './transport.js';
 
 /**
@@ -20,9 +21,6 @@ const compressors: Record<Encoding, (body: Buffer) => Promise<Buffer>> = { gzip:
 const NO_TRANSFORM = /(?:^|,)\s*?no-transform\s*?(?:,|$)/i;
 const VARY_ACCEPT_ENCODING = /(?:^|,)\s*accept-encoding\s*(?:,|$)/i;
 
-/** Bodies from this size on are written a chunk at a time (as responses.ts streams them). */
-const STREAMED_FROM = 256 * 1024;
-const CHUNK = 64 * 1024;
 
 export interface EncodedAnswer {
   readonly headers: Record<string, string>;

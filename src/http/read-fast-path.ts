@@ -3,6 +3,7 @@ import { isResourceType } from '../fhir/definitions.js';
 import { toOperationOutcomeError } from '../fhir/outcome.js';
 import { createRequestContext } from '../access/context.js';
 import { incomingHeaders } from '../graphql/http-body.js';
+import { headerValue } from '../graphql/http-fast-path.js';
 import type { RequestContext, Services } from '../operations/context.js';
 import { fhirRouter } from '../router/router.js';
 import type { FhirRequest, FhirResponse } from '../router/types.js';
@@ -51,7 +52,7 @@ async function answerRead(
 ): Promise<void> {
   const started = performance.now();
   const headers = incomingHeaders(request);
-  const requestId = requestIdOf(headerOf(headers['x-request-id']));
+  const requestId = requestIdOf(headerValue(headers, 'x-request-id') ?? undefined);
   const path = request.url!;
   let status = 500;
   let ctx: RequestContext | undefined;
@@ -62,7 +63,7 @@ async function answerRead(
       const req = fhirRequestOf(path, headers);
       const answer = await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx });
       status = answer.status;
-      await send(response, answer, requestId, headerOf(headers['accept-encoding']), services);
+      await send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services);
     } finally {
       release();
     }
@@ -71,7 +72,7 @@ async function answerRead(
     if (failure.status >= 500) (ctx?.log ?? services.log).error({ err: error }, 'request failed');
     status = failure.status;
     const answer: FhirResponse = { status, headers: failure.headers ?? {}, body: failure.outcome };
-    await send(response, answer, requestId, headerOf(headers['accept-encoding']), services).catch(() => response.destroy());
+    await send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services).catch(() => response.destroy());
   }
   logRequest(services.log, requestId, 'GET', path, status, started);
 }
@@ -81,7 +82,7 @@ function fhirRequestOf(path: string, headers: IncomingMessage['headers']): FhirR
     method: 'GET',
     path: path.slice(FHIR_BASE_PATH.length + 1),
     query: new URLSearchParams(),
-    header: (name) => headerOf(headers[name]),
+    header: (name) => headerValue(headers, name) ?? undefined,
   };
 }
 
@@ -96,8 +97,4 @@ async function send(response: ServerResponse, answer: FhirResponse, requestId: s
   const typed = body instanceof Uint8Array ? headers : { 'Content-Type': FHIR_CONTENT_TYPE, ...headers };
   const encoded = await encodeForClient(bytes, typed, acceptEncoding);
   writeAnswer(response, answer.status, encoded.headers, encoded.body, services.config.sendTimeoutMs, services.log);
-}
-
-function headerOf(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value.join(', ') : value;
 }

@@ -12,8 +12,8 @@ export function outcomeResponse(body: OperationOutcome, status: number, headers:
 }
 
 /** Bodies from this size on are written a chunk at a time; smaller ones go to the socket whole. */
-const STREAMED_FROM = 256 * 1024;
-const CHUNK = 64 * 1024;
+export const STREAMED_FROM = 256 * 1024;
+export const CHUNK = 64 * 1024;
 
 /**
  * An answer whose large body is written a chunk at a time, each once the socket has taken the one

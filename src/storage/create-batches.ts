@@ -60,10 +60,18 @@ export class CreateBatches {
     await Promise.all(group.map((item) => this.insertOne(item.resource).then(item.resolve, item.reject)));
   }
 
-  private async insertOne(resource: Resource): Promise<string> {
-    const parameters = await projectParameters(this.db, resource.meta!.project!);
-    return insertingNewId(() => insertFirstVersion(this.db, resource, parameters));
+  private insertOne(resource: Resource): Promise<string> {
+    return insertNewResource(this.db, resource);
   }
+}
+
+/**
+ * One statement: resource row, history row and index rows (a single statement is atomic). The
+ * index rows include those of the project's own SearchParameters (src/indexing/parameters.ts).
+ */
+export async function insertNewResource(executor: SqlExecutor, resource: Resource): Promise<string> {
+  const parameters = await projectParameters(executor, resource.meta!.project!);
+  return insertingNewId(() => insertFirstVersion(executor, resource, parameters));
 }
 
 interface Waiting {

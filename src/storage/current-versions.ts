@@ -26,6 +26,12 @@ export async function selectCurrent(db: SqlExecutor, resourceType: string, id: s
  * one JSON argument. The text of a version the caller holds is not sent (it is null).
  */
 export async function selectCurrentMany(db: SqlExecutor, keys: readonly ReadKey[]): Promise<StoredVersion[]> {
+  // One key (a create's patient, a lone reference) by primary key: the list's join plan, made once
+  // per connection, can fall to a scan of the resource table while its statistics are old.
+  if (keys.length === 1 && keys[0].heldVersionId === undefined) {
+    const version = await selectCurrent(db, keys[0].resourceType, keys[0].id);
+    return version ? [version] : [];
+  }
   // Each row names its key by position (`n`): the type and id are the key's, not sent back.
   const rows = await db.query<Omit<VersionRow, 'id'> & { n: number }>(
     `SELECT k.n::int AS n, r."projectId", r."versionId"::text AS "versionId", r."lastUpdated", r.deleted,

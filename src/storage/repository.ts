@@ -11,17 +11,16 @@ import { validateResource } from '../validation/validator.js';
 import { assertResourceChecks } from '../validation/resource-checks.js';
 import { prepareResource } from '../validation/resource-preparers.js';
 import { applyJsonPatch, type PatchLimits } from './patch.js';
-import { idInUse, insertingNewId, lockCurrentRow, projectOf, retryOnCreateRace, type CurrentRow } from './current-rows.js';
+import { idInUse, lockCurrentRow, projectOf, retryOnCreateRace, type CurrentRow } from './current-rows.js';
 import type { InvalidationBus } from '../cache/invalidation.js';
-import { projectParameters } from '../indexing/parameters.js';
-import { firstVersionsStatement, insertFirstVersion, replaceVersion, writeDeletion } from './sql.js';
+import { firstVersionsStatement, replaceVersion, writeDeletion } from './sql.js';
 import { binaryKey, type BinaryStorage } from './binary-storage.js';
 import { commitOnly, type ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
 import { CommittedWrites } from './committed-writes.js';
-import type { CreateBatches } from './create-batches.js';
+import { insertNewResource, type CreateBatches } from './create-batches.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
 import { selectCurrent, selectCurrentMany, selectVersionTexts } from './current-versions.js';
 import { checkVersion, isUuid, nextInstant, parseStored, sameContent } from './versions.js';
@@ -441,13 +440,8 @@ export class Repository implements ResourceRepository {
     return text;
   }
 
-  /**
-   * One statement: resource row, history row and index rows (a single statement is atomic). The
-   * index rows include those of the project's own SearchParameters (src/indexing/parameters.ts).
-   */
-  private async insertNew(executor: SqlExecutor, resource: Resource): Promise<string> {
-    const parameters = await projectParameters(executor, resource.meta!.project!);
-    return insertingNewId(() => insertFirstVersion(executor, resource, parameters));
+  private insertNew(executor: SqlExecutor, resource: Resource): Promise<string> {
+    return insertNewResource(executor, resource);
   }
 }
 
