@@ -52,9 +52,9 @@ function literal(v: unknown): string {
 }
 async function run(sql: string, args: readonly unknown[], options?: QueryOptions): Promise<{ rows: unknown[]; ms: number; plan?: string }> {
   await client.query(`SET plan_cache_mode = ${options?.planOnce && !process.env.ALLCUSTOM ? 'force_generic_plan' : 'force_custom_plan'}`);
-  // The plan-once pool's connections price sequential scans out (src/db/database.ts, planSettings).
-  await client.query(`SET enable_seqscan = ${options?.planOnce && !process.env.ALLCUSTOM ? 'off' : 'on'}`);
-  await client.query(`SET enable_bitmapscan = ${options?.planOnce && process.env.BITMAPOFF ? 'off' : 'on'}`);
+  // The plan-once pool's connections price sequential and bitmap scans out (src/db/database.ts, planSettings).
+  const generic = options?.planOnce && !process.env.ALLCUSTOM ? 'off' : 'on';
+  await client.query(`SET enable_seqscan = ${generic}; SET enable_bitmapscan = ${generic}`);
   const name = `d${++n}`;
   if (process.env.PLAN_ONLY) {
     // The plan alone, without running the statement (a plan that would run for minutes).

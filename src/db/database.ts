@@ -221,15 +221,16 @@ export type PlanCacheMode = 'force_custom_plan' | 'force_generic_plan';
 /**
  * The planner settings of a pool's connections. A generic plan is kept for the connection's life,
  * and one made while the tables were still small (a new server's first searches) would keep the
- * sequential scans that are cheapest only then, whatever the tables grow to until statistics are
- * refreshed. The statements planned once are driven by a key, whose index is the right start at any
- * size, so sequential scans are priced out of their plans (a penalty, not a ban: a statement with
- * no index path still runs).
+ * sequential scans, or the bitmap scans that read every match before sorting them, that are
+ * cheapest only then, whatever the tables grow to until statistics are refreshed. The statements
+ * planned once are driven by a key or read an index in the page's order, the right start at any
+ * size, so both are priced out of their plans (a penalty, not a ban: a statement with no other
+ * path still runs).
  */
 export function planSettings(planCacheMode: PlanCacheMode | undefined): string[] {
   if (!planCacheMode) return [];
   const settings = [`-c plan_cache_mode=${planCacheMode}`];
-  if (planCacheMode === 'force_generic_plan') settings.push('-c enable_seqscan=off');
+  if (planCacheMode === 'force_generic_plan') settings.push('-c enable_seqscan=off', '-c enable_bitmapscan=off');
   return settings;
 }
 

@@ -84,6 +84,19 @@ describe.skipIf(!serverUrl)('generic plans made on an empty database', () => {
     expect(plan).not.toContain('Join Filter');
     expect(plan).not.toContain('Seq Scan');
   });
+
+  // Last: it writes rows, which the tests above must not see.
+  it('a page sorted by _lastUpdated, planned once 20,000 resources arrived, reads its index in order', async () => {
+    await client.query(
+      `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+       SELECT 'Observation', 'o' || g, $1, gen_random_uuid(), now() - g * interval '1 second', false, ('{"resourceType":"Observation","note":"' || repeat('a', 600) || '"}')::json
+       FROM generate_series(1, 20000) g`,
+      [PROJECT],
+    );
+    const plan = (await genericPlansOf('Observation', '_sort=-_lastUpdated&_count=20')).join('\n');
+    expect(plan).toMatch(/Index Scan Backward using "resource_projectId_resourceType_lastUpdated_id_idx" on resource r/);
+    expect(plan).not.toMatch(/Sort|Bitmap/);
+  });
 });
 
 /** A bind value as an SQL literal, for EXPLAIN EXECUTE (which takes no bind parameters). */
