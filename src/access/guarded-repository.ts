@@ -7,6 +7,7 @@ import type { ReadSession } from '../cache/read-your-writes.js';
 import { type Resource, isRecord } from '../fhir/types.js';
 import { Repository } from '../storage/repository.js';
 import { parseStored } from '../storage/versions.js';
+import type { BinaryStream } from '../storage/binary-storage.js';
 import {
   ItemError,
   isPrepared,
@@ -221,6 +222,12 @@ export class GuardedRepository implements ResourceRepository {
     assertTypeAccess(this.who, 'Binary', false);
     assertScope(this.who, 'Binary', 'r');
     return this.store.readBinaryData(version);
+  }
+
+  async readBinaryStream(version: StoredVersion): Promise<BinaryStream | undefined> {
+    assertTypeAccess(this.who, 'Binary', false);
+    assertScope(this.who, 'Binary', 'r');
+    return this.store.readBinaryStream(version);
   }
 
   /** What the caller's criteria searches run with: the same as a request's searches (before a write: on the primary). */

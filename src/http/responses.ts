@@ -30,6 +30,29 @@ export function bodyResponse(body: string | Uint8Array, status: number, headers:
   });
 }
 
+/**
+ * Bytes of a known size read a chunk at a time from their store, each only once the socket has
+ * taken the one before (as bodyResponse): a large Binary is never whole in memory. A chunk that
+ * cannot be read aborts the answer, which the client sees as a body shorter than Content-Length.
+ */
+export function streamedResponse(body: { size: number; chunks: AsyncIterable<Uint8Array> }, status: number, headers: Record<string, string>): Response {
+  const iterator = body.chunks[Symbol.asyncIterator]();
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const next = await iterator.next();
+        if (next.done) controller.close();
+        else controller.enqueue(next.value);
+      },
+      async cancel() {
+        await iterator.return?.();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return new Response(stream, { status, headers: { ...withoutContentLength(headers), 'content-length': String(body.size) } });
+}
+
 function textChunks(text: string): ReadableStream<Uint8Array> {
   let offset = 0;
   return pulled(() => {

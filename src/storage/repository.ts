@@ -14,7 +14,7 @@ import { applyJsonPatch, type PatchLimits } from './patch.js';
 import { idInUse, lockCurrentRow, projectOf, retryOnCreateRace, type CurrentRow } from './current-rows.js';
 import type { InvalidationBus } from '../cache/invalidation.js';
 import { firstVersionsStatement, replaceVersion, writeDeletion } from './sql.js';
-import { binaryKey, type BinaryStorage } from './binary-storage.js';
+import { binaryKey, type BinaryStorage, type BinaryStream } from './binary-storage.js';
 import { commitOnly, type ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
@@ -387,6 +387,11 @@ export class Repository implements ResourceRepository {
   async readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined> {
     if (!this.canSee(version.projectId)) return undefined;
     return (await this.binaries.get(binaryKey(version.projectId, version.id, version.versionId)))?.data;
+  }
+
+  async readBinaryStream(version: StoredVersion): Promise<BinaryStream | undefined> {
+    if (!this.canSee(version.projectId)) return undefined;
+    return this.binaries.getStream(binaryKey(version.projectId, version.id, version.versionId));
   }
 
   private canSee(projectId: string): boolean {

@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../db/database.js';
+import type { BinaryStream } from './binary-storage.js';
 import type { Resource } from '../fhir/types.js';
 
 /** A stored version: the JSON text exactly as stored, plus the columns clients see in headers. */
@@ -138,6 +139,8 @@ export interface ResourceRepository {
   updateBinary(id: string, contentType: string, data: Uint8Array, options?: WriteOptions): Promise<WriteResult>;
   /** The bytes of a Binary version found by a read or a search (none for a project the caller cannot see). */
   readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined>;
+  /** The same bytes a chunk at a time, with their size: what an HTTP answer streams. */
+  readBinaryStream(version: StoredVersion): Promise<BinaryStream | undefined>;
 }
 
 /** Creates made ready to write (prepareCreates). */
