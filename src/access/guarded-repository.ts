@@ -204,6 +204,13 @@ export class GuardedRepository implements ResourceRepository {
     return this.store.deleteResource(resourceType, id, options);
   }
 
+  /** Admins only: an expunge cannot be undone, so a policy's write access is not enough. */
+  async expungeResource(resourceType: string, id: string): Promise<void> {
+    if (!this.who.superAdmin && !this.who.projectAdmin) throw errors.forbidden('Only a project admin or a super admin can expunge a resource');
+    assertTypeAccess(this.who, resourceType, true);
+    return this.store.expungeResource(resourceType, id);
+  }
+
   createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}, id?: string): Promise<WriteResult> {
     assertTypeAccess(this.who, 'Binary', true);
     assertScope(this.who, 'Binary', 'c');

@@ -20,6 +20,7 @@ import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
 import { CommittedWrites } from './committed-writes.js';
+import { expungeRows, lockForExpunge } from './expunge.js';
 import { insertNewResource, type CreateBatches } from './create-batches.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
 import { selectCurrent, selectCurrentMany, selectVersionTexts } from './current-versions.js';
@@ -362,6 +363,18 @@ export class Repository implements ResourceRepository {
       return version;
     });
     if (deletion) this.committed.deleted(deletion);
+  }
+
+  /** Removes a resource of the caller's project (any project for a super admin) for good, history and bytes included. */
+  async expungeResource(resourceType: string, id: string): Promise<void> {
+    assertType(resourceType);
+    const key = await this.db.transaction(async (tx) => {
+      const found = await lockForExpunge(tx, resourceType, id);
+      if (!found || !this.canSee(found.projectId)) throw errors.notFound(`${resourceType}/${id} not found`);
+      await expungeRows(tx, this.binaries, [found]);
+      return found;
+    });
+    this.committed.expunged([key]);
   }
 
   /** History of one resource (id given), a whole type, or every type (no type) in the caller's project, newest first. */

@@ -135,6 +135,8 @@ export interface ResourceRepository {
   updateResource(resourceType: string, id: string, input: unknown, options?: WriteOptions): Promise<WriteResult>;
   patchResource(resourceType: string, id: string, operations: unknown, options?: WriteOptions): Promise<WriteResult>;
   deleteResource(resourceType: string, id: string, options?: WriteOptions): Promise<void>;
+  /** Removes a resource for good: every version, its index rows and its bytes (404 when the caller cannot see it). */
+  expungeResource(resourceType: string, id: string): Promise<void>;
   createBinary(contentType: string, data: Uint8Array, extra?: Partial<Resource>, id?: string): Promise<WriteResult>;
   updateBinary(id: string, contentType: string, data: Uint8Array, options?: WriteOptions): Promise<WriteResult>;
   /** The bytes of a Binary version found by a read or a search (none for a project the caller cannot see). */
