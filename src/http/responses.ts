@@ -31,11 +31,11 @@ export function bodyResponse(body: string | Uint8Array, status: number, headers:
 }
 
 /**
- * Bytes of a known size read a chunk at a time from their store, each only once the socket has
- * taken the one before (as bodyResponse): a large Binary is never whole in memory. A chunk that
- * cannot be read aborts the answer, which the client sees as a body shorter than Content-Length.
+ * Bytes read a chunk at a time from their source, each only once the socket has taken the one
+ * before (as bodyResponse): a large Binary or CSV export is never whole in memory. A chunk that
+ * cannot be read aborts the answer, which the client sees as a truncated body.
  */
-export function streamedResponse(body: { size: number; chunks: AsyncIterable<Uint8Array> }, status: number, headers: Record<string, string>): Response {
+export function streamedResponse(body: { size: number | undefined; chunks: AsyncIterable<Uint8Array> }, status: number, headers: Record<string, string>): Response {
   const iterator = body.chunks[Symbol.asyncIterator]();
   const stream = new ReadableStream<Uint8Array>(
     {
@@ -50,7 +50,8 @@ export function streamedResponse(body: { size: number; chunks: AsyncIterable<Uin
     },
     { highWaterMark: 0 },
   );
-  return new Response(stream, { status, headers: { ...withoutContentLength(headers), 'content-length': String(body.size) } });
+  const length: Record<string, string> = body.size === undefined ? {} : { 'content-length': String(body.size) };
+  return new Response(stream, { status, headers: { ...withoutContentLength(headers), ...length } });
 }
 
 function textChunks(text: string): ReadableStream<Uint8Array> {

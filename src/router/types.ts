@@ -32,12 +32,13 @@ export interface FhirRequest {
 }
 
 /**
- * Bytes of a known size sent a chunk at a time as the client takes them (a Binary read): a class,
- * so that a body is told apart from a resource by `instanceof`.
+ * Bytes sent a chunk at a time as the client takes them (a Binary read, a CSV export): a class, so
+ * that a body is told apart from a resource by `instanceof`. `size` undefined: not known ahead
+ * (the answer has no Content-Length).
  */
 export class StreamedBytes {
   constructor(
-    readonly size: number,
+    readonly size: number | undefined,
     readonly chunks: AsyncIterable<Uint8Array>,
   ) {}
 }
