@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { useTestServer, type ProjectClient } from '../helpers/server.js';
 import { addMemberClient, bearer, sendJson } from '../auth/helpers.js';
+import { expungeProject } from '../../src/admin/project-expunge.js';
 
 /**
  * `$expunge`: a resource, or a whole project, removed for good. Checked by counting rows of every
@@ -161,6 +162,23 @@ describe('$expunge on a Project', () => {
     expect((await api.superAdmin.get(`/${alone.body.user.reference}`)).status).toBe(404);
     // What is left of the project is the kept User's own rows.
     expect(await projectRows(expunged.projectId)).toEqual(await resourceRows('User', shared.body.user.reference.split('/')[1]));
+  });
+
+  it('finishes on a second run what an interrupted run left', async () => {
+    const client = api.newProject();
+    for (let i = 0; i < 3; i++) await client.post('/Observation', { resourceType: 'Observation', status: 'final', code: { text: `x${i}` } });
+    const stop = new AbortController();
+    const removed = await expungeProject(api.server.services.auth.storageServices, client.projectId, {
+      batchSize: 2,
+      signal: stop.signal,
+      onProgress: async () => stop.abort(),
+    });
+    expect(removed).toBe(2);
+    expect((await api.superAdmin.get(`/Project/${client.projectId}`)).status).toBe(200);
+
+    const res = await sendJson(api, 'POST', `/fhir/R4/Project/${client.projectId}/$expunge?everything=true`, {}, bearer(await api.superAdmin.token()));
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await projectRows(client.projectId)).toEqual({});
   });
 
   it('is for super admins only (403), and needs everything=true (400)', async () => {
