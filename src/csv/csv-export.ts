@@ -21,9 +21,9 @@ function csvText(rows: readonly string[][]): string {
  * The CSV of a search: a header row of the field paths, then one row per match, in order of
  * `_lastUpdated` (the keyset the search service pages by with its cursor), every match and not one
  * page, read a page at a time as the client takes the text. The search runs as the caller's, so
- * the caller's project, AccessPolicy and scopes apply as to any search (client secrets, kept outside
- * resources, are never in it). The first page is read
- * before anything is sent, so that a bad search parameter is a 400 and not a broken download.
+ * the caller's project, AccessPolicy and scopes apply as to any search (client secrets, kept
+ * outside resources, are never in it). The first page is read before anything is sent, so that a
+ * bad search parameter is a 400 and not a broken download.
  */
 export async function csvExport(ctx: RequestContext, resourceType: string, query: readonly [string, string][], fields: readonly string[][]): Promise<AsyncIterable<Uint8Array>> {
   const params = query.filter(([name]) => !OWN_PARAMETERS.has(name));
