@@ -7,6 +7,7 @@ import { metadataHandler } from './handlers/metadata.js';
 import { versionsHandler } from './handlers/versions.js';
 import { operationDefinitionReadHandler, operationHandler } from './handlers/operations.js';
 import { bundleHandler } from './bundles/handler.js';
+import { csvHandler } from './handlers/csv.js';
 import type { EntryRouter, FhirRoute } from './types.js';
 
 /** Resource type names start with an upper-case letter; this keeps `metadata` and `$op` apart. */
@@ -30,6 +31,8 @@ export function fhirRoutes(router: EntryRouter): FhirRoute[] {
     { method: 'GET', path: 'metadata', public: true, handler: metadataHandler(() => routes), interaction: { system: 'capabilities' } },
     // Public like metadata, and before the operation routes, which would look for an OperationDefinition.
     { method: 'GET', path: '$versions', public: true, handler: versionsHandler },
+    // A search answered as CSV, streamed: not an operation's Parameters, so a route of its own.
+    { method: 'GET', path: `${TYPE}/:csv{\\$csv}`, handler: csvHandler },
     // Operations (SPEC 4.1): every level is routed; the OperationDefinition decides what exists and whether GET is allowed.
     operation('POST', OP, 'system'),
     operation('GET', OP, 'system'),
