@@ -1,5 +1,4 @@
 import type { AsyncJob } from '../../fhir/resources.js';
-import type { Services } from '../context.js';
 import type { OperationInput } from '../parameters.js';
 import type { Operation, OperationRequest } from '../registry.js';
 import { enqueueJob } from './queue.js';
@@ -57,11 +56,4 @@ export async function acceptAsyncJob(operation: Operation, input: OperationInput
   });
   jobQueued(ctx.auth.db);
   return job;
-}
-
-/** Every AsyncJob that stands for a job of the queue, among `ids`. */
-export async function queuedJobIds(services: Services, ids: readonly string[]): Promise<Set<string>> {
-  if (ids.length === 0) return new Set();
-  const rows = await services.db.query<{ id: string }>('SELECT id FROM job WHERE id IN (SELECT json_array_elements_text($1::json))', [JSON.stringify(ids)]);
-  return new Set(rows.map((row) => row.id));
 }
