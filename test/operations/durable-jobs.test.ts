@@ -141,6 +141,21 @@ describe('durable jobs', () => {
     expect(attemptsByLabel.get(label)).toBeUndefined();
   });
 
+  it('a job cancelled while queued is ended by the server that claims it, without running', async () => {
+    const label = randomUUID();
+    // Queued as a retry not yet due (first leased, so that no server claims it meanwhile).
+    const path = await abandonedJob(api.superAdmin, 'test-step-job', step(label), { step: 1 }, { leaseMs: 3_600_000 });
+    const id = path.split('/').pop();
+    await api.server.services.db.execute(`UPDATE job SET status = 'queued', "leaseOwner" = NULL, "runAfter" = now() + interval '1 hour' WHERE id = $1`, [id]);
+    const cancelled = await api.superAdmin.post(`${path}/$cancel`, { resourceType: 'Parameters' });
+    expect(cancelled.status, cancelled.text).toBe(200);
+    await api.server.services.db.execute(`UPDATE job SET "runAfter" = now() WHERE id = $1`, [id]);
+    jobQueued(api.server.services.db);
+    const job = await pollJob(api.superAdmin, path);
+    expect(job.status).toBe('cancelled');
+    expect(attemptsByLabel.get(label)).toBeUndefined();
+  });
+
   it('$reindex resumes after the last batch it recorded', async () => {
     const p = api.newProject();
     const family = `Resume${randomUUID().slice(0, 8)}`;
