@@ -100,10 +100,21 @@ export interface Config {
   /** ValueSet/$expand: most codes one expansion may list; a larger one must be paged with `count` and `offset`. */
   readonly expandMaxCodes: number;
   /**
-   * AsyncJobs: how long a running job's lease lasts (renewed every quarter of it by the server
-   * running it); a job whose lease has passed is failed by any server (src/admin/async-job.ts).
+   * Jobs (docs/jobs.md): how long a running job's lease lasts (renewed every quarter of it by the
+   * server running it); a job whose lease has passed is resumed by any server from its last checkpoint.
    */
   readonly asyncJobStaleMs: number;
+  /** The job queue (src/operations/jobs, docs/jobs.md). */
+  readonly jobs: {
+    /** Runs of one job (retries after transient failures, resumes after its server stopped) before it is `error`. */
+    readonly maxAttempts: number;
+    /** How often each server looks for queued jobs (a job queued on this server is claimed at once). */
+    readonly pollMs: number;
+    /** Jobs one server runs at the same time. */
+    readonly concurrency: number;
+    /** Wait before the first retry; doubled for each further one (at most a minute). */
+    readonly retryBaseMs: number;
+  };
   /** PostgreSQL: how often one server analyzes the search tables that changed enough since their last ANALYZE (0: never). */
   readonly statisticsIntervalMs: number;
   /**
@@ -231,6 +242,12 @@ export function loadConfig(env: Env = process.env): Config {
     graphqlMaxOperationFields: int('GRAPHQL_MAX_OPERATION_FIELDS', 10, 1),
     expandMaxCodes: int('EXPAND_MAX_CODES', 10_000, 1),
     asyncJobStaleMs: int('ASYNC_JOB_STALE_MS', 60_000, 1000),
+    jobs: {
+      maxAttempts: int('JOB_MAX_ATTEMPTS', 5, 1),
+      pollMs: int('JOB_POLL_MS', 1_000, 50),
+      concurrency: int('JOB_CONCURRENCY', 2, 1),
+      retryBaseMs: int('JOB_RETRY_BASE_MS', 1_000, 0),
+    },
     statisticsIntervalMs: int('STATISTICS_INTERVAL_MS', 60_000),
     statementTimeoutMs: int('STATEMENT_TIMEOUT_MS', 10_000),
     writeStatementTimeoutMs: int('WRITE_STATEMENT_TIMEOUT_MS', 10_000),

@@ -4,6 +4,8 @@ import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Services } from './operations/context.js';
 import { watchAsyncJobs } from './admin/async-job.js';
+import { createRequestContext } from './access/context.js';
+import { startJobWorker } from './operations/jobs/worker.js';
 import { registerBuiltins } from './builtins.js';
 import { bootstrapSuperAdmin } from './auth/bootstrap.js';
 import { AuthService } from './auth/service.js';
@@ -98,8 +100,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   }
   const readRouting = replicas && new ReadYourWrites(replicas, db, bus, log);
   const services: Services = { log, ...storage, auth, bus, readRouting };
-  // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
+  // AsyncJobs no queued job stands for, whose server stopped, become `error` (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
+  // Queued jobs, and jobs whose server stopped, run here as well as anywhere (src/operations/jobs).
+  const worker = startJobWorker(services, (identity, requestId) => createRequestContext(services, identity, requestId));
   const statistics = keepStatistics(db, config, log);
   const server = await listenHttp(createHttpHandlers(services), config.port, config, log);
   const port = (server.address() as AddressInfo).port;
@@ -107,7 +111,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   return {
     url: `http://127.0.0.1:${port}`,
     services,
-    close: () => shutdown(server, db, [jobs, bus, statistics, ...(store ? [store] : []), ...(replicas ? [replicas] : [])], config.shutdownTimeoutMs),
+    close: () => shutdown(server, db, [worker, jobs, bus, statistics, ...(store ? [store] : []), ...(replicas ? [replicas] : [])], config.shutdownTimeoutMs),
   };
 }
 

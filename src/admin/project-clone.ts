@@ -198,8 +198,14 @@ export const projectCloneOperation: Operation<CloneRequest> = {
   successStatus: 201,
   // SPEC 4.7: the body is a plain JSON object (a Parameters body works too).
   acceptsPlainJsonBody: true,
+  // With `Prefer: respond-async`, a job (src/operations/jobs) whose output's `return` is the new
+  // Project; the clone is still one transaction, so a failed one leaves nothing behind.
+  respondsAsync: true,
   authorize({ ctx }) {
     if (!ctx.identity.superAdmin) throw errors.forbidden('Only a super admin can clone a project');
+  },
+  async check(_input, { ctx, id }) {
+    if (!(await readAny(ctx.auth.db, 'Project', id!))) throw errors.notFound(`Project/${id} not found`);
   },
   async handler(input, { ctx, id }) {
     return { return: await cloneProject(ctx.auth, ctx.identity, id!, input) };

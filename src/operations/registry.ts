@@ -13,7 +13,7 @@ export interface OperationRequest {
   readonly ctx: RequestContext;
   /** The database, for services that keep tables of their own (terminology). */
   readonly db: Database;
-  /** Set when the operation runs as an asynchronous job (`Prefer: respond-async`, src/admin/async-job.ts). */
+  /** Set when the operation runs as an asynchronous job (`Prefer: respond-async`, src/operations/jobs). */
   readonly job?: AsyncJobControl;
 }
 
@@ -31,6 +31,14 @@ export interface AsyncJobControl {
    * output at most once a second. Each call also notices a cancellation made on another server.
    */
   progress(output: unknown): Promise<void>;
+  /**
+   * Records where a later run of this job starts (any JSON value): a job whose server stopped is
+   * resumed by another one with `resumeFrom` set to the last state recorded. Record a state only
+   * once the work before it is durable (committed), so that a resumed run repeats nothing.
+   */
+  checkpoint(state: unknown): Promise<void>;
+  /** The state the last run recorded with `checkpoint`; undefined on a first run. */
+  readonly resumeFrom: unknown;
 }
 
 /**
@@ -75,7 +83,7 @@ export interface Operation<I = any, O = any> {
   /**
    * With `Prefer: respond-async` the REST call is answered `202 Accepted` at once, with
    * `Content-Location` naming an AsyncJob, and the handler runs in the background (request.job set;
-   * src/admin/async-job.ts). Without the header it runs within the request as usual. GraphQL
+   * src/operations/jobs). Without the header it runs within the request as usual. GraphQL
    * gives such an operation a second field, `<Field>Async`, that starts the same job and returns it.
    */
   readonly respondsAsync?: boolean;

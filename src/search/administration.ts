@@ -4,7 +4,7 @@ import { ownOperationDefinition } from '../operations/definition.js';
 import type { Operation } from '../operations/registry.js';
 import type { WriteHook } from '../storage/write-hooks.js';
 import { checkDefinition } from '../indexing/parameters.js';
-import { reindex } from './reindex.js';
+import { reindex, type ReindexPosition } from './reindex.js';
 
 /**
  * Search administration: the `$reindex` operation, and the SearchParameter write hook that refuses
@@ -33,8 +33,9 @@ const MAX_BATCH_SIZE = 10_000;
 
 /**
  * `POST /$reindex` (super admins): rebuilds index rows, for some types and one project if given.
- * With `Prefer: respond-async` it runs as an AsyncJob (src/admin/async-job.ts): progress after each
- * batch, and a cancellation stops it before the next batch.
+ * With `Prefer: respond-async` it runs as an AsyncJob (src/operations/jobs): progress and a
+ * checkpoint after each batch (a resumed job starts after the last batch committed), and a
+ * cancellation stops it before the next batch.
  */
 export const reindexOperation: Operation<ReindexInput, ReindexOutput> = {
   definition: ownOperationDefinition('reindex.json'),
@@ -63,10 +64,12 @@ export const reindexOperation: Operation<ReindexInput, ReindexOutput> = {
       batchSize: input.batchSize,
       searchCache: ctx.searchCache,
       signal: job?.signal,
+      resumeFrom: job?.resumeFrom as ReindexPosition | undefined,
       onProgress: job
-        ? (progress) => {
-            byType.set(progress.resourceType, progress.resources);
-            return job.progress(output(progress.total));
+        ? async (progress) => {
+            for (const entry of progress.position.byType) byType.set(entry.resourceType, entry.resources);
+            await job.checkpoint(progress.position);
+            await job.progress(output(progress.total));
           }
         : undefined,
     });

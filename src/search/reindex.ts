@@ -35,6 +35,15 @@ export interface ReindexOptions {
   searchCache?: SearchCache;
   /** Checked before every batch: once aborted, the reindex stops there and returns what it did (`stopped`). */
   signal?: AbortSignal;
+  /** Continues a reindex that stopped (its server did) from its last reported progress. */
+  resumeFrom?: ReindexPosition;
+}
+
+/** Where a reindex stands: after the id `after` of `resourceType`, with what it has done so far. */
+export interface ReindexPosition {
+  resourceType: string;
+  after: string;
+  byType: { resourceType: string; resources: number }[];
 }
 
 export interface ReindexProgress {
@@ -43,6 +52,8 @@ export interface ReindexProgress {
   resources: number;
   /** Resources of every type reindexed so far. */
   total: number;
+  /** Where a resumed reindex starts: every batch before it is committed. */
+  position: ReindexPosition;
 }
 
 export interface ReindexResult {
@@ -68,10 +79,17 @@ export async function reindex(db: Database, options: ReindexOptions = {}): Promi
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   // Read once per run, uncached: a reindex must use the definitions as they are now.
   const parameters = new Map<string, ProjectParameters>();
-  const result: ReindexResult = { resources: 0, byType: [], stopped: false };
-  for (const resourceType of types) {
-    let after = '';
-    let done = 0;
+  const start = options.resumeFrom;
+  const result: ReindexResult = {
+    resources: start?.byType.reduce((sum, entry) => sum + entry.resources, 0) ?? 0,
+    byType: start?.byType.filter((entry) => entry.resourceType !== start.resourceType) ?? [],
+    stopped: false,
+  };
+  const skip = start ? Math.max(0, types.indexOf(start.resourceType)) : 0;
+  for (const resourceType of types.slice(skip)) {
+    const resumed = start?.resourceType === resourceType;
+    let after = resumed ? start.after : '';
+    let done = resumed ? (start.byType.find((entry) => entry.resourceType === resourceType)?.resources ?? 0) : 0;
     for (;;) {
       if (options.signal?.aborted) {
         result.stopped = true;
@@ -84,7 +102,8 @@ export async function reindex(db: Database, options: ReindexOptions = {}): Promi
       after = batch.lastId;
       done += batch.live;
       result.resources += batch.live;
-      await options.onProgress?.({ resourceType, resources: done, total: result.resources });
+      const byType = [...result.byType, { resourceType, resources: done }];
+      await options.onProgress?.({ resourceType, resources: done, total: result.resources, position: { resourceType, after, byType } });
       if (batch.rows < batchSize) break;
     }
     if (done > 0) result.byType.push({ resourceType, resources: done });

@@ -152,12 +152,13 @@ describe('<Field>Async fields', () => {
     const fields = res.data.__type.fields as { name: string; type: { name: string } }[];
     const asyncFields = fields.filter((field) => field.name.endsWith('Async'));
     expect(asyncFields).toEqual([
+      { name: 'ProjectCloneAsync', type: { name: 'AsyncJob' } },
       { name: 'ProjectExpungeAsync', type: { name: 'AsyncJob' } },
       { name: 'SystemReindexAsync', type: { name: 'AsyncJob' } },
     ]);
     // The same as the registry says: the operations with `respondsAsync`.
     const offering = builtinOperations.filter((operation) => operation.respondsAsync).map((operation) => operation.definition.code);
-    expect(offering).toEqual(['reindex', 'expunge']);
+    expect(offering).toEqual(['clone', 'reindex', 'expunge']);
   });
 
   it('are absent for operations without asynchronous running: querying one is a validation error', async () => {

@@ -97,6 +97,9 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     // files (useTestServer), and a sweep in the middle of a test would add to the statements it
     // counts. The recovery tests set their own (test/operations/async-job-recovery.test.ts).
     ASYNC_JOB_STALE_MS: '600000',
+    // Likewise the job queue's polls: a job queued in this process is claimed at once all the same
+    // (every worker of the process is told); the job tests set their own.
+    JOB_POLL_MS: '600000',
     // Likewise the PostgreSQL statistics keeper's statements (test/db/postgres-statistics.test.ts
     // runs its own).
     STATISTICS_INTERVAL_MS: '0',

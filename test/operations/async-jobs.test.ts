@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { LEASE_URL, PROGRESS_INTERVAL_MS } from '../../src/admin/async-job.js';
+import { LEASE_URL } from '../../src/admin/async-job.js';
+import { PROGRESS_INTERVAL_MS } from '../../src/operations/jobs/async-job-record.js';
 import type { OperationDefinition } from '../../src/operations/definition.js';
 import { registerOperation } from '../../src/operations/registry.js';
 import { addMemberClient } from '../auth/helpers.js';

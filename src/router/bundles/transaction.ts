@@ -9,7 +9,7 @@ import { assertRouteAccess } from '../../access/type-access.js';
 import { ItemError, type PreparedCreates } from '../../storage/types.js';
 import { notFound } from '../not-found.js';
 import { resolveOperation } from '../../operations/registry.js';
-import { prefersAsync } from '../../admin/async-job.js';
+import { prefersAsync } from '../../operations/jobs/async-jobs.js';
 import { textResponse } from '../responses.js';
 import type { EntryRouter, FhirResponse, RouteMatch } from '../types.js';
 import { type BundleEntryRequest, entryError, entryPath, failedEntry, readEntry, responseEntryText, withResource } from './entries.js';

@@ -1,6 +1,6 @@
 import type { RequestContext } from '../../operations/context.js';
 import { allOk, errors } from '../../fhir/outcome.js';
-import { acceptAsyncJob, prefersAsync } from '../../admin/async-job.js';
+import { acceptAsyncJob, prefersAsync } from '../../operations/jobs/async-jobs.js';
 import type { OperationLevel } from '../../operations/definition.js';
 import { assertOperationScopes, invokeOperation } from '../../operations/execute.js';
 import { decodeBody, decodeQuery } from '../../operations/parameters.js';
