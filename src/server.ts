@@ -2,9 +2,9 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
-import type { Services } from './operations/context.js';
 import cluster from 'node:cluster';
 import type { Registry } from 'prom-client';
+import type { Services } from './operations/context.js';
 import { countUnfinishedJobs, watchAsyncJobs } from './admin/async-job.js';
 import { Admission } from './http/admission.js';
 import { listenMetrics } from './http/metrics/endpoint.js';
@@ -112,10 +112,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const admission = new Admission(config);
   const metrics = new ServerMetrics(metricsSources(services, admission));
   const exposition = cluster.isWorker ? workerExposition(metrics.registry) : localExposition(metrics.registry);
-  const server = await listenHttp(createHttpHandlers(services, admission, { metrics, exposition }), config.port, config, log);
-  const port = (server.address() as AddressInfo).port;
   // With WORKERS, the primary serves METRICS_PORT for all of them (src/workers.ts).
   const metricsServer = !cluster.isWorker && config.metricsPort !== undefined ? await listenMetrics(config.metricsPort, exposition, config.metricsToken, log) : undefined;
+  const server = await listenHttp(createHttpHandlers(services, admission, { metrics, exposition }), config.port, config, log);
+  const port = (server.address() as AddressInfo).port;
   log.info({ port, database: db.kind, readReplicas: replicas?.replicas.length ?? 0 }, 'Flint listening');
   const metricsChannel = metricsServer && { close: () => new Promise<void>((resolve) => metricsServer.close(() => resolve())) };
   return {

@@ -15,9 +15,12 @@ export function graphiqlOptions(endpoint: string): GraphiQLOptions {
   };
 }
 
+/** Pages kept: the system endpoints' few; instance-level endpoints (one per resource) take turns. */
+const KEPT_PAGES = 4;
+
 /**
- * The page is about 9 MB of text built from constant parts: it is rendered once per endpoint (a
- * handful of paths) instead of on every visit.
+ * The page is about 9 MB of text built from constant parts: it is rendered once per endpoint
+ * instead of on every visit, keeping the last few (the instance-level paths are unbounded).
  */
 export function offlineGraphiQLRenderer(): (options: GraphiQLOptions) => string {
   const pages = new Map<string, string>();
@@ -26,6 +29,7 @@ export function offlineGraphiQLRenderer(): (options: GraphiQLOptions) => string 
     let page = pages.get(key);
     if (page === undefined) {
       page = renderGraphiQL(options);
+      if (pages.size >= KEPT_PAGES) pages.delete(pages.keys().next().value as string);
       pages.set(key, page);
     }
     return page;

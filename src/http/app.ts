@@ -20,9 +20,8 @@ import { readFastPath } from './read-fast-path.js';
 import type { HttpHandlers } from './transport.js';
 import { ROUTES } from './routes.js';
 import { logRequest, requestIdOf } from './request-log.js';
-import type { MetricsExposition } from './metrics/server-metrics.js';
 import { routeOf } from './metrics/route-label.js';
-import type { RequestMetrics } from './metrics/server-metrics.js';
+import type { MetricsExposition, RequestMetrics } from './metrics/server-metrics.js';
 
 /** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
 const bearerAuthentication: Authenticator = (authorization, services) => authenticateAuthorization(services.auth, authorization);

@@ -21,10 +21,10 @@ import type { RequestMetrics } from './metrics/server-metrics.js';
  */
 export type FastPath = (request: IncomingMessage, response: ServerResponse) => boolean;
 
-/** `GET /fhir/R4/<Type>/<id>` and nothing else: no query, so `_format`, `_pretty`, `_summary`... take the full path. */
 /** The read's pattern in the route table, as the full path labels it in the metrics. */
 const READ_ROUTE = `${FHIR_BASE_PATH}/:type/:id`;
 
+/** `GET /fhir/R4/<Type>/<id>` and nothing else: no query, so `_format`, `_pretty`, `_summary`... take the full path. */
 const READ_PATH = /^\/fhir\/R4\/([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})$/;
 
 /**
