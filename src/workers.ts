@@ -8,7 +8,8 @@ import type { MetricsExposition } from './http/metrics/server-metrics.js';
 
 /**
  * `WORKERS=n` (PostgreSQL only): this process forks n server processes that share the port, so
- * that the server's JavaScript uses more than one core; it serves nothing itself. Each worker is
+ * that the server's JavaScript uses more than one core; it serves no requests itself (only
+ * METRICS_PORT, with every worker's metrics added up). Each worker is
  * a server as several behind a load balancer are: its caches hear the others' writes through the
  * cache notices (README, "Several servers"). Workers start one after another, so that a first
  * start (migrations, the super admin) runs once; one that dies unexpectedly is replaced.

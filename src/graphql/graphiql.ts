@@ -12,6 +12,9 @@ export function graphiqlOptions(endpoint: string): GraphiQLOptions {
     endpoint,
     // Every query needs a bearer token: the header editor opens with the header to fill in.
     headers: JSON.stringify({ Authorization: 'Bearer <access token>' }, null, 2),
+    // yoga's GraphiQL keeps the headers in the browser's local storage by default: a token left
+    // there outlives the visit, on what may be a shared workstation.
+    shouldPersistHeaders: false,
   };
 }
 
