@@ -21,7 +21,7 @@ const LAYERS = [
   ['graphql'],
   ['http'],
   // The composition root: starts the server and registers what the capabilities plug in.
-  ['main', 'server', 'workers', 'builtins'],
+  ['main', 'server', 'workers', 'builtins', 'telemetry'],
 ];
 
 const pathOf = (names) => `^src/(${names.join('|')})(/|\\.ts$)`;

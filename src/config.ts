@@ -134,6 +134,10 @@ export interface Config {
   readonly admissionMaxQueuedPerProject: number;
   /** Admission: longest a request waits for its turn before it is answered 503. */
   readonly admissionMaxWaitMs: number;
+  /** `GET /metrics` on the server's port, for a scrape that sends this bearer token; unset: not served there. */
+  readonly metricsToken: string | undefined;
+  /** `/metrics` on a port of its own (all workers added up with WORKERS); 0 picks a free one; unset: none. */
+  readonly metricsPort: number | undefined;
 }
 
 export class ConfigError extends Error {
@@ -256,6 +260,8 @@ export function loadConfig(env: Env = process.env): Config {
     admissionMaxQueued: int('ADMISSION_MAX_QUEUED', 32 * poolSize, 1),
     admissionMaxQueuedPerProject: int('ADMISSION_MAX_QUEUED_PER_PROJECT', 8 * poolSize, 1),
     admissionMaxWaitMs: int('ADMISSION_MAX_WAIT_MS', 5_000, 1),
+    metricsToken: merged.METRICS_TOKEN || undefined,
+    metricsPort: merged.METRICS_PORT ? int('METRICS_PORT', 0) : undefined,
   };
   if (config.superAdminClientId !== undefined && !/^[A-Za-z0-9\-.]{1,64}$/.test(config.superAdminClientId)) {
     problems.push('SUPER_ADMIN_CLIENT_ID must be 1-64 of A-Z a-z 0-9 - . (it is the ClientApplication id)');
@@ -268,6 +274,12 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (config.workers > 1 && !config.databaseUrl) {
     problems.push('WORKERS above 1 needs DATABASE_URL: the embedded database belongs to one process');
+  }
+  if (config.metricsToken !== undefined && config.metricsToken.length < 16) {
+    problems.push('METRICS_TOKEN must be at least 16 characters: it guards per-route request counts');
+  }
+  if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === config.port) {
+    problems.push('METRICS_PORT must differ from PORT (metrics on the server port need METRICS_TOKEN instead)');
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -2,10 +2,16 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
+import cluster from 'node:cluster';
+import type { Registry } from 'prom-client';
 import type { Services } from './operations/context.js';
-import { watchAsyncJobs } from './admin/async-job.js';
+import { countUnfinishedJobs, watchAsyncJobs } from './admin/async-job.js';
 import { createRequestContext } from './access/context.js';
 import { startJobWorker } from './operations/jobs/worker.js';
+import { Admission } from './http/admission.js';
+import { listenMetrics } from './http/metrics/endpoint.js';
+import { ServerMetrics, type MetricsExposition, type MetricsSources } from './http/metrics/server-metrics.js';
+import { workerExposition } from './workers.js';
 import { registerBuiltins } from './builtins.js';
 import { bootstrapSuperAdmin } from './auth/bootstrap.js';
 import { AuthService } from './auth/service.js';
@@ -30,6 +36,8 @@ import { SearchCache } from './cache/search-cache.js';
 
 export interface RunningServer {
   readonly url: string;
+  /** `/metrics` on METRICS_PORT, when this process serves it. */
+  readonly metricsUrl?: string;
   readonly services: Services;
   /** Stops accepting connections, waits for in-flight requests, then closes the pool. */
   close(): Promise<void>;
@@ -105,14 +113,45 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Queued jobs, and jobs whose server stopped, run here as well as anywhere (src/operations/jobs).
   const worker = startJobWorker(services, (identity, requestId) => createRequestContext(services, identity, requestId));
   const statistics = keepStatistics(db, config, log);
-  const server = await listenHttp(createHttpHandlers(services), config.port, config, log);
+  const admission = new Admission(config);
+  const metrics = new ServerMetrics(metricsSources(services, admission));
+  const exposition = cluster.isWorker ? workerExposition(metrics.registry) : localExposition(metrics.registry);
+  // With WORKERS, the primary serves METRICS_PORT for all of them (src/workers.ts).
+  const metricsServer = !cluster.isWorker && config.metricsPort !== undefined ? await listenMetrics(config.metricsPort, exposition, config.metricsToken, log) : undefined;
+  const server = await listenHttp(createHttpHandlers(services, admission, { metrics, exposition }), config.port, config, log);
   const port = (server.address() as AddressInfo).port;
   log.info({ port, database: db.kind, readReplicas: replicas?.replicas.length ?? 0 }, 'Flint listening');
+  const metricsChannel = metricsServer && { close: () => new Promise<void>((resolve) => metricsServer.close(() => resolve())) };
   return {
     url: `http://127.0.0.1:${port}`,
+    metricsUrl: metricsServer && `http://127.0.0.1:${(metricsServer.address() as AddressInfo).port}/metrics`,
     services,
-    close: () => shutdown(server, db, [worker, jobs, bus, statistics, ...(store ? [store] : []), ...(replicas ? [replicas] : [])], config.shutdownTimeoutMs),
+    close: () =>
+      shutdown(
+        server,
+        db,
+        [worker, jobs, bus, statistics, ...(store ? [store] : []), ...(replicas ? [replicas] : []), ...(metricsChannel ? [metricsChannel] : [])],
+        config.shutdownTimeoutMs,
+      ),
   };
+}
+
+/** What the metrics' gauges read at each scrape. */
+function metricsSources(services: Services, admission: Admission): MetricsSources {
+  const { db, resourceCache, searchCache } = services;
+  return {
+    pools: () => db.poolUse(),
+    admission: () => admission.load(),
+    jobs: () => countUnfinishedJobs(db),
+    caches: () => ({
+      ...(resourceCache instanceof LruResourceCache ? { resource: resourceCache } : {}),
+      search_count: { hits: searchCache.countHits, misses: searchCache.countMisses },
+    }),
+  };
+}
+
+function localExposition(registry: Registry): MetricsExposition {
+  return { contentType: registry.contentType, text: () => registry.metrics() };
 }
 
 /** DATABASE_READ_URL: the replicas, polled for what they have replayed (src/db/replicas.ts). */

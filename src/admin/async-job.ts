@@ -1,3 +1,4 @@
+import type { Database } from '../db/database.js';
 import type { RequestContext, Services } from '../operations/context.js';
 import { allOk, errors, issue, OperationOutcomeError, outcome } from '../fhir/outcome.js';
 import type { AsyncJob, Parameters } from '../fhir/resources.js';
@@ -79,6 +80,17 @@ export async function watchAsyncJobs(services: Services): Promise<AsyncJobWatch>
       await current;
     },
   };
+}
+
+/**
+ * Jobs not finished yet, by status (`accepted`, `active`), in every project: the depth of the job
+ * queue, for the metrics. One scan of the AsyncJob rows, as the sweep below.
+ */
+export async function countUnfinishedJobs(db: Database): Promise<Record<string, number>> {
+  const rows = await db.query<{ status: string; n: number }>(
+    `SELECT content->>'status' AS status, count(*)::int AS n FROM resource WHERE "resourceType" = 'AsyncJob' AND NOT deleted AND content->>'status' IN ('accepted', 'active') GROUP BY 1`,
+  );
+  return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
 }
 
 /**

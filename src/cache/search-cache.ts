@@ -130,6 +130,9 @@ export class SearchCache {
   private publishTimer: NodeJS.Timeout | undefined;
   private bus: InvalidationBus | undefined;
   private readonly valid = (entry: Entry<unknown>): boolean => this.stillValid(entry);
+  /** Lookups of exact counts that found one and that did not, for the metrics. */
+  countHits = 0;
+  countMisses = 0;
 
   constructor(options: SearchCacheOptions = {}) {
     this.pages = options.keepsPages ? new Kept(MAX_PAGES, MAX_PAGE_ROWS) : undefined;
@@ -155,7 +158,10 @@ export class SearchCache {
   }
 
   get(statement: string, now = Date.now()): number | undefined {
-    return this.counts.get(statement, this.valid, now);
+    const count = this.counts.get(statement, this.valid, now);
+    if (count === undefined) this.countMisses++;
+    else this.countHits++;
+    return count;
   }
 
   set(statement: string, dependency: WriteDependency, at: number, value: number): void {

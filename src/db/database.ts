@@ -103,6 +103,8 @@ export class Database implements TransactionalSql {
     private readonly planOnceAdapter: SqlDriverAdapter = adapter,
     /** PostgreSQL's bounds on statements; none on the embedded database, whose engine cannot cancel one. */
     private readonly timeouts?: StatementTimeouts,
+    /** PostgreSQL's connection pools by name, for the metrics; none on the embedded database. */
+    private readonly namedPools: ReadonlyMap<string, pg.Pool> = new Map(),
   ) {
     this.prisma = new PrismaClient({ adapter: sharedAdapter(adapter, this) });
   }
@@ -119,10 +121,16 @@ export class Database implements TransactionalSql {
       const close = () => Promise.all([pool.end(), planOncePool?.end()]).then(() => undefined);
       const adapter = await new PrismaPg(pool).connect();
       const planOnceAdapter = planOncePool ? await new PrismaPg(planOncePool).connect() : undefined;
-      return new Database('postgres', adapter, close, planOnceAdapter ?? adapter, statementTimeouts(config));
+      const pools = new Map([['main', pool], ...(planOncePool ? [['plan_once', planOncePool] as const] : [])]);
+      return new Database('postgres', adapter, close, planOnceAdapter ?? adapter, statementTimeouts(config), pools);
     }
     const worker = await WorkerSqlAdapter.start(config.dataDir);
     return new Database('pglite', worker, () => worker.dispose());
+  }
+
+  /** Each PostgreSQL pool's connections now (total, idle, and requests waiting for one). */
+  poolUse(): { name: string; totalCount: number; idleCount: number; waitingCount: number }[] {
+    return [...this.namedPools].map(([name, pool]) => ({ name, totalCount: pool.totalCount, idleCount: pool.idleCount, waitingCount: pool.waitingCount }));
   }
 
   query<R = Row>(sql: string, args: readonly unknown[] = [], options: QueryOptions = {}): Promise<R[]> {

@@ -21,6 +21,7 @@ import { useQueryLimits } from './limits.js';
 import { createLoaders } from './loaders.js';
 import { yogaLogger } from './logging.js';
 import { sharedSchema } from './schema.js';
+import { graphiqlOptions, offlineGraphiQLRenderer } from './graphiql.js';
 
 /** The paths the handler answers; the HTTP layer routes both (GET and POST) to it. */
 export const GRAPHQL_PATHS = ['/graphql', '/fhir/R4/$graphql'] as const;
@@ -115,7 +116,8 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
     },
     plugins,
     maskedErrors: { maskError, errorMessage: UNEXPECTED_ERROR_MESSAGE },
-    graphiql: (request) => ({ title: 'Flint GraphiQL', endpoint: new URL(request.url).pathname }),
+    graphiql: (request) => graphiqlOptions(new URL(request.url).pathname),
+    renderGraphiQL: offlineGraphiQLRenderer(),
     landingPage: false,
     // CORS is the HTTP layer's job, the same for REST and GraphQL.
     cors: false,

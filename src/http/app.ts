@@ -20,20 +20,33 @@ import { readFastPath } from './read-fast-path.js';
 import type { HttpHandlers } from './transport.js';
 import { ROUTES } from './routes.js';
 import { logRequest, requestIdOf } from './request-log.js';
+import { routeOf } from './metrics/route-label.js';
+import type { MetricsExposition, RequestMetrics } from './metrics/server-metrics.js';
 
 /** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
 const bearerAuthentication: Authenticator = (authorization, services) => authenticateAuthorization(services.auth, authorization);
 
-/** What answers HTTP: the application, and the fast path of reads by id beside it, sharing one admission control. */
-export function createHttpHandlers(services: Services): HttpHandlers {
-  const admission = new Admission(services.config);
-  return { fetch: createApp(services, admission).fetch, fastPath: readFastPath(services, admission, bearerAuthentication) };
+/** What the HTTP layer reports to: request metrics, and what `GET /metrics` answers. */
+export interface HttpObservability {
+  readonly metrics: RequestMetrics;
+  readonly exposition: MetricsExposition;
+}
+
+/**
+ * What answers HTTP: the application, and the fast path of reads by id beside it, sharing one
+ * admission control. `admission` is the server's own (the metrics read its load).
+ */
+export function createHttpHandlers(services: Services, admission: Admission, observability: HttpObservability): HttpHandlers {
+  return {
+    fetch: createApp(services, admission, observability).fetch,
+    fastPath: readFastPath(services, admission, bearerAuthentication, observability.metrics),
+  };
 }
 
 /** Builds the HTTP application: one route table, one error shape (OperationOutcome). */
-export function createApp(services: Services, admission: Admission): Hono<AppEnv> {
+export function createApp(services: Services, admission: Admission, observability: HttpObservability): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.use(requestLogging(services));
+  app.use(requestLogging(services, observability));
   app.use(crossOrigin(services));
   app.use(responseCompression());
   app.use(admissionControl(admission, services.auth));
@@ -166,16 +179,19 @@ async function withContentLength(c: HonoContext): Promise<void> {
   c.res = sized;
 }
 
-/** One structured log line per request: id, method, path, status, duration. */
-function requestLogging(services: Services): MiddlewareHandler<AppEnv> {
+/** One structured log line per request (id, method, path, status, duration), and its metrics. */
+function requestLogging(services: Services, { metrics, exposition }: HttpObservability): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const started = performance.now();
     const requestId = requestIdOf(requestHeader(c, 'x-request-id'));
     c.set('services', services);
     c.set('requestId', requestId);
+    c.set('metricsExposition', exposition);
     await next();
     if (!c.get('requestIdSent')) c.res.headers.set('X-Request-Id', requestId);
-    logRequest(services.log, requestId, c.req.method, c.req.path, c.res.status, started);
+    const status = c.res.status;
+    metrics.observe(c.req.method, routeOf(c), status, started);
+    logRequest(services.log, requestId, c.req.method, c.req.path, status, started);
   };
 }
 

@@ -7,6 +7,7 @@ import { textBody, utf8Text } from '../router/request-body.js';
 import { StreamedBytes, type FhirMethod, type FhirRequest, type FhirResponse } from '../router/types.js';
 import { bodyResponse, FHIR_CONTENT_TYPE, streamedResponse } from './responses.js';
 import type { HonoContext } from './route.js';
+import { routeLabel } from './metrics/route-label.js';
 import { authorizationHeader, readRequestBytes, requestHeader } from '../graphql/http-body.js';
 
 /** Where the FHIR router is mounted. */
@@ -32,6 +33,7 @@ export function fhirRestHandler(services: Services, authenticate: Authenticator)
     if (Number(requestHeader(c, 'content-length') ?? 0) > maxBytes) throw errors.tooLarge(`The request body exceeds the limit of ${maxBytes} bytes`);
     const req = fhirRequestOf(c, maxBytes);
     const found = fhirRouter.match(req.method, req.path);
+    if (found) c.set('route', `${FHIR_BASE_PATH}/${routeLabel(found.route.path)}`);
     const needsIdentity = found !== undefined && (!found.route.public || req.header('authorization') !== undefined);
     const ctx = needsIdentity ? createRequestContext(services, await authenticate(authorizationHeader(c), services), c.get('requestId')) : undefined;
     if (ctx) c.set('ctx', ctx);

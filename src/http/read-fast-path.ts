@@ -13,12 +13,16 @@ import { FHIR_BASE_PATH, fhirText, type Authenticator } from './fhir-adapter.js'
 import { encodeForClient, writeAnswer } from './node-answers.js';
 import { logRequest, requestIdOf } from './request-log.js';
 import { FHIR_CONTENT_TYPE } from './responses.js';
+import type { RequestMetrics } from './metrics/server-metrics.js';
 
 /**
  * Answers a request straight from Node's http objects; false when it is not one it answers (the
  * Hono application then gets it).
  */
 export type FastPath = (request: IncomingMessage, response: ServerResponse) => boolean;
+
+/** The read's pattern in the route table, as the full path labels it in the metrics. */
+const READ_ROUTE = `${FHIR_BASE_PATH}/:type/:id`;
 
 /** `GET /fhir/R4/<Type>/<id>` and nothing else: no query, so `_format`, `_pretty`, `_summary`... take the full path. */
 const READ_PATH = /^\/fhir\/R4\/([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})$/;
@@ -33,12 +37,12 @@ const READ_PATH = /^\/fhir\/R4\/([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})$/;
  * (`Origin`, which needs CORS headers) and Binary reads (raw bytes, possibly large) take the full
  * path; test/rest/read-fast-path.test.ts compares both ways.
  */
-export function readFastPath(services: Services, admission: Admission, authenticate: Authenticator): FastPath {
+export function readFastPath(services: Services, admission: Admission, authenticate: Authenticator, metrics: RequestMetrics): FastPath {
   return (request, response) => {
     if (request.method !== 'GET' || request.headers.origin !== undefined) return false;
     const match = READ_PATH.exec(request.url ?? '');
     if (!match || match[1] === 'Binary' || !isResourceType(match[1])) return false;
-    void answerRead(services, admission, authenticate, request, response);
+    void answerRead(services, admission, authenticate, metrics, request, response);
     return true;
   };
 }
@@ -47,6 +51,7 @@ async function answerRead(
   services: Services,
   admission: Admission,
   authenticate: Authenticator,
+  metrics: RequestMetrics,
   request: IncomingMessage,
   response: ServerResponse,
 ): Promise<void> {
@@ -74,6 +79,7 @@ async function answerRead(
     const answer: FhirResponse = { status, headers: failure.headers ?? {}, body: failure.outcome };
     await send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services).catch(() => response.destroy());
   }
+  metrics.observe('GET', READ_ROUTE, status, started);
   logRequest(services.log, requestId, 'GET', path, status, started);
 }
 

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { RequestContext, Services } from '../operations/context.js';
 import type { Admission } from './admission.js';
+import type { MetricsExposition } from './metrics/server-metrics.js';
 
 export type AppEnv = {
   Variables: {
@@ -11,6 +12,10 @@ export type AppEnv = {
     admission: Admission;
     /** The handler put X-Request-Id on its response itself. */
     requestIdSent?: boolean;
+    /** The route pattern a handler matched itself (the FHIR router's), for the request metrics. */
+    route?: string;
+    /** What `GET /metrics` answers (src/http/metrics/endpoint.ts). */
+    metricsExposition?: MetricsExposition;
   };
 };
 export type HonoContext = Context<AppEnv>;

@@ -36,6 +36,9 @@ const MAX_CACHED_TEXT_LENGTH = 64 * 1024;
 export class LruResourceCache implements ResourceCache {
   readonly enabled = true;
   private readonly entries = new Map<string, StoredVersion>();
+  /** Lookups that found a version and that did not, for the metrics. */
+  hits = 0;
+  misses = 0;
 
   constructor(private readonly maxEntries: number) {}
 
@@ -43,8 +46,11 @@ export class LruResourceCache implements ResourceCache {
     const key = `${resourceType}/${id}`;
     const version = this.entries.get(key);
     if (version) {
+      this.hits++;
       this.entries.delete(key);
       this.entries.set(key, version);
+    } else {
+      this.misses++;
     }
     return version;
   }
