@@ -26,6 +26,7 @@ import { terminologyOperations } from './terminology/operations.js';
 import { validateOperation } from './validate/validate-operation.js';
 import { profileCheck, snapshotPreparer } from './validation/profiles/check.js';
 import { registerResourcePreparer } from './validation/resource-preparers.js';
+import { prepareSubscription } from './events/subscription.js';
 
 /** The operations the committed GraphQL schema has fields for (tests may register more, REST-only). */
 export const builtinOperations: readonly Operation[] = [
@@ -58,5 +59,6 @@ export function registerBuiltins(): void {
   }
   registerResourceCheck(bindingCheck);
   registerResourcePreparer('StructureDefinition', snapshotPreparer);
+  registerResourcePreparer('Subscription', prepareSubscription);
   registerResourceCheck(profileCheck);
 }

@@ -123,6 +123,16 @@ export interface Config {
   readonly admissionMaxQueuedPerProject: number;
   /** Admission: longest a request waits for its turn before it is answered 503. */
   readonly admissionMaxWaitMs: number;
+  /** Subscriptions: longest one delivery attempt may wait for the receiver's answer. */
+  readonly subscriptionTimeoutMs: number;
+  /** Subscriptions: wait before the second attempt of a delivery, doubled for each attempt after it. */
+  readonly subscriptionRetryBaseMs: number;
+  /** Subscriptions: how often each server looks for due deliveries it was not told of (other servers' leases that passed). */
+  readonly subscriptionPollMs: number;
+  /** Subscriptions: most deliveries one server makes at once. */
+  readonly subscriptionConcurrency: number;
+  /** Whether rest-hook endpoints may be loopback, private or link-local addresses (refused by default). */
+  readonly outboundAllowPrivateAddresses: boolean;
 }
 
 export class ConfigError extends Error {
@@ -239,6 +249,11 @@ export function loadConfig(env: Env = process.env): Config {
     admissionMaxQueued: int('ADMISSION_MAX_QUEUED', 32 * poolSize, 1),
     admissionMaxQueuedPerProject: int('ADMISSION_MAX_QUEUED_PER_PROJECT', 8 * poolSize, 1),
     admissionMaxWaitMs: int('ADMISSION_MAX_WAIT_MS', 5_000, 1),
+    subscriptionTimeoutMs: int('SUBSCRIPTION_TIMEOUT_MS', 30_000, 10),
+    subscriptionRetryBaseMs: int('SUBSCRIPTION_RETRY_BASE_MS', 1_000, 1),
+    subscriptionPollMs: int('SUBSCRIPTION_POLL_MS', 1_000, 10),
+    subscriptionConcurrency: int('SUBSCRIPTION_CONCURRENCY', 32, 1),
+    outboundAllowPrivateAddresses: oneOf('OUTBOUND_ALLOW_PRIVATE_ADDRESSES', ['true', 'false'] as const, 'false') === 'true',
   };
   if (config.superAdminClientId !== undefined && !/^[A-Za-z0-9\-.]{1,64}$/.test(config.superAdminClientId)) {
     problems.push('SUPER_ADMIN_CLIENT_ID must be 1-64 of A-Z a-z 0-9 - . (it is the ClientApplication id)');

@@ -25,6 +25,7 @@ import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
 /** Creates one grouped statement writes at most: beyond, the next statement takes the rest. */
 const MAX_CREATES_PER_GROUP = 100;
 import { SearchCache } from './cache/search-cache.js';
+import { startEvents } from './events/start.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -74,7 +75,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   }
   const searchCache = new SearchCache({ keepsPages: db.kind === 'pglite' });
   searchCache.shareThrough(bus);
+  const events = startEvents(db, config, log, bus);
   const storage = {
+    changeLog: events.changeLog,
     config,
     db,
     bus,
@@ -98,6 +101,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   }
   const readRouting = replicas && new ReadYourWrites(replicas, db, bus, log);
   const services: Services = { log, ...storage, auth, bus, readRouting };
+  events.deliverWith(storage);
   // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
   const statistics = keepStatistics(db, config, log);
@@ -107,7 +111,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   return {
     url: `http://127.0.0.1:${port}`,
     services,
-    close: () => shutdown(server, db, [jobs, bus, statistics, ...(store ? [store] : []), ...(replicas ? [replicas] : [])], config.shutdownTimeoutMs),
+    close: () => shutdown(server, db, [events, jobs, bus, statistics, ...(store ? [store] : []), ...(replicas ? [replicas] : [])], config.shutdownTimeoutMs),
   };
 }
 

@@ -10,6 +10,7 @@ import type { AuthService } from '../auth/service.js';
 import type { InvalidationBus } from '../cache/invalidation.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import type { ReadSession, ReadYourWrites } from '../cache/read-your-writes.js';
+import type { ChangeLog } from '../storage/change-log.js';
 
 /** Long-lived services the server builds once at start. */
 export interface Services {
@@ -28,6 +29,8 @@ export interface Services {
   readonly searchCache: SearchCache;
   /** Read replicas and the read-your-writes marks that route reads among them (DATABASE_READ_URL); absent: every read on the primary. */
   readonly readRouting?: ReadYourWrites;
+  /** Records every write for the subscriptions' outbox (src/events); absent: nothing is recorded. */
+  readonly changeLog?: ChangeLog;
 }
 
 /** Built once per request and passed down; REST handlers and GraphQL resolvers get the same one. */
