@@ -27,6 +27,7 @@ import { validateOperation } from './validate/validate-operation.js';
 import { profileCheck, snapshotPreparer } from './validation/profiles/check.js';
 import { registerResourcePreparer } from './validation/resource-preparers.js';
 import { prepareSubscription } from './events/subscription.js';
+import { resendOperation } from './events/resend.js';
 
 /** The operations the committed GraphQL schema has fields for (tests may register more, REST-only). */
 export const builtinOperations: readonly Operation[] = [
@@ -45,6 +46,7 @@ export const builtinOperations: readonly Operation[] = [
   extractOperation,
   validateOperation,
   expandProfileOperation,
+  resendOperation,
 ];
 
 let registered = false;

@@ -20,6 +20,7 @@ export function createRequestContext(services: Services, identity: Identity, req
     config: services.config,
     auth: services.auth,
     searchCache: services.searchCache,
+    changeLog: services.changeLog,
     inTransaction: (work) => runInTransaction(services, ctx, work),
   };
   return ctx;

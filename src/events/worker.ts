@@ -48,7 +48,9 @@ export class EventWorker {
     private readonly botDelivery?: BotDelivery,
   ) {
     this.audit = new AuditBatches(storage, log);
-    this.leaseMs = config.subscriptionTimeoutMs + 60_000;
+    // Longer than an attempt (its request, then its AuditEvent and its row): a lease that passes
+    // while its server still works on it gives a second delivery, never a lost one.
+    this.leaseMs = 2 * config.subscriptionTimeoutMs + 5_000;
   }
 
   start(): void {

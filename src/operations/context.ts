@@ -52,6 +52,8 @@ export interface RequestContext {
   readonly auth: AuthService;
   /** Exact search counts kept between requests; searches pass it on (SearchServices.searchCache). */
   readonly searchCache?: SearchCache;
+  /** The subscriptions' change log (Services.changeLog), for operations that queue deliveries themselves ($resend). */
+  readonly changeLog?: ChangeLog;
   /** The transaction this context's reads, searches and writes join; absent outside inTransaction. */
   readonly transaction?: SqlExecutor;
   /**

@@ -169,14 +169,16 @@ export class Repository implements ResourceRepository {
     const completed = await this.completeAndCheck(this.db, input, this.identity.projectId);
     const resource = this.stamp(await this.prepared(this.db, completed, undefined), id, randomUUID());
     const inTransaction = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType) || (await this.recordsChanges(this.db, this.identity.projectId, resourceType));
+    let recorded = false;
     const text = inTransaction
       ? await this.db.transaction(async (tx) => {
           const written = await this.insertNew(tx, resource);
-          await this.afterWrite(tx, resource, 'create');
+          recorded = await this.afterWrite(tx, resource, 'create');
           return written;
         })
       : await this.insertAlone(resource);
     this.committed.written(resource, text);
+    if (recorded) this.changesCommitted();
     return { resource, text, created: true, changed: true };
   }
 
@@ -253,26 +255,33 @@ export class Repository implements ResourceRepository {
 
   /**
    * Checks the written version, runs the write hook of its type, then records the change in the
-   * change log, inside the write's transaction.
+   * change log, inside the write's transaction. Whether it recorded it: the caller tells the log
+   * once the transaction committed (changesCommitted).
    */
-  private async afterWrite(tx: SqlExecutor, resource: Resource | null, interaction: Change['interaction'], deleted?: StoredVersion): Promise<void> {
+  private async afterWrite(tx: SqlExecutor, resource: Resource | null, interaction: Change['interaction'], deleted?: StoredVersion): Promise<boolean> {
     if (resource && this.checksWrites(resource.resourceType)) await this.writeCheck!.verify(tx, resource);
     const key = deleted
       ? { resourceType: deleted.resourceType, id: deleted.id, projectId: deleted.projectId }
       : { resourceType: resource!.resourceType, id: resource!.id!, projectId: resource!.meta!.project! };
     const hook = writeHookOf(key.resourceType);
     if (hook) await hook(tx, { ...key, resource });
-    await this.recordChange(tx, { ...key, versionId: deleted?.versionId ?? resource!.meta!.versionId!, interaction });
+    return this.recordChange(tx, { ...key, versionId: deleted?.versionId ?? resource!.meta!.versionId!, interaction });
   }
 
   private async recordsChanges(db: SqlExecutor, projectId: string, resourceType: string): Promise<boolean> {
     return this.changeLog !== undefined && (await this.changeLog.records(db, projectId, resourceType));
   }
 
-  private async recordChange(tx: SqlExecutor, change: Change): Promise<void> {
+  private async recordChange(tx: SqlExecutor, change: Change): Promise<boolean> {
     const log = this.changeLog;
-    if (!log || !(await log.records(tx, change.projectId, change.resourceType))) return;
+    if (!log || !(await log.records(tx, change.projectId, change.resourceType))) return false;
     await log.record(tx, change);
+    return true;
+  }
+
+  /** After a transaction that recorded a change: at once, or at the end of the joined transaction. */
+  private changesCommitted(): void {
+    const log = this.changeLog!;
     this.db.afterCommit(() => log.committed());
   }
 
@@ -312,6 +321,7 @@ export class Repository implements ResourceRepository {
       );
     }
     if (!ID_PATTERN.test(id)) throw errors.invalid(`Invalid id "${id}": use 1-64 of A-Z a-z 0-9 - .`, `${resourceType}.id`);
+    let recorded = false;
     const result = await retryOnCreateRace(() =>
       this.db.transaction(async (tx): Promise<WriteResult> => {
         const current = await this.lockCurrent(tx, resourceType, id, 'update');
@@ -322,7 +332,7 @@ export class Repository implements ResourceRepository {
           const completed = await this.completeAndCheck(tx, input, this.identity.projectId);
           const resource = this.stamp(await this.prepared(tx, completed, undefined), id, versionId);
           const text = await this.insertNew(tx, resource);
-          await this.afterWrite(tx, resource, 'create');
+          recorded = await this.afterWrite(tx, resource, 'create');
           return { resource, text, created: true, changed: true };
         }
         checkVersion(current, options, resourceType, id);
@@ -334,17 +344,19 @@ export class Repository implements ResourceRepository {
         }
         const resource = this.stamp(next, id, versionId, current.projectId, current);
         const text = await replaceVersion(tx, resource, current.projectId);
-        await this.afterWrite(tx, resource, current.deleted ? 'create' : 'update');
+        recorded = await this.afterWrite(tx, resource, current.deleted ? 'create' : 'update');
         return { resource, text, created: current.deleted, changed: true };
       }),
     );
     if (result.changed) this.committed.written(result.resource, result.text);
+    if (recorded) this.changesCommitted();
     return result;
   }
 
   /** Applies a JSON Patch (RFC 6902) to the current version and stores the result as an update. */
   async patchResource(resourceType: string, id: string, operations: unknown, options: WriteOptions = {}): Promise<WriteResult> {
     assertType(resourceType);
+    let recorded = false;
     const result = await this.db.transaction(async (tx): Promise<WriteResult> => {
       const current = await this.lockCurrent(tx, resourceType, id);
       if (!current) throw errors.notFound(`${resourceType}/${id} not found`);
@@ -359,16 +371,18 @@ export class Repository implements ResourceRepository {
       if (sameContent(before, next)) return { resource: before, text: current.content, created: false, changed: false };
       const resource = this.stamp(next, id, randomUUID(), current.projectId, current);
       const text = await replaceVersion(tx, resource, current.projectId);
-      await this.afterWrite(tx, resource, 'update');
+      recorded = await this.afterWrite(tx, resource, 'update');
       return { resource, text, created: false, changed: true };
     });
     if (result.changed) this.committed.written(result.resource, result.text);
+    if (recorded) this.changesCommitted();
     return result;
   }
 
   /** Deletes the resource: a new version marked deleted; reads give 410 afterwards. Idempotent. */
   async deleteResource(resourceType: string, id: string, options: WriteOptions = {}): Promise<void> {
     assertType(resourceType);
+    let recorded = false;
     const deletion = await this.db.transaction(async (tx): Promise<StoredVersion | undefined> => {
       const current = await this.lockCurrent(tx, resourceType, id);
       if (!current) throw errors.notFound(`${resourceType}/${id} not found`);
@@ -384,10 +398,11 @@ export class Repository implements ResourceRepository {
         text: null,
       };
       await writeDeletion(tx, version);
-      await this.afterWrite(tx, null, 'delete', version);
+      recorded = await this.afterWrite(tx, null, 'delete', version);
       return version;
     });
     if (deletion) this.committed.deleted(deletion);
+    if (recorded) this.changesCommitted();
   }
 
   /** History of one resource (id given), a whole type, or every type (no type) in the caller's project, newest first. */

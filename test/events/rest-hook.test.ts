@@ -190,3 +190,45 @@ describe('rest-hook subscriptions', () => {
     expect(await outboxRows(client.projectId)).toBe(0);
   });
 });
+
+describe('$resend', () => {
+  it('queues the current version again for the matching Subscriptions, as Medplum posts it', async () => {
+    const client = api.newProject();
+    const hook = await receiver();
+    await subscribe(client, hook.url);
+    const created = await client.post('/Observation', observation('8867-4'));
+    await hook.waitFor(1);
+    const res = await client.post(`/Observation/${created.body.id}/$resend`, {});
+    expect(res.status).toBe(200);
+    expect(res.body.resourceType).toBe('OperationOutcome');
+    const deliveries = await hook.waitFor(2);
+    expect(JSON.parse(deliveries[1].body)).toEqual(created.body);
+    expect(deliveries[1].headers['x-event-id']).not.toBe(deliveries[0].headers['x-event-id']);
+  });
+
+  it('resends to the one Subscription named, in a Parameters body', async () => {
+    const client = api.newProject();
+    const named = await receiver();
+    const other = await receiver();
+    await client.post('/Observation', observation('8867-4'));
+    const subscription = await subscribe(client, named.url);
+    await subscribe(client, other.url);
+    const created = await client.post('/Observation', observation('1234-5'));
+    const res = await client.post(`/Observation/${created.body.id}/$resend`, {
+      resourceType: 'Parameters',
+      parameter: [{ name: 'subscription', valueString: `Subscription/${subscription.id}` }],
+    });
+    expect(res.status).toBe(200);
+    const [delivery] = await named.waitFor(1);
+    expect(JSON.parse(delivery.body).id).toBe(created.body.id);
+    expect(await eventually(() => outboxRows(client.projectId), 0)).toBe(0);
+    expect(other.received).toHaveLength(0);
+  });
+
+  it('answers 404 for a resource of another project', async () => {
+    const owner = api.newProject();
+    const created = await owner.post('/Observation', observation('8867-4'));
+    const res = await api.newProject().post(`/Observation/${created.body.id}/$resend`, {});
+    expect(res.status).toBe(404);
+  });
+});
