@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { pino, type Logger } from 'pino';
@@ -26,6 +27,11 @@ import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
 const MAX_CREATES_PER_GROUP = 100;
 import { SearchCache } from './cache/search-cache.js';
 import { startEvents } from './events/start.js';
+import { restHookRequest, type AttemptResult } from './events/rest-hook.js';
+import type { BotDelivery } from './events/worker.js';
+import { createRequestContext } from './access/context.js';
+import { valueBody } from './router/request-body.js';
+import { fhirRouter } from './router/router.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -101,7 +107,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   }
   const readRouting = replicas && new ReadYourWrites(replicas, db, bus, log);
   const services: Services = { log, ...storage, auth, bus, readRouting };
-  events.deliverWith(storage);
+  events.deliverWith(storage, botDelivery(services));
   // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
   const statistics = keepStatistics(db, config, log);
@@ -112,6 +118,25 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     url: `http://127.0.0.1:${port}`,
     services,
     close: () => shutdown(server, db, [events, jobs, bus, statistics, ...(store ? [store] : []), ...(replicas ? [replicas] : [])], config.shutdownTimeoutMs),
+  };
+}
+
+/**
+ * Subscriptions whose endpoint is `Bot/{id}`: `POST Bot/{id}/$execute` through the router, as an
+ * internal caller administering the Subscription's project, with the notification's body (the
+ * resource) and headers; a 2xx answer is a delivered notification.
+ */
+function botDelivery(services: Services): BotDelivery {
+  return async (delivery): Promise<AttemptResult> => {
+    const { body, headers } = restHookRequest(delivery);
+    const identity = { projectId: delivery.projectId, superAdmin: false, projectAdmin: true, subject: `Subscription/${delivery.subscription.id}` };
+    const ctx = createRequestContext(services, identity, randomUUID());
+    const lowerCase = new Map(Object.entries({ ...headers, 'Content-Type': 'application/fhir+json' }).map(([name, value]) => [name.toLowerCase(), value]));
+    const response = await fhirRouter.handle(
+      { method: 'POST', path: `Bot/${delivery.botId}/$execute`, query: new URLSearchParams(), header: (name) => lowerCase.get(name), body: valueBody(JSON.parse(body ?? delivery.text ?? '{}')) },
+      ctx,
+    );
+    return { ok: response.status >= 200 && response.status < 300, status: response.status };
   };
 }
 
