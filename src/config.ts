@@ -123,6 +123,16 @@ export interface Config {
   readonly admissionMaxQueuedPerProject: number;
   /** Admission: longest a request waits for its turn before it is answered 503. */
   readonly admissionMaxWaitMs: number;
+  /** Bots: worker threads that run bots, one bot at a time each (docs/bots.md). */
+  readonly botWorkers: number;
+  /** Bots: memory one run may allocate inside its sandbox, in MB. */
+  readonly botMemoryMb: number;
+  /** Bots: longest one run may take when its Bot sets no `timeout` (seconds there), in ms. */
+  readonly botTimeoutMs: number;
+  /** Bots: who may fetch outside the server: `*`, `Project/<id>` or `Bot/<id>` entries; empty: nobody. */
+  readonly botFetchAllowed: readonly string[];
+  /** Bots: whether outbound fetches may reach loopback, link-local and private addresses. */
+  readonly botFetchPrivateAddresses: boolean;
 }
 
 export class ConfigError extends Error {
@@ -239,7 +249,15 @@ export function loadConfig(env: Env = process.env): Config {
     admissionMaxQueued: int('ADMISSION_MAX_QUEUED', 32 * poolSize, 1),
     admissionMaxQueuedPerProject: int('ADMISSION_MAX_QUEUED_PER_PROJECT', 8 * poolSize, 1),
     admissionMaxWaitMs: int('ADMISSION_MAX_WAIT_MS', 5_000, 1),
+    botWorkers: int('BOT_WORKERS', 2, 1),
+    botMemoryMb: int('BOT_MEMORY_MB', 128, 8),
+    botTimeoutMs: int('BOT_TIMEOUT_MS', 10_000, 100),
+    botFetchAllowed: (merged.BOT_FETCH_ALLOWED || '').split(',').map((entry) => entry.trim()).filter(Boolean),
+    botFetchPrivateAddresses: oneOf('BOT_FETCH_PRIVATE_ADDRESSES', ['true', 'false'] as const, 'false') === 'true',
   };
+  for (const entry of config.botFetchAllowed) {
+    if (entry !== '*' && !/^(Project|Bot)\/[A-Za-z0-9\-.]{1,64}$/.test(entry)) problems.push(`BOT_FETCH_ALLOWED: each entry must be *, Project/<id> or Bot/<id>, got "${entry}"`);
+  }
   if (config.superAdminClientId !== undefined && !/^[A-Za-z0-9\-.]{1,64}$/.test(config.superAdminClientId)) {
     problems.push('SUPER_ADMIN_CLIENT_ID must be 1-64 of A-Z a-z 0-9 - . (it is the ClientApplication id)');
   }

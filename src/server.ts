@@ -17,6 +17,11 @@ import { ReadYourWrites } from './cache/read-your-writes.js';
 import { migrate } from './db/migrate.js';
 import { PostgresStatistics } from './db/postgres-statistics.js';
 import { createHttpHandlers } from './http/app.js';
+import { createRequestContext } from './access/context.js';
+import { BotRunner } from './bots/runner.js';
+import { routeBotCall } from './router/bot-calls.js';
+import { fhirRouter } from './router/router.js';
+import { randomUUID } from 'node:crypto';
 import { listenHttp } from './http/transport.js';
 import { CreateBatches } from './storage/create-batches.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
@@ -97,7 +102,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     throw error;
   }
   const readRouting = replicas && new ReadYourWrites(replicas, db, bus, log);
-  const services: Services = { log, ...storage, auth, bus, readRouting };
+  // Bots call the API through the router as their own membership (src/router/bot-calls.ts).
+  const bots = new BotRunner({
+    config,
+    auth,
+    log,
+    apiAs: (identity) => (call) => routeBotCall(fhirRouter, createRequestContext(services, identity, randomUUID()), call),
+  });
+  const services: Services = { log, ...storage, auth, bus, readRouting, bots };
   // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
   const statistics = keepStatistics(db, config, log);
@@ -107,7 +119,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   return {
     url: `http://127.0.0.1:${port}`,
     services,
-    close: () => shutdown(server, db, [jobs, bus, statistics, ...(store ? [store] : []), ...(replicas ? [replicas] : [])], config.shutdownTimeoutMs),
+    close: () => shutdown(server, db, [jobs, bus, statistics, bots, ...(store ? [store] : []), ...(replicas ? [replicas] : [])], config.shutdownTimeoutMs),
   };
 }
 

@@ -20,6 +20,7 @@ export function createRequestContext(services: Services, identity: Identity, req
     config: services.config,
     auth: services.auth,
     searchCache: services.searchCache,
+    bots: services.bots,
     inTransaction: (work) => runInTransaction(services, ctx, work),
   };
   return ctx;
