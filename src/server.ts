@@ -22,6 +22,10 @@ import { BotRunner } from './bots/runner.js';
 import { routeBotCall } from './router/bot-calls.js';
 import { fhirRouter } from './router/router.js';
 import { randomUUID } from 'node:crypto';
+import type { Identity } from './identity/identity.js';
+import type { BotApi } from './bots/host-calls.js';
+import type { RequestContext } from './operations/context.js';
+import { createGraphQLHandler, type GraphQLHandler } from './graphql/yoga.js';
 import { listenHttp } from './http/transport.js';
 import { CreateBatches } from './storage/create-batches.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
@@ -102,13 +106,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     throw error;
   }
   const readRouting = replicas && new ReadYourWrites(replicas, db, bus, log);
-  // Bots call the API through the router as their own membership (src/router/bot-calls.ts).
-  const bots = new BotRunner({
-    config,
-    auth,
-    log,
-    apiAs: (identity) => (call) => routeBotCall(fhirRouter, createRequestContext(services, identity, randomUUID()), call),
-  });
+  const bots = new BotRunner({ config, auth, log, apiAs: botApi(() => services, config, log) });
   const services: Services = { log, ...storage, auth, bus, readRouting, bots };
   // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
@@ -120,6 +118,28 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     url: `http://127.0.0.1:${port}`,
     services,
     close: () => shutdown(server, db, [jobs, bus, statistics, bots, ...(store ? [store] : []), ...(replicas ? [replicas] : [])], config.shutdownTimeoutMs),
+  };
+}
+
+/**
+ * What a bot's MedplumClient reaches, as the bot's own membership: the FHIR router (REST, Bundles,
+ * operations; src/router/bot-calls.ts) and GraphQL at `$graphql`, through a GraphQL handler whose
+ * contexts are the bots' (looked up by the request id it is given).
+ */
+function botApi(services: () => Services, config: Config, log: Logger): (identity: Identity) => BotApi {
+  const contexts = new Map<string, RequestContext>();
+  let graphql: GraphQLHandler | undefined;
+  return (identity) => async (call) => {
+    const ctx = createRequestContext(services(), identity, randomUUID());
+    if (call.path.split('?')[0] !== '$graphql') return routeBotCall(fhirRouter, ctx, call);
+    graphql ??= createGraphQLHandler({ getContext: async (_request, requestId) => contexts.get(requestId!)!, log, config });
+    contexts.set(ctx.requestId, ctx);
+    try {
+      const answer = await graphql.handle({ method: call.method, url: `${config.fhirBaseUrl}/${call.path}`, headers: call.headers, body: call.body, requestId: ctx.requestId });
+      return { status: answer.status, headers: answer.headers, body: answer.body ?? '' };
+    } finally {
+      contexts.delete(ctx.requestId);
+    }
   };
 }
 
