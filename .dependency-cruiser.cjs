@@ -15,7 +15,7 @@ const LAYERS = [
   ['operations'],
   ['terminology'],
   ['search'],
-  ['measure', 'admin', 'clinical', 'ips', 'sdc', 'validate', 'profiles', 'events'],
+  ['measure', 'admin', 'clinical', 'ips', 'sdc', 'validate', 'profiles', 'bots', 'events'],
   ['access'],
   ['router'],
   ['graphql'],

@@ -10,6 +10,7 @@ import { rotateSecretOperation } from './admin/rotate-secret.js';
 import { updateEmailOperation } from './admin/update-email.js';
 import { smartLaunchOperation } from './admin/smart-launch.js';
 import { uniquenessWriteHooks } from './auth/uniqueness.js';
+import { botDeployOperation } from './bots/deploy.js';
 import { patientEverythingOperation } from './clinical/everything.js';
 import { graphOperation } from './clinical/graph.js';
 import { patientSummaryOperation } from './ips/summary.js';
@@ -47,6 +48,7 @@ export const builtinOperations: readonly Operation[] = [
   validateOperation,
   expandProfileOperation,
   resendOperation,
+  botDeployOperation,
 ];
 
 let registered = false;

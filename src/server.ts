@@ -18,6 +18,14 @@ import { ReadYourWrites } from './cache/read-your-writes.js';
 import { migrate } from './db/migrate.js';
 import { PostgresStatistics } from './db/postgres-statistics.js';
 import { createHttpHandlers } from './http/app.js';
+import { createRequestContext } from './access/context.js';
+import { BotRunner } from './bots/runner.js';
+import { routeBotCall } from './router/bot-calls.js';
+import { fhirRouter } from './router/router.js';
+import type { Identity } from './identity/identity.js';
+import type { BotApi } from './bots/host-calls.js';
+import type { RequestContext } from './operations/context.js';
+import { createGraphQLHandler, type GraphQLHandler } from './graphql/yoga.js';
 import { listenHttp } from './http/transport.js';
 import { CreateBatches } from './storage/create-batches.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
@@ -29,9 +37,7 @@ import { SearchCache } from './cache/search-cache.js';
 import { startEvents } from './events/start.js';
 import { restHookRequest, type AttemptResult } from './events/rest-hook.js';
 import type { BotDelivery } from './events/worker.js';
-import { createRequestContext } from './access/context.js';
 import { valueBody } from './router/request-body.js';
-import { fhirRouter } from './router/router.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -106,7 +112,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     throw error;
   }
   const readRouting = replicas && new ReadYourWrites(replicas, db, bus, log);
-  const services: Services = { log, ...storage, auth, bus, readRouting };
+  const bots = new BotRunner({ config, auth, log, apiAs: botApi(() => services, config, log) });
+  const services: Services = { log, ...storage, auth, bus, readRouting, bots };
   events.deliverWith(storage, botDelivery(services));
   // Jobs whose server stopped become `error`: now, then periodically (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
@@ -117,7 +124,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   return {
     url: `http://127.0.0.1:${port}`,
     services,
-    close: () => shutdown(server, db, [events, jobs, bus, statistics, ...(store ? [store] : []), ...(replicas ? [replicas] : [])], config.shutdownTimeoutMs),
+    close: () => shutdown(server, db, [events, jobs, bus, statistics, bots, ...(store ? [store] : []), ...(replicas ? [replicas] : [])], config.shutdownTimeoutMs),
   };
 }
 
@@ -137,6 +144,28 @@ function botDelivery(services: Services): BotDelivery {
       ctx,
     );
     return { ok: response.status >= 200 && response.status < 300, status: response.status };
+  };
+}
+
+/**
+ * What a bot's MedplumClient reaches, as the bot's own membership: the FHIR router (REST, Bundles,
+ * operations; src/router/bot-calls.ts) and GraphQL at `$graphql`, through a GraphQL handler whose
+ * contexts are the bots' (looked up by the request id it is given).
+ */
+function botApi(services: () => Services, config: Config, log: Logger): (identity: Identity) => BotApi {
+  const contexts = new Map<string, RequestContext>();
+  let graphql: GraphQLHandler | undefined;
+  return (identity) => async (call) => {
+    const ctx = createRequestContext(services(), identity, randomUUID());
+    if (call.path.split('?')[0] !== '$graphql') return routeBotCall(fhirRouter, ctx, call);
+    graphql ??= createGraphQLHandler({ getContext: async (_request, requestId) => contexts.get(requestId!)!, log, config });
+    contexts.set(ctx.requestId, ctx);
+    try {
+      const answer = await graphql.handle({ method: call.method, url: `${config.fhirBaseUrl}/${call.path}`, headers: call.headers, body: call.body, requestId: ctx.requestId });
+      return { status: answer.status, headers: answer.headers, body: answer.body ?? '' };
+    } finally {
+      contexts.delete(ctx.requestId);
+    }
   };
 }
 

@@ -21,6 +21,7 @@ export function createRequestContext(services: Services, identity: Identity, req
     auth: services.auth,
     searchCache: services.searchCache,
     changeLog: services.changeLog,
+    bots: services.bots,
     inTransaction: (work) => runInTransaction(services, ctx, work),
   };
   return ctx;
