@@ -117,9 +117,14 @@ export class EventWorker {
     const repo = systemRepository(this.storage, row.projectId);
     const version = await changedVersion(repo, row);
     const matched: string[] = [];
+    // Subscriptions often share their criteria (several receivers of one feed): one search each.
+    const byCriteria = new Map<string, Promise<boolean>>();
     for (const subscription of await activeSubscriptions(this.db, this.config, row.projectId)) {
       if (subscription.channel?.type !== 'rest-hook') continue;
-      if (await matches(this.db, this.config, subscription, version)) matched.push(subscription.id!);
+      const key = JSON.stringify([subscription.criteria, subscription.extension]);
+      let found = byCriteria.get(key);
+      if (!found) byCriteria.set(key, (found = matches(this.db, this.config, subscription, version)));
+      if (await found) matched.push(subscription.id!);
     }
     await fanOut(this.db, row, matched);
   }
