@@ -11,6 +11,7 @@ import { rotateSecretOperation } from './admin/rotate-secret.js';
 import { updateEmailOperation } from './admin/update-email.js';
 import { smartLaunchOperation } from './admin/smart-launch.js';
 import { uniquenessWriteHooks } from './auth/uniqueness.js';
+import { botDeployOperation } from './bots/deploy.js';
 import { patientEverythingOperation } from './clinical/everything.js';
 import { graphOperation } from './clinical/graph.js';
 import { patientSummaryOperation } from './ips/summary.js';
@@ -27,6 +28,8 @@ import { terminologyOperations } from './terminology/operations.js';
 import { validateOperation } from './validate/validate-operation.js';
 import { profileCheck, snapshotPreparer } from './validation/profiles/check.js';
 import { registerResourcePreparer } from './validation/resource-preparers.js';
+import { prepareSubscription } from './events/subscription.js';
+import { resendOperation } from './events/resend.js';
 
 /** The operations the committed GraphQL schema has fields for (tests may register more, REST-only). */
 export const builtinOperations: readonly Operation[] = [
@@ -48,6 +51,8 @@ export const builtinOperations: readonly Operation[] = [
   extractOperation,
   validateOperation,
   expandProfileOperation,
+  resendOperation,
+  botDeployOperation,
 ];
 
 let registered = false;
@@ -62,5 +67,6 @@ export function registerBuiltins(): void {
   }
   registerResourceCheck(bindingCheck);
   registerResourcePreparer('StructureDefinition', snapshotPreparer);
+  registerResourcePreparer('Subscription', prepareSubscription);
   registerResourceCheck(profileCheck);
 }

@@ -138,6 +138,26 @@ export interface Config {
   readonly metricsToken: string | undefined;
   /** `/metrics` on a port of its own (all workers added up with WORKERS); 0 picks a free one; unset: none. */
   readonly metricsPort: number | undefined;
+  /** Subscriptions: longest one delivery attempt may wait for the receiver's answer. */
+  readonly subscriptionTimeoutMs: number;
+  /** Subscriptions: wait before the second attempt of a delivery, doubled for each attempt after it. */
+  readonly subscriptionRetryBaseMs: number;
+  /** Subscriptions: how often each server looks for due deliveries it was not told of (other servers' leases that passed). */
+  readonly subscriptionPollMs: number;
+  /** Subscriptions: most deliveries one server makes at once. */
+  readonly subscriptionConcurrency: number;
+  /** Whether rest-hook endpoints may be loopback, private or link-local addresses (refused by default). */
+  readonly outboundAllowPrivateAddresses: boolean;
+  /** Bots: worker threads that run bots, one bot at a time each (docs/bots.md). */
+  readonly botWorkers: number;
+  /** Bots: memory one run may allocate inside its sandbox, in MB. */
+  readonly botMemoryMb: number;
+  /** Bots: longest one run may take when its Bot sets no `timeout` (seconds there), in ms. */
+  readonly botTimeoutMs: number;
+  /** Bots: who may fetch outside the server: `*`, `Project/<id>` or `Bot/<id>` entries; empty: nobody. */
+  readonly botFetchAllowed: readonly string[];
+  /** Bots: whether outbound fetches may reach loopback, link-local and private addresses. */
+  readonly botFetchPrivateAddresses: boolean;
 }
 
 export class ConfigError extends Error {
@@ -262,7 +282,20 @@ export function loadConfig(env: Env = process.env): Config {
     admissionMaxWaitMs: int('ADMISSION_MAX_WAIT_MS', 5_000, 1),
     metricsToken: merged.METRICS_TOKEN || undefined,
     metricsPort: merged.METRICS_PORT ? int('METRICS_PORT', 0) : undefined,
+    subscriptionTimeoutMs: int('SUBSCRIPTION_TIMEOUT_MS', 30_000, 10),
+    subscriptionRetryBaseMs: int('SUBSCRIPTION_RETRY_BASE_MS', 1_000, 1),
+    subscriptionPollMs: int('SUBSCRIPTION_POLL_MS', 1_000, 10),
+    subscriptionConcurrency: int('SUBSCRIPTION_CONCURRENCY', 32, 1),
+    outboundAllowPrivateAddresses: oneOf('OUTBOUND_ALLOW_PRIVATE_ADDRESSES', ['true', 'false'] as const, 'false') === 'true',
+    botWorkers: int('BOT_WORKERS', 2, 1),
+    botMemoryMb: int('BOT_MEMORY_MB', 128, 8),
+    botTimeoutMs: int('BOT_TIMEOUT_MS', 10_000, 100),
+    botFetchAllowed: (merged.BOT_FETCH_ALLOWED || '').split(',').map((entry) => entry.trim()).filter(Boolean),
+    botFetchPrivateAddresses: oneOf('BOT_FETCH_PRIVATE_ADDRESSES', ['true', 'false'] as const, 'false') === 'true',
   };
+  for (const entry of config.botFetchAllowed) {
+    if (entry !== '*' && !/^(Project|Bot)\/[A-Za-z0-9\-.]{1,64}$/.test(entry)) problems.push(`BOT_FETCH_ALLOWED: each entry must be *, Project/<id> or Bot/<id>, got "${entry}"`);
+  }
   if (config.superAdminClientId !== undefined && !/^[A-Za-z0-9\-.]{1,64}$/.test(config.superAdminClientId)) {
     problems.push('SUPER_ADMIN_CLIENT_ID must be 1-64 of A-Z a-z 0-9 - . (it is the ClientApplication id)');
   }

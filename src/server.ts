@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { pino, type Logger } from 'pino';
@@ -25,6 +26,13 @@ import { ReadYourWrites } from './cache/read-your-writes.js';
 import { migrate } from './db/migrate.js';
 import { PostgresStatistics } from './db/postgres-statistics.js';
 import { createHttpHandlers } from './http/app.js';
+import { BotRunner } from './bots/runner.js';
+import { routeBotCall } from './router/bot-calls.js';
+import { fhirRouter } from './router/router.js';
+import type { Identity } from './identity/identity.js';
+import type { BotApi } from './bots/host-calls.js';
+import type { RequestContext } from './operations/context.js';
+import { createGraphQLHandler, type GraphQLHandler } from './graphql/yoga.js';
 import { listenHttp } from './http/transport.js';
 import { CreateBatches } from './storage/create-batches.js';
 import { DatabaseBinaryStorage } from './storage/binary-storage.js';
@@ -33,6 +41,10 @@ import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
 /** Creates one grouped statement writes at most: beyond, the next statement takes the rest. */
 const MAX_CREATES_PER_GROUP = 100;
 import { SearchCache } from './cache/search-cache.js';
+import { startEvents } from './events/start.js';
+import { restHookRequest, type AttemptResult } from './events/rest-hook.js';
+import type { BotDelivery } from './events/worker.js';
+import { valueBody } from './router/request-body.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -84,7 +96,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   }
   const searchCache = new SearchCache({ keepsPages: db.kind === 'pglite' });
   searchCache.shareThrough(bus);
+  const events = startEvents(db, config, log, bus);
   const storage = {
+    changeLog: events.changeLog,
     config,
     db,
     bus,
@@ -107,7 +121,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     throw error;
   }
   const readRouting = replicas && new ReadYourWrites(replicas, db, bus, log);
-  const services: Services = { log, ...storage, auth, bus, readRouting };
+  const bots = new BotRunner({ config, auth, log, apiAs: botApi(() => services, config, log) });
+  const services: Services = { log, ...storage, auth, bus, readRouting, bots };
+  events.deliverWith(storage, botDelivery(services));
   // AsyncJobs no queued job stands for, whose server stopped, become `error` (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
   // Queued jobs, and jobs whose server stopped, run here as well as anywhere (src/operations/jobs).
@@ -130,9 +146,50 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       shutdown(
         server,
         db,
-        [worker, jobs, bus, statistics, ...(store ? [store] : []), ...(replicas ? [replicas] : []), ...(metricsChannel ? [metricsChannel] : [])],
+        [worker, events, jobs, bus, statistics, bots, ...(store ? [store] : []), ...(replicas ? [replicas] : []), ...(metricsChannel ? [metricsChannel] : [])],
         config.shutdownTimeoutMs,
       ),
+  };
+}
+
+/**
+ * Subscriptions whose endpoint is `Bot/{id}`: `POST Bot/{id}/$execute` through the router, as an
+ * internal caller administering the Subscription's project, with the notification's body (the
+ * resource) and headers; a 2xx answer is a delivered notification.
+ */
+function botDelivery(services: Services): BotDelivery {
+  return async (delivery): Promise<AttemptResult> => {
+    const { body, headers } = restHookRequest(delivery);
+    const identity = { projectId: delivery.projectId, superAdmin: false, projectAdmin: true, subject: `Subscription/${delivery.subscription.id}` };
+    const ctx = createRequestContext(services, identity, randomUUID());
+    const lowerCase = new Map(Object.entries({ ...headers, 'Content-Type': 'application/fhir+json' }).map(([name, value]) => [name.toLowerCase(), value]));
+    const response = await fhirRouter.handle(
+      { method: 'POST', path: `Bot/${delivery.botId}/$execute`, query: new URLSearchParams(), header: (name) => lowerCase.get(name), body: valueBody(JSON.parse(body ?? delivery.text ?? '{}')) },
+      ctx,
+    );
+    return { ok: response.status >= 200 && response.status < 300, status: response.status };
+  };
+}
+
+/**
+ * What a bot's MedplumClient reaches, as the bot's own membership: the FHIR router (REST, Bundles,
+ * operations; src/router/bot-calls.ts) and GraphQL at `$graphql`, through a GraphQL handler whose
+ * contexts are the bots' (looked up by the request id it is given).
+ */
+function botApi(services: () => Services, config: Config, log: Logger): (identity: Identity) => BotApi {
+  const contexts = new Map<string, RequestContext>();
+  let graphql: GraphQLHandler | undefined;
+  return (identity) => async (call) => {
+    const ctx = createRequestContext(services(), identity, randomUUID());
+    if (call.path.split('?')[0] !== '$graphql') return routeBotCall(fhirRouter, ctx, call);
+    graphql ??= createGraphQLHandler({ getContext: async (_request, requestId) => contexts.get(requestId!)!, log, config });
+    contexts.set(ctx.requestId, ctx);
+    try {
+      const answer = await graphql.handle({ method: call.method, url: `${config.fhirBaseUrl}/${call.path}`, headers: call.headers, body: call.body, requestId: ctx.requestId });
+      return { status: answer.status, headers: answer.headers, body: answer.body ?? '' };
+    } finally {
+      contexts.delete(ctx.requestId);
+    }
   };
 }
 

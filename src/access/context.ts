@@ -20,6 +20,8 @@ export function createRequestContext(services: Services, identity: Identity, req
     config: services.config,
     auth: services.auth,
     searchCache: services.searchCache,
+    changeLog: services.changeLog,
+    bots: services.bots,
     inTransaction: (work) => runInTransaction(services, ctx, work),
   };
   return ctx;

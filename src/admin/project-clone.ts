@@ -77,8 +77,8 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
   const rewrite = referenceRewriter(ids, auth.config.fhirBaseUrl);
   const now = new Date().toISOString();
   const owner: Reference | undefined = identity.subject?.startsWith('User/') ? { reference: identity.subject } : source.owner;
-  // The clone is never a super admin project, whatever the source is.
-  const { superAdmin: _superAdmin, ...copied } = rewrite(source);
+  // The clone is never a super admin project, whatever the source is; secrets are reconfigured (SPEC 4.7 rule 6).
+  const { superAdmin: _superAdmin, secret: _secret, systemSecret: _systemSecret, ...copied } = rewrite(source);
   const project: Project = { ...copied, id: newProjectId, ...(name ? { name } : {}), ...(owner ? { owner } : {}) };
   const secrets: { clientId: string; secret: string }[] = [];
   const resources: { resource: Resource; sourceResourceId?: string; binaryFrom?: string }[] = [{ resource: project }];

@@ -10,6 +10,8 @@ import type { AuthService } from '../auth/service.js';
 import type { InvalidationBus } from '../cache/invalidation.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import type { ReadSession, ReadYourWrites } from '../cache/read-your-writes.js';
+import type { ChangeLog } from '../storage/change-log.js';
+import type { Resource } from '../fhir/types.js';
 
 /** Long-lived services the server builds once at start. */
 export interface Services {
@@ -28,6 +30,10 @@ export interface Services {
   readonly searchCache: SearchCache;
   /** Read replicas and the read-your-writes marks that route reads among them (DATABASE_READ_URL); absent: every read on the primary. */
   readonly readRouting?: ReadYourWrites;
+  /** Records every write for the subscriptions' outbox (src/events); absent: nothing is recorded. */
+  readonly changeLog?: ChangeLog;
+  /** Runs bots in their sandbox (src/bots); absent where bots are not wired (some tests' contexts). */
+  readonly bots?: BotExecutor;
 }
 
 /** Built once per request and passed down; REST handlers and GraphQL resolvers get the same one. */
@@ -49,6 +55,10 @@ export interface RequestContext {
   readonly auth: AuthService;
   /** Exact search counts kept between requests; searches pass it on (SearchServices.searchCache). */
   readonly searchCache?: SearchCache;
+  /** The subscriptions' change log (Services.changeLog), for operations that queue deliveries themselves ($resend). */
+  readonly changeLog?: ChangeLog;
+  /** Runs bots (`$execute`, custom operations implemented by bots). */
+  readonly bots?: BotExecutor;
   /** The transaction this context's reads, searches and writes join; absent outside inTransaction. */
   readonly transaction?: SqlExecutor;
   /**
@@ -56,4 +66,27 @@ export interface RequestContext {
    * committed when `work` resolves, rolled back when it throws. Inside one, it joins the open one.
    */
   inTransaction<T>(work: (ctx: RequestContext) => Promise<T>): Promise<T>;
+}
+
+/**
+ * Runs a deployed Bot (src/bots supplies it through the composition root): `$execute`, custom
+ * operations implemented by bots and other capabilities reach bots through this one interface.
+ */
+export interface BotExecutor {
+  execute(ctx: RequestContext, request: BotExecutionRequest): Promise<BotExecutionAnswer>;
+}
+
+export interface BotExecutionRequest {
+  /** The Bot as the caller read it (the caller's access to it is already checked). */
+  bot: Resource;
+  /** The handler's `event.input`: parsed JSON, text, or form fields. */
+  input: unknown;
+  contentType: string;
+}
+
+/** What the handler returned, or why it failed (status 400 with an OperationOutcome). */
+export interface BotExecutionAnswer {
+  status: number;
+  contentType: string;
+  body: string;
 }

@@ -19,6 +19,7 @@ import { commitOnly, type ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
+import type { Change, ChangeLog } from './change-log.js';
 import { CommittedWrites } from './committed-writes.js';
 import { expungeRows, lockForExpunge } from './expunge.js';
 import { insertNewResource, type CreateBatches } from './create-batches.js';
@@ -47,6 +48,8 @@ export interface StorageServices {
   readonly searchCache?: SearchCache;
   /** Group commit of plain creates on the primary (absent: each create alone). */
   readonly createBatches?: CreateBatches;
+  /** Records every write in its transaction for what follows commits (subscriptions); absent: nothing is recorded. */
+  readonly changeLog?: ChangeLog;
 }
 
 export class Repository implements ResourceRepository {
@@ -57,6 +60,7 @@ export class Repository implements ResourceRepository {
   private readonly committed: CommittedWrites;
   private readonly patchLimits: PatchLimits;
   private readonly batches: CreateBatches | undefined;
+  private readonly changeLog: ChangeLog | undefined;
 
   constructor(
     services: StorageServices,
@@ -73,6 +77,7 @@ export class Repository implements ResourceRepository {
     this.cache = services.db.joined ? commitOnly(services.resourceCache) : services.resourceCache;
     this.committed = new CommittedWrites(services.db, this.cache, services.bus, services.searchCache);
     this.batches = services.createBatches;
+    this.changeLog = services.changeLog;
     this.patchLimits = { maxOperations: services.config.maxPatchOperations, maxBytes: services.config.maxBodyBytes };
   }
 
@@ -164,14 +169,17 @@ export class Repository implements ResourceRepository {
     validateResource(input, { expectedType: resourceType });
     const completed = await this.completeAndCheck(this.db, input, this.identity.projectId);
     const resource = this.stamp(await this.prepared(this.db, completed, undefined), id, randomUUID());
-    const text = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType)
+    const inTransaction = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType) || (await this.recordsChanges(this.db, this.identity.projectId, resourceType));
+    let recorded = false;
+    const text = inTransaction
       ? await this.db.transaction(async (tx) => {
           const written = await this.insertNew(tx, resource);
-          await this.afterWrite(tx, resource);
+          recorded = await this.afterWrite(tx, resource, 'create');
           return written;
         })
       : await this.insertAlone(resource);
     this.committed.written(resource, text);
+    if (recorded) this.changesCommitted();
     return { resource, text, created: true, changed: true };
   }
 
@@ -209,6 +217,9 @@ export class Repository implements ResourceRepository {
     if (resources.some((resource) => writeHookOf(resource.resourceType) !== undefined || this.checksWrites(resource.resourceType))) {
       return { items };
     }
+    for (const resource of resources) {
+      if (await this.recordsChanges(this.db, this.identity.projectId, resource.resourceType)) return { items };
+    }
     return { items, together: { resources, statement: await firstVersionsStatement(this.db, resources) } };
   }
 
@@ -243,12 +254,36 @@ export class Repository implements ResourceRepository {
     return this.writeCheck?.appliesTo(resourceType) === true;
   }
 
-  /** Checks the written version, then runs the write hook of its type, inside the write's transaction. */
-  private async afterWrite(tx: SqlExecutor, resource: Resource | null, deleted?: { resourceType: string; id: string; projectId: string }): Promise<void> {
+  /**
+   * Checks the written version, runs the write hook of its type, then records the change in the
+   * change log, inside the write's transaction. Whether it recorded it: the caller tells the log
+   * once the transaction committed (changesCommitted).
+   */
+  private async afterWrite(tx: SqlExecutor, resource: Resource | null, interaction: Change['interaction'], deleted?: StoredVersion): Promise<boolean> {
     if (resource && this.checksWrites(resource.resourceType)) await this.writeCheck!.verify(tx, resource);
-    const key = deleted ?? { resourceType: resource!.resourceType, id: resource!.id!, projectId: resource!.meta!.project! };
+    const key = deleted
+      ? { resourceType: deleted.resourceType, id: deleted.id, projectId: deleted.projectId }
+      : { resourceType: resource!.resourceType, id: resource!.id!, projectId: resource!.meta!.project! };
     const hook = writeHookOf(key.resourceType);
     if (hook) await hook(tx, { ...key, resource });
+    return this.recordChange(tx, { ...key, versionId: deleted?.versionId ?? resource!.meta!.versionId!, interaction });
+  }
+
+  private async recordsChanges(db: SqlExecutor, projectId: string, resourceType: string): Promise<boolean> {
+    return this.changeLog !== undefined && (await this.changeLog.records(db, projectId, resourceType));
+  }
+
+  private async recordChange(tx: SqlExecutor, change: Change): Promise<boolean> {
+    const log = this.changeLog;
+    if (!log || !(await log.records(tx, change.projectId, change.resourceType))) return false;
+    await log.record(tx, change);
+    return true;
+  }
+
+  /** After a transaction that recorded a change: at once, or at the end of the joined transaction. */
+  private changesCommitted(): void {
+    const log = this.changeLog!;
+    this.db.afterCommit(() => log.committed());
   }
 
   /** Update, or create with the client's id when it does not exist yet (update-as-create). */
@@ -287,6 +322,7 @@ export class Repository implements ResourceRepository {
       );
     }
     if (!ID_PATTERN.test(id)) throw errors.invalid(`Invalid id "${id}": use 1-64 of A-Z a-z 0-9 - .`, `${resourceType}.id`);
+    let recorded = false;
     const result = await retryOnCreateRace(() =>
       this.db.transaction(async (tx): Promise<WriteResult> => {
         const current = await this.lockCurrent(tx, resourceType, id, 'update');
@@ -297,7 +333,7 @@ export class Repository implements ResourceRepository {
           const completed = await this.completeAndCheck(tx, input, this.identity.projectId);
           const resource = this.stamp(await this.prepared(tx, completed, undefined), id, versionId);
           const text = await this.insertNew(tx, resource);
-          await this.afterWrite(tx, resource);
+          recorded = await this.afterWrite(tx, resource, 'create');
           return { resource, text, created: true, changed: true };
         }
         checkVersion(current, options, resourceType, id);
@@ -309,17 +345,19 @@ export class Repository implements ResourceRepository {
         }
         const resource = this.stamp(next, id, versionId, current.projectId, current);
         const text = await replaceVersion(tx, resource, current.projectId);
-        await this.afterWrite(tx, resource);
+        recorded = await this.afterWrite(tx, resource, current.deleted ? 'create' : 'update');
         return { resource, text, created: current.deleted, changed: true };
       }),
     );
     if (result.changed) this.committed.written(result.resource, result.text);
+    if (recorded) this.changesCommitted();
     return result;
   }
 
   /** Applies a JSON Patch (RFC 6902) to the current version and stores the result as an update. */
   async patchResource(resourceType: string, id: string, operations: unknown, options: WriteOptions = {}): Promise<WriteResult> {
     assertType(resourceType);
+    let recorded = false;
     const result = await this.db.transaction(async (tx): Promise<WriteResult> => {
       const current = await this.lockCurrent(tx, resourceType, id);
       if (!current) throw errors.notFound(`${resourceType}/${id} not found`);
@@ -334,16 +372,18 @@ export class Repository implements ResourceRepository {
       if (sameContent(before, next)) return { resource: before, text: current.content, created: false, changed: false };
       const resource = this.stamp(next, id, randomUUID(), current.projectId, current);
       const text = await replaceVersion(tx, resource, current.projectId);
-      await this.afterWrite(tx, resource);
+      recorded = await this.afterWrite(tx, resource, 'update');
       return { resource, text, created: false, changed: true };
     });
     if (result.changed) this.committed.written(result.resource, result.text);
+    if (recorded) this.changesCommitted();
     return result;
   }
 
   /** Deletes the resource: a new version marked deleted; reads give 410 afterwards. Idempotent. */
   async deleteResource(resourceType: string, id: string, options: WriteOptions = {}): Promise<void> {
     assertType(resourceType);
+    let recorded = false;
     const deletion = await this.db.transaction(async (tx): Promise<StoredVersion | undefined> => {
       const current = await this.lockCurrent(tx, resourceType, id);
       if (!current) throw errors.notFound(`${resourceType}/${id} not found`);
@@ -359,10 +399,11 @@ export class Repository implements ResourceRepository {
         text: null,
       };
       await writeDeletion(tx, version);
-      await this.afterWrite(tx, null, { resourceType, id, projectId: current.projectId });
+      recorded = await this.afterWrite(tx, null, 'delete', version);
       return version;
     });
     if (deletion) this.committed.deleted(deletion);
+    if (recorded) this.changesCommitted();
   }
 
   /** Removes a resource of the caller's project (any project for a super admin) for good, history and bytes included. */

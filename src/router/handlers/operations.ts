@@ -1,10 +1,11 @@
 import type { RequestContext } from '../../operations/context.js';
-import { allOk, errors } from '../../fhir/outcome.js';
 import { acceptAsyncJob, prefersAsync } from '../../operations/jobs/async-jobs.js';
+import { allOk, errors, OperationOutcomeError } from '../../fhir/outcome.js';
+import { findBotOperation } from '../../bots/custom-operations.js';
 import type { OperationLevel } from '../../operations/definition.js';
 import { assertOperationScopes, invokeOperation } from '../../operations/execute.js';
 import { decodeBody, decodeQuery } from '../../operations/parameters.js';
-import { findOperationDefinition, resolveOperation } from '../../operations/registry.js';
+import { findOperationDefinition, resolveOperation, type Operation } from '../../operations/registry.js';
 import { assertJsonAcceptable, assertJsonContentType } from '../negotiation.js';
 import { optionalJsonBody } from '../request-body.js';
 import { resourceResponse } from '../responses.js';
@@ -17,7 +18,7 @@ import { readHandler } from './resources.js';
  */
 export function operationHandler(level: OperationLevel) {
   return async (req: FhirRequest, { type, id, op }: RouteParams, ctx: RequestContext): Promise<FhirResponse> => {
-    const operation = resolveOperation(op!.slice(1), level, type);
+    const operation = await resolveWithCustom(ctx, op!.slice(1), level, type);
     const definition = operation.definition;
     assertJsonAcceptable(req.query.get('_format'), req.header('accept') ?? null);
     // What an operation that writes reads decides its writes: from the primary, as they go.
@@ -55,6 +56,18 @@ export function operationHandler(level: OperationLevel) {
     if (definition.affectsState) await ctx.reads.wrote();
     return resourceResponse(result.resource, result.status);
   };
+}
+
+/** A registered operation, or else a custom one of the caller's project implemented by a Bot (src/bots/custom-operations.ts). */
+async function resolveWithCustom(ctx: RequestContext, code: string, level: OperationLevel, type: string | undefined): Promise<Operation> {
+  try {
+    return resolveOperation(code, level, type);
+  } catch (error) {
+    if (!(error instanceof OperationOutcomeError) || error.status !== 404) throw error;
+    const custom = await findBotOperation(ctx, code, level, type);
+    if (!custom) throw error;
+    return custom;
+  }
 }
 
 /** A POST without a body is an operation without input: it needs no Content-Type. */

@@ -1,0 +1,127 @@
+import { Worker } from 'node:worker_threads';
+import { sandboxRuntime, workerScript } from './bundle.js';
+import type { BotOutput, DoneMessage, FromWorker, HostRequest, HostResponse, RunFailure, ToWorker, WorkerSetup } from './protocol.js';
+
+export interface SandboxRun {
+  code: string;
+  event: string;
+  baseUrl: string;
+  timeoutMs: number;
+  /** Answers the bot's calls (FHIR API as the bot, outbound fetch); a throw rejects the call in the sandbox. */
+  host(request: HostRequest): Promise<HostResponse>;
+}
+
+export interface SandboxResult {
+  output?: BotOutput;
+  failure?: { kind: RunFailure; message: string };
+  logs: string[];
+}
+
+/** A worker that did not answer within this much past a run's deadline is ended and replaced. */
+const WATCHDOG_GRACE_MS = 2_000;
+
+interface Slot {
+  worker: Worker;
+  /** The watchdog ended it: its run went past its deadline. */
+  expired?: boolean;
+  busy?: { runId: number; run: SandboxRun; done(result: SandboxResult): void; watchdog: NodeJS.Timeout };
+}
+
+/**
+ * Bots run on a pool of worker threads, one run per worker at a time, so a bot that computes
+ * forever never holds the server's event loop; runs wait in order for a free worker.
+ */
+export class SandboxPool {
+  private readonly slots: Slot[] = [];
+  private readonly queue: { run: SandboxRun; done(result: SandboxResult): void }[] = [];
+  private nextRunId = 1;
+  private closed = false;
+  private setup?: Promise<{ setup: WorkerSetup; script: string }>;
+
+  constructor(
+    private readonly size: number,
+    private readonly memoryBytes: number,
+  ) {}
+
+  run(run: SandboxRun): Promise<SandboxResult> {
+    if (this.closed) return Promise.resolve({ failure: { kind: 'error', message: 'The server is shutting down' }, logs: [] });
+    return new Promise((done) => {
+      this.queue.push({ run, done });
+      void this.dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.slots.splice(0).map((slot) => slot.worker.terminate()));
+  }
+
+  private async dispatch(): Promise<void> {
+    while (this.queue.length > 0) {
+      const slot = this.slots.find((candidate) => !candidate.busy) ?? (this.slots.length < this.size ? await this.spawn() : undefined);
+      if (!slot || slot.busy || this.closed) return;
+      const next = this.queue.shift();
+      if (!next) return;
+      this.start(slot, next.run, next.done);
+    }
+  }
+
+  private async spawn(): Promise<Slot> {
+    this.setup ??= Promise.all([sandboxRuntime(), workerScript()]).then(([runtime, script]) => ({ setup: { runtime, memoryBytes: this.memoryBytes }, script }));
+    const { setup, script } = await this.setup;
+    const slot: Slot = { worker: startWorker(setup, script) };
+    this.slots.push(slot);
+    slot.worker.on('message', (message: FromWorker) => this.receive(slot, message));
+    slot.worker.on('error', () => undefined);
+    slot.worker.on('exit', () => this.replace(slot, 'The bot sandbox stopped unexpectedly'));
+    return slot;
+  }
+
+  private start(slot: Slot, run: SandboxRun, done: (result: SandboxResult) => void): void {
+    const runId = this.nextRunId++;
+    const watchdog = setTimeout(() => {
+      slot.expired = true;
+      void slot.worker.terminate();
+    }, run.timeoutMs + WATCHDOG_GRACE_MS);
+    slot.busy = { runId, run, done, watchdog };
+    this.send(slot, { type: 'run', runId, code: run.code, event: run.event, baseUrl: run.baseUrl, timeoutMs: run.timeoutMs });
+  }
+
+  private receive(slot: Slot, message: FromWorker): void {
+    const busy = slot.busy;
+    if (!busy || busy.runId !== message.runId) return;
+    if (message.type === 'done') return this.finish(slot, message);
+    busy.run.host(message.request).then(
+      (response) => this.send(slot, { type: 'reply', runId: message.runId, callId: message.callId, response }),
+      (error: unknown) => this.send(slot, { type: 'reply', runId: message.runId, callId: message.callId, error: error instanceof Error ? error.message : String(error) }),
+    );
+  }
+
+  private finish(slot: Slot, message: DoneMessage): void {
+    const busy = slot.busy!;
+    clearTimeout(busy.watchdog);
+    slot.busy = undefined;
+    busy.done({ output: message.output, failure: message.failure, logs: message.logs });
+    void this.dispatch();
+  }
+
+  /** A worker that ended (watchdog, crash) fails its run and leaves its place to a new one. */
+  private replace(slot: Slot, message: string): void {
+    const index = this.slots.indexOf(slot);
+    if (index >= 0) this.slots.splice(index, 1);
+    if (slot.busy) {
+      clearTimeout(slot.busy.watchdog);
+      slot.busy.done({ failure: { kind: slot.expired ? 'timeout' : 'error', message }, logs: [] });
+      slot.busy = undefined;
+    }
+    if (!this.closed) void this.dispatch();
+  }
+
+  private send(slot: Slot, message: ToWorker): void {
+    slot.worker.postMessage(message);
+  }
+}
+
+function startWorker(setup: WorkerSetup, script: string): Worker {
+  return new Worker(script, { workerData: setup });
+}

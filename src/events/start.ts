@@ -1,0 +1,31 @@
+import type { Logger } from 'pino';
+import type { InvalidationBus } from '../cache/invalidation.js';
+import type { Config } from '../config.js';
+import type { Database } from '../db/database.js';
+import type { StorageServices } from '../storage/repository.js';
+import { SubscriptionChangeLog } from './change-log.js';
+import { EventWorker, type BotDelivery } from './worker.js';
+
+export interface Events {
+  /** What the repository records every write with (StorageServices.changeLog). */
+  readonly changeLog: SubscriptionChangeLog;
+  /** Starts this server's workers, which read and write resources with `storage`. */
+  deliverWith(storage: StorageServices, botDelivery?: BotDelivery): EventWorker;
+  close(): Promise<void>;
+}
+
+/** Subscriptions of one server: the change log first (storage needs it), the workers once storage exists. */
+export function startEvents(db: Database, config: Config, log: Logger, bus: InvalidationBus): Events {
+  let worker: EventWorker | undefined;
+  const changeLog = new SubscriptionChangeLog(() => worker?.kick());
+  changeLog.listen(bus);
+  return {
+    changeLog,
+    deliverWith(storage, botDelivery) {
+      worker = new EventWorker(db, storage, config, log.child({ component: 'subscriptions' }), botDelivery);
+      worker.start();
+      return worker;
+    },
+    close: async () => worker?.close(),
+  };
+}
