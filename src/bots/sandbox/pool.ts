@@ -3,6 +3,8 @@ import { sandboxRuntime, workerScript } from './bundle.js';
 import type { BotOutput, DoneMessage, FromWorker, HostRequest, HostResponse, RunFailure, ToWorker, WorkerSetup } from './protocol.js';
 
 export interface SandboxRun {
+  /** The bot and its code version (RunMessage.key). */
+  key: string;
   code: string;
   event: string;
   baseUrl: string;
@@ -24,6 +26,8 @@ interface Slot {
   worker: Worker;
   /** The watchdog ended it: its run went past its deadline. */
   expired?: boolean;
+  /** The key of its last run: it may hold that bot's warm context. */
+  lastKey?: string;
   busy?: { runId: number; run: SandboxRun; done(result: SandboxResult): void; watchdog: NodeJS.Timeout };
 }
 
@@ -58,7 +62,9 @@ export class SandboxPool {
 
   private async dispatch(): Promise<void> {
     while (this.queue.length > 0) {
-      const slot = this.slots.find((candidate) => !candidate.busy) ?? (this.slots.length < this.size ? await this.spawn() : undefined);
+      const key = this.queue[0].run.key;
+      const free = this.slots.filter((candidate) => !candidate.busy);
+      const slot = free.find((candidate) => candidate.lastKey === key) ?? free[0] ?? (this.slots.length < this.size ? await this.spawn() : undefined);
       if (!slot || slot.busy || this.closed) return;
       const next = this.queue.shift();
       if (!next) return;
@@ -84,7 +90,8 @@ export class SandboxPool {
       void slot.worker.terminate();
     }, run.timeoutMs + WATCHDOG_GRACE_MS);
     slot.busy = { runId, run, done, watchdog };
-    this.send(slot, { type: 'run', runId, code: run.code, event: run.event, baseUrl: run.baseUrl, timeoutMs: run.timeoutMs });
+    slot.lastKey = run.key;
+    this.send(slot, { type: 'run', runId, key: run.key, code: run.code, event: run.event, baseUrl: run.baseUrl, timeoutMs: run.timeoutMs });
   }
 
   private receive(slot: Slot, message: FromWorker): void {
