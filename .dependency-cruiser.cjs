@@ -15,7 +15,7 @@ const LAYERS = [
   ['operations'],
   ['terminology'],
   ['search'],
-  ['measure', 'admin', 'clinical', 'ips', 'sdc', 'validate', 'profiles', 'bots'],
+  ['measure', 'admin', 'clinical', 'ips', 'sdc', 'validate', 'profiles', 'csv', 'bots'],
   ['access'],
   ['router'],
   ['graphql'],

@@ -5,10 +5,13 @@
  * fills it), one connection, no HTTP: for finding which statement of a shape is slow and why,
  * e.g. before and after ANALYZE.
  *
- *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench [ONLY=chained,date] [EXPLAIN=1] \
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench [ONLY=chained,date] [EXPLAIN=1] [PLAN_ONLY=1] [ALLCUSTOM=1] \
  *     [EXTRA='label|Observation|date=ge2015-01-01'] npx tsx bench/search-plans.ts
  *
- * Each statement runs once untimed, then once timed.
+ * Each statement runs once untimed, then once timed. PLAN_ONLY=1 only explains each statement
+ * (for a plan that would run for minutes: its later statements then see no rows); ALLCUSTOM=1
+ * plans every statement for its values, as the embedded database and a server with
+ * DATABASE_PREPARED_STATEMENTS=0 do.
  */
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
@@ -48,8 +51,17 @@ function literal(v: unknown): string {
   return `'${String(v).replace(/'/g, "''")}'`;
 }
 async function run(sql: string, args: readonly unknown[], options?: QueryOptions): Promise<{ rows: unknown[]; ms: number; plan?: string }> {
-  await client.query(`SET plan_cache_mode = ${options?.planOnce ? 'force_generic_plan' : 'force_custom_plan'}`);
+  await client.query(`SET plan_cache_mode = ${options?.planOnce && !process.env.ALLCUSTOM ? 'force_generic_plan' : 'force_custom_plan'}`);
+  // The plan-once pool's connections price sequential and bitmap scans out (src/db/database.ts, planSettings).
+  const generic = options?.planOnce && !process.env.ALLCUSTOM ? 'off' : 'on';
+  await client.query(`SET enable_seqscan = ${generic}; SET enable_bitmapscan = ${generic}`);
   const name = `d${++n}`;
+  if (process.env.PLAN_ONLY) {
+    // The plan alone, without running the statement (a plan that would run for minutes).
+    await client.query(`PREPARE ${name} AS ${sql}`);
+    const e = await client.query(`EXPLAIN (COSTS OFF) EXECUTE ${name}(${args.map(literal).join(',')})`).catch((err) => ({ rows: [{ 'QUERY PLAN': String(err) }] }));
+    return { rows: [], ms: 0, plan: e.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n') };
+  }
   await client.query({ text: sql, values: args as unknown[], name });
   const started = performance.now();
   const res = await client.query({ text: sql, values: args as unknown[], name });

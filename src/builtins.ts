@@ -4,6 +4,7 @@
  * with its capability; nothing registers itself on import, so what runs is what this file names.
  */
 import { asyncJobCancelOperation } from './admin/async-job.js';
+import { expungeOperation, projectExpungeOperation } from './admin/expunge.js';
 import { projectOperations } from './admin/project-operations.js';
 import { setAccountsOperation } from './admin/set-accounts.js';
 import { rotateSecretOperation } from './admin/rotate-secret.js';
@@ -35,6 +36,9 @@ export const builtinOperations: readonly Operation[] = [
   ...projectOperations,
   reindexOperation,
   asyncJobCancelOperation,
+  // Before expungeOperation, which applies to every type: on a Project this one is picked.
+  projectExpungeOperation,
+  expungeOperation,
   setAccountsOperation,
   rotateSecretOperation,
   updateEmailOperation,

@@ -7,6 +7,7 @@ import type { ReadSession } from '../cache/read-your-writes.js';
 import { type Resource, isRecord } from '../fhir/types.js';
 import { Repository } from '../storage/repository.js';
 import { parseStored } from '../storage/versions.js';
+import type { BinaryStream } from '../storage/binary-storage.js';
 import {
   ItemError,
   isPrepared,
@@ -203,6 +204,13 @@ export class GuardedRepository implements ResourceRepository {
     return this.store.deleteResource(resourceType, id, options);
   }
 
+  /** Admins only: an expunge cannot be undone, so a policy's write access is not enough. */
+  async expungeResource(resourceType: string, id: string): Promise<void> {
+    if (!this.who.superAdmin && !this.who.projectAdmin) throw errors.forbidden('Only a project admin or a super admin can expunge a resource');
+    assertTypeAccess(this.who, resourceType, true);
+    return this.store.expungeResource(resourceType, id);
+  }
+
   createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}, id?: string): Promise<WriteResult> {
     assertTypeAccess(this.who, 'Binary', true);
     assertScope(this.who, 'Binary', 'c');
@@ -221,6 +229,12 @@ export class GuardedRepository implements ResourceRepository {
     assertTypeAccess(this.who, 'Binary', false);
     assertScope(this.who, 'Binary', 'r');
     return this.store.readBinaryData(version);
+  }
+
+  async readBinaryStream(version: StoredVersion): Promise<BinaryStream | undefined> {
+    assertTypeAccess(this.who, 'Binary', false);
+    assertScope(this.who, 'Binary', 'r');
+    return this.store.readBinaryStream(version);
   }
 
   /** What the caller's criteria searches run with: the same as a request's searches (before a write: on the primary). */

@@ -7,7 +7,7 @@ import type { Identity } from '../identity/identity.js';
 import { errors } from '../fhir/outcome.js';
 import type { Project, Reference } from '../fhir/resources.js';
 import { type Resource, isRecord } from '../fhir/types.js';
-import { binaryKey } from '../storage/binary-storage.js';
+import { binaryKey, copyBinary } from '../storage/binary-storage.js';
 import { writeHookOf } from '../storage/write-hooks.js';
 import { loadProjectParameters, type ProjectParameters } from '../indexing/parameters.js';
 import { insertFirstVersion } from '../storage/sql.js';
@@ -118,11 +118,7 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
       // Bytes and credentials are copied in the clone's transaction, so on its adapter (not the
       // Prisma client of binary-storage.ts and accounts.ts, which would run outside it).
       if (binaryFrom) {
-        await tx.execute(
-          `INSERT INTO binary_content (key, "projectId", "contentType", size, data)
-           SELECT $1, $2, "contentType", size, data FROM binary_content WHERE key = $3`,
-          [binaryKey(newProjectId, resource.id!, versionId), newProjectId, binaryFrom],
-        );
+        await copyBinary(tx, binaryFrom, binaryKey(newProjectId, resource.id!, versionId), newProjectId);
       }
     }
     for (const { clientId, secret, hash } of hashed) {

@@ -110,6 +110,11 @@ export class AuthService {
     return this.storage.db;
   }
 
+  /** The resource store's services, for administration that writes across a project (Project/$expunge). */
+  get storageServices(): AuthStorage {
+    return this.storage;
+  }
+
   /** Exact search counts, for writers outside the Repository to void after their commits. */
   get searchCache(): SearchCache | undefined {
     return this.storage.searchCache;

@@ -216,7 +216,23 @@ function sharedAdapter(adapter: SqlDriverAdapter, counter: { statementCount: num
   return { provider: adapter.provider, adapterName: adapter.adapterName, connect: async () => shared };
 }
 
-type PlanCacheMode = 'force_custom_plan' | 'force_generic_plan';
+export type PlanCacheMode = 'force_custom_plan' | 'force_generic_plan';
+
+/**
+ * The planner settings of a pool's connections. A generic plan is kept for the connection's life,
+ * and one made while the tables were still small (a new server's first searches) would keep the
+ * sequential scans, or the bitmap scans that read every match before sorting them, that are
+ * cheapest only then, whatever the tables grow to until statistics are refreshed. The statements
+ * planned once are driven by a key or read an index in the page's order, the right start at any
+ * size, so both are priced out of their plans (a penalty, not a ban: a statement with no other
+ * path still runs).
+ */
+export function planSettings(planCacheMode: PlanCacheMode | undefined): string[] {
+  if (!planCacheMode) return [];
+  const settings = [`-c plan_cache_mode=${planCacheMode}`];
+  if (planCacheMode === 'force_generic_plan') settings.push('-c enable_seqscan=off', '-c enable_bitmapscan=off');
+  return settings;
+}
 
 /**
  * A pool of PostgreSQL connections. With a plan cache mode, statements sent more than once are
@@ -228,7 +244,7 @@ function postgresPool(
 ): pg.Pool {
   // Reads and searches are bounded by the connections' own statement_timeout: no statement per request.
   const settings = [`-c statement_timeout=${statementTimeouts(config).statementTimeoutMs}`];
-  if (planCacheMode) settings.push(`-c plan_cache_mode=${planCacheMode}`);
+  settings.push(...planSettings(planCacheMode));
   return new pg.Pool({
     connectionString: config.databaseUrl,
     max: config.databasePoolSize,

@@ -4,8 +4,8 @@ import { createRequestContext } from '../access/context.js';
 import type { Identity } from '../identity/identity.js';
 import { fhirRouter } from '../router/router.js';
 import { textBody, utf8Text } from '../router/request-body.js';
-import type { FhirMethod, FhirRequest, FhirResponse } from '../router/types.js';
-import { bodyResponse, FHIR_CONTENT_TYPE } from './responses.js';
+import { StreamedBytes, type FhirMethod, type FhirRequest, type FhirResponse } from '../router/types.js';
+import { bodyResponse, FHIR_CONTENT_TYPE, streamedResponse } from './responses.js';
 import type { HonoContext } from './route.js';
 import { authorizationHeader, readRequestBytes, requestHeader } from '../graphql/http-body.js';
 
@@ -70,6 +70,7 @@ export function toHttpResponse(response: FhirResponse, pretty: boolean): Respons
   const { status, headers, body } = response;
   if (body === undefined) return new Response(null, { status, headers });
   if (body instanceof Uint8Array) return bodyResponse(body, status, headers);
+  if (body instanceof StreamedBytes) return streamedResponse(body, status, headers);
   return bodyResponse(fhirText(body, pretty), status, { 'Content-Type': FHIR_CONTENT_TYPE, ...headers });
 }
 

@@ -30,6 +30,30 @@ export function bodyResponse(body: string | Uint8Array, status: number, headers:
   });
 }
 
+/**
+ * Bytes read a chunk at a time from their source, each only once the socket has taken the one
+ * before (as bodyResponse): a large Binary or CSV export is never whole in memory. A chunk that
+ * cannot be read aborts the answer, which the client sees as a truncated body.
+ */
+export function streamedResponse(body: { size: number | undefined; chunks: AsyncIterable<Uint8Array> }, status: number, headers: Record<string, string>): Response {
+  const iterator = body.chunks[Symbol.asyncIterator]();
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const next = await iterator.next();
+        if (next.done) controller.close();
+        else controller.enqueue(next.value);
+      },
+      async cancel() {
+        await iterator.return?.();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  const length: Record<string, string> = body.size === undefined ? {} : { 'content-length': String(body.size) };
+  return new Response(stream, { status, headers: { ...withoutContentLength(headers), ...length } });
+}
+
 function textChunks(text: string): ReadableStream<Uint8Array> {
   let offset = 0;
   return pulled(() => {

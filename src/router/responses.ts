@@ -1,6 +1,6 @@
 import { toOperationOutcomeError } from '../fhir/outcome.js';
 import type { OperationOutcome, Resource } from '../fhir/types.js';
-import type { FhirResponse } from './types.js';
+import { StreamedBytes, type FhirResponse } from './types.js';
 
 export interface VersionHeaders {
   versionId: string;
@@ -41,6 +41,6 @@ export function emptyResponse(status: number, headers: Record<string, string> = 
 /** The answer's body as a resource (a Bundle entry's `resource`, a GraphQL mutation's result). */
 export function bodyResource(response: FhirResponse): Resource | undefined {
   const body = response.body;
-  if (body === undefined || body instanceof Uint8Array) return undefined;
+  if (body === undefined || body instanceof Uint8Array || body instanceof StreamedBytes) return undefined;
   return typeof body === 'string' ? (JSON.parse(body) as Resource) : body;
 }

@@ -8,6 +8,7 @@ import { versionsHandler } from './handlers/versions.js';
 import { operationDefinitionReadHandler, operationHandler } from './handlers/operations.js';
 import { bundleHandler } from './bundles/handler.js';
 import { botExecuteHandler } from './handlers/bots.js';
+import { csvHandler } from './handlers/csv.js';
 import type { EntryRouter, FhirRoute } from './types.js';
 
 /** Resource type names start with an upper-case letter; this keeps `metadata` and `$op` apart. */
@@ -36,6 +37,8 @@ export function fhirRoutes(router: EntryRouter): FhirRoute[] {
     { method: 'GET', path: `:type{Bot}/${ID}/:op{\\$execute}`, handler: botExecuteHandler, refusedInTransaction: true },
     { method: 'POST', path: ':type{Bot}/:op{\\$execute}', handler: botExecuteHandler, refusedInTransaction: true },
     { method: 'GET', path: ':type{Bot}/:op{\\$execute}', handler: botExecuteHandler, refusedInTransaction: true },
+    // A search answered as CSV, streamed: not an operation's Parameters, so a route of its own.
+    { method: 'GET', path: `${TYPE}/:csv{\\$csv}`, handler: csvHandler },
     // Operations (SPEC 4.1): every level is routed; the OperationDefinition decides what exists and whether GET is allowed.
     operation('POST', OP, 'system'),
     operation('GET', OP, 'system'),

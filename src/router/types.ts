@@ -32,13 +32,25 @@ export interface FhirRequest {
 }
 
 /**
+ * Bytes sent a chunk at a time as the client takes them (a Binary read, a CSV export): a class, so
+ * that a body is told apart from a resource by `instanceof`. `size` undefined: not known ahead
+ * (the answer has no Content-Length).
+ */
+export class StreamedBytes {
+  constructor(
+    readonly size: number | undefined,
+    readonly chunks: AsyncIterable<Uint8Array>,
+  ) {}
+}
+
+/**
  * `body` is FHIR JSON text ready to send (stored resources travel as stored), a resource built by a
- * handler, or bytes whose type is in the `Content-Type` header (a Binary read).
+ * handler, or bytes whose type is in the `Content-Type` header (a Binary read), whole or streamed.
  */
 export interface FhirResponse {
   status: number;
   headers: Record<string, string>;
-  body?: string | Resource | Uint8Array;
+  body?: string | Resource | Uint8Array | StreamedBytes;
 }
 
 /** FHIR RESTful interactions (http://hl7.org/fhir/R4/http.html); the CapabilityStatement lists them. */

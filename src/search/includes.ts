@@ -79,7 +79,7 @@ async function includeRows(db: SqlExecutor, scope: Scope, spec: IncludeSpec, sou
     if (ids.length === 0) return [];
     const conditions = [
       `i."resourceType" = ${args.add(spec.sourceType)}`,
-      `i."resourceId" IN (SELECT json_array_elements_text(${args.add(JSON.stringify(ids))}::json))`,
+      `i."resourceId" = ANY(ARRAY(SELECT json_array_elements_text(${args.add(JSON.stringify(ids))}::json)))`,
       `i.code = ${args.add(spec.code)}`,
       'NOT r.deleted',
     ];
@@ -99,7 +99,7 @@ async function includeRows(db: SqlExecutor, scope: Scope, spec: IncludeSpec, sou
   for (const row of targets) byType.set(row.resourceType, [...(byType.get(row.resourceType) ?? []), row.id]);
   const alternatives = [...byType].map(
     ([type, ids]) =>
-      `(i."targetType" = ${args.add(type)} AND i."targetId" IN (SELECT json_array_elements_text(${args.add(JSON.stringify(ids))}::json)))`,
+      `(i."targetType" = ${args.add(type)} AND i."targetId" = ANY(ARRAY(SELECT json_array_elements_text(${args.add(JSON.stringify(ids))}::json))))`,
   );
   const conditions = [`i."resourceType" = ${args.add(spec.sourceType)}`, `i.code = ${args.add(spec.code)}`, `(${alternatives.join(' OR ')})`, 'NOT r.deleted'];
   const scopedIndex = scopeSql('i', 'projectId', scope, args);
@@ -141,7 +141,7 @@ async function restrictToPolicy({ services, scope, valueSets: known }: SearchQue
     }
     const matching = await services.db.query<{ id: string }>(
       `SELECT r.id FROM resource r WHERE r."resourceType" = ${args.add(type)}
-       AND r.id IN (SELECT json_array_elements_text(${args.add(JSON.stringify(ids))}::json)) AND ${condition}`,
+       AND r.id = ANY(ARRAY(SELECT json_array_elements_text(${args.add(JSON.stringify(ids))}::json))) AND ${condition}`,
       args.values,
     );
     for (const row of matching) kept.add(`${type}/${row.id}`);

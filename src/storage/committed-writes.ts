@@ -45,6 +45,16 @@ export class CommittedWrites {
     });
   }
 
+  /** Resources expunged: nothing of them is left to cache. */
+  expunged(keys: readonly { resourceType: string; id: string; projectId: string }[]): void {
+    this.db.afterCommit(() => {
+      for (const key of keys) {
+        this.cache.forget(key.resourceType, key.id);
+        this.announce(key.resourceType, key.projectId, key.id);
+      }
+    });
+  }
+
   private announce(resourceType: string, projectId: string, id: string): void {
     this.searchCache?.written(projectId, resourceType);
     const topic = resourceChangedTopic(resourceType);

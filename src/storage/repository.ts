@@ -14,12 +14,13 @@ import { applyJsonPatch, type PatchLimits } from './patch.js';
 import { idInUse, lockCurrentRow, projectOf, retryOnCreateRace, type CurrentRow } from './current-rows.js';
 import type { InvalidationBus } from '../cache/invalidation.js';
 import { firstVersionsStatement, replaceVersion, writeDeletion } from './sql.js';
-import { binaryKey, type BinaryStorage } from './binary-storage.js';
+import { binaryKey, type BinaryStorage, type BinaryStream } from './binary-storage.js';
 import { commitOnly, type ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
 import { CommittedWrites } from './committed-writes.js';
+import { expungeRows, lockForExpunge } from './expunge.js';
 import { insertNewResource, type CreateBatches } from './create-batches.js';
 import { readHistoryPage, readHistoryVersion } from './history.js';
 import { selectCurrent, selectCurrentMany, selectVersionTexts } from './current-versions.js';
@@ -364,6 +365,18 @@ export class Repository implements ResourceRepository {
     if (deletion) this.committed.deleted(deletion);
   }
 
+  /** Removes a resource of the caller's project (any project for a super admin) for good, history and bytes included. */
+  async expungeResource(resourceType: string, id: string): Promise<void> {
+    assertType(resourceType);
+    const key = await this.db.transaction(async (tx) => {
+      const found = await lockForExpunge(tx, resourceType, id);
+      if (!found || !this.canSee(found.projectId)) throw errors.notFound(`${resourceType}/${id} not found`);
+      await expungeRows(tx, this.binaries, [found]);
+      return found;
+    });
+    this.committed.expunged([key]);
+  }
+
   /** History of one resource (id given), a whole type, or every type (no type) in the caller's project, newest first. */
   async history(resourceType: string | undefined, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
     if (resourceType !== undefined) assertType(resourceType);
@@ -387,6 +400,11 @@ export class Repository implements ResourceRepository {
   async readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined> {
     if (!this.canSee(version.projectId)) return undefined;
     return (await this.binaries.get(binaryKey(version.projectId, version.id, version.versionId)))?.data;
+  }
+
+  async readBinaryStream(version: StoredVersion): Promise<BinaryStream | undefined> {
+    if (!this.canSee(version.projectId)) return undefined;
+    return this.binaries.getStream(binaryKey(version.projectId, version.id, version.versionId));
   }
 
   private canSee(projectId: string): boolean {

@@ -17,6 +17,8 @@ export interface ResourceCache {
    * raced with a write can never put back the version the write replaced.
    */
   fill(version: StoredVersion): void;
+  /** After a committed expunge: the resource is gone for good, with nothing to cache in its place. */
+  forget(resourceType: string, id: string): void;
 }
 
 export const noResourceCache: ResourceCache = {
@@ -24,6 +26,7 @@ export const noResourceCache: ResourceCache = {
   get: () => undefined,
   set: () => undefined,
   fill: () => undefined,
+  forget: () => undefined,
 };
 
 /** Large resources are read from the database: caching them would crowd out many small ones. */
@@ -61,9 +64,13 @@ export class LruResourceCache implements ResourceCache {
   fill(version: StoredVersion): void {
     if (!this.entries.has(`${version.resourceType}/${version.id}`)) this.set(version);
   }
+
+  forget(resourceType: string, id: string): void {
+    this.entries.delete(`${resourceType}/${id}`);
+  }
 }
 
 /** A cache that serves nothing and only learns committed versions (the writes of a joined transaction). */
 export function commitOnly(cache: ResourceCache): ResourceCache {
-  return { enabled: false, get: () => undefined, fill: () => undefined, set: (version) => cache.set(version) };
+  return { enabled: false, get: () => undefined, fill: () => undefined, set: (version) => cache.set(version), forget: (type, id) => cache.forget(type, id) };
 }

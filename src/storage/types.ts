@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../db/database.js';
+import type { BinaryStream } from './binary-storage.js';
 import type { Resource } from '../fhir/types.js';
 
 /** A stored version: the JSON text exactly as stored, plus the columns clients see in headers. */
@@ -134,10 +135,14 @@ export interface ResourceRepository {
   updateResource(resourceType: string, id: string, input: unknown, options?: WriteOptions): Promise<WriteResult>;
   patchResource(resourceType: string, id: string, operations: unknown, options?: WriteOptions): Promise<WriteResult>;
   deleteResource(resourceType: string, id: string, options?: WriteOptions): Promise<void>;
+  /** Removes a resource for good: every version, its index rows and its bytes (404 when the caller cannot see it). */
+  expungeResource(resourceType: string, id: string): Promise<void>;
   createBinary(contentType: string, data: Uint8Array, extra?: Partial<Resource>, id?: string): Promise<WriteResult>;
   updateBinary(id: string, contentType: string, data: Uint8Array, options?: WriteOptions): Promise<WriteResult>;
   /** The bytes of a Binary version found by a read or a search (none for a project the caller cannot see). */
   readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined>;
+  /** The same bytes a chunk at a time, with their size: what an HTTP answer streams. */
+  readBinaryStream(version: StoredVersion): Promise<BinaryStream | undefined>;
 }
 
 /** Creates made ready to write (prepareCreates). */

@@ -24,6 +24,7 @@ describe(`Prisma client on ${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
   afterAll(async () => {
     await db.prisma.authCredential.deleteMany({ where: { id: { startsWith: prefix } } });
     await db.prisma.binaryContent.deleteMany({ where: { key: { startsWith: prefix } } });
+    await db.prisma.binaryChunk.deleteMany({ where: { key: { startsWith: prefix } } });
     await db.prisma.terminologySystem.deleteMany({ where: { resourceId: { startsWith: prefix } } });
     await db.close();
   });
@@ -73,13 +74,8 @@ describe(`Prisma client on ${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}
     expect(Buffer.from((await storage.get(`${prefix}/bytes`))!.data).toString()).toBe('hello');
     expect((await db.prisma.binaryContent.findUniqueOrThrow({ where: { key: `${prefix}/bytes` } })).size).toBe(5);
 
-    await db.execute('INSERT INTO binary_content (key, "projectId", "contentType", size, data) VALUES ($1, $2, $3, $4, $5)', [
-      `${prefix}/raw`,
-      'p',
-      'application/octet-stream',
-      3,
-      new Uint8Array([0, 92, 255]),
-    ]);
+    await db.execute('INSERT INTO binary_chunk (key, seq, data) VALUES ($1, 0, $2)', [`${prefix}/raw`, new Uint8Array([0, 92, 255])]);
+    await db.execute('INSERT INTO binary_content (key, "projectId", "contentType", size) VALUES ($1, $2, $3, $4)', [`${prefix}/raw`, 'p', 'application/octet-stream', 3]);
     expect(Array.from((await storage.get(`${prefix}/raw`))!.data)).toEqual([0, 92, 255]);
     await storage.delete(`${prefix}/raw`);
     expect(await storage.get(`${prefix}/raw`)).toBeUndefined();

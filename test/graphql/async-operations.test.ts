@@ -151,10 +151,13 @@ describe('<Field>Async fields', () => {
     const res = await graphql(api.newProject(), '{ __type(name: "Mutation") { fields { name type { name } } } }');
     const fields = res.data.__type.fields as { name: string; type: { name: string } }[];
     const asyncFields = fields.filter((field) => field.name.endsWith('Async'));
-    expect(asyncFields).toEqual([{ name: 'SystemReindexAsync', type: { name: 'AsyncJob' } }]);
+    expect(asyncFields).toEqual([
+      { name: 'ProjectExpungeAsync', type: { name: 'AsyncJob' } },
+      { name: 'SystemReindexAsync', type: { name: 'AsyncJob' } },
+    ]);
     // The same as the registry says: the operations with `respondsAsync`.
     const offering = builtinOperations.filter((operation) => operation.respondsAsync).map((operation) => operation.definition.code);
-    expect(offering).toEqual(['reindex']);
+    expect(offering).toEqual(['reindex', 'expunge']);
   });
 
   it('are absent for operations without asynchronous running: querying one is a validation error', async () => {

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { CHUNK_BYTES } from '../../src/storage/binary-storage.js';
 import { useTestServer } from '../helpers/server.js';
 
 const api = await useTestServer();
@@ -67,5 +69,34 @@ describe('Binary update', () => {
     expect(await current.text()).toBe('second version');
     const old = await fetch(`${api.fhir}/Binary/${res.body.id}/_history/${res.body.meta.versionId}`, { headers });
     expect(new Uint8Array(await old.arrayBuffer())).toEqual(bytes);
+  });
+});
+
+describe('Binary bytes stored in chunks', () => {
+  it('round-trips a Binary of several chunks byte for byte, with its Content-Length', async () => {
+    const client = api.newProject();
+    const large = randomBytes(CHUNK_BYTES * 2 + 12_345);
+    const res = await client.request('POST', '/Binary', large, { 'Content-Type': 'application/octet-stream' });
+    expect(res.status).toBe(201);
+    const read = await fetch(`${api.fhir}/Binary/${res.body.id}`, { headers: await client.authHeaders() });
+    expect(read.status).toBe(200);
+    expect(read.headers.get('content-length')).toBe(String(large.byteLength));
+    expect(Buffer.from(await read.arrayBuffer()).equals(large)).toBe(true);
+  });
+
+  it('serves a Binary of several chunks as base64 in its FHIR JSON form', async () => {
+    const client = api.newProject();
+    const large = randomBytes(CHUNK_BYTES + 1);
+    const res = await client.request('POST', '/Binary', large, { 'Content-Type': 'application/octet-stream' });
+    const read = await client.get(`/Binary/${res.body.id}`, { Accept: 'application/fhir+json' });
+    expect(read.body.data).toBe(large.toString('base64'));
+  });
+
+  it('serves an empty Binary as an empty body', async () => {
+    const client = api.newProject();
+    const res = await client.request('POST', '/Binary', new Uint8Array(), { 'Content-Type': 'text/plain' });
+    const read = await fetch(`${api.fhir}/Binary/${res.body.id}`, { headers: await client.authHeaders() });
+    expect(read.headers.get('content-length')).toBe('0');
+    expect(await read.text()).toBe('');
   });
 });

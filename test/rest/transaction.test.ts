@@ -6,7 +6,7 @@ const api = await useTestServer();
 const MRN = 'http://example.org/mrn';
 const onPostgres = process.env.DATABASE_URL !== undefined;
 
-type Entry = { fullUrl?: string; request: { method: string; url: string; ifNoneExist?: string }; resource?: Record<string, unknown> };
+type Entry = { fullUrl?: string; request: { method: string; url: string; ifNoneExist?: string; ifMatch?: string }; resource?: Record<string, unknown> };
 const transaction = (entry: Entry[]) => ({ resourceType: 'Bundle', type: 'transaction', entry });
 const urn = () => `urn:uuid:${randomUUID()}`;
 const observation = (subject: string, extra: Record<string, unknown> = {}) => ({
@@ -274,6 +274,22 @@ describe('transaction', () => {
     const id = res.body.entry[0].resource.id;
     const raw = await api.raw(`/fhir/R4/Binary/${id}`, { headers: await client.authHeaders() });
     expect(await raw.text()).toBe('hello');
+  });
+
+  it('leaves no stored bytes of a Binary when its transaction rolls back', async () => {
+    const client = api.newProject();
+    const data = Buffer.from('rolled back').toString('base64');
+    const res = await post(client, [
+      { request: { method: 'POST', url: 'Binary' }, resource: { resourceType: 'Binary', contentType: 'text/plain', data } },
+      // A PUT runs after the POSTs: its version conflict comes once the Binary's bytes are written.
+      { request: { method: 'PUT', url: 'Patient/p1', ifMatch: 'W/"not-the-version"' }, resource: { resourceType: 'Patient', id: 'p1' } },
+    ]);
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    const db = api.server.services.db;
+    const prefix = `${client.projectId}/%`;
+    const [chunks] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM binary_chunk WHERE key LIKE $1', [prefix]);
+    const [objects] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM binary_content WHERE "projectId" = $1', [client.projectId]);
+    expect({ chunks: chunks.n, objects: objects.n }).toEqual({ chunks: 0, objects: 0 });
   });
 
   it.skipIf(onPostgres)('caps the entries of a transaction on the embedded database (413)', async () => {

@@ -118,3 +118,57 @@ describe('a key filter with other filters', () => {
     expect(matchIds(await api.superAdmin.get(`/Observation?subject=Patient/a&code=8867-4&_project=${p.projectId}`))).toEqual([hit]);
   });
 });
+
+/**
+ * A chain ending in an identifier starts from the identifier's rows, then the references to those
+ * resources (query/conditions/chain-has.ts): it must match exactly what the chain means.
+ */
+describe('a chain ending in an identifier', () => {
+  const patient = (value: string, extra: Record<string, unknown> = {}) => ({ resourceType: 'Patient', identifier: [{ system: 'urn:mrn', value }], ...extra });
+
+  it('finds the resources that reference a resource with the identifier, with or without a type', async () => {
+    const p = api.newProject();
+    const a = await create(p, patient('7'));
+    const b = await create(p, patient('8'));
+    const hit = await create(p, observation(`Patient/${a}`, '8867-4'));
+    await create(p, observation(`Patient/${b}`, '8867-4'));
+    expect(await found(p, '/Observation?subject:Patient.identifier=urn:mrn|7')).toEqual([hit]);
+    expect(await found(p, '/Observation?subject.identifier=urn:mrn|7')).toEqual([hit]);
+  });
+
+  it('applies the other filters and counts the matches', async () => {
+    const p = api.newProject();
+    const a = await create(p, patient('7'));
+    const hit = await create(p, observation(`Patient/${a}`, '8867-4'));
+    await create(p, observation(`Patient/${a}`, '8480-6'));
+    const res = await p.get('/Observation?subject:Patient.identifier=urn:mrn|7&code=8867-4&_total=accurate');
+    expect(matchIds(res)).toEqual([hit]);
+    expect(res.body.total).toBe(1);
+  });
+
+  it('does not match through a deleted resource', async () => {
+    const p = api.newProject();
+    const a = await create(p, patient('7'));
+    await create(p, observation(`Patient/${a}`, '8867-4'));
+    expect((await p.delete(`/Patient/${a}`)).status).toBe(200);
+    expect(await found(p, '/Observation?subject:Patient.identifier=urn:mrn|7')).toEqual([]);
+  });
+
+  it('does not match a resource of another project with the same identifier', async () => {
+    const p = api.newProject();
+    const q = api.newProject();
+    const mine = await create(p, observation(`Patient/${await create(p, patient('7'))}`, '8867-4'));
+    await create(q, observation(`Patient/${await create(q, patient('7'))}`, '8867-4'));
+    expect(await found(p, '/Observation?subject:Patient.identifier=urn:mrn|7')).toEqual([mine]);
+  });
+
+  it('follows a chain of chains to the identifier', async () => {
+    const p = api.newProject();
+    const org = await create(p, { resourceType: 'Organization', identifier: [{ system: 'urn:org', value: 'acme' }] });
+    const member = await create(p, patient('1', { managingOrganization: { reference: `Organization/${org}` } }));
+    const other = await create(p, patient('2'));
+    const hit = await create(p, observation(`Patient/${member}`, '8867-4'));
+    await create(p, observation(`Patient/${other}`, '8867-4'));
+    expect(await found(p, '/Observation?subject:Patient.organization.identifier=urn:org|acme')).toEqual([hit]);
+  });
+});

@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import { errors, OperationOutcomeError, toOperationOutcomeError } from '../../fhir/outcome.js';
 import { isRecord, type Resource } from '../../fhir/types.js';
 import { utf8Text, valueBody } from '../request-body.js';
-import type { FhirMethod, FhirRequest, FhirResponse } from '../types.js';
+import { StreamedBytes, type FhirMethod, type FhirRequest, type FhirResponse } from '../types.js';
 
 /** One entry of a batch or transaction, checked and turned into a router request. */
 export interface BundleEntryRequest {
@@ -132,7 +132,7 @@ function bodyText(response: FhirResponse): string | undefined {
   const body = response.body;
   if (body === undefined) return undefined;
   if (typeof body === 'string') return body;
-  if (body instanceof Uint8Array) return undefined;
+  if (body instanceof Uint8Array || body instanceof StreamedBytes) return undefined;
   return JSON.stringify(body);
 }
 

@@ -6,7 +6,7 @@ import type { StoredVersion } from '../../storage/types.js';
 import { assertJsonAcceptable, assertJsonContentType, explicitlyAcceptsFhirJson, JSON_PATCH_TYPES, parseAccept, parseIfMatch } from '../negotiation.js';
 import { isJsonContentType, requiredJsonBody } from '../request-body.js';
 import { emptyResponse, outcomeResponse, resourceResponse, textResponse, versionHeaders } from '../responses.js';
-import type { FhirRequest, FhirResponse, RouteParams } from '../types.js';
+import { StreamedBytes, type FhirRequest, type FhirResponse, type RouteParams } from '../types.js';
 import { conditionalCreate } from './conditional.js';
 import { createFrom, securityContextFrom, writeResponse } from './writes.js';
 
@@ -73,14 +73,16 @@ export async function respondWithVersion(req: FhirRequest, ctx: RequestContext, 
 
 /** Binary bytes with their content type, or the FHIR JSON form (with base64 data) when asked for it. */
 async function binaryResponse(req: FhirRequest, ctx: RequestContext, version: StoredVersion, headers: Record<string, string>): Promise<FhirResponse> {
-  const data = await ctx.repo.readBinaryData(version);
   const resource = parseStored(version);
   const format = req.query.get('_format');
   if (explicitlyAcceptsFhirJson(parseAccept(req.header('accept'))) || format !== null) {
     assertJsonAcceptable(format, req.header('accept') ?? null);
+    const data = await ctx.repo.readBinaryData(version);
     return resourceResponse(data ? { ...resource, data: Buffer.from(data).toString('base64') } : resource, 200, headers);
   }
-  return { status: 200, headers: { 'Content-Type': String(resource.contentType ?? 'application/octet-stream'), ...headers }, body: data ?? new Uint8Array() };
+  const stream = await ctx.repo.readBinaryStream(version);
+  const contentType = { 'Content-Type': String(resource.contentType ?? 'application/octet-stream'), ...headers };
+  return { status: 200, headers: contentType, body: stream ? new StreamedBytes(stream.size, stream.chunks) : new Uint8Array() };
 }
 
 /**

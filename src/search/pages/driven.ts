@@ -45,9 +45,15 @@ export function otherConditions(search: DrivenSearch, others: readonly Filter[])
  * expression, which no index serves: on data newer than the planner's statistics, a join that
  * could see `r."projectId" = ..` took the (projectId, resourceType, lastUpdated, id) index and
  * probed it with id as its fourth column, scanning every resource of the type for each candidate.
+ * Each candidate is probed in a LATERAL subquery with LIMIT 1, which the planner cannot turn into
+ * a join: planned while the tables were small (a generic plan, kept per connection), the join
+ * read every resource of the type for each candidate and tested the id afterwards.
  */
 export function joinByPrimaryKey(search: DrivenSearch, ctx: CompileContext, id: string, where: string): string {
-  return `JOIN resource r ON r."resourceType" = ${ctx.args.add(search.type)} AND r.id = ${id} WHERE (${where}) IS TRUE`;
+  return (
+    `CROSS JOIN LATERAL (SELECT * FROM resource r WHERE r."resourceType" = ${ctx.args.add(search.type)} AND r.id = ${id}` +
+    ` AND (${where}) IS TRUE LIMIT 1) r`
+  );
 }
 
 /**

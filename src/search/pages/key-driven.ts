@@ -24,12 +24,13 @@ import { candidateConditions, freshContext, type DrivenSearch } from './driven.j
  * (projectId, resourceType, id). The key selects few rows, so the statement is planned once like
  * every key search. Its cost grows with the key's rows, one index probe each: for a patient with
  * 100,000 Observations it is the same whatever the code, where the EXISTS form was cheaper for a
- * code most of them have (it stops at the page) and far dearer for one none has. Undefined when no
- * filter drives (the key is a chain, `_id`, `:identifier`). The general page runs these conditions
- * in place of the search's own.
+ * code most of them have (it stops at the page) and far dearer for one none has. A chain ending in
+ * an identifier drives by its reference rows (query/conditions/chain-has.ts). Undefined when no
+ * filter drives (the key is `_id`, `:identifier`, a chain ending in `_id`). The general page runs
+ * these conditions in place of the search's own.
  */
 export function keyDrivenConditions(search: DrivenSearch, filters: readonly Filter[]): { args: SqlArgs; where: string } | undefined {
-  const at = filters.findIndex(({ name, value, resolved }) => !name.startsWith('_') && !name.includes('.') && selectsByKey(name, value, resolved));
+  const at = filters.findIndex(({ name, value, resolved }) => !name.startsWith('_') && selectsByKey(name, value, resolved));
   if (at < 0) return undefined;
   const others = filters.filter((_, i) => i !== at);
   const ctx = freshContext(search);

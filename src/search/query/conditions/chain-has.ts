@@ -1,6 +1,7 @@
 import { getSearchParametersFor, isResourceType } from '../../../fhir/definitions.js';
 import { errors } from '../../../fhir/outcome.js';
-import type { CompileContext, CompileParameter } from './types.js';
+import type { CompileContext, CompileParameter, IndexRowsCondition } from './types.js';
+import { indexRowsSource } from './shared.js';
 import { scopeSql } from '../../../storage/project-scope.js';
 import { findParameter } from './lookup.js';
 
@@ -50,17 +51,60 @@ export function compileChain(
   const inner = nextDepth(ctx, name);
   const ri = `c${inner.depth}`;
   const t = `t${inner.depth}`;
+  const targetKeys: { type: string; typeArg: string; rows: IndexRowsCondition | undefined }[] = [];
   const perType = targets.map((type) => {
-    const condition = compileParameter(rest, value, [type], t, inner);
-    return `(${t}."resourceType" = ${ctx.args.add(type)} AND ${condition})`;
+    const typeArg = ctx.args.add(type);
+    const found: IndexRowsCondition[] = [];
+    // The target's own index rows are reported here, never to the caller's onRows (it asks for this level's).
+    const condition = compileParameter(rest, value, [type], t, { ...inner, onRows: (rows) => rows.depth === inner.depth && found.push(rows) });
+    targetKeys.push({ type, typeArg, rows: condition.startsWith('EXISTS (') && found.length === 1 ? found[0] : undefined });
+    return `(${t}."resourceType" = ${typeArg} AND ${condition})`;
   });
-  const targetScope = scopeSql(t, 'projectId', ctx.scope, ctx.args);
+  // The placeholders of the chain's code and project serve both forms: a statement sends only what it uses.
+  const codeArg = ctx.args.add(code);
+  const projectId = ctx.scope.projectIds?.length === 1 ? ctx.scope.projectIds[0] : undefined;
+  const projectArg = projectId === undefined ? undefined : ctx.args.add(projectId);
+  if (ctx.onRows && projectArg) reportChainRows(ctx, ri, codeArg, projectArg, targetKeys);
+  const targetScope = projectArg ? `${t}."projectId" = ${projectArg}` : scopeSql(t, 'projectId', ctx.scope, ctx.args);
   return (
     `EXISTS (SELECT 1 FROM reference_index ${ri} JOIN resource ${t} ON ${t}."resourceType" = ${ri}."targetType" AND ${t}.id = ${ri}."targetId"` +
     ` WHERE ${ri}."projectId" = ${alias}."projectId" AND ${ri}."resourceType" = ${alias}."resourceType" AND ${ri}."resourceId" = ${alias}.id` +
-    ` AND ${ri}.code = ${ctx.args.add(code)} AND ${t}."projectId" = ${ri}."projectId" AND NOT ${t}.deleted${targetScope ? ` AND ${targetScope}` : ''}` +
+    ` AND ${ri}.code = ${codeArg} AND ${t}."projectId" = ${ri}."projectId" AND NOT ${t}.deleted${targetScope ? ` AND ${targetScope}` : ''}` +
     ` AND (${perType.join(' OR ')}))`
   );
+}
+
+/**
+ * Reports a chain as index rows of its own when its last parameter is index rows (a key such as
+ * `subject:Patient.identifier=x`, or another chain), for a statement that starts from them
+ * (pages/key-driven.ts for keys, exact counts): the reference rows of this
+ * level whose target is one of the resources the key names, found first, each checked to exist,
+ * not deleted, in the project. Started from the referencing resources instead, a plan made without
+ * statistics read every Observation of the project and probed the references of each, quadratic
+ * in the data. Only within one project (the key's rows are that project's) and when every target
+ * type's key is index rows.
+ */
+function reportChainRows(
+  ctx: CompileContext,
+  ri: string,
+  codeArg: string,
+  projectArg: string,
+  targetKeys: readonly { type: string; typeArg: string; rows: IndexRowsCondition | undefined }[],
+): void {
+  if (targetKeys.some(({ rows }) => rows === undefined)) return;
+  const idsOf = ({ typeArg, rows }: (typeof targetKeys)[number]): string => {
+    const scope = `${rows!.alias}."projectId" = ${projectArg} AND ${rows!.alias}."resourceType" = ${typeArg}`;
+    const live = `(SELECT NOT k.deleted FROM resource k WHERE k."resourceType" = ${typeArg} AND k.id = m.id AND k."projectId" = ${projectArg} LIMIT 1)`;
+    return `ARRAY(SELECT m.id FROM (${indexRowsSource(rows!, scope)}) m WHERE ${live} IS TRUE)`;
+  };
+  // Each target's reference rows by one index probe of (project, type, id), fenced by OFFSET 0 so
+  // that no plan can scan the project's references and test the target afterwards.
+  const probes = targetKeys.map(
+    (key) =>
+      `SELECT ${ri}p.* FROM unnest(${idsOf(key)}) AS ${ri}g(id) CROSS JOIN LATERAL (SELECT * FROM reference_index ${ri}p` +
+      ` WHERE ${ri}p."projectId" = ${projectArg} AND ${ri}p."targetType" = ${key.typeArg} AND ${ri}p."targetId" = ${ri}g.id AND ${ri}p.code = ${codeArg} OFFSET 0) ${ri}p`,
+  );
+  ctx.onRows!({ table: `(${probes.join(' UNION ALL ')})`, codeArg, condition: undefined, alias: ri, depth: ctx.depth });
 }
 
 /**
