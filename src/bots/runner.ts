@@ -77,6 +77,7 @@ export class BotRunner implements BotExecutor {
     }
     const deadline = Date.now() + timeoutMs;
     return this.pool.run({
+      key: `Bot/${bot.id}:${bot.executableCode?.url}`,
       code: commonJs,
       event: JSON.stringify(event),
       baseUrl: config.baseUrl,

@@ -83,4 +83,14 @@ describe('bot sandbox', () => {
     const fine = await deployedBot(client, 'exports.handler = async () => "still here";');
     expect((await execute(client, fine, {})).text).toBe('still here');
   });
+
+  it('never lets one bot see what another left in its global scope', async () => {
+    const client = api.newProject();
+    const writer = await deployedBot(client, 'exports.handler = async () => { globalThis.leaked = "from another bot"; return "set"; };');
+    const reader = await deployedBot(client, 'exports.handler = async () => String(globalThis.leaked);');
+    for (let i = 0; i < 3; i++) {
+      expect((await execute(client, writer, {})).text).toBe('set');
+      expect((await execute(client, reader, {})).text).toBe('undefined');
+    }
+  });
 });

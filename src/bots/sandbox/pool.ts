@@ -3,6 +3,8 @@ import { sandboxRuntime, workerScript } from './bundle.js';
 import type { BotOutput, DoneMessage, FromWorker, HostRequest, HostResponse, RunFailure, ToWorker, WorkerSetup } from './protocol.js';
 
 export interface SandboxRun {
+  /** The bot and its code version (RunMessage.key). */
+  key: string;
   code: string;
   event: string;
   baseUrl: string;
@@ -24,6 +26,8 @@ interface Slot {
   worker: Worker;
   /** The watchdog ended it: its run went past its deadline. */
   expired?: boolean;
+  /** The key of its last run: it may hold that bot's warm context. */
+  lastKey?: string;
   busy?: { runId: number; run: SandboxRun; done(result: SandboxResult): void; watchdog: NodeJS.Timeout };
 }
 
@@ -35,6 +39,8 @@ export class SandboxPool {
   private readonly slots: Slot[] = [];
   private readonly queue: { run: SandboxRun; done(result: SandboxResult): void }[] = [];
   private nextRunId = 1;
+  /** Workers being started (their setup is awaited): counted against the size. */
+  private starting = 0;
   private closed = false;
   private setup?: Promise<{ setup: WorkerSetup; script: string }>;
 
@@ -47,7 +53,7 @@ export class SandboxPool {
     if (this.closed) return Promise.resolve({ failure: { kind: 'error', message: 'The server is shutting down' }, logs: [] });
     return new Promise((done) => {
       this.queue.push({ run, done });
-      void this.dispatch();
+      this.schedule();
     });
   }
 
@@ -56,9 +62,20 @@ export class SandboxPool {
     await Promise.all(this.slots.splice(0).map((slot) => slot.worker.terminate()));
   }
 
+  /** Starts queued runs on free workers; when no worker can start, the queued runs fail with the reason. */
+  private schedule(): void {
+    this.dispatch().catch((error: unknown) => {
+      this.setup = undefined;
+      const message = `The bot sandbox could not start: ${error instanceof Error ? error.message : String(error)}`;
+      for (const queued of this.queue.splice(0)) queued.done({ failure: { kind: 'error', message }, logs: [] });
+    });
+  }
+
   private async dispatch(): Promise<void> {
     while (this.queue.length > 0) {
-      const slot = this.slots.find((candidate) => !candidate.busy) ?? (this.slots.length < this.size ? await this.spawn() : undefined);
+      const key = this.queue[0].run.key;
+      const free = this.slots.filter((candidate) => !candidate.busy);
+      const slot = free.find((candidate) => candidate.lastKey === key) ?? free[0] ?? (this.slots.length + this.starting < this.size ? await this.spawn() : undefined);
       if (!slot || slot.busy || this.closed) return;
       const next = this.queue.shift();
       if (!next) return;
@@ -68,7 +85,8 @@ export class SandboxPool {
 
   private async spawn(): Promise<Slot> {
     this.setup ??= Promise.all([sandboxRuntime(), workerScript()]).then(([runtime, script]) => ({ setup: { runtime, memoryBytes: this.memoryBytes }, script }));
-    const { setup, script } = await this.setup;
+    this.starting++;
+    const { setup, script } = await this.setup.finally(() => this.starting--);
     const slot: Slot = { worker: startWorker(setup, script) };
     this.slots.push(slot);
     slot.worker.on('message', (message: FromWorker) => this.receive(slot, message));
@@ -84,7 +102,8 @@ export class SandboxPool {
       void slot.worker.terminate();
     }, run.timeoutMs + WATCHDOG_GRACE_MS);
     slot.busy = { runId, run, done, watchdog };
-    this.send(slot, { type: 'run', runId, code: run.code, event: run.event, baseUrl: run.baseUrl, timeoutMs: run.timeoutMs });
+    slot.lastKey = run.key;
+    this.send(slot, { type: 'run', runId, key: run.key, code: run.code, event: run.event, baseUrl: run.baseUrl, timeoutMs: run.timeoutMs });
   }
 
   private receive(slot: Slot, message: FromWorker): void {
@@ -102,7 +121,7 @@ export class SandboxPool {
     clearTimeout(busy.watchdog);
     slot.busy = undefined;
     busy.done({ output: message.output, failure: message.failure, logs: message.logs });
-    void this.dispatch();
+    this.schedule();
   }
 
   /** A worker that ended (watchdog, crash) fails its run and leaves its place to a new one. */
@@ -114,7 +133,7 @@ export class SandboxPool {
       slot.busy.done({ failure: { kind: slot.expired ? 'timeout' : 'error', message }, logs: [] });
       slot.busy = undefined;
     }
-    if (!this.closed) void this.dispatch();
+    if (!this.closed) this.schedule();
   }
 
   private send(slot: Slot, message: ToWorker): void {

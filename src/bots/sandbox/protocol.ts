@@ -17,6 +17,11 @@ export interface HostResponse {
 export interface RunMessage {
   type: 'run';
   runId: number;
+  /**
+   * Names the bot and its deployed code: a worker may run the next run of the same key in the
+   * context the last one left (like a warm serverless function); never another bot's.
+   */
+  key: string;
   /** CommonJS code that sets `exports.handler`. */
   code: string;
   /** The event as JSON text. */

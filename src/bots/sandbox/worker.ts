@@ -2,7 +2,9 @@
  * A sandbox worker thread: runs one bot at a time in a fresh QuickJS runtime (WebAssembly), with a
  * memory limit on the runtime, an interrupt handler at the deadline, and the host reachable only
  * through the `__flint*` functions installed here. A runtime is prepared ahead (the sandbox
- * runtime evaluated in it) so the next run starts at once; none is used twice.
+ * runtime evaluated in it) so the next run starts at once. A runtime serves one bot only: after
+ * a clean run it is kept for that bot's next run with the same code (module state survives, as
+ * in a warm serverless function); after a failure, or when another bot runs, it is freed.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { newQuickJSWASMModuleFromVariant, type QuickJSContext, type QuickJSDeferredPromise, type QuickJSHandle, type QuickJSRuntime } from 'quickjs-emscripten-core';
@@ -181,6 +183,7 @@ function discard(box: Sandbox): void {
 
 let spare: Sandbox | undefined;
 let current: Sandbox | undefined;
+let warm: { key: string; box: Sandbox } | undefined;
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'reply') {
@@ -190,9 +193,30 @@ port.on('message', (message: ToWorker) => {
   void runOne(message);
 });
 
-async function runOne(run: RunMessage): Promise<void> {
+function sandboxFor(run: RunMessage): Sandbox {
+  const reused = warm?.key === run.key ? warm.box : undefined;
+  if (warm && !reused) freeOrExit(warm.box);
+  warm = undefined;
+  if (reused) {
+    Object.assign(reused, { logs: [], logChars: 0 });
+    return reused;
+  }
   const box = spare ?? prepare();
   spare = undefined;
+  return box;
+}
+
+function freeOrExit(box: Sandbox): void {
+  try {
+    discard(box);
+  } catch {
+    // A runtime that cannot be freed cleanly (QuickJS asserts on leaked objects): start a new worker.
+    process.exit(1);
+  }
+}
+
+async function runOne(run: RunMessage): Promise<void> {
+  const box = sandboxFor(run);
   current = box;
   let outcome: Pick<DoneMessage, 'output' | 'failure'>;
   try {
@@ -201,13 +225,10 @@ async function runOne(run: RunMessage): Promise<void> {
     outcome = { failure: { kind: 'error', message: error instanceof Error ? error.message : String(error) } };
   }
   current = undefined;
+  box.deadline = Infinity;
   post({ type: 'done', runId: run.runId, logs: box.logs, ...outcome });
-  try {
-    discard(box);
-  } catch {
-    // A runtime that cannot be freed cleanly (QuickJS asserts on leaked objects): start a new worker.
-    process.exit(1);
-  }
+  if (!outcome.failure && box.calls.size === 0 && box.timers.size === 0) warm = { key: run.key, box };
+  else freeOrExit(box);
   setImmediate(() => (spare ??= prepare()));
 }
 
