@@ -10,7 +10,14 @@ import type { Resource } from '../fhir/types.js';
  * and included resources, GraphQL. Project admins of the client's project and super admins see
  * `secret` (and `retiringSecret` during a rotation's grace); nobody else ever does. History and
  * vread show versions as stored: secrets are not versioned.
+ *
+ * A Project's `secret` and `systemSecret` (name/value pairs its bots read) are stored with the
+ * Project, so every view of it, history included, leaves them out for anyone but the project's
+ * admins and super admins.
  */
+
+/** Project elements only the project's admins see. */
+const PROJECT_SECRETS = ['secret', 'systemSecret'] as const;
 
 /** Whether the caller may see secrets at all (cheap: most callers skip everything below). */
 function seesSomeSecrets(identity: Identity): boolean {
@@ -31,6 +38,11 @@ async function textsWithSecrets(
   items: readonly { resourceType: string; id: string; text: string | null }[],
 ): Promise<Map<number, string>> {
   const texts = new Map<number, string>();
+  items.forEach((item, index) => {
+    if (item.resourceType === 'Project' && item.text && holdsProjectSecrets(item.text) && !seesSecretsOf(identity, item.id)) {
+      texts.set(index, withoutProjectSecrets(item.text));
+    }
+  });
   if (!seesSomeSecrets(identity)) return texts;
   const clients = new Map<number, Resource>();
   items.forEach((item, index) => {
@@ -47,7 +59,26 @@ async function textsWithSecrets(
   return texts;
 }
 
-/** The items (stored versions, search rows) as the caller may see them: ClientApplications with their secrets for admins. */
+/** Whether a Project's text may hold secrets (cheap: most Projects have none). */
+function holdsProjectSecrets(text: string): boolean {
+  return PROJECT_SECRETS.some((name) => text.includes(`"${name}"`));
+}
+
+function withoutProjectSecrets(text: string): string {
+  const project = JSON.parse(text) as Record<string, unknown>;
+  for (const name of PROJECT_SECRETS) delete project[name];
+  return JSON.stringify(project);
+}
+
+/** Whether a view of `resourceType` may differ from its stored text (withClientSecrets changes it). */
+export function mayHoldSecrets(resourceType: string): boolean {
+  return resourceType === 'ClientApplication' || resourceType === 'Project';
+}
+
+/**
+ * The items (stored versions, search rows) as the caller may see them: ClientApplications with
+ * their secrets for admins, Projects without theirs for anyone else.
+ */
 export async function withClientSecrets<T extends { resourceType: string; id: string; text: string | null }>(
   services: Pick<Services, 'auth'>,
   identity: Identity,
@@ -59,9 +90,8 @@ export async function withClientSecrets<T extends { resourceType: string; id: st
 
 /** A search's matches and included resources as read shows them (see withClientSecrets). */
 export async function searchWithClientSecrets(ctx: RequestContext, result: SearchResult): Promise<SearchResult> {
-  if (!seesSomeSecrets(ctx.identity)) return result;
   const rows: SearchRow[] = [...result.matches, ...result.includes];
-  if (!rows.some((row) => row.resourceType === 'ClientApplication')) return result;
+  if (!rows.some((row) => mayHoldSecrets(row.resourceType))) return result;
   const shown = await withClientSecrets(ctx, ctx.identity, rows);
   return { ...result, matches: shown.slice(0, result.matches.length), includes: shown.slice(result.matches.length) };
 }

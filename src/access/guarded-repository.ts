@@ -28,7 +28,7 @@ import {
 import { randomSecret } from '../auth/secrets.js';
 import { readClientSecret, storeClientSecret } from '../auth/account-writes.js';
 import { readClientSecrets } from '../auth/client-secrets.js';
-import { withClientSecrets } from './client-secrets.js';
+import { mayHoldSecrets, withClientSecrets } from './client-secrets.js';
 import { policyAllowsType, policyCriteria } from '../identity/policy.js';
 import type { Permission } from '../identity/scopes.js';
 import { assertScope, assertTypeAccess } from './type-access.js';
@@ -79,7 +79,7 @@ export class GuardedRepository implements ResourceRepository {
     this.assertJoinable(resourceType);
     const version = await this.store.readVersion(resourceType, id);
     await this.assertWithinCriteria(resourceType, id, 'r');
-    return resourceType === 'ClientApplication' ? (await withClientSecrets(this.services, this.who, [version]))[0] : version;
+    return mayHoldSecrets(resourceType) ? (await withClientSecrets(this.services, this.who, [version]))[0] : version;
   }
 
   async readResource(resourceType: string, id: string): Promise<Resource> {
@@ -107,7 +107,7 @@ export class GuardedRepository implements ResourceRepository {
     for (const hidden of await this.outsideCriteria(allowed, this.who)) texts.delete(hidden.versionId);
     const clients = allowed.flatMap((version) => {
       const text = texts.get(version.versionId);
-      return version.resourceType === 'ClientApplication' && text !== undefined ? [{ ...version, text }] : [];
+      return mayHoldSecrets(version.resourceType) && text !== undefined ? [{ ...version, text }] : [];
     });
     for (const client of await withClientSecrets(this.services, this.who, clients)) texts.set(client.versionId, client.text);
     return texts;
@@ -118,18 +118,26 @@ export class GuardedRepository implements ResourceRepository {
     assertScope(this.who, resourceType, 'r');
     const version = await this.store.readHistoryVersion(resourceType, id, versionId);
     await this.assertWithinCriteria(resourceType, id, 'r');
-    return version;
+    return resourceType === 'Project' ? (await withClientSecrets(this.services, this.who, [version]))[0] : version;
   }
 
   async history(resourceType: string | undefined, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
-    if (resourceType === undefined) return this.store.history(undefined, id, systemHistoryOptions(this.as('r'), options));
+    if (resourceType === undefined) return this.projectsAsSeen(await this.store.history(undefined, id, systemHistoryOptions(this.as('r'), options)));
     assertTypeAccess(this.who, resourceType, false);
     assertScope(this.who, resourceType, 'r');
     if (id !== undefined) await this.assertWithinCriteria(resourceType, id, 'r');
     else if (policyCriteria(this.as('r'), resourceType)) {
       throw errors.forbidden(`Your access policy or SMART scopes narrow ${resourceType} by criteria: read its history per resource`);
     }
-    return this.store.history(resourceType, id, options);
+    return this.projectsAsSeen(await this.store.history(resourceType, id, options));
+  }
+
+  /** A history page with its Project versions as the caller may see them (their secrets for admins only). */
+  private async projectsAsSeen(page: HistoryPage): Promise<HistoryPage> {
+    const projects = page.versions.filter((version) => version.resourceType === 'Project');
+    if (projects.length === 0) return page;
+    const shown = new Map((await withClientSecrets(this.services, this.who, projects)).map((version) => [version.versionId, version.text]));
+    return { ...page, versions: page.versions.map((version) => (shown.has(version.versionId) ? { ...version, text: shown.get(version.versionId)! } : version)) };
   }
 
   async createResource(resourceType: string, input: unknown, id?: string): Promise<WriteResult> {
