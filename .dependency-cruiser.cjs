@@ -5,7 +5,7 @@
  */
 const LAYERS = [
   ['generated'],
-  ['config', 'identity'],
+  ['config', 'identity', 'net'],
   ['fhir'],
   ['db', 'cache'],
   ['validation'],

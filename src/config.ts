@@ -146,7 +146,7 @@ export interface Config {
   readonly subscriptionPollMs: number;
   /** Subscriptions: most deliveries one server makes at once. */
   readonly subscriptionConcurrency: number;
-  /** Whether rest-hook endpoints may be loopback, private or link-local addresses (refused by default). */
+  /** Whether rest-hook endpoints and bots' fetch may reach loopback, private or link-local addresses (refused by default). */
   readonly outboundAllowPrivateAddresses: boolean;
   /** Bots: worker threads that run bots, one bot at a time each (docs/bots.md). */
   readonly botWorkers: number;
@@ -156,8 +156,6 @@ export interface Config {
   readonly botTimeoutMs: number;
   /** Bots: who may fetch outside the server: `*`, `Project/<id>` or `Bot/<id>` entries; empty: nobody. */
   readonly botFetchAllowed: readonly string[];
-  /** Bots: whether outbound fetches may reach loopback, link-local and private addresses. */
-  readonly botFetchPrivateAddresses: boolean;
 }
 
 export class ConfigError extends Error {
@@ -291,7 +289,6 @@ export function loadConfig(env: Env = process.env): Config {
     botMemoryMb: int('BOT_MEMORY_MB', 128, 8),
     botTimeoutMs: int('BOT_TIMEOUT_MS', 10_000, 100),
     botFetchAllowed: (merged.BOT_FETCH_ALLOWED || '').split(',').map((entry) => entry.trim()).filter(Boolean),
-    botFetchPrivateAddresses: oneOf('BOT_FETCH_PRIVATE_ADDRESSES', ['true', 'false'] as const, 'false') === 'true',
   };
   for (const entry of config.botFetchAllowed) {
     if (entry !== '*' && !/^(Project|Bot)\/[A-Za-z0-9\-.]{1,64}$/.test(entry)) problems.push(`BOT_FETCH_ALLOWED: each entry must be *, Project/<id> or Bot/<id>, got "${entry}"`);

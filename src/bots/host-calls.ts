@@ -1,6 +1,5 @@
-import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
 import type { Config } from '../config.js';
+import { refusedEndpoint } from '../net/outbound-addresses.js';
 import type { HostRequest, HostResponse } from './sandbox/protocol.js';
 
 /** A call of the bot's to the FHIR API, below the FHIR base: path with its query. */
@@ -43,22 +42,6 @@ function mayFetch(config: Config, { botId, projectId }: { botId: string; project
   return config.botFetchAllowed.some((entry) => entry === '*' || entry === `Bot/${botId}` || entry === `Project/${projectId}`);
 }
 
-const PRIVATE = new BlockList();
-for (const [network, prefix] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.168.0.0', 16], ['224.0.0.0', 4], ['240.0.0.0', 4]] as const) {
-  PRIVATE.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [['::', 127], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['::ffff:0:0', 96]] as const) PRIVATE.addSubnet(network, prefix, 'ipv6');
-
-async function assertPublicHost(hostname: string): Promise<void> {
-  const bare = hostname.replace(/^\[|\]$/g, '');
-  const addresses = isIP(bare) ? [{ address: bare, family: isIP(bare) }] : await lookup(bare, { all: true });
-  for (const { address, family } of addresses) {
-    if (PRIVATE.check(address, family === 6 ? 'ipv6' : 'ipv4')) {
-      throw new Error(`Outbound fetch to ${hostname} refused: it resolves to a loopback, link-local or private address (${address}); BOT_FETCH_PRIVATE_ADDRESSES allows those`);
-    }
-  }
-}
-
 async function outboundFetch(config: Config, request: HostRequest, deadline: number): Promise<HostResponse> {
   let url: URL;
   try {
@@ -67,7 +50,8 @@ async function outboundFetch(config: Config, request: HostRequest, deadline: num
     throw new Error(`Outbound fetch: "${request.url}" is not an absolute URL`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`Outbound fetch: only http and https URLs, got ${url.protocol}`);
-  if (!config.botFetchPrivateAddresses) await assertPublicHost(url.hostname);
+  const refused = await refusedEndpoint(url, config.outboundAllowPrivateAddresses);
+  if (refused) throw new Error(`Outbound fetch refused: ${refused}`);
   const response = await fetch(url, {
     method: request.method,
     headers: request.headers,

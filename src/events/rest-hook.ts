@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { Change } from '../storage/change-log.js';
-import { refusedEndpoint } from './outbound.js';
+import { refusedEndpoint } from '../net/outbound-addresses.js';
 import { secretOf, type Subscription } from './subscription.js';
 
 /** What one attempt to deliver gives: the receiver's status, or why there was none. */

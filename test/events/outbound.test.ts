@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { refusedEndpoint } from '../../src/events/outbound.js';
+import { refusedEndpoint } from '../../src/net/outbound-addresses.js';
 
 describe('rest-hook endpoints on private networks', () => {
   it.each(['http://127.0.0.1:8080/x', 'http://10.1.2.3/x', 'http://172.20.0.1/x', 'http://192.168.1.1/x', 'http://169.254.169.254/latest', 'http://[::1]/x', 'http://[fe80::1]/x', 'http://[::ffff:127.0.0.1]/x', 'http://0.0.0.0/x'])(

@@ -2,9 +2,10 @@ import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 
 /**
- * Addresses a rest-hook may not reach unless the configuration allows it: loopback, private,
- * link-local, carrier-grade NAT, unspecified and multicast ranges, which would let a project's
- * Subscription probe the server's own network.
+ * Addresses the server's outbound calls on a project's behalf (rest-hook deliveries, bots' fetch)
+ * may not reach unless OUTBOUND_ALLOW_PRIVATE_ADDRESSES allows it: loopback, private, link-local,
+ * carrier-grade NAT, unspecified and multicast ranges, which would let a project probe the
+ * server's own network. One rule for both.
  */
 const refused = new BlockList();
 for (const [network, prefix] of [
