@@ -15,7 +15,7 @@ const LAYERS = [
   ['operations'],
   ['terminology'],
   ['search'],
-  ['measure', 'admin', 'clinical', 'ips', 'sdc', 'validate', 'profiles', 'csv'],
+  ['measure', 'admin', 'clinical', 'ips', 'sdc', 'validate', 'profiles', 'csv', 'bulk'],
   ['access'],
   ['router'],
   ['graphql'],

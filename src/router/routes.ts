@@ -8,6 +8,7 @@ import { versionsHandler } from './handlers/versions.js';
 import { operationDefinitionReadHandler, operationHandler } from './handlers/operations.js';
 import { bundleHandler } from './bundles/handler.js';
 import { csvHandler } from './handlers/csv.js';
+import { exportDeleteHandler, exportFileHandler, exportStatusHandler } from './handlers/bulk-export.js';
 import type { EntryRouter, FhirRoute } from './types.js';
 
 /** Resource type names start with an upper-case letter; this keeps `metadata` and `$op` apart. */
@@ -33,6 +34,10 @@ export function fhirRoutes(router: EntryRouter): FhirRoute[] {
     { method: 'GET', path: '$versions', public: true, handler: versionsHandler },
     // A search answered as CSV, streamed: not an operation's Parameters, so a route of its own.
     { method: 'GET', path: `${TYPE}/:csv{\\$csv}`, handler: csvHandler },
+    // A bulk data export's status URL and files (the Bulk Data IG's endpoints, not operations).
+    { method: 'GET', path: `$export-status/${ID}`, handler: exportStatusHandler },
+    { method: 'DELETE', path: `$export-status/${ID}`, handler: exportDeleteHandler },
+    { method: 'GET', path: `$export-status/${ID}/:file{[A-Za-z]+-[0-9]+\\.ndjson}`, handler: exportFileHandler },
     // Operations (SPEC 4.1): every level is routed; the OperationDefinition decides what exists and whether GET is allowed.
     operation('POST', OP, 'system'),
     operation('GET', OP, 'system'),

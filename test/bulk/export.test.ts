@@ -1,0 +1,172 @@
+import { describe, expect, it } from 'vitest';
+import { addMemberClient } from '../auth/helpers.js';
+import { projectClient, useTestServer, type ProjectClient, type TestResponse } from '../helpers/server.js';
+
+/**
+ * Bulk data export (Bulk Data Access IG 2.0): kick-off `GET /$export` with `Prefer: respond-async`
+ * answers 202 and a status URL; the status URL answers 202 while the export runs, then the
+ * manifest; the manifest's files are NDJSON, one resource a line. Two resources a file here, so
+ * that a type is split over several files.
+ */
+
+const api = await useTestServer({ EXPORT_FILE_MAX_RESOURCES: '2' });
+
+type Json = any;
+
+const ASYNC = { Prefer: 'respond-async' };
+const BASE = 'http://localhost/fhir/R4';
+
+async function create(client: ProjectClient, resource: Json): Promise<Json> {
+  const res = await client.post(`/${resource.resourceType}`, resource);
+  expect(res.status, res.text).toBe(201);
+  return res.body;
+}
+
+/** The status URL path of a kick-off's 202 answer. */
+function statusPath(res: TestResponse<Json>): string {
+  expect(res.status, res.text).toBe(202);
+  const location = res.headers.get('content-location');
+  expect(location).toMatch(/^http:\/\/localhost\/fhir\/R4\/\$export-status\/[0-9a-f-]{36}$/);
+  return location!.slice(BASE.length);
+}
+
+/** Polls the status URL until it answers anything but 202; fails after 30 s. */
+async function poll(client: ProjectClient, path: string): Promise<TestResponse<Json>> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const res = await client.get(path);
+    if (res.status !== 202) return res;
+    if (Date.now() > deadline) throw new Error(`export still running: ${res.headers.get('x-progress')}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function exportDone(client: ProjectClient, query = ''): Promise<{ status: string; manifest: Json }> {
+  const status = statusPath(await client.get(`/$export${query}`, ASYNC));
+  const res = await poll(client, status);
+  expect(res.status, res.text).toBe(200);
+  return { status, manifest: res.body };
+}
+
+/** Every line of every file of the manifest, parsed, with the file's type. */
+async function exportedLines(client: ProjectClient, manifest: Json): Promise<{ type: string; resource: Json }[]> {
+  const lines: { type: string; resource: Json }[] = [];
+  for (const output of manifest.output) {
+    const res = await client.get(output.url.slice(BASE.length));
+    expect(res.status, res.text).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/fhir+ndjson');
+    const text = res.text.split('\n');
+    expect(text.pop()).toBe('');
+    expect(text.length).toBe(output.count);
+    for (const line of text) lines.push({ type: output.type, resource: JSON.parse(line) });
+  }
+  return lines;
+}
+
+describe('GET /$export', () => {
+  it('exports every resource of the project once, in files by type, named by the manifest', async () => {
+    const p = api.newProject();
+    const patients = [];
+    for (let i = 0; i < 3; i++) patients.push(await create(p, { resourceType: 'Patient', name: [{ family: `Export${i}` }] }));
+    const observation = await create(p, { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: `Patient/${patients[0].id}` } });
+    const other = api.newProject();
+    await create(other, { resourceType: 'Patient', name: [{ family: 'Elsewhere' }] });
+
+    const { manifest } = await exportDone(p);
+    expect(manifest.requiresAccessToken).toBe(true);
+    expect(manifest.request).toBe(`${BASE}/$export`);
+    expect(Date.parse(manifest.transactionTime)).not.toBeNaN();
+    expect(manifest.error).toEqual([]);
+    expect(manifest.output.map((o: Json) => [o.type, o.count])).toEqual([
+      ['Observation', 1],
+      ['Patient', 2],
+      ['Patient', 1],
+    ]);
+    const lines = await exportedLines(p, manifest);
+    expect(lines.every(({ type, resource }) => resource.resourceType === type)).toBe(true);
+    const ids = lines.map(({ resource }) => `${resource.resourceType}/${resource.id}`).sort();
+    expect(ids).toEqual([`Observation/${observation.id}`, ...patients.map((patient) => `Patient/${patient.id}`)].sort());
+  });
+
+  it('exports only the types named by _type', async () => {
+    const p = api.newProject();
+    const patient = await create(p, { resourceType: 'Patient', name: [{ family: 'Typed' }] });
+    await create(p, { resourceType: 'Observation', status: 'final', code: { text: 'x' } });
+    const { manifest } = await exportDone(p, '?_type=Patient');
+    const lines = await exportedLines(p, manifest);
+    expect(lines.map(({ resource }) => resource.id)).toEqual([patient.id]);
+  });
+
+  it('exports only resources changed after _since', async () => {
+    const p = api.newProject();
+    const before = await create(p, { resourceType: 'Patient', name: [{ family: 'Before' }] });
+    const since = before.meta.lastUpdated;
+    const after = await create(p, { resourceType: 'Patient', name: [{ family: 'After' }] });
+    expect(after.meta.lastUpdated > since).toBe(true);
+    const { manifest } = await exportDone(p, `?_since=${encodeURIComponent(since)}`);
+    const lines = await exportedLines(p, manifest);
+    expect(lines.map(({ resource }) => resource.id)).toEqual([after.id]);
+  });
+
+  it('answers 400 without Prefer: respond-async', async () => {
+    const res = await api.newProject().get('/$export');
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].details.text).toContain('Prefer: respond-async');
+  });
+
+  it('answers 400 for an _outputFormat other than NDJSON', async () => {
+    const res = await api.newProject().get('/$export?_outputFormat=text/csv', ASYNC);
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].expression).toEqual(['_outputFormat']);
+  });
+
+  it('answers 400 for a _type that is no resource type', async () => {
+    const res = await api.newProject().get('/$export?_type=Patient,Nonsense', ASYNC);
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].details.text).toContain('Nonsense');
+  });
+
+  it('accepts the other names of NDJSON as _outputFormat', async () => {
+    const p = api.newProject();
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Format' }] });
+    const { manifest } = await exportDone(p, '?_outputFormat=ndjson');
+    expect(manifest.output).toHaveLength(1);
+  });
+});
+
+describe('the status URL and files', () => {
+  it('are 404 for a client of another project', async () => {
+    const p = api.newProject();
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Private' }] });
+    const { status, manifest } = await exportDone(p);
+    const stranger = api.newProject();
+    expect((await stranger.get(status)).status).toBe(404);
+    expect((await stranger.get(manifest.output[0].url.slice(BASE.length))).status).toBe(404);
+  });
+
+  it('are 404 for a member of the project who is not an admin and did not start the export', async () => {
+    const p = api.newProject();
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Members' }] });
+    const { status, manifest } = await exportDone(p);
+    const member = await addMemberClient(api, p);
+    const memberClient = projectClient(api.fhir, p.projectId, async () => member.token);
+    expect((await memberClient.get(status)).status).toBe(404);
+    expect((await memberClient.get(manifest.output[0].url.slice(BASE.length))).status).toBe(404);
+  });
+
+  it('DELETE removes a finished export and its files: both are 404 afterwards', async () => {
+    const p = api.newProject();
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Deleted' }] });
+    const { status, manifest } = await exportDone(p);
+    const file = manifest.output[0].url.slice(BASE.length);
+    const deleted = await p.delete(status);
+    expect(deleted.status, deleted.text).toBe(202);
+    expect((await p.get(status)).status).toBe(404);
+    expect((await p.get(file)).status).toBe(404);
+  });
+
+  it('DELETE of an export that does not exist is 404', async () => {
+    const res = await api.newProject().delete('/$export-status/00000000-0000-4000-8000-000000000000');
+    expect(res.status).toBe(404);
+  });
+});
