@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { exportFileKey } from '../../src/bulk/export-files.js';
+import { enqueueJob } from '../../src/operations/jobs/queue.js';
+import { jobQueued } from '../../src/operations/jobs/worker.js';
 import { addMemberClient } from '../auth/helpers.js';
 import { projectClient, useTestServer, type ProjectClient, type TestResponse } from '../helpers/server.js';
 
@@ -134,7 +137,69 @@ describe('GET /$export', () => {
   });
 });
 
+/**
+ * An export whose job no server runs before an hour has passed: queued as the kick-off leaves it,
+ * but due later, in one transaction (no server can claim it in between).
+ */
+async function queuedExport(client: ProjectClient): Promise<string> {
+  const projectId = client.projectId;
+  await client.token();
+  const { db, auth } = api.server.services;
+  const created = await auth.repo(projectId).createResource('AsyncJob', { resourceType: 'AsyncJob', status: 'accepted', requestTime: new Date().toISOString(), request: `${BASE}/$export` });
+  const id = created.resource.id!;
+  await db.transaction(async (tx) => {
+    const identity = { projectId, superAdmin: false, projectAdmin: true };
+    await enqueueJob(tx, { id, projectId, operation: 'export', level: 'system', input: {}, identity, requestUrl: `${BASE}/$export` });
+    await tx.execute(`UPDATE job SET "runAfter" = now() + interval '1 hour' WHERE id = $1`, [id]);
+  });
+  return `/$export-status/${id}`;
+}
+
 describe('the status URL and files', () => {
+  it('answer 202 with X-Progress and Retry-After while the export has not finished', async () => {
+    const p = api.newProject();
+    const status = await queuedExport(p);
+    const res = await p.get(status);
+    expect(res.status).toBe(202);
+    expect(res.headers.get('x-progress')).toBe('0 files, 0 resources written');
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+
+  it('a resumed export starts after the last file its earlier run recorded, and writes no resource twice', async () => {
+    const p = api.newProject();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await create(p, { resourceType: 'Patient', name: [{ family: `Resumed${i}` }] })).id);
+    ids.sort();
+    const status = await queuedExport(p);
+    const jobId = status.split('/').pop()!;
+    const { db, binaryStorage } = api.server.services;
+    // What a run that stopped after its first file left: the file, and the checkpoint naming it.
+    const first = await p.get(`/Patient/${ids[0]}`);
+    await binaryStorage.putStream(exportFileKey(jobId, 'Patient-1.ndjson'), p.projectId, 'application/fhir+ndjson', [Buffer.from(`${first.text}\n`)]);
+    const checkpoint = {
+      transactionTime: new Date().toISOString(),
+      types: ['Patient'],
+      typeIndex: 0,
+      afterId: ids[0],
+      files: [{ type: 'Patient', file: 'Patient-1.ndjson', count: 1 }],
+    };
+    await db.execute(`UPDATE job SET checkpoint = $2::json, "runAfter" = now() WHERE id = $1`, [jobId, JSON.stringify(checkpoint)]);
+    jobQueued(db);
+    const res = await poll(p, status);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.output.map((o: Json) => o.count)).toEqual([1, 2]);
+    const lines = await exportedLines(p, res.body);
+    expect(lines.map(({ resource }) => resource.id)).toEqual(ids);
+  });
+
+  it('DELETE cancels an export that has not finished: its status URL is 404 afterwards', async () => {
+    const p = api.newProject();
+    const status = await queuedExport(p);
+    const deleted = await p.delete(status);
+    expect(deleted.status, deleted.text).toBe(202);
+    expect((await p.get(status)).status).toBe(404);
+  });
+
   it('are 404 for a client of another project', async () => {
     const p = api.newProject();
     await create(p, { resourceType: 'Patient', name: [{ family: 'Private' }] });
