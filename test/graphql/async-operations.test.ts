@@ -154,17 +154,24 @@ describe('<Field>Async fields', () => {
     expect(asyncFields).toEqual([
       { name: 'ProjectCloneAsync', type: { name: 'AsyncJob' } },
       { name: 'ProjectExpungeAsync', type: { name: 'AsyncJob' } },
+      { name: 'SystemExportAsync', type: { name: 'AsyncJob' } },
       { name: 'SystemReindexAsync', type: { name: 'AsyncJob' } },
     ]);
     // The same as the registry says: the operations with `respondsAsync`.
     const offering = builtinOperations.filter((operation) => operation.respondsAsync).map((operation) => operation.definition.code);
-    expect(offering).toEqual(['clone', 'reindex', 'expunge']);
+    expect(offering).toEqual(['clone', 'reindex', 'export', 'expunge']);
   });
 
   it('are absent for operations without asynchronous running: querying one is a validation error', async () => {
     const res = await graphql(api.superAdmin, 'mutation { ProjectInitAsync(name: "No async") { id } }');
     expect(res.data).toBeUndefined();
     expect(res.errors![0].message).toMatch(/^Cannot query field "ProjectInitAsync" on type "Mutation"\./);
+  });
+
+  it('are the only field of an operation that runs only as a job: SystemExport is a validation error', async () => {
+    const res = await graphql(api.newProject(), '{ SystemExport { transactionTime } }');
+    expect(res.data).toBeUndefined();
+    expect(res.errors![0].message).toMatch(/^Cannot query field "SystemExport" on type "Query"\./);
   });
 
   it('are generated from the registry: an operation with respondsAsync at type and instance level gets one beside its field', () => {
