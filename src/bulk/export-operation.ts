@@ -9,6 +9,8 @@ interface ExportInput {
   _outputFormat?: string;
   _type?: string[];
   _since?: string;
+  _typeFilter?: string[];
+  _elements?: string[];
 }
 
 export interface ExportOutput {
@@ -43,6 +45,9 @@ export const exportOperation: Operation<ExportInput, ExportOutput> = {
   async check(input) {
     if (input._outputFormat !== undefined && !OUTPUT_FORMATS.has(input._outputFormat)) {
       throw errors.invalid(`_outputFormat "${input._outputFormat}" is not supported: use ${[...OUTPUT_FORMATS].join(', ')}`, '_outputFormat');
+    }
+    for (const name of ['_typeFilter', '_elements'] as const) {
+      if (input[name]?.length) throw errors.invalid(`${name} is not supported by $export yet: export without it`, name);
     }
     for (const type of requestedTypes(input) ?? []) {
       if (!isResourceType(type)) throw errors.invalid(`_type names "${type}", which is no resource type`, '_type');

@@ -129,6 +129,12 @@ describe('GET /$export', () => {
     expect(res.body.issue[0].details.text).toContain('Nonsense');
   });
 
+  it('answers 400 for _typeFilter, which it does not apply yet, rather than exporting unfiltered', async () => {
+    const res = await api.newProject().get('/$export?_type=Patient&_typeFilter=Patient%3Fgender%3Dmale', ASYNC);
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].expression).toEqual(['_typeFilter']);
+  });
+
   it('accepts the other names of NDJSON as _outputFormat', async () => {
     const p = api.newProject();
     await create(p, { resourceType: 'Patient', name: [{ family: 'Format' }] });
