@@ -11,7 +11,7 @@ import { rotateSecretOperation } from './admin/rotate-secret.js';
 import { updateEmailOperation } from './admin/update-email.js';
 import { smartLaunchOperation } from './admin/smart-launch.js';
 import { uniquenessWriteHooks } from './auth/uniqueness.js';
-import { exportOperation } from './bulk/export-operation.js';
+import { exportOperation, groupExportOperation, patientExportOperation } from './bulk/export-operation.js';
 import { patientEverythingOperation } from './clinical/everything.js';
 import { graphOperation } from './clinical/graph.js';
 import { patientSummaryOperation } from './ips/summary.js';
@@ -36,6 +36,8 @@ export const builtinOperations: readonly Operation[] = [
   ...projectOperations,
   reindexOperation,
   exportOperation,
+  patientExportOperation,
+  groupExportOperation,
   asyncJobCancelOperation,
   // Before expungeOperation, which applies to every type: on a Project this one is picked.
   projectExpungeOperation,

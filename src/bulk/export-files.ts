@@ -21,6 +21,12 @@ export interface ExportPosition {
   /** The last id written of that type; undefined at the type's start. */
   afterId?: string;
   files: ExportFile[];
+  /**
+   * Patient-level and Group exports: the patients whose compartments are exported (`all`: every
+   * patient of the project); absent: every resource. Kept in the position so a resumed Group
+   * export reads the members it started with.
+   */
+  patients?: string[] | 'all';
 }
 
 export interface ExportRun {
@@ -53,7 +59,7 @@ export async function writeExportFiles(run: ExportRun, start: ExportPosition): P
   let position = start;
   while (position.typeIndex < position.types.length && !run.signal?.aborted) {
     const type = position.types[position.typeIndex];
-    const written = await writeOneFile(run, type, position.afterId, position.files.length + 1);
+    const written = await writeOneFile(run, { type, patients: position.patients }, position.afterId, position.files.length + 1);
     if (!written) {
       position = { ...position, typeIndex: position.typeIndex + 1, afterId: undefined };
       continue;
@@ -73,10 +79,17 @@ interface WrittenFile {
   full: boolean;
 }
 
-/** The next file of `type` after `afterId`, or undefined when the type has no more resources. */
-async function writeOneFile(run: ExportRun, type: string, afterId: string | undefined, number: number): Promise<WrittenFile | undefined> {
-  const first = await readPage(run, type, afterId, Math.min(PAGE_SIZE, run.maxPerFile));
+/** What one file reads: a type, within some patients' compartments or not. */
+interface Slice {
+  type: string;
+  patients?: string[] | 'all';
+}
+
+/** The next file of the slice after `afterId`, or undefined when it has no more resources. */
+async function writeOneFile(run: ExportRun, slice: Slice, afterId: string | undefined, number: number): Promise<WrittenFile | undefined> {
+  const first = await readPage(run, slice, afterId, Math.min(PAGE_SIZE, run.maxPerFile));
   if (first.length === 0) return undefined;
+  const { type } = slice;
   const name = `${type}-${number}.ndjson`;
   let count = 0;
   let lastId = afterId ?? '';
@@ -90,22 +103,41 @@ async function writeOneFile(run: ExportRun, type: string, afterId: string | unde
       count += page.length;
       lastId = page[page.length - 1].id;
       const left = run.maxPerFile - count;
-      page = left > 0 && page.length === PAGE_SIZE ? await readPage(run, type, lastId, Math.min(PAGE_SIZE, left)) : [];
+      page = left > 0 && page.length === PAGE_SIZE ? await readPage(run, slice, lastId, Math.min(PAGE_SIZE, left)) : [];
     }
   };
   await run.storage.putStream(exportFileKey(run.jobId, name), run.projectId, 'application/fhir+ndjson', lines());
   return { file: { type, file: name, count }, lastId, full: count === run.maxPerFile };
 }
 
-async function readPage(run: ExportRun, type: string, afterId: string | undefined, limit: number): Promise<{ id: string; content: string }[]> {
+async function readPage(run: ExportRun, slice: Slice, afterId: string | undefined, limit: number): Promise<{ id: string; content: string }[]> {
+  const args: unknown[] = [run.projectId, slice.type, afterId ?? '', run.since ?? null, limit];
   return run.db.query<{ id: string; content: string }>(
-    `SELECT id, content::text AS content FROM resource
+    `SELECT id, content::text AS content FROM resource r
      WHERE "projectId" = $1 AND "resourceType" = $2 AND NOT deleted AND id > $3
-       AND ($4::timestamptz IS NULL OR "lastUpdated" > $4::timestamptz)
+       AND ($4::timestamptz IS NULL OR "lastUpdated" > $4::timestamptz)${compartmentCondition(slice, args)}
      ORDER BY id LIMIT $5`,
-    [run.projectId, type, afterId ?? '', run.since ?? null, limit],
-    { planOnce: true },
+    args,
+    { planOnce: slice.patients === undefined },
   );
+}
+
+/**
+ * Within the patients' compartments: a Patient is one of them, any other resource has a
+ * `_compartment` reference row naming one (the rows Patient/$everything reads).
+ */
+function compartmentCondition({ type, patients }: Slice, args: unknown[]): string {
+  if (patients === undefined) return '';
+  if (type === 'Patient') {
+    if (patients === 'all') return '';
+    args.push(JSON.stringify(patients));
+    return ` AND r.id IN (SELECT json_array_elements_text($${args.length}::json))`;
+  }
+  const rows = `SELECT 1 FROM reference_index c WHERE c."projectId" = $1 AND c.code = '_compartment' AND c."targetType" = 'Patient'
+         AND c."resourceType" = r."resourceType" AND c."resourceId" = r.id`;
+  if (patients === 'all') return ` AND EXISTS (${rows})`;
+  args.push(JSON.stringify(patients));
+  return ` AND EXISTS (${rows} AND c."targetId" IN (SELECT json_array_elements_text($${args.length}::json)))`;
 }
 
 /** The resource types the project has resources of, in name order, less `excluded`. */

@@ -143,6 +143,49 @@ describe('GET /$export', () => {
   });
 });
 
+describe('GET /Patient/$export and /Group/{id}/$export', () => {
+  /** Two patients with an Observation each, and an Observation of no patient, in a new project. */
+  async function twoRecords(): Promise<{ p: ProjectClient; patients: string[]; observations: string[]; stray: string }> {
+    const p = api.newProject();
+    const patients: string[] = [];
+    const observations: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const patient = await create(p, { resourceType: 'Patient', name: [{ family: `Compartment${i}` }] });
+      patients.push(patient.id);
+      const observation = { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: `Patient/${patient.id}` } };
+      observations.push((await create(p, observation)).id);
+    }
+    const stray = (await create(p, { resourceType: 'Observation', status: 'final', code: { text: 'no patient' } })).id;
+    return { p, patients, observations, stray };
+  }
+
+  const idsOf = (lines: { resource: Json }[]) => lines.map(({ resource }) => `${resource.resourceType}/${resource.id}`).sort();
+
+  it('Patient/$export exports every patient and the resources of their compartments, not the others', async () => {
+    const { p, patients, observations } = await twoRecords();
+    const status = statusPath(await p.get('/Patient/$export', ASYNC));
+    const res = await poll(p, status);
+    expect(res.status, res.text).toBe(200);
+    const expected = [...patients.map((id) => `Patient/${id}`), ...observations.map((id) => `Observation/${id}`)].sort();
+    expect(idsOf(await exportedLines(p, res.body))).toEqual(expected);
+  });
+
+  it('Group/{id}/$export exports the member patients and their compartments only (the Group is in its members\' compartments)', async () => {
+    const { p, patients, observations } = await twoRecords();
+    const group = await create(p, { resourceType: 'Group', type: 'person', actual: true, member: [{ entity: { reference: `Patient/${patients[1]}` } }] });
+    const status = statusPath(await p.get(`/Group/${group.id}/$export`, ASYNC));
+    const res = await poll(p, status);
+    expect(res.status, res.text).toBe(200);
+    const expected = [`Group/${group.id}`, `Observation/${observations[1]}`, `Patient/${patients[1]}`].sort();
+    expect(idsOf(await exportedLines(p, res.body))).toEqual(expected);
+  });
+
+  it('Group/{id}/$export of a group that does not exist is 404 at once', async () => {
+    const res = await api.newProject().get('/Group/00000000-0000-4000-8000-000000000000/$export', ASYNC);
+    expect(res.status).toBe(404);
+  });
+});
+
 /**
  * An export whose job no server runs before an hour has passed: queued as the kick-off leaves it,
  * but due later, in one transaction (no server can claim it in between).
