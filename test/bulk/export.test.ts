@@ -44,11 +44,11 @@ async function poll(client: ProjectClient, path: string): Promise<TestResponse<J
   }
 }
 
-async function exportDone(client: ProjectClient, query = ''): Promise<{ status: string; manifest: Json }> {
+async function exportDone(client: ProjectClient, query = ''): Promise<{ status: string; manifest: Json; manifestType: string | null }> {
   const status = statusPath(await client.get(`/$export${query}`, ASYNC));
   const res = await poll(client, status);
   expect(res.status, res.text).toBe(200);
-  return { status, manifest: res.body };
+  return { status, manifest: res.body, manifestType: res.headers.get('content-type') };
 }
 
 /** Every line of every file of the manifest, parsed, with the file's type. */
@@ -75,8 +75,9 @@ describe('GET /$export', () => {
     const other = api.newProject();
     await create(other, { resourceType: 'Patient', name: [{ family: 'Elsewhere' }] });
 
-    const { manifest } = await exportDone(p);
+    const { manifest, manifestType } = await exportDone(p);
     expect(manifest.requiresAccessToken).toBe(true);
+    expect(manifestType).toMatch(/^application\/json/);
     expect(manifest.request).toBe(`${BASE}/$export`);
     expect(Date.parse(manifest.transactionTime)).not.toBeNaN();
     expect(manifest.error).toEqual([]);
