@@ -191,7 +191,7 @@ describe('GET /Patient/$export and /Group/{id}/$export', () => {
  * An export whose job no server runs before an hour has passed: queued as the kick-off leaves it,
  * but due later, in one transaction (no server can claim it in between).
  */
-async function queuedExport(client: ProjectClient): Promise<string> {
+async function queuedExport(client: ProjectClient, input: Json = {}): Promise<string> {
   const projectId = client.projectId;
   await client.token();
   const { db, auth } = api.server.services;
@@ -199,7 +199,7 @@ async function queuedExport(client: ProjectClient): Promise<string> {
   const id = created.resource.id!;
   await db.transaction(async (tx) => {
     const identity = { projectId, superAdmin: false, projectAdmin: true };
-    await enqueueJob(tx, { id, projectId, operation: 'export', level: 'system', input: {}, identity, requestUrl: `${BASE}/$export` });
+    await enqueueJob(tx, { id, projectId, operation: 'export', level: 'system', input, identity, requestUrl: `${BASE}/$export` });
     await tx.execute(`UPDATE job SET "runAfter" = now() + interval '1 hour' WHERE id = $1`, [id]);
   });
   return `/$export-status/${id}`;
@@ -240,6 +240,20 @@ describe('the status URL and files', () => {
     expect(res.body.output.map((o: Json) => o.count)).toEqual([1, 2]);
     const lines = await exportedLines(p, res.body);
     expect(lines.map(({ resource }) => resource.id)).toEqual(ids);
+  });
+
+  it('answers 500 with the OperationOutcome of an export that failed', async () => {
+    const p = api.newProject();
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Failing' }] });
+    // An input the kick-off would have refused: the job's first statement fails, for good.
+    const status = await queuedExport(p, { _since: 'not an instant' });
+    const { db } = api.server.services;
+    await db.execute(`UPDATE job SET "runAfter" = now() WHERE id = $1`, [status.split('/').pop()]);
+    jobQueued(db);
+    const res = await poll(p, status);
+    expect(res.status, res.text).toBe(500);
+    expect(res.body.resourceType).toBe('OperationOutcome');
+    expect(res.body.issue[0].severity).toBe('error');
   });
 
   it('DELETE cancels an export that has not finished: its status URL is 404 afterwards', async () => {
