@@ -105,6 +105,8 @@ describe('GET /$export', () => {
     const p = api.newProject();
     const before = await create(p, { resourceType: 'Patient', name: [{ family: 'Before' }] });
     const since = before.meta.lastUpdated;
+    // lastUpdated has millisecond precision: the next write must come at a later millisecond.
+    await new Promise((resolve) => setTimeout(resolve, 5));
     const after = await create(p, { resourceType: 'Patient', name: [{ family: 'After' }] });
     expect(after.meta.lastUpdated > since).toBe(true);
     const { manifest } = await exportDone(p, `?_since=${encodeURIComponent(since)}`);
