@@ -15,7 +15,7 @@ const LAYERS = [
   ['operations'],
   ['terminology'],
   ['search'],
-  ['measure', 'admin', 'clinical', 'ips', 'sdc', 'validate', 'profiles', 'csv', 'bots', 'events'],
+  ['measure', 'admin', 'clinical', 'ips', 'sdc', 'validate', 'profiles', 'csv', 'bots', 'events', 'bulk'],
   ['access'],
   ['router'],
   ['graphql'],

@@ -12,6 +12,7 @@ import { updateEmailOperation } from './admin/update-email.js';
 import { smartLaunchOperation } from './admin/smart-launch.js';
 import { uniquenessWriteHooks } from './auth/uniqueness.js';
 import { botDeployOperation } from './bots/deploy.js';
+import { exportOperation, groupExportOperation, patientExportOperation } from './bulk/export-operation.js';
 import { patientEverythingOperation } from './clinical/everything.js';
 import { graphOperation } from './clinical/graph.js';
 import { patientSummaryOperation } from './ips/summary.js';
@@ -37,6 +38,9 @@ export const builtinOperations: readonly Operation[] = [
   evaluateMeasureOperation,
   ...projectOperations,
   reindexOperation,
+  exportOperation,
+  patientExportOperation,
+  groupExportOperation,
   asyncJobCancelOperation,
   // Before expungeOperation, which applies to every type: on a Project this one is picked.
   projectExpungeOperation,

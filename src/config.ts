@@ -115,6 +115,8 @@ export interface Config {
     /** Wait before the first retry; doubled for each further one (at most a minute). */
     readonly retryBaseMs: number;
   };
+  /** Bulk data export (src/bulk, docs/bulk-data.md): most resources in one NDJSON file. */
+  readonly exportFileMaxResources: number;
   /** PostgreSQL: how often one server analyzes the search tables that changed enough since their last ANALYZE (0: never). */
   readonly statisticsIntervalMs: number;
   /**
@@ -270,6 +272,7 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: int('JOB_CONCURRENCY', 2, 1),
       retryBaseMs: int('JOB_RETRY_BASE_MS', 1_000, 0),
     },
+    exportFileMaxResources: int('EXPORT_FILE_MAX_RESOURCES', 100_000, 1),
     statisticsIntervalMs: int('STATISTICS_INTERVAL_MS', 60_000),
     statementTimeoutMs: int('STATEMENT_TIMEOUT_MS', 10_000),
     writeStatementTimeoutMs: int('WRITE_STATEMENT_TIMEOUT_MS', 10_000),

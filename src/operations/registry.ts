@@ -87,6 +87,13 @@ export interface Operation<I = any, O = any> {
    * gives such an operation a second field, `<Field>Async`, that starts the same job and returns it.
    */
   readonly respondsAsync?: boolean;
+  /** Only the asynchronous form exists (`$export`): a REST call without `Prefer: respond-async` is 400. */
+  readonly onlyAsync?: boolean;
+  /**
+   * The `Content-Location` of the 202 answer when the operation has a status endpoint of its own
+   * (the Bulk Data IG's); the AsyncJob's URL otherwise.
+   */
+  asyncStatusUrl?(fhirBase: string, jobId: string): string;
   /**
    * Every write it makes goes through the request context (its repository and database), so a
    * transaction Bundle can roll it back: it may be an entry of one although it affects state.

@@ -9,6 +9,7 @@ import { operationDefinitionReadHandler, operationHandler } from './handlers/ope
 import { bundleHandler } from './bundles/handler.js';
 import { csvHandler } from './handlers/csv.js';
 import { botExecuteHandler } from './handlers/bots.js';
+import { exportDeleteHandler, exportFileHandler, exportStatusHandler } from './handlers/bulk-export.js';
 import type { EntryRouter, FhirRoute } from './types.js';
 
 /** Resource type names start with an upper-case letter; this keeps `metadata` and `$op` apart. */
@@ -39,6 +40,10 @@ export function fhirRoutes(router: EntryRouter): FhirRoute[] {
     { method: 'GET', path: `:type{Bot}/${ID}/:op{\\$execute}`, handler: botExecuteHandler, refusedInTransaction: true },
     { method: 'POST', path: ':type{Bot}/:op{\\$execute}', handler: botExecuteHandler, refusedInTransaction: true },
     { method: 'GET', path: ':type{Bot}/:op{\\$execute}', handler: botExecuteHandler, refusedInTransaction: true },
+    // A bulk data export's status URL and files (the Bulk Data IG's endpoints, not operations).
+    { method: 'GET', path: `$export-status/${ID}`, handler: exportStatusHandler },
+    { method: 'DELETE', path: `$export-status/${ID}`, handler: exportDeleteHandler },
+    { method: 'GET', path: `$export-status/${ID}/:file{[A-Za-z]+-[0-9]+\\.ndjson}`, handler: exportFileHandler },
     // Operations (SPEC 4.1): every level is routed; the OperationDefinition decides what exists and whether GET is allowed.
     operation('POST', OP, 'system'),
     operation('GET', OP, 'system'),

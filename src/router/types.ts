@@ -66,12 +66,14 @@ export type TypeInteraction =
   | 'search-type';
 export type SystemInteraction = 'capabilities' | 'transaction' | 'batch' | 'search-system' | 'history-system';
 
-/** The path parameters a route names (`:type`, `:id`, `:vid`, `:op`). */
+/** The path parameters a route names (`:type`, `:id`, `:vid`, `:op`, `:file`). */
 export interface RouteParams {
   type?: string;
   id?: string;
   vid?: string;
   op?: string;
+  /** A file of a bulk data export. */
+  file?: string;
 }
 
 /** What a public route gets: the server's settings, and the caller's context when a token came with the request. */

@@ -46,8 +46,12 @@ async function pollJob(id: string): Promise<Json> {
 }
 
 /** The number of AsyncJobs on the server, in every project. */
-async function jobCount(): Promise<number> {
-  const rows = await api.server.services.db.query<{ count: string | number }>(`SELECT count(*) AS count FROM resource WHERE "resourceType" = 'AsyncJob'`);
+/** AsyncJobs of one project, or of every project (on PostgreSQL, other test files' jobs too). */
+async function jobCount(projectId?: string): Promise<number> {
+  const rows = await api.server.services.db.query<{ count: string | number }>(
+    `SELECT count(*) AS count FROM resource WHERE "resourceType" = 'AsyncJob' AND ($1::text IS NULL OR "projectId" = $1)`,
+    [projectId ?? null],
+  );
   return Number(rows[0].count);
 }
 
@@ -114,7 +118,7 @@ describe('SystemReindexAsync', () => {
 
   it('refuses anyone but a super admin with the OperationOutcome REST answers (403), and starts no job', async () => {
     const client = api.newProject();
-    const before = await jobCount();
+    const before = await jobCount(client.projectId);
     const rest = await client.post('/$reindex', { resourceType: 'Parameters', parameter: [{ name: 'project', valueString: client.projectId }] }, ASYNC);
     expect(rest.status).toBe(403);
 
@@ -124,7 +128,7 @@ describe('SystemReindexAsync', () => {
     expect(res.errors).toHaveLength(1);
     expect(res.errors![0].extensions.resource).toEqual(rest.body);
     expect(res.errors![0].extensions.resource.issue[0].code).toBe('forbidden');
-    expect(await jobCount()).toBe(before);
+    expect(await jobCount(client.projectId)).toBe(before);
   });
 
   it('answers a mistake in the arguments at once, with the OperationOutcome REST answers (400), before any job is created', async () => {
@@ -152,19 +156,28 @@ describe('<Field>Async fields', () => {
     const fields = res.data.__type.fields as { name: string; type: { name: string } }[];
     const asyncFields = fields.filter((field) => field.name.endsWith('Async'));
     expect(asyncFields).toEqual([
+      { name: 'GroupExportAsync', type: { name: 'AsyncJob' } },
+      { name: 'PatientExportAsync', type: { name: 'AsyncJob' } },
       { name: 'ProjectCloneAsync', type: { name: 'AsyncJob' } },
       { name: 'ProjectExpungeAsync', type: { name: 'AsyncJob' } },
+      { name: 'SystemExportAsync', type: { name: 'AsyncJob' } },
       { name: 'SystemReindexAsync', type: { name: 'AsyncJob' } },
     ]);
     // The same as the registry says: the operations with `respondsAsync`.
     const offering = builtinOperations.filter((operation) => operation.respondsAsync).map((operation) => operation.definition.code);
-    expect(offering).toEqual(['clone', 'reindex', 'expunge']);
+    expect(offering).toEqual(['clone', 'reindex', 'export', 'export', 'export', 'expunge']);
   });
 
   it('are absent for operations without asynchronous running: querying one is a validation error', async () => {
     const res = await graphql(api.superAdmin, 'mutation { ProjectInitAsync(name: "No async") { id } }');
     expect(res.data).toBeUndefined();
     expect(res.errors![0].message).toMatch(/^Cannot query field "ProjectInitAsync" on type "Mutation"\./);
+  });
+
+  it('are the only field of an operation that runs only as a job: SystemExport is a validation error', async () => {
+    const res = await graphql(api.newProject(), '{ SystemExport { transactionTime } }');
+    expect(res.data).toBeUndefined();
+    expect(res.errors![0].message).toMatch(/^Cannot query field "SystemExport" on type "Query"\./);
   });
 
   it('are generated from the registry: an operation with respondsAsync at type and instance level gets one beside its field', () => {

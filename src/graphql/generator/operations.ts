@@ -62,7 +62,8 @@ export function operationFields(operations: readonly Operation[]): OperationFiel
   const fields = new Map<string, OperationField>();
   const add = (field: Omit<OperationField, 'async' | 'syncName'>) => {
     if (fields.has(field.name)) return;
-    fields.set(field.name, { ...field, async: false, syncName: field.name });
+    // An operation that runs only as a job (`$export`) has no field answering at once.
+    if (!field.operation.onlyAsync) fields.set(field.name, { ...field, async: false, syncName: field.name });
     // Starting a job writes it (an AsyncJob), whatever the operation does: a mutation.
     const name = `${field.name}${ASYNC_SUFFIX}`;
     if (field.operation.respondsAsync && !fields.has(name)) fields.set(name, { ...field, name, root: 'Mutation', async: true, syncName: field.name });
@@ -248,10 +249,11 @@ function fieldDescription(field: OperationField): string {
     ? `on ${field.resourceType}${field.id === 'optional' ? ' (with `id`: on that instance)' : field.id === 'required' ? ' instance `id`' : ''}`
     : 'at system level';
   if (field.async) {
+    const sameAtOnce = field.operation.onlyAsync ? '' : `; \`${field.syncName}\` gives the same result at once`;
     return (
       `$${definition.code} ${where}, as an asynchronous job (REST's \`Prefer: respond-async\`): checks the arguments, ` +
       `starts the job and returns its AsyncJob (\`accepted\`); read it with \`AsyncJob(id:)\` until its \`status\` is ` +
-      `completed (\`output\`: the operation's Parameters, as REST's job holds them; \`${field.syncName}\` gives the same result at once), error or cancelled.`
+      `completed (\`output\`: the operation's Parameters, as REST's job holds them${sameAtOnce}), error or cancelled.`
     );
   }
   const about = typeof definition.description === 'string' ? `: ${definition.description}` : '';

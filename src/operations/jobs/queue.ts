@@ -146,3 +146,12 @@ export async function releaseJob(db: SqlExecutor, id: string, owner: string): Pr
   );
   return changed > 0;
 }
+
+/** A job's operation and the identity that started it (for endpoints only its starter may use); undefined when there is none. */
+export async function jobStarter(db: SqlExecutor, id: string): Promise<{ operation: string; projectId: string; identity: JobSpec['identity'] } | undefined> {
+  const [row] = await db.query<{ operation: string; projectId: string; identity: string }>(
+    'SELECT operation, "projectId", identity::text AS identity FROM job WHERE id = $1',
+    [id],
+  );
+  return row && { operation: row.operation, projectId: row.projectId, identity: JSON.parse(row.identity) as JobSpec['identity'] };
+}

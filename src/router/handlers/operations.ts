@@ -26,6 +26,9 @@ export function operationHandler(level: OperationLevel) {
     const request = { level, resourceType: type, id, ctx, db: ctx.database };
     operation.authorize?.(request);
     assertOperationScopes(operation, request);
+    if (operation.onlyAsync && !prefersAsync(req.header('prefer'))) {
+      throw errors.invalid(`Operation $${definition.code} runs only asynchronously: send the header Prefer: respond-async`);
+    }
     let input;
     if (req.method === 'GET') {
       // SPEC 4.1 rule 4: GET only when the operation does not affect state.
@@ -47,7 +50,7 @@ export function operationHandler(level: OperationLevel) {
       const fhirBase = ctx.config.fhirBaseUrl;
       const search = req.query.size > 0 ? `?${req.query.toString()}` : '';
       const job = await acceptAsyncJob(operation, input, request, `${fhirBase}/${req.path}${search}`);
-      const location = `${fhirBase}/AsyncJob/${job.id}`;
+      const location = operation.asyncStatusUrl?.(fhirBase, job.id!) ?? `${fhirBase}/AsyncJob/${job.id}`;
       const accepted = allOk(`Accepted: $${definition.code} runs as AsyncJob/${job.id}; poll ${location} for its status and output`);
       return resourceResponse(accepted, 202, { 'Content-Location': location });
     }

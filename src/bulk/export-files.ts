@@ -1,0 +1,150 @@
+import type { Database } from '../db/database.js';
+import type { BinaryStorage } from '../storage/binary-storage.js';
+
+/** One NDJSON file of an export, as the manifest lists it. */
+export interface ExportFile {
+  type: string;
+  /** Its name below the export's status URL: `Patient-1.ndjson`. */
+  file: string;
+  count: number;
+}
+
+/**
+ * Where an export stands: recorded as the job's checkpoint after each file, once the file is
+ * stored, so a resumed export starts with the next file and writes no line twice.
+ */
+export interface ExportPosition {
+  transactionTime: string;
+  types: string[];
+  /** The type being exported: an index into `types`. */
+  typeIndex: number;
+  /** The last id written of that type; undefined at the type's start. */
+  afterId?: string;
+  files: ExportFile[];
+  /**
+   * Patient-level and Group exports: the patients whose compartments are exported (`all`: every
+   * patient of the project); absent: every resource. Kept in the position so a resumed Group
+   * export reads the members it started with.
+   */
+  patients?: string[] | 'all';
+}
+
+export interface ExportRun {
+  db: Database;
+  storage: BinaryStorage;
+  projectId: string;
+  jobId: string;
+  since?: string;
+  maxPerFile: number;
+  signal?: AbortSignal;
+  /** Called after each stored file with the new position. */
+  onFile(position: ExportPosition): Promise<void>;
+}
+
+/** Rows read per statement: small enough for one statement's time, large enough to stream fast. */
+const PAGE_SIZE = 1_000;
+const NEWLINE = new Uint8Array([0x0a]);
+
+/** The binary storage key of one of an export's files. */
+export function exportFileKey(jobId: string, file: string): string {
+  return `bulk-export/${jobId}/${file}`;
+}
+
+/**
+ * Writes the export's files from `position` on: for each type, keyset pages of the resource table
+ * (by id), their stored JSON text copied as it is, one line each, streamed into the binary storage
+ * file by file. Stops between two files once `signal` is aborted. Answers the final position.
+ */
+export async function writeExportFiles(run: ExportRun, start: ExportPosition): Promise<ExportPosition> {
+  let position = start;
+  while (position.typeIndex < position.types.length && !run.signal?.aborted) {
+    const type = position.types[position.typeIndex];
+    const written = await writeOneFile(run, { type, patients: position.patients }, position.afterId, position.files.length + 1);
+    if (!written) {
+      position = { ...position, typeIndex: position.typeIndex + 1, afterId: undefined };
+      continue;
+    }
+    position = written.full
+      ? { ...position, afterId: written.lastId, files: [...position.files, written.file] }
+      : { ...position, typeIndex: position.typeIndex + 1, afterId: undefined, files: [...position.files, written.file] };
+    await run.onFile(position);
+  }
+  return position;
+}
+
+interface WrittenFile {
+  file: ExportFile;
+  lastId: string;
+  /** The file holds `maxPerFile` resources: the type may have more. */
+  full: boolean;
+}
+
+/** What one file reads: a type, within some patients' compartments or not. */
+interface Slice {
+  type: string;
+  patients?: string[] | 'all';
+}
+
+/** The next file of the slice after `afterId`, or undefined when it has no more resources. */
+async function writeOneFile(run: ExportRun, slice: Slice, afterId: string | undefined, number: number): Promise<WrittenFile | undefined> {
+  const first = await readPage(run, slice, afterId, Math.min(PAGE_SIZE, run.maxPerFile));
+  if (first.length === 0) return undefined;
+  const { type } = slice;
+  const name = `${type}-${number}.ndjson`;
+  let count = 0;
+  let lastId = afterId ?? '';
+  const lines = async function* (): AsyncGenerator<Uint8Array> {
+    let page = first;
+    while (page.length > 0) {
+      for (const row of page) {
+        yield Buffer.from(row.content, 'utf8');
+        yield NEWLINE;
+      }
+      count += page.length;
+      lastId = page[page.length - 1].id;
+      const left = run.maxPerFile - count;
+      page = left > 0 && page.length === PAGE_SIZE ? await readPage(run, slice, lastId, Math.min(PAGE_SIZE, left)) : [];
+    }
+  };
+  await run.storage.putStream(exportFileKey(run.jobId, name), run.projectId, 'application/fhir+ndjson', lines());
+  return { file: { type, file: name, count }, lastId, full: count === run.maxPerFile };
+}
+
+async function readPage(run: ExportRun, slice: Slice, afterId: string | undefined, limit: number): Promise<{ id: string; content: string }[]> {
+  const args: unknown[] = [run.projectId, slice.type, afterId ?? '', run.since ?? null, limit];
+  return run.db.query<{ id: string; content: string }>(
+    `SELECT id, content::text AS content FROM resource r
+     WHERE "projectId" = $1 AND "resourceType" = $2 AND NOT deleted AND id > $3
+       AND ($4::timestamptz IS NULL OR "lastUpdated" > $4::timestamptz)${compartmentCondition(slice, args)}
+     ORDER BY id LIMIT $5`,
+    args,
+    { planOnce: slice.patients === undefined },
+  );
+}
+
+/**
+ * Within the patients' compartments: a Patient is one of them, any other resource has a
+ * `_compartment` reference row naming one (the rows Patient/$everything reads).
+ */
+function compartmentCondition({ type, patients }: Slice, args: unknown[]): string {
+  if (patients === undefined) return '';
+  if (type === 'Patient') {
+    if (patients === 'all') return '';
+    args.push(JSON.stringify(patients));
+    return ` AND r.id IN (SELECT json_array_elements_text($${args.length}::json))`;
+  }
+  const rows = `SELECT 1 FROM reference_index c WHERE c."projectId" = $1 AND c.code = '_compartment' AND c."targetType" = 'Patient'
+         AND c."resourceType" = r."resourceType" AND c."resourceId" = r.id`;
+  if (patients === 'all') return ` AND EXISTS (${rows})`;
+  args.push(JSON.stringify(patients));
+  return ` AND EXISTS (${rows} AND c."targetId" IN (SELECT json_array_elements_text($${args.length}::json)))`;
+}
+
+/** The resource types the project has resources of, in name order, less `excluded`. */
+export async function projectTypes(db: Database, projectId: string, excluded: ReadonlySet<string>): Promise<string[]> {
+  const rows = await db.query<{ resourceType: string }>(
+    'SELECT DISTINCT "resourceType" FROM resource WHERE "projectId" = $1 AND NOT deleted ORDER BY "resourceType"',
+    [projectId],
+  );
+  return rows.map((row) => row.resourceType).filter((type) => !excluded.has(type));
+}

@@ -1,0 +1,127 @@
+import { patientCompartmentTypes } from '../fhir/compartments.js';
+import { isResourceType } from '../fhir/definitions.js';
+import { errors } from '../fhir/outcome.js';
+import type { Group } from '../fhir/resources.js';
+import { ownOperationDefinition } from '../operations/definition.js';
+import type { Operation, OperationRequest } from '../operations/registry.js';
+import { deleteExportFiles } from './export-access.js';
+import { projectTypes, writeExportFiles, type ExportFile, type ExportPosition } from './export-files.js';
+
+interface ExportInput {
+  _outputFormat?: string;
+  _type?: string[];
+  _since?: string;
+  _typeFilter?: string[];
+  _elements?: string[];
+}
+
+export interface ExportOutput {
+  transactionTime: string;
+  files: ExportFile[];
+}
+
+/** The Bulk Data IG's names of NDJSON; every file is written as application/fhir+ndjson. */
+const OUTPUT_FORMATS = new Set(['application/fhir+ndjson', 'application/ndjson', 'ndjson']);
+
+/** Types that hold the server's own records and credentials (accounts, secrets, jobs): never exported. */
+const SERVER_TYPES: ReadonlySet<string> = new Set(['Project', 'ProjectMembership', 'ClientApplication', 'User', 'Login', 'AccessPolicy', 'AsyncJob']);
+
+/** The status URL of an export (src/router/handlers/bulk-export.ts answers it). */
+export function exportStatusUrl(fhirBase: string, jobId: string): string {
+  return `${fhirBase}/$export-status/${jobId}`;
+}
+
+/** What an export reads: every resource, or the compartments of some patients. */
+interface ExportScope {
+  /** The patients whose compartments are exported; undefined: every resource of the project. */
+  patients(request: OperationRequest): Promise<string[] | 'all' | undefined>;
+}
+
+/**
+ * `$export` at one level (Bulk Data Access IG 2.0; project admins and super admins), only with
+ * `Prefer: respond-async`: the resources of the caller's project as NDJSON files, written by a
+ * durable job that checkpoints after each file. The 202 names the export's status URL.
+ */
+function exportOperationFor(definitionFile: string, scope: ExportScope): Operation<ExportInput, ExportOutput> {
+  return {
+    definition: ownOperationDefinition(definitionFile),
+    respondsAsync: true,
+    onlyAsync: true,
+    asyncStatusUrl: exportStatusUrl,
+    authorize({ ctx }) {
+      if (!ctx.identity.superAdmin && !ctx.identity.projectAdmin) throw errors.forbidden('Only a project admin or a super admin can run $export');
+    },
+    async check(input, request) {
+      checkInput(input);
+      await scope.patients(request);
+    },
+    async handler(input, request) {
+      const { job, ctx } = request;
+      if (!job) throw errors.invalid('Operation $export runs only asynchronously: send the header Prefer: respond-async');
+      const storage = ctx.auth.storageServices.binaryStorage;
+      const start = (job.resumeFrom as ExportPosition | undefined) ?? (await firstPosition(input, request, await scope.patients(request)));
+      const done = await writeExportFiles(
+        {
+          db: request.db,
+          storage,
+          projectId: ctx.identity.projectId,
+          jobId: job.id,
+          since: input._since,
+          maxPerFile: ctx.config.exportFileMaxResources,
+          signal: job.signal,
+          async onFile(position) {
+            await job.checkpoint(position);
+            await job.progress({ transactionTime: position.transactionTime, files: position.files });
+          },
+        },
+        start,
+      );
+      // A cancelled export leaves no files behind (DELETE on the status URL promises it).
+      if (job.signal.aborted) await deleteExportFiles(storage, job.id, done.files);
+      return { transactionTime: done.transactionTime, files: done.files };
+    },
+  };
+}
+
+/** `GET /$export`: every resource of the project. */
+export const exportOperation = exportOperationFor('export.json', { patients: async () => undefined });
+
+/** `GET /Patient/$export`: the compartment of every patient of the project. */
+export const patientExportOperation = exportOperationFor('Patient-export.json', { patients: async () => 'all' });
+
+/** `GET /Group/{id}/$export`: the compartments of the group's members (Patient references of `member.entity`). */
+export const groupExportOperation = exportOperationFor('Group-export.json', {
+  async patients({ ctx, id }) {
+    const group = (await ctx.repo.readResource('Group', id!)) as Group;
+    const references = (group.member ?? []).map((member) => member.entity?.reference ?? '');
+    return [...new Set(references.filter((reference) => reference.startsWith('Patient/')).map((reference) => reference.slice('Patient/'.length)))];
+  },
+});
+
+function checkInput(input: ExportInput): void {
+  if (input._outputFormat !== undefined && !OUTPUT_FORMATS.has(input._outputFormat)) {
+    throw errors.invalid(`_outputFormat "${input._outputFormat}" is not supported: use ${[...OUTPUT_FORMATS].join(', ')}`, '_outputFormat');
+  }
+  for (const name of ['_typeFilter', '_elements'] as const) {
+    if (input[name]?.length) throw errors.invalid(`${name} is not supported by $export yet: export without it`, name);
+  }
+  for (const type of requestedTypes(input) ?? []) {
+    if (!isResourceType(type)) throw errors.invalid(`_type names "${type}", which is no resource type`, '_type');
+    if (SERVER_TYPES.has(type)) throw errors.invalid(`_type names ${type}, which is not exported (it holds accounts, secrets or jobs)`, '_type');
+  }
+}
+
+async function firstPosition(input: ExportInput, { db, ctx }: OperationRequest, patients: string[] | 'all' | undefined): Promise<ExportPosition> {
+  let types = requestedTypes(input) ?? (await projectTypes(db, ctx.identity.projectId, SERVER_TYPES));
+  if (patients !== undefined) {
+    const compartment = new Set(['Patient', ...patientCompartmentTypes()]);
+    types = types.filter((type) => compartment.has(type));
+  }
+  return { transactionTime: new Date().toISOString(), types: [...new Set(types)], typeIndex: 0, files: [], ...(patients ? { patients } : {}) };
+}
+
+/** `_type=Patient,Observation` (or repeated): the types named, or undefined for every type. */
+function requestedTypes(input: ExportInput): string[] | undefined {
+  const types = (input._type ?? []).flatMap((value) => value.split(',')).map((type) => type.trim()).filter((type) => type !== '');
+  return types.length > 0 ? types : undefined;
+}

@@ -1,0 +1,303 @@
+import { describe, expect, it } from 'vitest';
+import { exportFileKey } from '../../src/bulk/export-files.js';
+import { enqueueJob } from '../../src/operations/jobs/queue.js';
+import { jobQueued } from '../../src/operations/jobs/worker.js';
+import { addMemberClient } from '../auth/helpers.js';
+import { projectClient, useTestServer, type ProjectClient, type TestResponse } from '../helpers/server.js';
+
+/**
+ * Bulk data export (Bulk Data Access IG 2.0): kick-off `GET /$export` with `Prefer: respond-async`
+ * answers 202 and a status URL; the status URL answers 202 while the export runs, then the
+ * manifest; the manifest's files are NDJSON, one resource a line. Two resources a file here, so
+ * that a type is split over several files.
+ */
+
+const api = await useTestServer({ EXPORT_FILE_MAX_RESOURCES: '2' });
+
+type Json = any;
+
+const ASYNC = { Prefer: 'respond-async' };
+const BASE = 'http://localhost/fhir/R4';
+
+async function create(client: ProjectClient, resource: Json): Promise<Json> {
+  const res = await client.post(`/${resource.resourceType}`, resource);
+  expect(res.status, res.text).toBe(201);
+  return res.body;
+}
+
+/** The status URL path of a kick-off's 202 answer. */
+function statusPath(res: TestResponse<Json>): string {
+  expect(res.status, res.text).toBe(202);
+  const location = res.headers.get('content-location');
+  expect(location).toMatch(/^http:\/\/localhost\/fhir\/R4\/\$export-status\/[0-9a-f-]{36}$/);
+  return location!.slice(BASE.length);
+}
+
+/** Polls the status URL until it answers anything but 202; fails after 30 s. */
+async function poll(client: ProjectClient, path: string): Promise<TestResponse<Json>> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const res = await client.get(path);
+    if (res.status !== 202) return res;
+    if (Date.now() > deadline) throw new Error(`export still running: ${res.headers.get('x-progress')}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function exportDone(client: ProjectClient, query = ''): Promise<{ status: string; manifest: Json; manifestType: string | null }> {
+  const status = statusPath(await client.get(`/$export${query}`, ASYNC));
+  const res = await poll(client, status);
+  expect(res.status, res.text).toBe(200);
+  return { status, manifest: res.body, manifestType: res.headers.get('content-type') };
+}
+
+/** Every line of every file of the manifest, parsed, with the file's type. */
+async function exportedLines(client: ProjectClient, manifest: Json): Promise<{ type: string; resource: Json }[]> {
+  const lines: { type: string; resource: Json }[] = [];
+  for (const output of manifest.output) {
+    const res = await client.get(output.url.slice(BASE.length));
+    expect(res.status, res.text).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/fhir+ndjson');
+    const text = res.text.split('\n');
+    expect(text.pop()).toBe('');
+    expect(text.length).toBe(output.count);
+    for (const line of text) lines.push({ type: output.type, resource: JSON.parse(line) });
+  }
+  return lines;
+}
+
+describe('GET /$export', () => {
+  it('exports every resource of the project once, in files by type, named by the manifest', async () => {
+    const p = api.newProject();
+    const patients = [];
+    for (let i = 0; i < 3; i++) patients.push(await create(p, { resourceType: 'Patient', name: [{ family: `Export${i}` }] }));
+    const observation = await create(p, { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: `Patient/${patients[0].id}` } });
+    const other = api.newProject();
+    await create(other, { resourceType: 'Patient', name: [{ family: 'Elsewhere' }] });
+
+    const { manifest, manifestType } = await exportDone(p);
+    expect(manifest.requiresAccessToken).toBe(true);
+    expect(manifestType).toMatch(/^application\/json/);
+    expect(manifest.request).toBe(`${BASE}/$export`);
+    expect(Date.parse(manifest.transactionTime)).not.toBeNaN();
+    expect(manifest.error).toEqual([]);
+    expect(manifest.output.map((o: Json) => [o.type, o.count])).toEqual([
+      ['Observation', 1],
+      ['Patient', 2],
+      ['Patient', 1],
+    ]);
+    const lines = await exportedLines(p, manifest);
+    expect(lines.every(({ type, resource }) => resource.resourceType === type)).toBe(true);
+    const ids = lines.map(({ resource }) => `${resource.resourceType}/${resource.id}`).sort();
+    expect(ids).toEqual([`Observation/${observation.id}`, ...patients.map((patient) => `Patient/${patient.id}`)].sort());
+  });
+
+  it('exports only the types named by _type', async () => {
+    const p = api.newProject();
+    const patient = await create(p, { resourceType: 'Patient', name: [{ family: 'Typed' }] });
+    await create(p, { resourceType: 'Observation', status: 'final', code: { text: 'x' } });
+    const { manifest } = await exportDone(p, '?_type=Patient');
+    const lines = await exportedLines(p, manifest);
+    expect(lines.map(({ resource }) => resource.id)).toEqual([patient.id]);
+  });
+
+  it('exports only resources changed after _since', async () => {
+    const p = api.newProject();
+    const before = await create(p, { resourceType: 'Patient', name: [{ family: 'Before' }] });
+    const since = before.meta.lastUpdated;
+    // lastUpdated has millisecond precision: the next write must come at a later millisecond.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const after = await create(p, { resourceType: 'Patient', name: [{ family: 'After' }] });
+    expect(after.meta.lastUpdated > since).toBe(true);
+    const { manifest } = await exportDone(p, `?_since=${encodeURIComponent(since)}`);
+    const lines = await exportedLines(p, manifest);
+    expect(lines.map(({ resource }) => resource.id)).toEqual([after.id]);
+  });
+
+  it('answers 400 without Prefer: respond-async', async () => {
+    const res = await api.newProject().get('/$export');
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].details.text).toContain('Prefer: respond-async');
+  });
+
+  it('answers 400 for an _outputFormat other than NDJSON', async () => {
+    const res = await api.newProject().get('/$export?_outputFormat=text/csv', ASYNC);
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].expression).toEqual(['_outputFormat']);
+  });
+
+  it('answers 400 for a _type that is no resource type', async () => {
+    const res = await api.newProject().get('/$export?_type=Patient,Nonsense', ASYNC);
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].details.text).toContain('Nonsense');
+  });
+
+  it('answers 400 for _typeFilter, which it does not apply yet, rather than exporting unfiltered', async () => {
+    const res = await api.newProject().get('/$export?_type=Patient&_typeFilter=Patient%3Fgender%3Dmale', ASYNC);
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].expression).toEqual(['_typeFilter']);
+  });
+
+  it('accepts the other names of NDJSON as _outputFormat', async () => {
+    const p = api.newProject();
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Format' }] });
+    const { manifest } = await exportDone(p, '?_outputFormat=ndjson');
+    expect(manifest.output).toHaveLength(1);
+  });
+});
+
+describe('GET /Patient/$export and /Group/{id}/$export', () => {
+  /** Two patients with an Observation each, and an Observation of no patient, in a new project. */
+  async function twoRecords(): Promise<{ p: ProjectClient; patients: string[]; observations: string[]; stray: string }> {
+    const p = api.newProject();
+    const patients: string[] = [];
+    const observations: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const patient = await create(p, { resourceType: 'Patient', name: [{ family: `Compartment${i}` }] });
+      patients.push(patient.id);
+      const observation = { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: `Patient/${patient.id}` } };
+      observations.push((await create(p, observation)).id);
+    }
+    const stray = (await create(p, { resourceType: 'Observation', status: 'final', code: { text: 'no patient' } })).id;
+    return { p, patients, observations, stray };
+  }
+
+  const idsOf = (lines: { resource: Json }[]) => lines.map(({ resource }) => `${resource.resourceType}/${resource.id}`).sort();
+
+  it('Patient/$export exports every patient and the resources of their compartments, not the others', async () => {
+    const { p, patients, observations } = await twoRecords();
+    const status = statusPath(await p.get('/Patient/$export', ASYNC));
+    const res = await poll(p, status);
+    expect(res.status, res.text).toBe(200);
+    const expected = [...patients.map((id) => `Patient/${id}`), ...observations.map((id) => `Observation/${id}`)].sort();
+    expect(idsOf(await exportedLines(p, res.body))).toEqual(expected);
+  });
+
+  it('Group/{id}/$export exports the member patients and their compartments only (the Group is in its members\' compartments)', async () => {
+    const { p, patients, observations } = await twoRecords();
+    const group = await create(p, { resourceType: 'Group', type: 'person', actual: true, member: [{ entity: { reference: `Patient/${patients[1]}` } }] });
+    const status = statusPath(await p.get(`/Group/${group.id}/$export`, ASYNC));
+    const res = await poll(p, status);
+    expect(res.status, res.text).toBe(200);
+    const expected = [`Group/${group.id}`, `Observation/${observations[1]}`, `Patient/${patients[1]}`].sort();
+    expect(idsOf(await exportedLines(p, res.body))).toEqual(expected);
+  });
+
+  it('Group/{id}/$export of a group that does not exist is 404 at once', async () => {
+    const res = await api.newProject().get('/Group/00000000-0000-4000-8000-000000000000/$export', ASYNC);
+    expect(res.status).toBe(404);
+  });
+});
+
+/**
+ * An export whose job no server runs before an hour has passed: queued as the kick-off leaves it,
+ * but due later, in one transaction (no server can claim it in between).
+ */
+async function queuedExport(client: ProjectClient, input: Json = {}): Promise<string> {
+  const projectId = client.projectId;
+  await client.token();
+  const { db, auth } = api.server.services;
+  const created = await auth.repo(projectId).createResource('AsyncJob', { resourceType: 'AsyncJob', status: 'accepted', requestTime: new Date().toISOString(), request: `${BASE}/$export` });
+  const id = created.resource.id!;
+  await db.transaction(async (tx) => {
+    const identity = { projectId, superAdmin: false, projectAdmin: true };
+    await enqueueJob(tx, { id, projectId, operation: 'export', level: 'system', input, identity, requestUrl: `${BASE}/$export` });
+    await tx.execute(`UPDATE job SET "runAfter" = now() + interval '1 hour' WHERE id = $1`, [id]);
+  });
+  return `/$export-status/${id}`;
+}
+
+describe('the status URL and files', () => {
+  it('answer 202 with X-Progress and Retry-After while the export has not finished', async () => {
+    const p = api.newProject();
+    const status = await queuedExport(p);
+    const res = await p.get(status);
+    expect(res.status).toBe(202);
+    expect(res.headers.get('x-progress')).toBe('0 files, 0 resources written');
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+
+  it('a resumed export starts after the last file its earlier run recorded, and writes no resource twice', async () => {
+    const p = api.newProject();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await create(p, { resourceType: 'Patient', name: [{ family: `Resumed${i}` }] })).id);
+    ids.sort();
+    const status = await queuedExport(p);
+    const jobId = status.split('/').pop()!;
+    const { db, binaryStorage } = api.server.services;
+    // What a run that stopped after its first file left: the file, and the checkpoint naming it.
+    const first = await p.get(`/Patient/${ids[0]}`);
+    await binaryStorage.putStream(exportFileKey(jobId, 'Patient-1.ndjson'), p.projectId, 'application/fhir+ndjson', [Buffer.from(`${first.text}\n`)]);
+    const checkpoint = {
+      transactionTime: new Date().toISOString(),
+      types: ['Patient'],
+      typeIndex: 0,
+      afterId: ids[0],
+      files: [{ type: 'Patient', file: 'Patient-1.ndjson', count: 1 }],
+    };
+    await db.execute(`UPDATE job SET checkpoint = $2::json, "runAfter" = now() WHERE id = $1`, [jobId, JSON.stringify(checkpoint)]);
+    jobQueued(db);
+    const res = await poll(p, status);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.output.map((o: Json) => o.count)).toEqual([1, 2]);
+    const lines = await exportedLines(p, res.body);
+    expect(lines.map(({ resource }) => resource.id)).toEqual(ids);
+  });
+
+  it('answers 500 with the OperationOutcome of an export that failed', async () => {
+    const p = api.newProject();
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Failing' }] });
+    // An input the kick-off would have refused: the job's first statement fails, for good.
+    const status = await queuedExport(p, { _since: 'not an instant' });
+    const { db } = api.server.services;
+    await db.execute(`UPDATE job SET "runAfter" = now() WHERE id = $1`, [status.split('/').pop()]);
+    jobQueued(db);
+    const res = await poll(p, status);
+    expect(res.status, res.text).toBe(500);
+    expect(res.body.resourceType).toBe('OperationOutcome');
+    expect(res.body.issue[0].severity).toBe('error');
+  });
+
+  it('DELETE cancels an export that has not finished: its status URL is 404 afterwards', async () => {
+    const p = api.newProject();
+    const status = await queuedExport(p);
+    const deleted = await p.delete(status);
+    expect(deleted.status, deleted.text).toBe(202);
+    expect((await p.get(status)).status).toBe(404);
+  });
+
+  it('are 404 for a client of another project', async () => {
+    const p = api.newProject();
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Private' }] });
+    const { status, manifest } = await exportDone(p);
+    const stranger = api.newProject();
+    expect((await stranger.get(status)).status).toBe(404);
+    expect((await stranger.get(manifest.output[0].url.slice(BASE.length))).status).toBe(404);
+  });
+
+  it('are 404 for a member of the project who is not an admin and did not start the export', async () => {
+    const p = api.newProject();
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Members' }] });
+    const { status, manifest } = await exportDone(p);
+    const member = await addMemberClient(api, p);
+    const memberClient = projectClient(api.fhir, p.projectId, async () => member.token);
+    expect((await memberClient.get(status)).status).toBe(404);
+    expect((await memberClient.get(manifest.output[0].url.slice(BASE.length))).status).toBe(404);
+  });
+
+  it('DELETE removes a finished export and its files: both are 404 afterwards', async () => {
+    const p = api.newProject();
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Deleted' }] });
+    const { status, manifest } = await exportDone(p);
+    const file = manifest.output[0].url.slice(BASE.length);
+    const deleted = await p.delete(status);
+    expect(deleted.status, deleted.text).toBe(202);
+    expect((await p.get(status)).status).toBe(404);
+    expect((await p.get(file)).status).toBe(404);
+  });
+
+  it('DELETE of an export that does not exist is 404', async () => {
+    const res = await api.newProject().delete('/$export-status/00000000-0000-4000-8000-000000000000');
+    expect(res.status).toBe(404);
+  });
+});
