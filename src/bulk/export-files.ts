@@ -59,7 +59,8 @@ export async function writeExportFiles(run: ExportRun, start: ExportPosition): P
   let position = start;
   while (position.typeIndex < position.types.length && !run.signal?.aborted) {
     const type = position.types[position.typeIndex];
-    const written = await writeOneFile(run, { type, patients: position.patients }, position.afterId, position.files.length + 1);
+    const slice = { type, patients: position.patients, asOf: position.transactionTime };
+    const written = await writeOneFile(run, slice, position.afterId, position.files.length + 1);
     if (!written) {
       position = { ...position, typeIndex: position.typeIndex + 1, afterId: undefined };
       continue;
@@ -79,42 +80,67 @@ interface WrittenFile {
   full: boolean;
 }
 
-/** What one file reads: a type, within some patients' compartments or not. */
+/** What one file reads: a type, within some patients' compartments or not, as it was at `asOf`. */
 interface Slice {
   type: string;
   patients?: string[] | 'all';
+  /** The export's transactionTime: each resource is written in its version current then. */
+  asOf: string;
 }
 
 /** The next file of the slice after `afterId`, or undefined when it has no more resources. */
 async function writeOneFile(run: ExportRun, slice: Slice, afterId: string | undefined, number: number): Promise<WrittenFile | undefined> {
-  const first = await readPage(run, slice, afterId, Math.min(PAGE_SIZE, run.maxPerFile));
+  let requested = Math.min(PAGE_SIZE, run.maxPerFile);
+  const first = await readPage(run, slice, afterId, requested);
   if (first.length === 0) return undefined;
   const { type } = slice;
   const name = `${type}-${number}.ndjson`;
+  const key = exportFileKey(run.jobId, name);
   let count = 0;
   let lastId = afterId ?? '';
   const lines = async function* (): AsyncGenerator<Uint8Array> {
     let page = first;
     while (page.length > 0) {
       for (const row of page) {
+        // No version at the export's time: created later, or deleted by then.
+        if (row.content === null) continue;
         yield Buffer.from(row.content, 'utf8');
         yield NEWLINE;
+        count++;
       }
-      count += page.length;
       lastId = page[page.length - 1].id;
       const left = run.maxPerFile - count;
-      page = left > 0 && page.length === PAGE_SIZE ? await readPage(run, slice, lastId, Math.min(PAGE_SIZE, left)) : [];
+      const more = page.length === requested;
+      requested = Math.min(PAGE_SIZE, left);
+      page = left > 0 && more ? await readPage(run, slice, lastId, requested) : [];
     }
   };
-  await run.storage.putStream(exportFileKey(run.jobId, name), run.projectId, 'application/fhir+ndjson', lines());
+  await run.storage.putStream(key, run.projectId, 'application/fhir+ndjson', lines());
+  if (count === 0) {
+    await run.storage.delete(key);
+    return undefined;
+  }
   return { file: { type, file: name, count }, lastId, full: count === run.maxPerFile };
 }
 
-async function readPage(run: ExportRun, slice: Slice, afterId: string | undefined, limit: number): Promise<{ id: string; content: string }[]> {
-  const args: unknown[] = [run.projectId, slice.type, afterId ?? '', run.since ?? null, limit];
-  return run.db.query<{ id: string; content: string }>(
-    `SELECT id, content::text AS content FROM resource r
-     WHERE "projectId" = $1 AND "resourceType" = $2 AND NOT deleted AND id > $3
+/**
+ * A page of the slice's resources by id, each as it was at the export's time: the current version
+ * when it is no newer, else the newest version of the history at or before that time (null for a
+ * resource created later or deleted by then, which the file leaves out). A resource changed during
+ * the export is thus written in its version of then, whatever the checkpoints in between.
+ */
+async function readPage(run: ExportRun, slice: Slice, afterId: string | undefined, limit: number): Promise<{ id: string; content: string | null }[]> {
+  const args: unknown[] = [run.projectId, slice.type, afterId ?? '', run.since ?? null, limit, slice.asOf];
+  const since = '($4::timestamptz IS NULL OR h."lastUpdated" > $4::timestamptz)';
+  return run.db.query<{ id: string; content: string | null }>(
+    `SELECT r.id, CASE
+         WHEN r."lastUpdated" <= $6::timestamptz THEN CASE WHEN r.deleted THEN NULL ELSE r.content::text END
+         ELSE (SELECT CASE WHEN h.deleted THEN NULL ELSE h.content::text END FROM resource_history h
+               WHERE h."resourceType" = r."resourceType" AND h.id = r.id AND h."lastUpdated" <= $6::timestamptz AND ${since}
+               ORDER BY h."lastUpdated" DESC, h."versionId" DESC LIMIT 1)
+       END AS content
+     FROM resource r
+     WHERE "projectId" = $1 AND "resourceType" = $2 AND (NOT deleted OR "lastUpdated" > $6::timestamptz) AND id > $3
        AND ($4::timestamptz IS NULL OR "lastUpdated" > $4::timestamptz)${compartmentCondition(slice, args)}
      ORDER BY id LIMIT $5`,
     args,

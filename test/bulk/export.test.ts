@@ -244,6 +244,32 @@ describe('the status URL and files', () => {
     expect(lines.map(({ resource }) => resource.id)).toEqual(ids);
   });
 
+  it('writes each resource as it was at the export\'s transactionTime, whatever changed after it', async () => {
+    const p = api.newProject();
+    const kept = (await create(p, { resourceType: 'Patient', name: [{ family: 'Kept' }] })).id;
+    const changed = await create(p, { resourceType: 'Patient', name: [{ family: 'Before' }] });
+    const deleted = (await create(p, { resourceType: 'Patient', name: [{ family: 'DeletedLater' }] })).id;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const transactionTime = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect((await p.put(`/Patient/${changed.id}`, { ...changed, name: [{ family: 'After' }] })).status).toBe(200);
+    expect((await p.delete(`/Patient/${deleted}`)).status).toBe(200);
+    await create(p, { resourceType: 'Patient', name: [{ family: 'CreatedLater' }] });
+    const status = await queuedExport(p);
+    const jobId = status.split('/').pop()!;
+    const { db } = api.server.services;
+    // A run that took its transactionTime before those writes and had written nothing yet.
+    const checkpoint = { transactionTime, types: ['Patient'], typeIndex: 0, files: [] };
+    await db.execute(`UPDATE job SET checkpoint = $2::json, "runAfter" = now() WHERE id = $1`, [jobId, JSON.stringify(checkpoint)]);
+    jobQueued(db);
+    const res = await poll(p, status);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.transactionTime).toBe(transactionTime);
+    const lines = await exportedLines(p, res.body);
+    const families = Object.fromEntries(lines.map(({ resource }) => [resource.id, resource.name[0].family]));
+    expect(families).toEqual({ [kept]: 'Kept', [changed.id]: 'Before', [deleted]: 'DeletedLater' });
+  });
+
   it('answers 500 with the OperationOutcome of an export that failed', async () => {
     const p = api.newProject();
     await create(p, { resourceType: 'Patient', name: [{ family: 'Failing' }] });
