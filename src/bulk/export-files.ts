@@ -39,6 +39,8 @@ export interface ExportRun {
   signal?: AbortSignal;
   /** Called after each stored file with the new position. */
   onFile(position: ExportPosition): Promise<void>;
+  /** `_typeFilter`: which of a page's ids of a type to write; undefined (or no answer) writes them all. */
+  matching?: (type: string, ids: readonly string[]) => Promise<Set<string> | undefined>;
 }
 
 /** Rows read per statement: small enough for one statement's time, large enough to stream fast. */
@@ -101,9 +103,10 @@ async function writeOneFile(run: ExportRun, slice: Slice, afterId: string | unde
   const lines = async function* (): AsyncGenerator<Uint8Array> {
     let page = first;
     while (page.length > 0) {
+      const kept = await run.matching?.(type, page.map((row) => row.id));
       for (const row of page) {
-        // No version at the export's time: created later, or deleted by then.
-        if (row.content === null) continue;
+        // No version at the export's time (created later, or deleted by then), or filtered out.
+        if (row.content === null || (kept && !kept.has(row.id))) continue;
         yield Buffer.from(row.content, 'utf8');
         yield NEWLINE;
         count++;

@@ -6,6 +6,7 @@ import { ownOperationDefinition } from '../operations/definition.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
 import { deleteExportFiles } from './export-access.js';
 import { projectTypes, writeExportFiles, type ExportFile, type ExportPosition } from './export-files.js';
+import { checkTypeFilters, parseTypeFilters, typeFilterMatcher } from './type-filter.js';
 
 interface ExportInput {
   _outputFormat?: string;
@@ -53,6 +54,12 @@ function exportOperationFor(definitionFile: string, scope: ExportScope): Operati
     },
     async check(input, request) {
       checkInput(input);
+      const filters = parseTypeFilters(input._typeFilter);
+      const types = requestedTypes(input);
+      for (const type of filters.keys()) {
+        if (types && !types.includes(type)) throw errors.invalid(`_typeFilter filters ${type}, which _type does not export`, '_typeFilter');
+      }
+      await checkTypeFilters(request.ctx, filters);
       await scope.patients(request);
     },
     async handler(input, request) {
@@ -69,6 +76,7 @@ function exportOperationFor(definitionFile: string, scope: ExportScope): Operati
           since: input._since,
           maxPerFile: ctx.config.exportFileMaxResources,
           signal: job.signal,
+          matching: typeFilterMatcher(ctx, parseTypeFilters(input._typeFilter)),
           async onFile(position) {
             await job.checkpoint(position);
             await job.progress({ transactionTime: position.transactionTime, files: position.files });
@@ -102,9 +110,7 @@ function checkInput(input: ExportInput): void {
   if (input._outputFormat !== undefined && !OUTPUT_FORMATS.has(input._outputFormat)) {
     throw errors.invalid(`_outputFormat "${input._outputFormat}" is not supported: use ${[...OUTPUT_FORMATS].join(', ')}`, '_outputFormat');
   }
-  for (const name of ['_typeFilter', '_elements'] as const) {
-    if (input[name]?.length) throw errors.invalid(`${name} is not supported by $export yet: export without it`, name);
-  }
+  if (input._elements?.length) throw errors.invalid('_elements is not supported by $export yet: export without it', '_elements');
   for (const type of requestedTypes(input) ?? []) {
     if (!isResourceType(type)) throw errors.invalid(`_type names "${type}", which is no resource type`, '_type');
     if (SERVER_TYPES.has(type)) throw errors.invalid(`_type names ${type}, which is not exported (it holds accounts, secrets or jobs)`, '_type');

@@ -132,8 +132,26 @@ describe('GET /$export', () => {
     expect(res.body.issue[0].details.text).toContain('Nonsense');
   });
 
-  it('answers 400 for _typeFilter, which it does not apply yet, rather than exporting unfiltered', async () => {
-    const res = await api.newProject().get('/$export?_type=Patient&_typeFilter=Patient%3Fgender%3Dmale', ASYNC);
+  it('exports only the resources of a filtered type that meet one of its _typeFilter searches', async () => {
+    const p = api.newProject();
+    const male = await create(p, { resourceType: 'Patient', gender: 'male', name: [{ family: 'Filtered' }] });
+    const other = await create(p, { resourceType: 'Patient', gender: 'other' });
+    await create(p, { resourceType: 'Patient', gender: 'female' });
+    const observation = await create(p, { resourceType: 'Observation', status: 'final', code: { text: 'x' } });
+    const filters = ['Patient?gender=male', 'Patient?gender=other'].map(encodeURIComponent).join(',');
+    const { manifest } = await exportDone(p, `?_typeFilter=${filters}`);
+    const ids = (await exportedLines(p, manifest)).map(({ resource }) => `${resource.resourceType}/${resource.id}`).sort();
+    expect(ids).toEqual([`Observation/${observation.id}`, `Patient/${male.id}`, `Patient/${other.id}`].sort());
+  });
+
+  it('answers 400 for a _typeFilter search with an unknown parameter, before any job', async () => {
+    const res = await api.newProject().get(`/$export?_typeFilter=${encodeURIComponent('Patient?no-such-parameter=1')}`, ASYNC);
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].details.text).toContain('no-such-parameter');
+  });
+
+  it('answers 400 for a _typeFilter of a type _type does not export', async () => {
+    const res = await api.newProject().get(`/$export?_type=Patient&_typeFilter=${encodeURIComponent('Observation?status=final')}`, ASYNC);
     expect(res.status).toBe(400);
     expect(res.body.issue[0].expression).toEqual(['_typeFilter']);
   });
