@@ -131,6 +131,10 @@ async function writeOneFile(run: ExportRun, slice: Slice, afterId: string | unde
  * when it is no newer, else the newest version of the history at or before that time (null for a
  * resource created later or deleted by then, which the file leaves out). A resource changed during
  * the export is thus written in its version of then, whatever the checkpoints in between.
+ * The page is read along the primary key `(resourceType, id)`, in its order, with the project's
+ * and time's conditions as one `IS TRUE` expression no index serves: a plan free to start from
+ * the `(projectId, resourceType, lastUpdated, id)` index sorted every resource of the type for each
+ * page (quadratic: 2,800 resources/s over 1,000,000 Observations).
  */
 async function readPage(run: ExportRun, slice: Slice, afterId: string | undefined, limit: number): Promise<{ id: string; content: string | null }[]> {
   const args: unknown[] = [run.projectId, slice.type, afterId ?? '', run.since ?? null, limit, slice.asOf];
@@ -143,9 +147,9 @@ async function readPage(run: ExportRun, slice: Slice, afterId: string | undefine
                ORDER BY h."lastUpdated" DESC, h."versionId" DESC LIMIT 1)
        END AS content
      FROM resource r
-     WHERE "projectId" = $1 AND "resourceType" = $2 AND (NOT deleted OR "lastUpdated" > $6::timestamptz) AND id > $3
-       AND ($4::timestamptz IS NULL OR "lastUpdated" > $4::timestamptz)${compartmentCondition(slice, args)}
-     ORDER BY id LIMIT $5`,
+     WHERE "resourceType" = $2 AND id > $3 AND ("projectId" = $1 AND (NOT deleted OR "lastUpdated" > $6::timestamptz)
+       AND ($4::timestamptz IS NULL OR "lastUpdated" > $4::timestamptz)) IS TRUE${compartmentCondition(slice, args)}
+     ORDER BY "resourceType", id LIMIT $5`,
     args,
     { planOnce: slice.patients === undefined },
   );
