@@ -20,6 +20,7 @@ import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
 import type { Change, ChangeLog } from './change-log.js';
+import { ChangeRecorder } from './change-recorder.js';
 import { CommittedWrites } from './committed-writes.js';
 import { expungeRows, lockForExpunge } from './expunge.js';
 import { insertNewResource, type CreateBatches } from './create-batches.js';
@@ -60,7 +61,7 @@ export class Repository implements ResourceRepository {
   private readonly committed: CommittedWrites;
   private readonly patchLimits: PatchLimits;
   private readonly batches: CreateBatches | undefined;
-  private readonly changeLog: ChangeLog | undefined;
+  private readonly changes: ChangeRecorder;
 
   constructor(
     services: StorageServices,
@@ -77,7 +78,7 @@ export class Repository implements ResourceRepository {
     this.cache = services.db.joined ? commitOnly(services.resourceCache) : services.resourceCache;
     this.committed = new CommittedWrites(services.db, this.cache, services.bus, services.searchCache);
     this.batches = services.createBatches;
-    this.changeLog = services.changeLog;
+    this.changes = new ChangeRecorder(this.db, services.changeLog);
     this.patchLimits = { maxOperations: services.config.maxPatchOperations, maxBytes: services.config.maxBodyBytes };
   }
 
@@ -169,7 +170,7 @@ export class Repository implements ResourceRepository {
     validateResource(input, { expectedType: resourceType });
     const completed = await this.completeAndCheck(this.db, input, this.identity.projectId);
     const resource = this.stamp(await this.prepared(this.db, completed, undefined), id, randomUUID());
-    const inTransaction = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType) || (await this.recordsChanges(this.db, this.identity.projectId, resourceType));
+    const inTransaction = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType) || (await this.changes.records(this.db, this.identity.projectId, resourceType));
     let recorded = false;
     const text = inTransaction
       ? await this.db.transaction(async (tx) => {
@@ -179,7 +180,7 @@ export class Repository implements ResourceRepository {
         })
       : await this.insertAlone(resource);
     this.committed.written(resource, text);
-    if (recorded) this.changesCommitted();
+    if (recorded) this.changes.committed();
     return { resource, text, created: true, changed: true };
   }
 
@@ -218,7 +219,7 @@ export class Repository implements ResourceRepository {
       return { items };
     }
     for (const resource of resources) {
-      if (await this.recordsChanges(this.db, this.identity.projectId, resource.resourceType)) return { items };
+      if (await this.changes.records(this.db, this.identity.projectId, resource.resourceType)) return { items };
     }
     return { items, together: { resources, statement: await firstVersionsStatement(this.db, resources) } };
   }
@@ -257,7 +258,7 @@ export class Repository implements ResourceRepository {
   /**
    * Checks the written version, runs the write hook of its type, then records the change in the
    * change log, inside the write's transaction. Whether it recorded it: the caller tells the log
-   * once the transaction committed (changesCommitted).
+   * once the transaction committed (ChangeRecorder.committed).
    */
   private async afterWrite(tx: SqlExecutor, resource: Resource | null, interaction: Change['interaction'], deleted?: StoredVersion): Promise<boolean> {
     if (resource && this.checksWrites(resource.resourceType)) await this.writeCheck!.verify(tx, resource);
@@ -266,24 +267,7 @@ export class Repository implements ResourceRepository {
       : { resourceType: resource!.resourceType, id: resource!.id!, projectId: resource!.meta!.project! };
     const hook = writeHookOf(key.resourceType);
     if (hook) await hook(tx, { ...key, resource });
-    return this.recordChange(tx, { ...key, versionId: deleted?.versionId ?? resource!.meta!.versionId!, interaction });
-  }
-
-  private async recordsChanges(db: SqlExecutor, projectId: string, resourceType: string): Promise<boolean> {
-    return this.changeLog !== undefined && (await this.changeLog.records(db, projectId, resourceType));
-  }
-
-  private async recordChange(tx: SqlExecutor, change: Change): Promise<boolean> {
-    const log = this.changeLog;
-    if (!log || !(await log.records(tx, change.projectId, change.resourceType))) return false;
-    await log.record(tx, change);
-    return true;
-  }
-
-  /** After a transaction that recorded a change: at once, or at the end of the joined transaction. */
-  private changesCommitted(): void {
-    const log = this.changeLog!;
-    this.db.afterCommit(() => log.committed());
+    return this.changes.record(tx, { ...key, versionId: deleted?.versionId ?? resource!.meta!.versionId!, interaction });
   }
 
   /** Update, or create with the client's id when it does not exist yet (update-as-create). */
@@ -350,7 +334,7 @@ export class Repository implements ResourceRepository {
       }),
     );
     if (result.changed) this.committed.written(result.resource, result.text);
-    if (recorded) this.changesCommitted();
+    if (recorded) this.changes.committed();
     return result;
   }
 
@@ -376,7 +360,7 @@ export class Repository implements ResourceRepository {
       return { resource, text, created: false, changed: true };
     });
     if (result.changed) this.committed.written(result.resource, result.text);
-    if (recorded) this.changesCommitted();
+    if (recorded) this.changes.committed();
     return result;
   }
 
@@ -403,7 +387,7 @@ export class Repository implements ResourceRepository {
       return version;
     });
     if (deletion) this.committed.deleted(deletion);
-    if (recorded) this.changesCommitted();
+    if (recorded) this.changes.committed();
   }
 
   /** Removes a resource of the caller's project (any project for a super admin) for good, history and bytes included. */
