@@ -19,7 +19,7 @@ ENV NODE_ENV=production \
     PORT=8080 \
     DATA_DIR=/data
 COPY --from=build --chown=root:root /app /app
-# The embedded database's folder, when DATABASE_URL is unset; the only place the server writes.
+# The embedded database's folder, when DATABASE_URL is unset; besides it the server writes only to /tmp.
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
 USER node

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { build, transform } from 'esbuild';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { isBuiltin } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { build, transform, type Plugin } from 'esbuild';
 
 let bundled: Promise<string> | undefined;
 
@@ -49,8 +49,10 @@ let script: Promise<string> | undefined;
 
 /**
  * The worker thread's script (worker.ts) as plain JavaScript: worker threads on Node 20 do not
- * inherit tsx's loader, so it is bundled once per process (its packages left external) into
- * node_modules/.cache, where Node resolves those packages.
+ * inherit tsx's loader, so it is bundled once per process. Its packages stay external, imported by
+ * absolute URL, so the file can live outside the installation: in a container the application
+ * folder is read-only to the server's user. The folder is private to this process (mkdtemp, mode
+ * 0700), so no other local user can put a script of their own in its place.
  */
 export function workerScript(): Promise<string> {
   script ??= build({
@@ -59,16 +61,25 @@ export function workerScript(): Promise<string> {
     format: 'esm',
     platform: 'node',
     target: 'node20',
-    packages: 'external',
+    plugins: [packagesByAbsoluteUrl],
     write: false,
     logLevel: 'silent',
   }).then(async (result) => {
-    const text = result.outputFiles[0].text;
-    const nodeModules = join(dirname(createRequire(import.meta.url).resolve('esbuild/package.json')), '..');
-    const file = join(nodeModules, '.cache', 'flint', `bot-worker-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.mjs`);
-    await mkdir(dirname(file), { recursive: true });
-    await writeFile(file, text);
+    const folder = await mkdtemp(join(tmpdir(), 'flint-bots-'));
+    const file = join(folder, 'bot-worker.mjs');
+    await writeFile(file, result.outputFiles[0].text, { mode: 0o600 });
     return file;
   });
   return script;
 }
+
+/** Leaves each package import external, resolved from this folder to the file URL Node would load. */
+const packagesByAbsoluteUrl: Plugin = {
+  name: 'packages-by-absolute-url',
+  setup(pluginBuild) {
+    pluginBuild.onResolve({ filter: /^[^./]/ }, (args) => {
+      if (isBuiltin(args.path)) return { path: args.path, external: true };
+      return { path: import.meta.resolve(args.path), external: true };
+    });
+  },
+};
