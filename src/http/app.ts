@@ -10,6 +10,7 @@ import { INSTANCE_GRAPHQL_ROUTE } from '../graphql/instance.js';
 import { createGraphQLHandler, GRAPHQL_PATHS } from '../graphql/yoga.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors, toOperationOutcomeError } from '../fhir/outcome.js';
+import { graphiqlAnswer, isGraphiQLVisit } from './graphiql-answer.js';
 import { authorizationHeader, nodeHeadersOf, readRequestText, requestHeader } from '../graphql/http-body.js';
 import type { AppEnv, HonoContext, Route } from './route.js';
 import { FHIR_BASE_PATH, fhirRestHandler, type Authenticator } from './fhir-adapter.js';
@@ -90,6 +91,7 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
       createRequestContext(services, await authenticate(request.headers.get('authorization'), services), requestId ?? randomUUID()),
   });
   const handle = async (c: HonoContext): Promise<Response> => {
+    if (isGraphiQLVisit(c)) return graphiqlAnswer(c);
     const method = c.req.method;
     const requestId = c.get('requestId');
     const result = await graphql.handle({

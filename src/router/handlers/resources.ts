@@ -99,7 +99,7 @@ function notModifiedSince(header: string | undefined, lastUpdated: string): bool
 }
 
 /** `If-None-Match` naming the current version (weak comparison, RFC 9110 13.1.2) or `*`. */
-function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
+export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   const bare = etag.replace(/^W\//, '');
   return header.split(',').some((tag) => {
