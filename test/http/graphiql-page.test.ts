@@ -1,31 +1,13 @@
-import { request } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { rawGet } from '../helpers/raw-http.js';
 import { useTestServer } from '../helpers/server.js';
 
 const api = await useTestServer();
 
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
 
-interface RawAnswer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-}
-
-/** A GET with exactly these headers (fetch would add and decode Accept-Encoding itself). */
-function get(path: string, headers: Record<string, string>): Promise<RawAnswer> {
-  return new Promise((resolve, reject) => {
-    const req = request(new URL(path, api.url), { headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const get = (path: string, headers: Record<string, string>) => rawGet(`${api.url}${path}`, headers);
 
 describe('the GraphiQL page', () => {
   it('is HTML with an entity tag and asks to be revalidated', async () => {

@@ -1,6 +1,6 @@
-import { request as httpRequest } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { rawGet as rawGetUrl, type RawAnswer } from '../helpers/raw-http.js';
 import { patientBody, useTestServer, type ProjectClient } from '../helpers/server.js';
 
 // A read by id without a query string is answered by the fast path (src/http/read-fast-path.ts);
@@ -8,26 +8,7 @@ import { patientBody, useTestServer, type ProjectClient } from '../helpers/serve
 // to tell them apart: same status, headers (but Date) and bytes.
 
 const api = await useTestServer();
-
-interface RawAnswer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-}
-
-/** A GET with exactly these headers (fetch would add Accept-Encoding and others), body bytes as sent. */
-function rawGet(path: string, headers: Record<string, string>): Promise<RawAnswer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${api.url}${path}`, { headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const rawGet = (path: string, headers: Record<string, string>) => rawGetUrl(`${api.url}${path}`, headers);
 
 /** The fast path's answer and the full path's answer to the same read. */
 async function bothWays(path: string, headers: Record<string, string>): Promise<[RawAnswer, RawAnswer]> {
