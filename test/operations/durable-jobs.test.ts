@@ -60,7 +60,13 @@ async function pollJob(client: ProjectClient, path: string): Promise<Json> {
  * A job as a server that then stopped left it: its AsyncJob active, its queue row running under
  * another owner's lease that has passed (or `leaseMs` ahead), with `checkpoint`, after `attempts` runs.
  */
-async function abandonedJob(client: ProjectClient, operation: string, input: Json, checkpoint: Json, { leaseMs = -60_000, attempts = 1 } = {}): Promise<string> {
+async function abandonedJob(
+  client: ProjectClient,
+  operation: string,
+  input: Json,
+  checkpoint: Json,
+  { leaseMs = -60_000, attempts = 1, identity = undefined as Json } = {},
+): Promise<string> {
   await client.token();
   const projectId = client.projectId || (await superAdminProject());
   const written = await api.server.services.auth.repo(projectId).createResource('AsyncJob', {
@@ -73,7 +79,7 @@ async function abandonedJob(client: ProjectClient, operation: string, input: Jso
   // In one transaction: the queued row is never seen (and claimed) before it looks abandoned.
   await api.server.services.db.transaction(async (db) => {
     const requestUrl = `http://localhost/fhir/R4/$${operation}`;
-    await enqueueJob(db, { id, projectId, operation, level: 'system', input, identity: { projectId, superAdmin: true }, requestUrl });
+    await enqueueJob(db, { id, projectId, operation, level: 'system', input, identity: identity ?? { projectId, superAdmin: true }, requestUrl });
     await db.execute(
       `UPDATE job SET status = 'running', attempts = $4, "leaseOwner" = 'a-stopped-server', "leaseUntil" = now() + $2::int * interval '1 millisecond', checkpoint = $3::json WHERE id = $1`,
       [id, leaseMs, JSON.stringify(checkpoint), attempts],
@@ -81,6 +87,13 @@ async function abandonedJob(client: ProjectClient, operation: string, input: Jso
   });
   jobQueued(api.server.services.db);
   return `/AsyncJob/${id}`;
+}
+
+/** The identity a project client's token carries, as a job saves it. */
+async function starterOf(client: ProjectClient): Promise<Json> {
+  const { scopes: _scopes, ...identity } = await api.server.services.auth.identityOf(await client.token());
+  expect(identity.membershipId).toBeDefined();
+  return identity;
 }
 
 async function superAdminProject(): Promise<string> {
@@ -153,6 +166,29 @@ describe('durable jobs', () => {
     jobQueued(api.server.services.db);
     const job = await pollJob(api.superAdmin, path);
     expect(job.status).toBe('cancelled');
+    expect(attemptsByLabel.get(label)).toBeUndefined();
+  });
+
+  it("a job runs as its starter's membership", async () => {
+    const label = randomUUID();
+    const project = api.newProject();
+    const path = await abandonedJob(project, 'test-step-job', step(label), { step: 3 }, { identity: await starterOf(project) });
+    const job = await pollJob(project, path);
+    expect(job.status).toBe('completed');
+    expect(attemptsByLabel.get(label)).toBe(1);
+  });
+
+  it('a job whose starter was removed from the project meanwhile ends in error without running', async () => {
+    const label = randomUUID();
+    const project = api.newProject();
+    const identity = await starterOf(project);
+    const path = await abandonedJob(project, 'test-step-job', step(label), { step: 3 }, { identity, leaseMs: 3_600_000 });
+    await api.server.services.auth.repo(project.projectId).deleteResource('ProjectMembership', identity.membershipId);
+    await api.server.services.db.execute(`UPDATE job SET "leaseUntil" = now() - interval '1 minute' WHERE id = $1`, [path.split('/').pop()]);
+    jobQueued(api.server.services.db);
+    const job = await pollJob(api.superAdmin, path);
+    expect(job.status).toBe('error');
+    expect(out(job, 'outcome').resource.issue[0]).toMatchObject({ code: 'forbidden', details: { text: expect.stringContaining('membership') } });
     expect(attemptsByLabel.get(label)).toBeUndefined();
   });
 

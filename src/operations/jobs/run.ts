@@ -25,17 +25,14 @@ const MAX_RETRY_DELAY_MS = 60_000;
 export class JobRun implements AsyncJobControl {
   readonly controller = new AbortController();
   readonly record: AsyncJobRecord;
-  private readonly ctx: RequestContext;
   private lost = false;
 
   constructor(
     private readonly services: Services,
     private readonly job: ClaimedJob,
     private readonly owner: string,
-    contextFor: ContextFactory,
+    private readonly contextFor: ContextFactory,
   ) {
-    const identity: Identity = { ...job.identity, scopes: resourceScopesOf(job.identity.scope) };
-    this.ctx = contextFor(identity, `job-${job.id}-${job.attempts}`);
     this.record = new AsyncJobRecord(job.id, services.auth.repo(job.projectId), services.log, () => this.controller.abort());
   }
 
@@ -83,11 +80,16 @@ export class JobRun implements AsyncJobControl {
       const text = `The job was started ${maxAttempts} times without finishing (its servers stopped or failed): ${this.job.checkpoint === undefined ? 'no work was recorded' : 'it stopped after its last checkpoint'}`;
       return this.end(outcomeParameters(text, 'transient'), 'error');
     }
+    const identity = await this.starterNow();
+    if (identity === undefined) {
+      const text = 'The membership that started the job was removed or deactivated before it ran: nothing was done as it';
+      return this.end(outcomeParameters(text, 'forbidden'), 'error', text);
+    }
     const result = await invokeOperation(this.operation(), this.job.input as Record<string, unknown>, {
       level: this.job.level,
       resourceType: this.job.resourceType,
       id: this.job.resourceId,
-      ctx: this.ctx,
+      ctx: this.contextFor(identity, `job-${this.job.id}-${this.job.attempts}`),
       db: this.services.db,
       job: this,
     });
@@ -120,6 +122,21 @@ export class JobRun implements AsyncJobControl {
     if (this.lost) return;
     if (!this.record.gone) await this.record.finish(output, status);
     await endJob(this.services.db, this.id, this.owner, reason);
+  }
+
+  /**
+   * The identity that started the job, as its membership stands now: a job waits in the queue or
+   * resumes later, and a member removed, deactivated, demoted or given a narrower AccessPolicy
+   * meanwhile must not go on acting with what they had. Undefined when the membership is gone.
+   */
+  private async starterNow(): Promise<Identity | undefined> {
+    const saved = this.job.identity;
+    const withScopes: Identity = { ...saved, scopes: resourceScopesOf(saved.scope) };
+    if (saved.membershipId === undefined) return withScopes;
+    const membership = await this.services.auth.readMembership(`ProjectMembership/${saved.membershipId}`);
+    if (membership === undefined || membership.meta?.project !== saved.projectId) return undefined;
+    const now = await this.services.auth.identityFor(membership);
+    return { ...withScopes, superAdmin: now.superAdmin, projectAdmin: now.projectAdmin, accessPolicy: now.accessPolicy };
   }
 
   private operation(): Operation {
@@ -161,7 +178,7 @@ export class JobRun implements AsyncJobControl {
   }
 }
 
-function outcomeParameters(text: string, code: 'transient' | 'exception'): Parameters {
+function outcomeParameters(text: string, code: 'transient' | 'exception' | 'forbidden'): Parameters {
   return { resourceType: 'Parameters', parameter: [{ name: 'outcome', resource: outcome([issue(code, text)]) }] };
 }
 
