@@ -123,7 +123,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const readRouting = replicas && new ReadYourWrites(replicas, db, bus, log);
   const bots = new BotRunner({ config, auth, log, apiAs: botApi(() => services, config, log) });
   const services: Services = { log, ...storage, auth, bus, readRouting, bots };
-  events.deliverWith(storage, botDelivery(services));
+  events.deliverWith(storage, auth, botDelivery(services));
   // AsyncJobs no queued job stands for, whose server stopped, become `error` (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
   // Queued jobs, and jobs whose server stopped, run here as well as anywhere (src/operations/jobs).

@@ -2,7 +2,9 @@ import type { Services } from '../operations/context.js';
 import type { Identity } from '../identity/identity.js';
 import { errors } from '../fhir/outcome.js';
 import type { SqlExecutor } from '../db/database.js';
-import type { JoinedTransaction } from '../db/joined-transaction.js';
+import { JoinedTransaction } from '../db/joined-transaction.js';
+import { systemRepository } from '../auth/accounts.js';
+import { createBotMembership } from '../bots/membership.js';
 import type { ReadSession } from '../cache/read-your-writes.js';
 import { type Resource, isRecord } from '../fhir/types.js';
 import { Repository } from '../storage/repository.js';
@@ -145,6 +147,7 @@ export class GuardedRepository implements ResourceRepository {
     assertScope(this.who, resourceType, 'c');
     this.assertJoinable(resourceType);
     this.checkMembership(resourceType, input);
+    if (resourceType === 'Bot') return this.createBot(input, id);
     if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.creator.createResource(resourceType, input, id);
     // `retiringSecret` is shown by reads only ($rotate-secret sets it): a read sent back is not stored with it.
     const { secret, retiringSecret: _shownOnly, ...rest } = input;
@@ -154,7 +157,25 @@ export class GuardedRepository implements ResourceRepository {
 
   async createResources(input: readonly NewResource[] | PreparedCreates): Promise<WriteResult[]> {
     this.assertMayCreate(isPrepared(input) ? input.items : input);
-    return this.creator.createResources(input);
+    const results = await this.creator.createResources(input);
+    for (const { resource } of results) if (resource.resourceType === 'Bot') await this.botMembership(resource);
+    return results;
+  }
+
+  /** A Bot and the ProjectMembership it acts through (as Medplum makes it), in one transaction. */
+  private async createBot(input: unknown, id?: string): Promise<WriteResult> {
+    if (!this.joined) {
+      return JoinedTransaction.run(this.reads.primary, this.services.db.kind, (joined) => new GuardedRepository(this.services, this.who, this.reads, joined).createResource('Bot', input, id));
+    }
+    const result = await this.creator.createResource('Bot', input, id);
+    await this.botMembership(result.resource);
+    return result;
+  }
+
+  private async botMembership(bot: Resource): Promise<void> {
+    const db = this.joined ?? this.reads.primary;
+    const projectId = bot.meta!.project!;
+    await createBotMembership(systemRepository({ ...this.services, db }, projectId), projectId, bot.id!);
   }
 
   async prepareCreates(items: readonly NewResource[]): Promise<PreparedCreates> {

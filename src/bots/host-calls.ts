@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { refusedEndpoint } from '../net/outbound-addresses.js';
+import { outboundRequest, RefusedAddressError } from '../net/outbound-request.js';
 import type { HostRequest, HostResponse } from './sandbox/protocol.js';
 
 /** A call of the bot's to the FHIR API, below the FHIR base: path with its query. */
@@ -50,14 +50,13 @@ async function outboundFetch(config: Config, request: HostRequest, deadline: num
     throw new Error(`Outbound fetch: "${request.url}" is not an absolute URL`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`Outbound fetch: only http and https URLs, got ${url.protocol}`);
-  const refused = await refusedEndpoint(url, config.outboundAllowPrivateAddresses);
-  if (refused) throw new Error(`Outbound fetch refused: ${refused}`);
-  const response = await fetch(url, {
-    method: request.method,
-    headers: request.headers,
-    body: request.body,
-    redirect: 'manual',
-    signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
-  });
-  return { status: response.status, headers: Object.fromEntries(response.headers), body: await response.text() };
+  try {
+    return await outboundRequest(url, {
+      method: request.method, headers: request.headers, body: request.body, readBody: true,
+      allowPrivate: config.outboundAllowPrivateAddresses, signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
+    });
+  } catch (error) {
+    if (error instanceof RefusedAddressError) throw new Error(`Outbound fetch refused: ${error.message}`);
+    throw error;
+  }
 }

@@ -2,23 +2,28 @@ import { membershipsReferencing } from '../auth/accounts.js';
 import type { AuthService } from '../auth/service.js';
 import type { ProjectMembership } from '../fhir/resources.js';
 import type { Identity } from '../identity/identity.js';
+import type { Repository } from '../storage/repository.js';
 
 /**
- * The ProjectMembership a Bot acts through (profile and user `Bot/<id>`): made when the Bot is
- * first deployed or run, without an AccessPolicy; an admin gives it one like any membership.
+ * The ProjectMembership a Bot acts through (profile and user `Bot/<id>`), made with the Bot (in its
+ * transaction, src/access/guarded-repository.ts), without an AccessPolicy; an admin gives it one
+ * like any membership. `repo`: the system repository of the Bot's project.
  */
-export async function botMembership(auth: AuthService, projectId: string, botId: string): Promise<ProjectMembership> {
+export async function createBotMembership(repo: Repository, projectId: string, botId: string): Promise<ProjectMembership> {
   const reference = `Bot/${botId}`;
-  const found = (await membershipsReferencing(auth.db, 'profile', reference)).find((membership) => membership.meta?.project === projectId);
-  if (found) return found;
   const membership: ProjectMembership = {
     resourceType: 'ProjectMembership',
     project: { reference: `Project/${projectId}` },
     user: { reference },
     profile: { reference },
   };
-  const created = await auth.repo(projectId).createResource('ProjectMembership', membership);
-  return created.resource as ProjectMembership;
+  return (await repo.createResource('ProjectMembership', membership)).resource as ProjectMembership;
+}
+
+/** The Bot's membership; made now for a Bot that has none (one stored before Bots came with theirs, or cloned). */
+export async function botMembership(auth: AuthService, projectId: string, botId: string): Promise<ProjectMembership> {
+  const found = (await membershipsReferencing(auth.db, 'profile', `Bot/${botId}`)).find((membership) => membership.meta?.project === projectId);
+  return found ?? createBotMembership(auth.repo(projectId), projectId, botId);
 }
 
 /** Who the bot's API calls act as: its membership, with that membership's access policy. */

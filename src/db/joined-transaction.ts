@@ -31,6 +31,14 @@ export class JoinedTransaction implements TransactionalSql {
     this.effects.push(effect);
   }
 
+  /** Runs `work` in one transaction of `db` that its writes join; their after-commit effects run once it committed. */
+  static async run<T>(db: TransactionalSql, kind: DatabaseKind, work: (joined: JoinedTransaction) => Promise<T>): Promise<T> {
+    let joined: JoinedTransaction | undefined;
+    const result = await db.transaction((tx) => work((joined = new JoinedTransaction(tx, kind))));
+    joined?.committed();
+    return result;
+  }
+
   /** Called by the owner of the transaction once it has committed. */
   committed(): void {
     for (const effect of this.effects.splice(0)) effect();

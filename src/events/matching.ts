@@ -8,14 +8,16 @@ import type { SearchConfig } from '../search/search-services.js';
 import type { Change } from '../storage/change-log.js';
 import { extensionOf, FHIRPATH_CRITERIA_URL, parseCriteria, SUPPORTED_INTERACTION_URL, type Subscription } from './subscription.js';
 
-/** The most Subscriptions of one project a change is matched against. */
-const MAX_SUBSCRIPTIONS = 1000;
+/** The most ids one search of a criteria is narrowed to. */
+const IDS_PER_SEARCH = 100;
 
 /** A changed version, as a worker matches it. */
 export interface ChangedVersion {
   readonly change: Pick<Change, 'projectId' | 'resourceType' | 'id' | 'versionId' | 'interaction'>;
   /** The version written (the last one before a delete); absent when it cannot be read. */
   readonly resource: Resource | undefined;
+  /** Its stored text, as deliveries send it (absent for a delete or when it cannot be read). */
+  readonly text?: string;
   /** The version before it, for `%previous`. */
   readonly previous: Resource | undefined;
   /** Whether the written version is still the current one, which the search index holds. */
@@ -24,35 +26,71 @@ export interface ChangedVersion {
 
 export type MatchConfig = Pick<Config, 'fhirBaseUrl' | 'accurateCountThreshold' | 'searchMaxValueLength' | 'searchMaxParameters' | 'searchMaxOrValues'>;
 
-function searchServices(db: SqlExecutor, config: MatchConfig, projectId: string) {
-  const searchConfig: SearchConfig = { ...config };
-  return { db, identity: { projectId, superAdmin: false }, config: searchConfig };
-}
-
-/** The active Subscriptions of a project. */
-export async function activeSubscriptions(db: SqlExecutor, config: MatchConfig, projectId: string): Promise<Subscription[]> {
-  const result = await search(searchServices(db, config, projectId), 'Subscription', [['status', 'active'], ['_count', String(MAX_SUBSCRIPTIONS)]]);
-  return result.matches.map((row) => JSON.parse(row.text) as Subscription);
+/** Whether any of `subscriptions` reads `%previous` (then the version before each change must be read). */
+export function needsPrevious(subscriptions: readonly Subscription[]): boolean {
+  return subscriptions.some((subscription) => extensionOf(subscription, FHIRPATH_CRITERIA_URL)?.valueString?.includes('%previous'));
 }
 
 /**
- * Whether a change is one `subscription` asks for, as Medplum decides it: the criteria's type,
- * the supported-interaction extension, the FHIRPath criteria (`%current`, `%previous`), then the
- * criteria's search parameters. Those run as a search of the stored index narrowed to the
- * resource's id (so chained parameters work as in any search); a deleted resource, or a version
- * superseded since, is no longer in the index, so its parameters are not checked (documented).
+ * Which of `subscriptions` (all of one project) each of `versions` (changes of that project) is
+ * for, as Medplum decides it: the criteria's type, the supported-interaction extension, the
+ * FHIRPath criteria (`%current`, `%previous`), then the criteria's search parameters. Those run
+ * as a search of the stored index narrowed to the changed ids, one per distinct criteria and
+ * batch of ids rather than one per change (chained parameters work as in any search); a deleted
+ * resource, or a version superseded since, is no longer in the index, so its parameters are not
+ * checked (documented). Any channel type: the caller picks the channels it serves.
  */
-export async function matches(db: SqlExecutor, config: MatchConfig, subscription: Subscription, version: ChangedVersion): Promise<boolean> {
-  const { change } = version;
+export async function matchChanges(
+  db: SqlExecutor,
+  config: MatchConfig,
+  subscriptions: readonly Subscription[],
+  versions: readonly ChangedVersion[],
+): Promise<Subscription[][]> {
+  const matched = versions.map((): Subscription[] => []);
+  // Subscriptions often share their criteria (several receivers of one feed): one search each.
+  const byCriteria = new Map<string, Subscription[]>();
+  for (const subscription of subscriptions) {
+    const key = JSON.stringify([subscription.criteria, subscription.extension]);
+    const group = byCriteria.get(key);
+    if (group) group.push(subscription);
+    else byCriteria.set(key, [subscription]);
+  }
+  for (const group of byCriteria.values()) {
+    const found = await matchingVersions(db, config, group[0], versions);
+    for (const index of found) matched[index].push(...group);
+  }
+  return matched;
+}
+
+/** The indexes of the versions `subscription` is for. */
+async function matchingVersions(db: SqlExecutor, config: MatchConfig, subscription: Subscription, versions: readonly ChangedVersion[]): Promise<number[]> {
   const criteria = parseCriteria(subscription.criteria ?? '');
-  if (criteria.resourceType !== change.resourceType) return false;
   const interaction = extensionOf(subscription, SUPPORTED_INTERACTION_URL)?.valueCode;
-  if (interaction !== undefined && interaction !== change.interaction) return false;
-  if (!fhirPathCriteriaMet(subscription, version)) return false;
   const params = criteria.params.filter(([name]) => !name.startsWith('_') || name === '_id' || name === '_tag' || name === '_profile' || name === '_security');
-  if (params.length === 0 || change.interaction === 'delete' || !version.current) return true;
-  const found = await search(searchServices(db, config, change.projectId), change.resourceType, [...params, ['_id', change.id], ['_count', '1']], { lenient: true });
-  return found.matches.some((row) => row.id === change.id);
+  const found: number[] = [];
+  const toSearch: number[] = [];
+  versions.forEach((version, index) => {
+    const { change } = version;
+    if (criteria.resourceType !== change.resourceType) return;
+    if (interaction !== undefined && interaction !== change.interaction) return;
+    if (!fhirPathCriteriaMet(subscription, version)) return;
+    if (params.length === 0 || change.interaction === 'delete' || !version.current) found.push(index);
+    else toSearch.push(index);
+  });
+  for (let start = 0; start < toSearch.length; start += IDS_PER_SEARCH) {
+    const chunk = toSearch.slice(start, start + IDS_PER_SEARCH);
+    const ids = new Set(await matchingIds(db, config, criteria.resourceType, params, chunk.map((index) => versions[index].change)));
+    for (const index of chunk) if (ids.has(versions[index].change.id)) found.push(index);
+  }
+  return found;
+}
+
+async function matchingIds(db: SqlExecutor, config: MatchConfig, resourceType: string, params: [string, string][], changes: ChangedVersion['change'][]): Promise<string[]> {
+  const ids = [...new Set(changes.map((change) => change.id))];
+  const searchConfig: SearchConfig = { ...config };
+  const services = { db, identity: { projectId: changes[0].projectId, superAdmin: false }, config: searchConfig };
+  const result = await search(services, resourceType, [...params, ['_id', ids.join(',')], ['_count', String(ids.length)], ['_total', 'none']], { lenient: true });
+  return result.matches.map((row) => row.id);
 }
 
 type Compiled = (resource: unknown, env: Record<string, unknown>) => unknown[];

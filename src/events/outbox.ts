@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import type { SqlExecutor, TransactionalSql } from '../db/database.js';
+import { createHash, randomUUID } from 'node:crypto';
+import type { SqlExecutor } from '../db/database.js';
 import type { Change } from '../storage/change-log.js';
 
 /**
@@ -45,20 +45,60 @@ export async function finish(db: SqlExecutor, row: OutboxRow): Promise<boolean> 
   return removed.length > 0;
 }
 
-/** Makes a held row due again in `delayMs`. */
-export async function retryLater(db: SqlExecutor, row: OutboxRow, delayMs: number): Promise<void> {
-  await db.execute(
-    `UPDATE "event_outbox" SET "dueAt" = now() + $3::int * interval '1 millisecond' WHERE "id" = $1 AND "attempts" = $2::int`,
-    [row.id, row.attempts, delayMs],
+/** Removes the rows this server still holds of `rows`; returns their ids. */
+export async function finishHeld(db: SqlExecutor, rows: readonly OutboxRow[]): Promise<Set<string>> {
+  if (rows.length === 0) return new Set();
+  const removed = await db.query<{ id: string }>(
+    `DELETE FROM "event_outbox" o USING unnest($1::uuid[], $2::int[]) AS held("id", "attempts")
+     WHERE o."id" = held."id" AND o."attempts" = held."attempts" RETURNING o."id"`,
+    [rows.map((row) => row.id), rows.map((row) => row.attempts)],
+  );
+  return new Set(removed.map((row) => row.id));
+}
+
+/**
+ * The id of the delivery of one change to one Subscription, the event id its receiver sees: the
+ * same whichever server matches the change, and however often (a change whose server died before
+ * it finished is matched again), so a receiver can tell a delivery it already had.
+ */
+export function deliveryId(changeId: string, subscriptionId: string): string {
+  const hex = createHash('sha256').update(`${changeId}/${subscriptionId}`).digest('hex');
+  // A version-8 UUID (RFC 9562: custom), variant 10.
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16], 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** A delivery whose first attempt failed: due again in `delayMs`, one attempt counted. */
+export interface LaterDelivery {
+  readonly id: string;
+  readonly change: OutboxRow;
+  readonly subscriptionId: string;
+  readonly delayMs: number;
+}
+
+/** Deliveries to be attempted again, in one statement (a row already there is left as it is). */
+export async function insertLater(tx: SqlExecutor, later: readonly LaterDelivery[]): Promise<void> {
+  if (later.length === 0) return;
+  const column = <T>(pick: (item: LaterDelivery) => T) => later.map(pick);
+  await tx.execute(
+    `INSERT INTO "event_outbox" ("id", "projectId", "resourceType", "resourceId", "versionId", "interaction", "subscriptionId", "attempts", "dueAt")
+     SELECT d."id", d."projectId", d."resourceType", d."resourceId", d."versionId", d."interaction", d."subscriptionId", 1, now() + d."delay" * interval '1 millisecond'
+     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[])
+       AS d("id", "projectId", "resourceType", "resourceId", "versionId", "interaction", "subscriptionId", "delay")
+     ON CONFLICT ("id") DO NOTHING`,
+    [
+      column((item) => item.id), column((item) => item.change.projectId), column((item) => item.change.resourceType), column((item) => item.change.resourceId),
+      column((item) => item.change.versionId), column((item) => item.change.interaction), column((item) => item.subscriptionId), column((item) => item.delayMs),
+    ],
   );
 }
 
-/** Replaces a held change by its deliveries, in one transaction: done once even if two servers raced for it. */
-export async function fanOut(db: TransactionalSql, change: OutboxRow, subscriptionIds: readonly string[]): Promise<string[]> {
-  return db.transaction(async (tx) => {
-    if (!(await finish(tx, change))) return [];
-    return insertDeliveries(tx, change, subscriptionIds);
-  });
+/** Makes a held row due again in `delayMs`; false when it is no longer held. */
+export async function retryLater(db: SqlExecutor, row: OutboxRow, delayMs: number): Promise<boolean> {
+  const updated = await db.query(
+    `UPDATE "event_outbox" SET "dueAt" = now() + $3::int * interval '1 millisecond' WHERE "id" = $1 AND "attempts" = $2::int RETURNING "id"`,
+    [row.id, row.attempts, delayMs],
+  );
+  return updated.length > 0;
 }
 
 /** New deliveries of one version, due now; returns their ids (the event ids receivers see). */

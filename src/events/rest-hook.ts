@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { Change } from '../storage/change-log.js';
-import { refusedEndpoint } from '../net/outbound-addresses.js';
+import { outboundRequest, RefusedAddressError } from '../net/outbound-request.js';
 import { secretOf, type Subscription } from './subscription.js';
 
 /** What one attempt to deliver gives: the receiver's status, or why there was none. */
@@ -54,17 +54,15 @@ function resourceBody(delivery: RestHookDelivery): string {
 
 /** POSTs the notification; a 2xx answer within `timeoutMs` is a success. */
 export async function sendRestHook(delivery: RestHookDelivery, options: { timeoutMs: number; allowPrivate: boolean; signal: AbortSignal }): Promise<AttemptResult> {
-  const endpoint = new URL(delivery.subscription.channel!.endpoint!);
-  const refusal = await refusedEndpoint(endpoint, options.allowPrivate);
-  if (refusal) return { ok: false, error: `endpoint refused: ${refusal}` };
   const { body, headers } = restHookRequest(delivery);
   try {
-    const response = await fetch(endpoint, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.any([AbortSignal.timeout(options.timeoutMs), options.signal]) });
-    // The answer is not read, but must be consumed to free the connection.
-    await response.body?.cancel().catch(() => undefined);
+    const response = await outboundRequest(new URL(delivery.subscription.channel!.endpoint!), {
+      method: 'POST', headers, body, readBody: false, allowPrivate: options.allowPrivate, signal: AbortSignal.any([AbortSignal.timeout(options.timeoutMs), options.signal]),
+    });
     return { ok: response.status >= 200 && response.status < 300, status: response.status };
   } catch (error) {
+    if (error instanceof RefusedAddressError) return { ok: false, error: `endpoint refused: ${error.message}` };
     const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
-    return { ok: false, error: timedOut ? `no answer within ${options.timeoutMs} ms` : `request failed: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}` };
+    return { ok: false, error: timedOut ? `no answer within ${options.timeoutMs} ms` : `request failed: ${error instanceof Error ? error.message : String(error)}` };
   }
 }

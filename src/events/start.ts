@@ -1,28 +1,39 @@
 import type { Logger } from 'pino';
+import type { AuthService } from '../auth/service.js';
 import type { InvalidationBus } from '../cache/invalidation.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { StorageServices } from '../storage/repository.js';
+import { ActiveSubscriptions } from './active-subscriptions.js';
+import type { ChannelListener } from './change-batch.js';
 import { SubscriptionChangeLog } from './change-log.js';
 import { EventWorker, type BotDelivery } from './worker.js';
 
 export interface Events {
   /** What the repository records every write with (StorageServices.changeLog). */
   readonly changeLog: SubscriptionChangeLog;
+  /** Each project's active Subscriptions, as this server holds them. */
+  readonly subscriptions: ActiveSubscriptions;
+  /** Matches for Subscriptions of `channelType` (other than rest-hook) go to `listener`; before deliverWith. */
+  onMatch(channelType: string, listener: ChannelListener): void;
   /** Starts this server's workers, which read and write resources with `storage`. */
-  deliverWith(storage: StorageServices, botDelivery?: BotDelivery): EventWorker;
+  deliverWith(storage: StorageServices, auth: AuthService, botDelivery?: BotDelivery): EventWorker;
   close(): Promise<void>;
 }
 
 /** Subscriptions of one server: the change log first (storage needs it), the workers once storage exists. */
 export function startEvents(db: Database, config: Config, log: Logger, bus: InvalidationBus): Events {
   let worker: EventWorker | undefined;
-  const changeLog = new SubscriptionChangeLog(() => worker?.kick());
-  changeLog.listen(bus);
+  const subscriptions = new ActiveSubscriptions(config);
+  subscriptions.listen(bus);
+  const channels = new Map<string, ChannelListener>();
+  const changeLog = new SubscriptionChangeLog(subscriptions, () => worker?.kick());
   return {
     changeLog,
-    deliverWith(storage, botDelivery) {
-      worker = new EventWorker(db, storage, config, log.child({ component: 'subscriptions' }), botDelivery);
+    subscriptions,
+    onMatch: (channelType, listener) => void channels.set(channelType, listener),
+    deliverWith(storage, auth, botDelivery) {
+      worker = new EventWorker(db, storage, auth, config, subscriptions, channels, log.child({ component: 'subscriptions' }), botDelivery);
       worker.start();
       return worker;
     },

@@ -1,60 +1,62 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
+import type { AuthService } from '../auth/service.js';
 import type { Database } from '../db/database.js';
 import type { StorageServices } from '../storage/repository.js';
 import { systemRepository } from '../auth/accounts.js';
-import { AuditBatches } from './audit.js';
-import { activeSubscriptions, matches } from './matching.js';
-import { claimDue, fanOut, finish, retryLater, type OutboxRow } from './outbox.js';
-import { sendRestHook, type AttemptResult, type RestHookDelivery } from './rest-hook.js';
-import { maxAttemptsOf, type Subscription } from './subscription.js';
-import { changedVersion } from './versions.js';
+import type { ActiveSubscriptions } from './active-subscriptions.js';
+import { attempt, backoffMs, recordOutcome, Slots, type BotDelivery, type EventConfig } from './attempts.js';
+import { deliverChanges, type ChangeBatches, type ChannelListener } from './change-batch.js';
+import { claimDue, finish, retryLater, type OutboxRow } from './outbox.js';
+import type { RestHookDelivery } from './rest-hook.js';
+import type { Subscription } from './subscription.js';
 
-/** Delivers to a Bot (`endpoint: Bot/{id}`): supplied by the composition root, which owns the router. */
-export type BotDelivery = (delivery: RestHookDelivery & { projectId: string; botId: string }) => Promise<AttemptResult>;
+export type { BotDelivery, EventConfig } from './attempts.js';
 
-export type EventConfig = Pick<
-  Config,
-  | 'fhirBaseUrl' | 'accurateCountThreshold' | 'searchMaxValueLength' | 'searchMaxParameters' | 'searchMaxOrValues'
-  | 'subscriptionTimeoutMs' | 'subscriptionRetryBaseMs' | 'subscriptionPollMs' | 'subscriptionConcurrency' | 'outboundAllowPrivateAddresses'
->;
-
-/** Longest wait between two attempts of one delivery. */
-const MAX_BACKOFF_MS = 60 * 60 * 1000;
+/** The most rows one claim takes, and the most claimed batches a server works on at once. */
+const BATCH_ROWS = 100;
+const MAX_BATCHES = 8;
 
 /**
- * The outbox's workers of one server: claim due rows (changes to match, deliveries to make), up
- * to SUBSCRIPTION_CONCURRENCY at once, each on its own so a slow endpoint holds only its own
- * place until its timeout. Woken by this server's commits of recorded changes and by the retries
- * it scheduled, and every SUBSCRIPTION_POLL_MS for what other servers left (a lease that passed).
+ * The outbox's workers of one server: claim due rows in batches, changes to match (matched and
+ * first attempted together, deliverChanges) and deliveries to attempt again, with at most
+ * SUBSCRIPTION_CONCURRENCY attempts in flight. Woken by this server's commits of recorded changes
+ * and by the retries it scheduled, and every SUBSCRIPTION_POLL_MS for what other servers left (a
+ * lease that passed).
  */
 export class EventWorker {
-  private inFlight = new Set<Promise<void>>();
+  private readonly inFlight = new Set<Promise<void>>();
   private pumping = false;
   private again = false;
   private closed = false;
   private poll: NodeJS.Timeout | undefined;
   private readonly retries = new Set<NodeJS.Timeout>();
-  private readonly audit: AuditBatches;
-  private readonly leaseMs: number;
+  private readonly batches: ChangeBatches;
   /** Aborts the requests in flight when the server stops: their rows become due again when their lease passes. */
   private readonly stopping = new AbortController();
 
   constructor(
     private readonly db: Database,
-    private readonly storage: StorageServices,
-    private readonly config: EventConfig,
+    storage: StorageServices,
+    auth: AuthService,
+    config: EventConfig,
+    subscriptions: ActiveSubscriptions,
+    channels: ReadonlyMap<string, ChannelListener>,
     private readonly log: Logger,
-    private readonly botDelivery?: BotDelivery,
+    botDelivery?: BotDelivery,
   ) {
-    this.audit = new AuditBatches(storage, log);
-    // Longer than an attempt (its request, then its AuditEvent and its row): a lease that passes
-    // while its server still works on it gives a second delivery, never a lost one.
-    this.leaseMs = 2 * config.subscriptionTimeoutMs + 5_000;
+    this.batches = {
+      config, auth, botDelivery, storage, subscriptions, channels,
+      signal: this.stopping.signal,
+      slots: new Slots(config.subscriptionConcurrency),
+      // Longer than an attempt (its request, then its AuditEvent and its row): a lease that passes
+      // while its server still works on it gives a second delivery, never a lost one.
+      leaseMs: 2 * config.subscriptionTimeoutMs + 5_000,
+      wakeIn: (delayMs) => this.wakeIn(delayMs),
+    };
   }
 
   start(): void {
-    this.poll = setInterval(() => this.kick(), this.config.subscriptionPollMs);
+    this.poll = setInterval(() => this.kick(), this.batches.config.subscriptionPollMs);
     this.kick();
   }
 
@@ -69,7 +71,11 @@ export class EventWorker {
     for (const timer of this.retries) clearTimeout(timer);
     this.stopping.abort();
     await Promise.all(this.inFlight);
-    await this.audit.flush();
+  }
+
+  /** Claims while there is room: a batch in hand and attempts waiting for a slot both count. */
+  private hasRoom(): boolean {
+    return this.inFlight.size < MAX_BATCHES && this.batches.slots.queued < this.batches.config.subscriptionConcurrency;
   }
 
   private async pump(): Promise<void> {
@@ -81,11 +87,10 @@ export class EventWorker {
     try {
       do {
         this.again = false;
-        const free = this.config.subscriptionConcurrency - this.inFlight.size;
-        if (free <= 0 || this.closed) break;
-        const rows = await claimDue(this.db, free, this.leaseMs);
-        for (const row of rows) this.run(row);
-        if (rows.length === free) this.again = true;
+        if (!this.hasRoom() || this.closed) break;
+        const rows = await claimDue(this.db, BATCH_ROWS, this.batches.leaseMs);
+        if (rows.length > 0) this.run(rows);
+        if (rows.length === BATCH_ROWS) this.again = true;
       } while (this.again && !this.closed);
     } catch (error) {
       this.log.warn({ err: error }, 'claiming subscription events failed; retrying at the next poll');
@@ -94,44 +99,35 @@ export class EventWorker {
     }
   }
 
-  private run(row: OutboxRow): void {
-    const work = this.handle(row).finally(() => {
+  private run(rows: OutboxRow[]): void {
+    const work = this.handle(rows).finally(() => {
       this.inFlight.delete(work);
       this.kick();
     });
     this.inFlight.add(work);
   }
 
-  private async handle(row: OutboxRow): Promise<void> {
-    try {
-      if (row.subscriptionId === null) await this.match(row);
-      else await this.deliver(row, row.subscriptionId);
-    } catch (error) {
-      this.log.warn({ err: error, event: row.id }, 'a subscription event failed; it will be retried');
-      await this.retry(row).catch(() => undefined);
-    }
+  private async handle(rows: OutboxRow[]): Promise<void> {
+    const changes = rows.filter((row) => row.subscriptionId === null);
+    const deliveries = rows.filter((row) => row.subscriptionId !== null);
+    await Promise.all([
+      changes.length > 0 && deliverChanges(this.batches, changes).catch((error: unknown) => this.failed(changes, error)),
+      ...deliveries.map((row) => this.deliverAgain(row, row.subscriptionId!).catch((error: unknown) => this.failed([row], error))),
+    ]);
   }
 
-  /** Replaces a change by one delivery per matching Subscription. */
-  private async match(row: OutboxRow): Promise<void> {
-    const repo = systemRepository(this.storage, row.projectId);
-    const version = await changedVersion(repo, row);
-    const matched: string[] = [];
-    // Subscriptions often share their criteria (several receivers of one feed): one search each.
-    const byCriteria = new Map<string, Promise<boolean>>();
-    for (const subscription of await activeSubscriptions(this.db, this.config, row.projectId)) {
-      if (subscription.channel?.type !== 'rest-hook') continue;
-      const key = JSON.stringify([subscription.criteria, subscription.extension]);
-      let found = byCriteria.get(key);
-      if (!found) byCriteria.set(key, (found = matches(this.db, this.config, subscription, version)));
-      if (await found) matched.push(subscription.id!);
-    }
-    await fanOut(this.db, row, matched);
+  private async failed(rows: OutboxRow[], error: unknown): Promise<void> {
+    this.log.warn({ err: error, events: rows.map((row) => row.id) }, 'subscription events failed; they will be retried');
+    await Promise.all(rows.map((row) => this.retry(row, backoffMs(this.batches.config, row.attempts)).catch(() => undefined)));
   }
 
-  private async deliver(row: OutboxRow, subscriptionId: string): Promise<void> {
-    const repo = systemRepository(this.storage, row.projectId);
-    const subscription = await repo.readResource('Subscription', subscriptionId).catch(() => undefined) as Subscription | undefined;
+  /** A delivery whose earlier attempt failed (or a `$resend` of one Subscription). */
+  private async deliverAgain(row: OutboxRow, subscriptionId: string): Promise<void> {
+    const { storage, subscriptions } = this.batches;
+    const repo = systemRepository(storage, row.projectId);
+    const subscription = (await subscriptions.of(this.db, row.projectId)).find((item) => item.id === subscriptionId)
+      // One created on another server may not be in this server's list yet.
+      ?? ((await repo.readResource('Subscription', subscriptionId).catch(() => undefined)) as Subscription | undefined);
     // A Subscription deleted or turned off since stops its deliveries.
     if (!subscription || subscription.status !== 'active' || subscription.channel?.type !== 'rest-hook' || !subscription.channel.endpoint) {
       await finish(this.db, row);
@@ -139,27 +135,19 @@ export class EventWorker {
     }
     const text = row.interaction === 'delete' ? undefined : (await repo.readHistoryVersion(row.resourceType, row.resourceId, row.versionId)).text ?? undefined;
     const delivery: RestHookDelivery = { eventId: row.id, subscription, interaction: row.interaction, reference: `${row.resourceType}/${row.resourceId}`, text };
-    const started = new Date();
-    const result = await this.attempt(delivery, row.projectId);
-    this.audit.add({ projectId: row.projectId, subscriptionId, reference: delivery.reference, attempt: row.attempts, started, ended: new Date(), result });
+    const done = await attempt(this.batches, row.projectId, delivery, row.attempts);
     if (this.stopping.signal.aborted) return;
-    if (result.ok || row.attempts >= maxAttemptsOf(subscription)) await finish(this.db, row);
-    else await this.retry(row);
+    const delay = await recordOutcome(this.batches, row, subscription, done);
+    if (delay !== undefined) this.wakeIn(delay);
   }
 
-  private attempt(delivery: RestHookDelivery, projectId: string): Promise<AttemptResult> {
-    const endpoint = delivery.subscription.channel!.endpoint!;
-    if (endpoint.startsWith('Bot/')) {
-      if (!this.botDelivery) return Promise.resolve({ ok: false, error: 'this server cannot run bots' });
-      return this.botDelivery({ ...delivery, projectId, botId: endpoint.slice('Bot/'.length) });
-    }
-    return sendRestHook(delivery, { timeoutMs: this.config.subscriptionTimeoutMs, allowPrivate: this.config.outboundAllowPrivateAddresses, signal: this.stopping.signal });
-  }
-
-  /** Due again after an exponential backoff; this server looks again then (others at their polls). */
-  private async retry(row: OutboxRow): Promise<void> {
-    const delay = Math.min(this.config.subscriptionRetryBaseMs * 2 ** Math.max(row.attempts - 1, 0), MAX_BACKOFF_MS);
+  /** Due again after `delay`; this server looks again then (others at their polls). */
+  private async retry(row: OutboxRow, delay: number): Promise<void> {
     await retryLater(this.db, row, delay);
+    this.wakeIn(delay);
+  }
+
+  private wakeIn(delay: number): void {
     if (this.closed) return;
     const timer = setTimeout(() => {
       this.retries.delete(timer);

@@ -1,4 +1,4 @@
-import { lookup } from 'node:dns/promises';
+import { lookup, type LookupAddress, type LookupAllOptions, type LookupOneOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 
 /**
@@ -24,20 +24,41 @@ function isRefused(address: string): boolean {
   return refused.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
 }
 
+/** A connection refused because its host is, or resolves to, an address outbound calls may not reach. */
+export class RefusedAddressError extends Error {
+  readonly code = 'EREFUSEDADDRESS';
+}
+
+function refusal(host: string, address: string): string {
+  const named = host === address ? host : `${host} resolves to ${address},`;
+  return `${named} a loopback, private or link-local address (OUTBOUND_ALLOW_PRIVATE_ADDRESSES allows it)`;
+}
+
 /**
- * Why `url` may not be called, or undefined when it may: every address its host resolves to must
- * be public. (The request resolves the name again; a name that changes its answer in between is
- * not caught here.)
+ * Why `url` may not be called, or undefined when it may, as far as its host is an address. A
+ * name is checked when the connection is made (checkedLookup): the address checked is the one
+ * connected to, so a name that changes its answer in between (DNS rebinding) gains nothing.
  */
-export async function refusedEndpoint(url: URL, allowPrivate: boolean): Promise<string | undefined> {
+export function refusedEndpoint(url: URL, allowPrivate: boolean): string | undefined {
   if (allowPrivate) return undefined;
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  let addresses: string[];
-  try {
-    addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((entry) => entry.address);
-  } catch {
-    return `the host ${host} could not be resolved`;
-  }
-  const blocked = addresses.find(isRefused);
-  return blocked === undefined ? undefined : `${host} resolves to ${blocked}, a loopback, private or link-local address (OUTBOUND_ALLOW_PRIVATE_ADDRESSES allows it)`;
+  return isIP(host) && isRefused(host) ? refusal(host, host) : undefined;
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * The `lookup` of outbound connections (net.connect's option): resolves the name as Node would,
+ * then refuses the connection when any address it resolves to is refused.
+ */
+export function checkedLookup(allowPrivate: boolean) {
+  return (hostname: string, options: LookupOneOptions | LookupAllOptions, callback: LookupCallback): void => {
+    lookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, []);
+      const blocked = allowPrivate ? undefined : addresses.find((entry) => isRefused(entry.address));
+      if (blocked) return callback(new RefusedAddressError(refusal(hostname, blocked.address)), []);
+      if (options.all) return callback(null, addresses);
+      callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
 }

@@ -122,6 +122,17 @@ describe('rest-hook subscriptions', () => {
     expect(hook.received).toHaveLength(2);
   });
 
+  it('has written the AuditEvent of every attempt by the time the outbox row is gone', async () => {
+    const client = api.newProject();
+    const hook = await receiver([200]);
+    const subscription = await subscribe(client, hook.url);
+    await Promise.all([1, 2, 3].map(() => client.post('/Observation', observation('8867-4'))));
+    await hook.waitFor(3);
+    expect(await eventually(() => outboxRows(client.projectId), 0)).toBe(0);
+    const audit = await client.get(`/AuditEvent?entity=Subscription/${subscription.id}&_count=100`);
+    expect(audit.body.entry).toHaveLength(3);
+  });
+
   it('delivers nothing of a transaction Bundle that was rolled back', async () => {
     const client = api.newProject();
     const hook = await receiver();
