@@ -53,12 +53,16 @@ function compartmentConditions(source: RecordSource, ctx: CompileContext, withTy
   return conditions;
 }
 
-/** Up to `limit` resources of the patient's compartment after `after`, in (type, id) order. */
-export async function readMatches(source: RecordSource, patientId: string, after: After | undefined, limit: number): Promise<SearchRow[]> {
+/**
+ * Up to `limit` resources of the patient's compartment after `after`, in (type, id) order: the
+ * patient itself only (`self`), which a record lists first, or the others.
+ */
+export async function readMatches(source: RecordSource, patientId: string, after: After | undefined, limit: number, self: boolean): Promise<SearchRow[]> {
   if (partTypes(source.identity, 'match', source.filters)?.length === 0) return [];
   const args = new SqlArgs();
   const ctx = source.compileContext(args);
-  const conditions = [compartmentRows(source, patientId, args)];
+  const isPatient = `(c."resourceType" = 'Patient' AND c."resourceId" = ${args.add(patientId)})`;
+  const conditions = [compartmentRows(source, patientId, args), self ? isPatient : `NOT ${isPatient}`];
   if (after) conditions.push(`(c."resourceType", c."resourceId") > (${args.add(after.resourceType)}, ${args.add(after.id)})`);
   conditions.push(...compartmentConditions(source, ctx, true));
   const sql = `SELECT ${COLUMNS} FROM reference_index c
