@@ -1,6 +1,6 @@
 import type { SearchRow } from '../search/service.js';
 import type { EverythingPosition, RecordPart } from './everything-cursor.js';
-import { nextPatient, readMatches, readReferenced, type RecordSource } from './record-pages.js';
+import { nextPatient, readMatches, readPatientItself, readReferenced, type After, type RecordSource } from './record-pages.js';
 
 /**
  * One page of a walk through patients' records: each record is the patient itself, the rest of
@@ -39,7 +39,7 @@ export async function readWalkPage(
     const wanted = count + 1 - entries.length;
     const after = position.resourceType === '' ? undefined : { resourceType: position.resourceType, id: position.id };
     const part = position.part;
-    const rows = part === 'include' ? await readReferenced(source, position.patientId, after, wanted) : await readMatches(source, position.patientId, after, wanted, part === 'patient');
+    const rows = await readPart(source, position, after, wanted);
     for (const row of rows) entries.push({ row, part, patientId: position.patientId });
     if (rows.length === wanted) break;
     position = await followingPart(source, scope, position);
@@ -50,6 +50,13 @@ export async function readWalkPage(
     entries: entries.slice(0, count),
     next: { patientId: last.patientId, part: last.part, resourceType: last.row.resourceType, id: last.row.id },
   };
+}
+
+function readPart(source: RecordSource, position: EverythingPosition, after: After | undefined, wanted: number): Promise<SearchRow[]> {
+  if (position.part === 'include') return readReferenced(source, position.patientId, after, wanted);
+  if (position.part === 'match') return readMatches(source, position.patientId, after, wanted);
+  // The patient part holds one resource: once passed, it is empty.
+  return after ? Promise.resolve([]) : readPatientItself(source, position.patientId);
 }
 
 async function firstPosition(source: RecordSource, scope: WalkScope): Promise<EverythingPosition | undefined> {
