@@ -17,7 +17,7 @@ import { appendFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import pg from 'pg';
 import { SqlArgs } from '../src/db/sql-args.js';
-import { nextPatient, readMatches, readReferenced, type RecordSource } from '../src/clinical/record-pages.js';
+import { nextPatient, readMatches, readPatientItself, readReferenced, type RecordSource } from '../src/clinical/record-pages.js';
 import { clientCredentialsToken, fhirCall, launchFlint, newProjectClient, stopFlint } from './flint-process.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
@@ -100,7 +100,7 @@ async function walk(token: string, patient: string): Promise<{ times: number[]; 
   return { times, entries };
 }
 
-/** PostgreSQL's plans (no ANALYZE) of a mid-record page of each part, as the operation builds them. */
+/** PostgreSQL's plans (no ANALYZE) of the patient itself and of a mid-record page of each part, as the operation builds them. */
 async function plans(projectId: string, patient: string): Promise<string[]> {
   const captured: { sql: string; args: readonly unknown[] }[] = [];
   const source: RecordSource = {
@@ -110,6 +110,7 @@ async function plans(projectId: string, patient: string): Promise<string[]> {
     filters: {},
     compileContext: (args: SqlArgs) => ({ args, scope: { projectIds: [projectId] }, fhirBase: FHIR, depth: 0 }),
   };
+  await readPatientItself(source, patient);
   await readMatches(source, patient, { resourceType: 'Encounter', id: '8' }, PAGE + 1);
   await readReferenced(source, patient, { resourceType: 'Medication', id: '8' }, PAGE + 1);
   await nextPatient(source, patient);
@@ -134,10 +135,12 @@ async function main(): Promise<void> {
     const admin = await clientCredentialsToken(BASE, ADMIN);
     const token = await clientCredentialsToken(BASE, await newProjectClient(BASE, admin, 'everything bench'));
     const { patient, projectId } = await load(token);
-    const [matchPlan, includePlan, patientPlan] = await plans(projectId, patient);
+    const [selfPlan, matchPlan, includePlan, patientPlan] = await plans(projectId, patient);
+    console.log(`Plan of the patient itself (first page):\n${selfPlan}\n`);
     console.log(`Plan of a compartment page:\n${matchPlan}\n\nPlan of a referenced-resources page:\n${includePlan}\n`);
     console.log(`Plan of the next patient (type level):\n${patientPlan}\n`);
     if (!matchPlan.includes('reference_index_patient_compartment_idx')) throw new Error('the compartment page does not use its partial index');
+    if (!/Index Scan using (resource_pkey|resource_patient_by_project_idx)/.test(selfPlan)) throw new Error('the patient itself is not read by an index on its id');
     if (!patientPlan.includes('resource_patient_by_project_idx')) throw new Error('the next patient is not read by its partial index');
     await walk(token, patient); // warm-up: connections, caches, prepared plans
     const times: number[] = [];

@@ -9,11 +9,15 @@ import { errors } from '../fhir/outcome.js';
  */
 export interface EverythingPosition {
   patientId: string;
-  /** `match`: the compartment; `include`: the resources it references. */
-  part: 'match' | 'include';
+  /** `patient`: the patient itself; `match`: the rest of its compartment; `include`: the resources they reference. */
+  part: RecordPart;
   resourceType: string;
   id: string;
 }
+
+export type RecordPart = 'patient' | 'match' | 'include';
+
+const PARTS: ReadonlySet<string> = new Set<RecordPart>(['patient', 'match', 'include']);
 
 const VERSION = 1;
 
@@ -50,7 +54,7 @@ export function decodePosition(key: string, signature: string, cursor: string): 
     throw invalid('malformed');
   }
   const [, madeFor, patientId, part, resourceType, id] = fields as [number, string, string, string, string, string];
-  if (part !== 'match' && part !== 'include') throw invalid('malformed');
+  if (!PARTS.has(part)) throw invalid('malformed');
   if (madeFor !== signature) throw invalid('it belongs to a different request (patient or parameters changed)');
-  return { patientId, part, resourceType, id };
+  return { patientId, part: part as RecordPart, resourceType, id };
 }

@@ -88,12 +88,12 @@ function searchset(request: OperationRequest, input: EverythingInput, count: num
   const base = request.ctx.config.fhirBaseUrl;
   const seen = new Set<string>();
   const entry: BundleEntry[] = [];
-  for (const { row, mode } of page.entries) {
+  for (const { row, part } of page.entries) {
     const key = `${row.resourceType}/${row.id}`;
     // At type level two patients' records can share a referenced resource: once per page.
     if (seen.has(key)) continue;
     seen.add(key);
-    entry.push({ fullUrl: `${base}/${key}`, resource: JSON.parse(row.text) as Resource, search: { mode } });
+    entry.push({ fullUrl: `${base}/${key}`, resource: JSON.parse(row.text) as Resource, search: { mode: part === 'include' ? 'include' : 'match' } });
   }
   const link: BundleLink[] = [{ relation: 'self', url: pageUrl(request, input, count, input._cursor) }];
   if (next) link.push({ relation: 'next', url: pageUrl(request, input, count, next) });

@@ -24,6 +24,7 @@ export interface GraphTarget {
 
 export interface GraphLink {
   path?: string;
+  max?: string;
   target?: GraphTarget[];
 }
 
@@ -39,10 +40,14 @@ export async function followLinks(ctx: RequestContext, from: Resource, links: re
   if (depth > MAX_DEPTH) return;
   for (const [index, link] of links.entries()) {
     const at = `${where}.link[${index}]`;
+    let room = maxOf(link, at);
     for (const [targetIndex, target] of (link.target ?? []).entries()) {
       if (found.size >= MAX_RESOURCES) return;
+      if (room <= 0) break;
       const targetAt = `${at}.target[${targetIndex}]`;
-      const reached = link.path !== undefined ? await alongPath(ctx, from, link.path, target, at) : await byParams(ctx, from, target, targetAt);
+      const all = link.path !== undefined ? await alongPath(ctx, from, link.path, target, at) : await byParams(ctx, from, target, targetAt);
+      const reached = all.slice(0, room);
+      room -= reached.length;
       const fresh: Resource[] = [];
       for (const resource of reached) {
         if (found.size >= MAX_RESOURCES || found.has(keyOf(resource))) continue;
@@ -53,6 +58,16 @@ export async function followLinks(ctx: RequestContext, from: Resource, links: re
       for (const resource of fresh) await followLinks(ctx, resource, target.link ?? [], found, targetAt, depth + 1);
     }
   }
+}
+
+/**
+ * How many resources a link may lead to from one resource, over all its targets: its `max`
+ * (`*` or none: no limit). `min` is not checked: a read answers with what exists.
+ */
+function maxOf(link: GraphLink, at: string): number {
+  if (link.max === undefined || link.max === '*') return Infinity;
+  if (!/^\d+$/.test(link.max)) throw errors.invalid(`The GraphDefinition's max "${link.max}" must be a whole number or *`, `GraphDefinition${at}.max`);
+  return Number(link.max);
 }
 
 /** The resources of the target's type that the path's references and canonicals name. */

@@ -41,24 +41,38 @@ function compartmentRows(source: RecordSource, patientId: string, args: SqlArgs)
   return `c."projectId" = ${args.add(source.projectId)} AND c.code = '_compartment' AND c."targetType" = 'Patient' AND c."targetId" = ${args.add(patientId)}`;
 }
 
-/** The conditions on a compartment resource `r` (joined to `c`): types, dates, policy. */
-function compartmentConditions(source: RecordSource, ctx: CompileContext, withTypeFilters: boolean): string[] {
+/** The conditions on a compartment resource `r` (joined to `c`, whose type column is `typeColumn`): types, dates, policy. */
+function compartmentConditions(source: RecordSource, ctx: CompileContext, withTypeFilters: boolean, typeColumn = 'c."resourceType"'): string[] {
   const filters: RecordFilters = withTypeFilters ? source.filters : { start: source.filters.start, end: source.filters.end };
   const types = partTypes(source.identity, 'match', filters);
   const conditions = ['NOT r.deleted'];
-  if (types) conditions.push(typeListCondition('c."resourceType"', types, ctx));
+  if (types) conditions.push(typeListCondition(typeColumn, types, ctx));
   conditions.push(...clinicalDateConditions(filters, types, ctx));
   if (withTypeFilters) conditions.push(...sinceCondition(filters, ctx));
   conditions.push(...policyConditions(source.identity, types ?? [...compartmentTypes()], ctx));
   return conditions;
 }
 
-/** Up to `limit` resources of the patient's compartment after `after`, in (type, id) order. */
+/**
+ * The patient itself, which its record lists first, when the filters and the caller's access keep
+ * it (a Patient is in its own compartment): read by primary key.
+ */
+export async function readPatientItself(source: RecordSource, patientId: string): Promise<SearchRow[]> {
+  if (partTypes(source.identity, 'match', source.filters)?.length === 0) return [];
+  const args = new SqlArgs();
+  const ctx = source.compileContext(args);
+  const conditions = [`r."resourceType" = 'Patient'`, `r.id = ${args.add(patientId)}`, `r."projectId" = ${args.add(source.projectId)}`];
+  conditions.push(...compartmentConditions(source, ctx, true, 'r."resourceType"'));
+  return queryRows(source.db, `SELECT ${COLUMNS} FROM resource r WHERE ${conditions.join(' AND ')}`, args.values);
+}
+
+/** Up to `limit` resources of the patient's compartment after `after`, in (type, id) order, but the patient itself. */
 export async function readMatches(source: RecordSource, patientId: string, after: After | undefined, limit: number): Promise<SearchRow[]> {
   if (partTypes(source.identity, 'match', source.filters)?.length === 0) return [];
   const args = new SqlArgs();
   const ctx = source.compileContext(args);
-  const conditions = [compartmentRows(source, patientId, args)];
+  const itself = `NOT (c."resourceType" = 'Patient' AND c."resourceId" = ${args.add(patientId)})`;
+  const conditions = [compartmentRows(source, patientId, args), itself];
   if (after) conditions.push(`(c."resourceType", c."resourceId") > (${args.add(after.resourceType)}, ${args.add(after.id)})`);
   conditions.push(...compartmentConditions(source, ctx, true));
   const sql = `SELECT ${COLUMNS} FROM reference_index c

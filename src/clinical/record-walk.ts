@@ -1,10 +1,11 @@
 import type { SearchRow } from '../search/service.js';
-import type { EverythingPosition } from './everything-cursor.js';
-import { nextPatient, readMatches, readReferenced, type RecordSource } from './record-pages.js';
+import type { EverythingPosition, RecordPart } from './everything-cursor.js';
+import { nextPatient, readMatches, readPatientItself, readReferenced, type After, type RecordSource } from './record-pages.js';
 
 /**
- * One page of a walk through patients' records: each record is its compartment (`match`) then
- * the resources it references (`include`), each part in (type, id) order, so a position after
+ * One page of a walk through patients' records: each record is the patient itself, the rest of
+ * its compartment (`match`), then the resources they reference (`include`), each part in
+ * (type, id) order, so a position after
  * the last entry is enough to go on (keyset, no OFFSET): no entry is seen twice and none is
  * skipped while the data stands still. Usually one statement per page; a page that crosses from
  * one part or one patient to the next reads each.
@@ -12,7 +13,7 @@ import { nextPatient, readMatches, readReferenced, type RecordSource } from './r
 
 export interface WalkEntry {
   row: SearchRow;
-  mode: 'match' | 'include';
+  part: RecordPart;
   patientId: string;
 }
 
@@ -37,9 +38,9 @@ export async function readWalkPage(
   while (position && entries.length <= count) {
     const wanted = count + 1 - entries.length;
     const after = position.resourceType === '' ? undefined : { resourceType: position.resourceType, id: position.id };
-    const read = position.part === 'match' ? readMatches : readReferenced;
-    const rows = await read(source, position.patientId, after, wanted);
-    for (const row of rows) entries.push({ row, mode: position.part, patientId: position.patientId });
+    const part = position.part;
+    const rows = await readPart(source, position, after, wanted);
+    for (const row of rows) entries.push({ row, part, patientId: position.patientId });
     if (rows.length === wanted) break;
     position = await followingPart(source, scope, position);
   }
@@ -47,8 +48,15 @@ export async function readWalkPage(
   const last = entries[count - 1];
   return {
     entries: entries.slice(0, count),
-    next: { patientId: last.patientId, part: last.mode, resourceType: last.row.resourceType, id: last.row.id },
+    next: { patientId: last.patientId, part: last.part, resourceType: last.row.resourceType, id: last.row.id },
   };
+}
+
+function readPart(source: RecordSource, position: EverythingPosition, after: After | undefined, wanted: number): Promise<SearchRow[]> {
+  if (position.part === 'include') return readReferenced(source, position.patientId, after, wanted);
+  if (position.part === 'match') return readMatches(source, position.patientId, after, wanted);
+  // The patient part holds one resource: once passed, it is empty.
+  return after ? Promise.resolve([]) : readPatientItself(source, position.patientId);
 }
 
 async function firstPosition(source: RecordSource, scope: WalkScope): Promise<EverythingPosition | undefined> {
@@ -56,8 +64,9 @@ async function firstPosition(source: RecordSource, scope: WalkScope): Promise<Ev
   return patientId === undefined ? undefined : startOf(patientId);
 }
 
-/** The start of the part after `position`'s part: the referenced resources, then the next patient's record. */
+/** The start of the part after `position`'s part: the compartment, the referenced resources, then the next patient's record. */
 async function followingPart(source: RecordSource, scope: WalkScope, position: EverythingPosition): Promise<EverythingPosition | undefined> {
+  if (position.part === 'patient') return { patientId: position.patientId, part: 'match', resourceType: '', id: '' };
   if (position.part === 'match') return { patientId: position.patientId, part: 'include', resourceType: '', id: '' };
   if (scope.kind === 'patient') return undefined;
   const patientId = await nextPatient(source, position.patientId);
@@ -65,5 +74,5 @@ async function followingPart(source: RecordSource, scope: WalkScope, position: E
 }
 
 function startOf(patientId: string): EverythingPosition {
-  return { patientId, part: 'match', resourceType: '', id: '' };
+  return { patientId, part: 'patient', resourceType: '', id: '' };
 }

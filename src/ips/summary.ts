@@ -16,8 +16,17 @@ import { sectionOf } from './sections.js';
 /** Composition.author may name these; a profile of another type (a ClientApplication) cannot author. */
 const AUTHOR_TYPES = new Set(['Practitioner', 'PractitionerRole', 'Organization', 'Patient', 'RelatedPerson', 'Device']);
 
-export const patientSummaryOperation: Operation<{ identifier?: string }, { return: Resource }> = {
+/** The profile the document follows, which the operation's `profile` parameter may name (with no version or this one). */
+const IPS_BUNDLE_PROFILE = 'http://hl7.org/fhir/uv/ips/StructureDefinition/Bundle-uv-ips';
+const IPS_VERSION = '1.1.0';
+
+export const patientSummaryOperation: Operation<{ identifier?: string; profile?: string }, { return: Resource }> = {
   definition: ownOperationDefinition('Patient-summary.json'),
+  async check(input) {
+    if (input.profile !== undefined && input.profile !== IPS_BUNDLE_PROFILE && input.profile !== `${IPS_BUNDLE_PROFILE}|${IPS_VERSION}`) {
+      throw errors.invalid(`profile ${input.profile} is not offered: the summary follows IPS ${IPS_VERSION}, profile ${IPS_BUNDLE_PROFILE}`, 'profile');
+    }
+  },
   async handler(input, { ctx, id }) {
     const patient = id ? await readPatient(ctx, id, input.identifier) : await patientByIdentifier(ctx, input.identifier);
     // Records no section lists (entered in error, a Consent that is no advance directive) bring nothing in.

@@ -116,6 +116,15 @@ describe('Patient/$everything', () => {
     expect(walked.filter((e) => e.mode === 'include')).toHaveLength(7);
   });
 
+  it('lists the patient first, then the rest of its compartment, on pages of one as of any size', async () => {
+    const p = api.newProject();
+    const r = await record(p);
+    const first = entries(await p.get(`/Patient/${r.patient}/$everything`));
+    expect(first[0]).toEqual({ key: `Patient/${r.patient}`, mode: 'match' });
+    const { entries: walked } = await walk(p, `/Patient/${r.patient}/$everything?_count=1`);
+    expect(walked.map((e) => e.key)).toEqual([`Patient/${r.patient}`, r.condition, ...[...r.observations].sort(), r.practitioner]);
+  });
+
   it('keeps only the types of _type', async () => {
     const p = api.newProject();
     const r = await record(p);
@@ -193,6 +202,17 @@ describe('Patient/$everything', () => {
       new Set([`Patient/${r.patient}`, ...r.observations, r.condition, r.practitioner, `Patient/${r.other}`, r.othersObservation, r.otherPractitioner]),
     );
     expect(all).toHaveLength(8);
+  });
+
+  it('starts each patient’s record with the patient at type level', async () => {
+    const p = api.newProject();
+    const r = await record(p);
+    const { entries: walked } = await walk(p, '/Patient/$everything?_count=2');
+    const all = walked.map((e) => e.key);
+    const mineFirst = all[0] === `Patient/${r.patient}`;
+    expect(all[0]).toBe(mineFirst ? `Patient/${r.patient}` : `Patient/${r.other}`);
+    // The second record begins right after the first: five entries for r.patient's, three for the other's.
+    expect(all.indexOf(mineFirst ? `Patient/${r.other}` : `Patient/${r.patient}`)).toBe(mineFirst ? 5 : 3);
   });
 
   it('answers the same to POST with a Parameters body', async () => {

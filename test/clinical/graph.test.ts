@@ -68,6 +68,27 @@ describe('$graph', () => {
     expect([...found].sort()).toEqual([d.patient, d.gp, ...d.observations, d.performer].sort());
   });
 
+  it('follows at most a link’s max resources from each resource, and the other links still', async () => {
+    const p = api.newProject();
+    const d = await data(p);
+    const [forward, reverse] = patientGraph.link;
+    const url = `https://example.org/GraphDefinition/one-observation-${Date.now()}`;
+    await create(p, { ...patientGraph, url, link: [forward, { ...reverse, max: '1' }] });
+    const found = keys(await p.get(`/${d.patient}/$graph?graph=${encodeURIComponent(url)}`));
+    expect(found.filter((key) => key.startsWith('Observation/'))).toHaveLength(1);
+    expect(found).toContain(d.gp);
+  });
+
+  it('is 400 for a link max that is not a whole number or *', async () => {
+    const p = api.newProject();
+    const d = await data(p);
+    const url = `https://example.org/GraphDefinition/bad-max-${Date.now()}`;
+    await create(p, { ...patientGraph, url, link: [{ ...patientGraph.link[0], max: 'many' }] });
+    const res = await p.get(`/${d.patient}/$graph?graph=${encodeURIComponent(url)}`);
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].expression).toEqual(['GraphDefinition.link[0].max']);
+  });
+
   it('finds the GraphDefinition by id and by name too', async () => {
     const p = api.newProject();
     const d = await data(p);

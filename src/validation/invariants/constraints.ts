@@ -129,6 +129,15 @@ function choiceSuffix(key: string, name: string): string | undefined {
 }
 
 /**
+ * What the engines are told a value of the element is, when the walk that found it knows its
+ * type (a choice's, from its JSON name) or not.
+ */
+export function instanceBase(element: ElementDefinition, type: string | undefined): string {
+  if (type === undefined) return baseOf(element.path, element);
+  return getStructureDefinition(type)?.kind === 'primitive-type' ? primitiveBase(type) : type;
+}
+
+/**
  * What the engines are told an instance is: its type when the path ends at the element and it
  * has one type, the definition path for backbone elements.
  */

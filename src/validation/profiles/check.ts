@@ -39,7 +39,7 @@ async function checkProfiles(resource: Resource, context: CheckContext, named: {
       unknown.push({ url, index });
       continue;
     }
-    issues.push(...validateAgainstProfile(resource, profile, library));
+    issues.push(...validateAgainstProfile(resource, profile, library, { warnings: context.warnings }));
     issues.push(...profileInvariants(resource, profile, { warnings: context.warnings }));
   }
   if (unknown.length > 0) issues.push(...(await unknownProfileIssues(resource, unknown, context)));

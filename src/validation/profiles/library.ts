@@ -98,13 +98,15 @@ export function coreDefinition(url: string): StructureDefinition | undefined {
 
 let shipped: ProfileLibrary | undefined;
 
-/** The HL7 profiles and extension definitions shipped with the server, and the core definitions; read on first use. */
+/** The HL7 profiles, data type profiles and extension definitions shipped with the server, and the core definitions; read on first use. */
 export function shippedProfiles(): ProfileLibrary {
   if (!shipped) {
     const byUrl = new Map<string, StructureDefinition[]>();
     for (const file of ['profiles-others.json', 'extension-definitions.json']) {
       for (const sd of readDefinitions(file)) byUrl.set(sd.url, [sd]);
     }
+    // SimpleQuantity and MoneyQuantity, which profiles (and the core types) narrow Quantity elements to.
+    for (const sd of readDefinitions('profiles-types.json')) if (sd.derivation === 'constraint') byUrl.set(sd.url, [sd]);
     shipped = new ProfileLibrary(byUrl, new CoreLibrary());
   }
   return shipped;

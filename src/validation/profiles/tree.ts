@@ -1,5 +1,7 @@
-import type { ElementDefinition } from '../../fhir/definitions.js';
-import { idOf, maxOf, ownerOfId, requiredValueOf } from './elements.js';
+import { isResourceType, type ElementDefinition } from '../../fhir/definitions.js';
+import type { Invariant } from '../invariants/catalog.js';
+import { constraintsOf } from '../invariants/constraints.js';
+import { idOf, maxOf, ownerOfId, pathOfId, requiredValueOf } from './elements.js';
 import { SnapshotError } from './snapshot.js';
 
 /**
@@ -18,6 +20,13 @@ export interface ProfileNode {
   readonly required: { value: unknown; exact: boolean; key: string } | undefined;
   readonly children: ProfileNode[];
   readonly slices: ProfileNode[];
+  /**
+   * The constraints the profile walk evaluates on each value of the element: inside slices (only
+   * the walk knows which values belong to a slice), and every element's in a data type or
+   * extension profile (which the walk applies to a value deep in a resource). The other elements'
+   * are evaluated by path from the resource (./invariants.ts).
+   */
+  invariants: readonly Invariant[];
   /**
    * Whether the element or one below it states a rule the structural check does not already
    * enforce; most elements of a snapshot repeat the base and are not walked.
@@ -51,6 +60,8 @@ export function compileProfile(url: string, type: string, elements: readonly Ele
     (owner.slice ? parent.slices : parent.children).push(node);
   }
   if (!root) throw new SnapshotError(`The snapshot of ${url} does not start with its root element`, 'StructureDefinition.snapshot.element[0]');
+  const everyElement = !isResourceType(type);
+  for (const node of nodes.values()) node.invariants = walkedInvariants(node, nodes, everyElement);
   markConstraining(root);
   return { url, type, root, elements };
 }
@@ -68,6 +79,7 @@ function nodeOf(element: ElementDefinition): ProfileNode {
     required: requiredValueOf(element),
     children: [],
     slices: [],
+    invariants: [],
     constrains: true,
   };
 }
@@ -79,6 +91,21 @@ function markConstraining(node: ProfileNode): boolean {
   return node.constrains;
 }
 
+/**
+ * The constraints the walk evaluates on the element (see ProfileNode.invariants), without those
+ * its unsliced element declares too: these are evaluated on every value already, slice members
+ * included (bp's component slices repeat vitalsigns' vs-3 of Observation.component).
+ */
+function walkedInvariants(node: ProfileNode, nodes: ReadonlyMap<string, ProfileNode>, everyElement: boolean): Invariant[] {
+  const inSlice = node.id.includes(':');
+  if ((!inSlice && !everyElement) || !node.element.constraint?.length) return [];
+  const own = constraintsOf(node.element);
+  if (!inSlice) return own;
+  const unsliced = nodes.get(pathOfId(node.id))?.element;
+  const shared = unsliced ? constraintsOf(unsliced) : [];
+  return own.filter((invariant) => !shared.some((other) => other.key === invariant.key && other.expression === invariant.expression));
+}
+
 /** A rule of the element itself that the structural check (base cardinality, base types) leaves to the profile walk. */
 function statesRule(node: ProfileNode): boolean {
   const { element } = node;
@@ -88,6 +115,7 @@ function statesRule(node: ProfileNode): boolean {
     node.min > baseMin ||
     node.max < baseMax ||
     node.required !== undefined ||
+    node.invariants.length > 0 ||
     node.slices.length > 0 ||
     node.isChoice ||
     element.binding?.strength === 'required' ||

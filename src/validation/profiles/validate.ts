@@ -1,9 +1,11 @@
-import { getStructureDefinition } from '../../fhir/definitions.js';
+import { getStructureDefinition, isResourceType } from '../../fhir/definitions.js';
 import { issue } from '../../fhir/outcome.js';
 import type { IssueType } from '../../fhir/resources.js';
 import { requiredBindingCodes } from '../../fhir/required-bindings.js';
 import { isRecord, type OperationOutcomeIssue, type Resource } from '../../fhir/types.js';
+import type { ResourceContext } from '../invariants/evaluate.js';
 import { defaultDiscriminators, matchesSlice } from './discriminators.js';
+import { valueInvariants } from './invariants.js';
 import type { CompiledProfile, ProfileNode } from './tree.js';
 import { equalsExactly, matchesPattern, shown, valuesOf, type Found } from './values.js';
 
@@ -12,9 +14,12 @@ import { equalsExactly, matchesPattern, shown, valuesOf, type Found } from './va
  * `fixed[x]` and `pattern[x]`, the types a choice may take, the types `targetProfile` allows a
  * reference to name (from the reference's text: nothing is resolved), slicing (which slice each
  * value belongs to, closed, openAtEnd and ordered), extensions checked against their own
- * definition by url, and required bindings the profile adds whose value set expands from the
- * shipped definitions. `mustSupport` means nothing to a server. Invariants are not evaluated here:
- * see `profileInvariants` in ./invariants.ts. The base definition's structure was checked before.
+ * definition by url (on any element, listed by the profile or not), values of a type the profile
+ * narrows to a data type profile (`SimpleQuantity`) against that profile, and required bindings
+ * the profile adds whose value set expands from the shipped definitions. `mustSupport` means
+ * nothing to a server. The walk evaluates the constraints only it can place (inside slices, and in
+ * extension and data type profiles); the others are `profileInvariants`' (./invariants.ts). The
+ * base definition's structure was checked before.
  */
 
 /** The definitions a profile refers to: other profiles and extension definitions, by canonical url. */
@@ -26,21 +31,28 @@ const MAX_ISSUES = 100;
 /** Extensions inside extensions inside...: beyond any real resource. */
 const MAX_DEPTH = 40;
 
-export function validateAgainstProfile(resource: Resource, profile: CompiledProfile, source: ProfileSource): OperationOutcomeIssue[] {
-  const walk = new ProfileWalk(source, profile.url);
+export function validateAgainstProfile(resource: Resource, profile: CompiledProfile, source: ProfileSource, options: { warnings: boolean }): OperationOutcomeIssue[] {
+  const walk = new ProfileWalk(source, profile.url, { resource, rootResource: resource }, options.warnings);
   if (resource.resourceType !== profile.type) {
     walk.fail('invalid', resource.resourceType, 'type', `The profile constrains ${profile.type}, not ${resource.resourceType}`);
-  } else walk.children(resource, profile.root, resource.resourceType);
+  } else {
+    walk.children(resource, profile.root, resource.resourceType);
+    walk.unlistedExtensions(resource, resource.resourceType);
+  }
   return walk.issues;
 }
 
 class ProfileWalk {
   readonly issues: OperationOutcomeIssue[] = [];
   private depth = 0;
+  /** Extensions already checked against their definition, so that none is checked twice. */
+  private readonly checkedExtensions = new Set<object>();
 
   constructor(
     private readonly source: ProfileSource,
     private profileUrl: string,
+    private readonly context: ResourceContext,
+    private readonly warnings: boolean,
   ) {}
 
   children(owner: Record<string, unknown>, node: ProfileNode, location: string): void {
@@ -70,11 +82,31 @@ class ProfileWalk {
   private item(found: Found, node: ProfileNode): void {
     if (node.isChoice) this.checkChoiceType(found, node);
     if (node.required) this.checkRequiredValue(found, node);
+    if (node.invariants.length > 0) this.checkInvariants(found, node);
     this.checkBinding(found, node);
     this.checkReferenceTarget(found, node);
     if (!isRecord(found.value)) return;
     if (isExtensionList(node)) this.checkExtension(found.value, found.location);
+    else this.checkTypeProfiles(found, node);
     if (node.children.length > 0) this.children(found.value, node, found.location);
+  }
+
+  private checkInvariants(found: Found, node: ProfileNode): void {
+    for (const broken of valueInvariants(found, node, this.context, this.warnings, this.profileUrl)) {
+      if (this.issues.length < MAX_ISSUES) this.issues.push(broken);
+    }
+  }
+
+  /** A value of a type the element narrows to a data type profile (`Quantity` to SimpleQuantity) is checked against that profile. */
+  private checkTypeProfiles(found: Found, node: ProfileNode): void {
+    const types = node.element.type ?? [];
+    for (const type of types) {
+      if (type.code === 'Extension' || (types.length > 1 && type.code !== found.type)) continue;
+      for (const url of type.profile ?? []) {
+        const profile = typeof url === 'string' && url !== this.profileUrl ? this.source.compiled(url) : undefined;
+        if (profile?.type === type.code && !isResourceType(profile.type)) this.within(profile, found);
+      }
+    }
   }
 
   private checkChoiceType(found: Found, node: ProfileNode): void {
@@ -112,13 +144,41 @@ class ProfileWalk {
 
   /** An extension whose url names a known definition is checked against it. */
   private checkExtension(extension: Record<string, unknown>, location: string): void {
+    this.checkedExtensions.add(extension);
     if (typeof extension.url !== 'string' || extension.url === this.profileUrl) return;
     const definition = this.source.compiled(extension.url);
-    if (definition?.type !== 'Extension') return;
+    if (definition?.type === 'Extension') this.within(definition, { value: extension, location, type: 'Extension' });
+  }
+
+  /** Checks a value against another definition (an extension's, a data type profile), its root's constraints included. */
+  private within(definition: CompiledProfile, found: Found): void {
     const outer = this.profileUrl;
     this.profileUrl = definition.url;
-    this.children(extension, definition.root, location);
+    if (definition.root.invariants.length > 0) this.checkInvariants(found, definition.root);
+    this.children(found.value as Record<string, unknown>, definition.root, found.location);
     this.profileUrl = outer;
+  }
+
+  /**
+   * Extensions on elements the profile does not list (`Patient.name[0].extension[0]`, which a
+   * snapshot listing `Patient.name` only never reaches) are checked against their definitions too.
+   */
+  unlistedExtensions(value: unknown, location: string): void {
+    if (Array.isArray(value)) {
+      value.forEach((item, index) => this.unlistedExtensions(item, `${location}[${index}]`));
+      return;
+    }
+    if (!isRecord(value)) return;
+    for (const key in value) {
+      const child = value[key];
+      const at = `${location}.${key}`;
+      if ((key === 'extension' || key === 'modifierExtension') && Array.isArray(child)) {
+        child.forEach((item, index) => {
+          if (isRecord(item) && !this.checkedExtensions.has(item)) this.checkExtension(item, `${at}[${index}]`);
+        });
+      }
+      if (typeof child === 'object' && child !== null) this.unlistedExtensions(child, at);
+    }
   }
 
   private slicing(found: Found[], node: ProfileNode, location: string): void {
@@ -162,7 +222,8 @@ class ProfileWalk {
   private conformsTo(found: Found, url: string): boolean {
     const profile = this.source.compiled(url);
     if (!profile || !isRecord(found.value)) return false;
-    const trial = new ProfileWalk(this.source, url);
+    const context = typeof found.value.resourceType === 'string' ? { resource: found.value, rootResource: this.context.rootResource } : this.context;
+    const trial = new ProfileWalk(this.source, url, context, false);
     trial.depth = this.depth;
     if (typeof found.value.resourceType === 'string') {
       if (found.value.resourceType !== profile.type) return false;
