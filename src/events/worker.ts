@@ -13,6 +13,9 @@ import { changedVersion } from './versions.js';
 /** Delivers to a Bot (`endpoint: Bot/{id}`): supplied by the composition root, which owns the router. */
 export type BotDelivery = (delivery: RestHookDelivery & { projectId: string; botId: string }) => Promise<AttemptResult>;
 
+/** Tells the servers holding sockets of websocket Subscriptions of a matched version (src/events/websocket). */
+export type WebSocketEvents = (row: OutboxRow, subscriptionIds: readonly string[]) => Promise<void>;
+
 export type EventConfig = Pick<
   Config,
   | 'fhirBaseUrl' | 'accurateCountThreshold' | 'searchMaxValueLength' | 'searchMaxParameters' | 'searchMaxOrValues'
@@ -46,6 +49,7 @@ export class EventWorker {
     private readonly config: EventConfig,
     private readonly log: Logger,
     private readonly botDelivery?: BotDelivery,
+    private readonly webSocketEvents?: WebSocketEvents,
   ) {
     this.audit = new AuditBatches(storage, log);
     // Longer than an attempt (its request, then its AuditEvent and its row): a lease that passes
@@ -112,21 +116,27 @@ export class EventWorker {
     }
   }
 
-  /** Replaces a change by one delivery per matching Subscription. */
+  /**
+   * Replaces a change by one delivery per matching rest-hook Subscription; matching websocket
+   * Subscriptions get their event sent once the change is done (no delivery row: no retries).
+   */
   private async match(row: OutboxRow): Promise<void> {
     const repo = systemRepository(this.storage, row.projectId);
     const version = await changedVersion(repo, row);
     const matched: string[] = [];
+    const webSockets: string[] = [];
     // Subscriptions often share their criteria (several receivers of one feed): one search each.
     const byCriteria = new Map<string, Promise<boolean>>();
     for (const subscription of await activeSubscriptions(this.db, this.config, row.projectId)) {
-      if (subscription.channel?.type !== 'rest-hook') continue;
+      const channel = subscription.channel?.type;
+      if (channel !== 'rest-hook' && (channel !== 'websocket' || !this.webSocketEvents)) continue;
       const key = JSON.stringify([subscription.criteria, subscription.extension]);
       let found = byCriteria.get(key);
       if (!found) byCriteria.set(key, (found = matches(this.db, this.config, subscription, version)));
-      if (await found) matched.push(subscription.id!);
+      if (await found) (channel === 'websocket' ? webSockets : matched).push(subscription.id!);
     }
     await fanOut(this.db, row, matched);
+    if (webSockets.length > 0) await this.webSocketEvents!(row, webSockets);
   }
 
   private async deliver(row: OutboxRow, subscriptionId: string): Promise<void> {
