@@ -142,6 +142,11 @@ export class EventWorker {
   private async deliver(row: OutboxRow, subscriptionId: string): Promise<void> {
     const repo = systemRepository(this.storage, row.projectId);
     const subscription = await repo.readResource('Subscription', subscriptionId).catch(() => undefined) as Subscription | undefined;
+    // `$resend` naming a websocket Subscription: its event is sent as a matched one's is.
+    if (subscription?.status === 'active' && subscription.channel?.type === 'websocket' && this.webSocketEvents) {
+      if (await finish(this.db, row)) await this.webSocketEvents(row, [subscriptionId]);
+      return;
+    }
     // A Subscription deleted or turned off since stops its deliveries.
     if (!subscription || subscription.status !== 'active' || subscription.channel?.type !== 'rest-hook' || !subscription.channel.endpoint) {
       await finish(this.db, row);

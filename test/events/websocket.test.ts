@@ -43,6 +43,21 @@ describe('$get-ws-binding-token', () => {
     expect(byName['websocket-url'].valueUrl).toBe('ws://localhost/ws/subscriptions-r4');
   });
 
+  it('is a GraphQL field too, whose token binds', async () => {
+    const client = api.newProject();
+    const id = await websocketSubscription(client, 'Observation');
+    const res = await api.raw('/fhir/R4/$graphql', {
+      method: 'POST',
+      headers: { ...(await client.authHeaders()), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ query: `{ SubscriptionGetWsBindingToken(id: "${id}") { token subscription websocket_url } }` }),
+    });
+    const { data } = await res.json();
+    expect(data.SubscriptionGetWsBindingToken.subscription).toBe(`Subscription/${id}`);
+    const socket = await track(openSocket(api.url));
+    socket.send({ type: 'bind-with-token', payload: { token: data.SubscriptionGetWsBindingToken.token } });
+    expect((await socket.next()).entry[0].resource.type).toBe('handshake');
+  });
+
   it('is 404 for a Subscription of another project', async () => {
     const owner = api.newProject();
     const id = await websocketSubscription(owner, 'Observation');
@@ -83,6 +98,19 @@ describe('/ws/subscriptions-r4', () => {
     expect(bundle.entry[1].resource.id).toBe(created.body.id);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(socket.received).toHaveLength(2);
+  });
+
+  it('sends a resource again on $resend naming the Subscription', async () => {
+    const client = api.newProject();
+    const code = randomUUID();
+    const id = await websocketSubscription(client, `Observation?code=${code}`);
+    const socket = await track(boundSocket(api.url, client, id));
+    const created = await client.post('/Observation', observation(code));
+    await socket.next();
+    expect((await client.post(`/Observation/${created.body.id}/$resend`, { subscription: `Subscription/${id}` })).status).toBe(200);
+    const again = await socket.next();
+    expect(again.entry[0].resource.eventsSinceSubscriptionStart).toBe('2');
+    expect(again.entry[1].resource.id).toBe(created.body.id);
   });
 
   it('answers ping with pong', async () => {

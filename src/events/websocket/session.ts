@@ -53,7 +53,9 @@ export class SubscriptionSocket implements BoundSocket {
     this.pingTimer = setInterval(() => this.socket.ping(), Math.max(50, Math.floor(wsIdleTimeoutMs / 2)));
     socket.on('message', (data, isBinary) => {
       this.idleTimer.refresh();
-      this.queue = this.queue.then(() => this.receive(data, isBinary));
+      this.queue = this.queue
+        .then(() => this.receive(data, isBinary))
+        .catch((error: unknown) => services.log.warn({ err: error }, 'a websocket message failed'));
     });
     socket.on('pong', () => this.idleTimer.refresh());
     socket.on('error', (error) => services.log.debug({ err: error }, 'websocket error'));
