@@ -13,8 +13,11 @@ const EVENT_TOPIC = 'subscription:websocket';
 type MatchedVersion = Pick<OutboxRow, 'projectId' | 'resourceType' | 'resourceId' | 'versionId' | 'interaction'>;
 
 interface EventNotice extends MatchedVersion {
-  readonly subscriptionId: string;
+  readonly subscriptionIds: readonly string[];
 }
+
+/** Subscriptions named by one notice: well under the channel's longest message (7,900 bytes). */
+const IDS_PER_NOTICE = 100;
 
 /** One socket as the hub sees it. */
 export interface BoundSocket {
@@ -26,9 +29,10 @@ export type HubLimits = Pick<Config, 'wsMaxConnections' | 'wsMaxConnectionsPerPr
 /**
  * The WebSocket subscriptions of one server: which of its sockets are bound to which
  * Subscription, the connection counts its limits are checked against, and the fan-out of matched
- * events. A worker that matches a change to websocket Subscriptions publishes one notice per
- * Subscription on the cache notice channel (Redis, LISTEN/NOTIFY, or in-process); every server
- * hears it, and one holding a socket bound to that Subscription reads the version and sends it.
+ * events. A worker that matches a change to websocket Subscriptions publishes a notice naming the
+ * version and those Subscriptions on the cache notice channel (Redis, LISTEN/NOTIFY, or
+ * in-process); every server hears it, and one holding sockets bound to some of them reads the
+ * version once and sends it to each.
  * No retries: a socket that is not connected when the notice arrives misses the event.
  */
 export class WebSocketHub {
@@ -48,10 +52,10 @@ export class WebSocketHub {
     bus.subscribe(EVENT_TOPIC, (key) => void this.deliver(key));
   }
 
-  /** Tells every server of a version matched to websocket Subscriptions. */
+  /** Tells every server of a version matched to websocket Subscriptions (one notice per hundred of them). */
   async publish(version: MatchedVersion, subscriptionIds: readonly string[]): Promise<void> {
-    for (const subscriptionId of subscriptionIds) {
-      const notice: EventNotice = { ...pickVersion(version), subscriptionId };
+    for (let at = 0; at < subscriptionIds.length; at += IDS_PER_NOTICE) {
+      const notice: EventNotice = { ...pickVersion(version), subscriptionIds: subscriptionIds.slice(at, at + IDS_PER_NOTICE) };
       await this.bus.publish(EVENT_TOPIC, JSON.stringify(notice));
     }
   }
@@ -116,19 +120,22 @@ export class WebSocketHub {
     return { sockets: this.open, subscriptions: this.bySubscription.size };
   }
 
+  /** Sends a notice's event to this server's sockets of its Subscriptions; the version is read once. */
   private async deliver(key: string): Promise<void> {
     const notice = parseNotice(key);
-    const sockets = notice && this.bySubscription.get(notice.subscriptionId);
-    if (!notice || !sockets) return;
+    const bound = notice?.subscriptionIds.filter((id) => this.bySubscription.has(id)) ?? [];
+    if (!notice || bound.length === 0) return;
     try {
       const resource = await this.readVersion(notice);
-      const eventNumber = (this.eventCounts.get(notice.subscriptionId) ?? 0) + 1;
-      this.eventCounts.set(notice.subscriptionId, eventNumber);
       const focus = `${notice.resourceType}/${notice.resourceId}`;
-      const text = eventMessage({ subscriptionId: notice.subscriptionId, eventNumber, focus, resource, fullUrl: `${this.limits.fhirBaseUrl}/${focus}` });
-      for (const socket of this.bySubscription.get(notice.subscriptionId) ?? []) socket.send(text);
+      for (const subscriptionId of bound) {
+        const eventNumber = (this.eventCounts.get(subscriptionId) ?? 0) + 1;
+        this.eventCounts.set(subscriptionId, eventNumber);
+        const text = eventMessage({ subscriptionId, eventNumber, focus, resource, fullUrl: `${this.limits.fhirBaseUrl}/${focus}` });
+        for (const socket of this.bySubscription.get(subscriptionId) ?? []) socket.send(text);
+      }
     } catch (error) {
-      this.log.warn({ err: error, subscription: notice.subscriptionId }, 'a websocket subscription event could not be sent');
+      this.log.warn({ err: error, focus: `${notice.resourceType}/${notice.resourceId}` }, 'a websocket subscription event could not be sent');
     }
   }
 
@@ -149,7 +156,7 @@ function pickVersion(version: MatchedVersion): MatchedVersion {
 function parseNotice(key: string): EventNotice | undefined {
   try {
     const notice = JSON.parse(key) as Partial<EventNotice>;
-    return typeof notice.subscriptionId === 'string' && typeof notice.resourceId === 'string' ? (notice as EventNotice) : undefined;
+    return Array.isArray(notice.subscriptionIds) && typeof notice.resourceId === 'string' ? (notice as EventNotice) : undefined;
   } catch {
     return undefined;
   }
