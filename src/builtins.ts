@@ -31,6 +31,7 @@ import { profileCheck, snapshotPreparer } from './validation/profiles/check.js';
 import { registerResourcePreparer } from './validation/resource-preparers.js';
 import { prepareSubscription } from './events/subscription.js';
 import { resendOperation } from './events/resend.js';
+import { getWsBindingTokenOperation } from './events/websocket/binding-operation.js';
 
 /** The operations the committed GraphQL schema has fields for (tests may register more, REST-only). */
 export const builtinOperations: readonly Operation[] = [
@@ -56,6 +57,7 @@ export const builtinOperations: readonly Operation[] = [
   validateOperation,
   expandProfileOperation,
   resendOperation,
+  getWsBindingTokenOperation,
   botDeployOperation,
 ];
 

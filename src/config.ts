@@ -148,6 +148,20 @@ export interface Config {
   readonly subscriptionPollMs: number;
   /** Subscriptions: most deliveries one server makes at once. */
   readonly subscriptionConcurrency: number;
+  /** WebSocket subscriptions: most sockets one server process holds, bound or not. */
+  readonly wsMaxConnections: number;
+  /** WebSocket subscriptions: most sockets one project holds on one server process. */
+  readonly wsMaxConnectionsPerProject: number;
+  /** WebSocket subscriptions: most Subscriptions one socket may be bound to. */
+  readonly wsMaxBindingsPerSocket: number;
+  /** WebSocket subscriptions: largest message a client may send, in bytes. */
+  readonly wsMaxMessageBytes: number;
+  /** WebSocket subscriptions: a socket without a binding this long after it opened is closed. */
+  readonly wsBindTimeoutMs: number;
+  /** WebSocket subscriptions: a socket that sends nothing (no message, no pong) this long is closed. */
+  readonly wsIdleTimeoutMs: number;
+  /** WebSocket subscriptions: lifetime of a `$get-ws-binding-token` token. */
+  readonly wsBindingTokenSeconds: number;
   /** Whether rest-hook endpoints and bots' fetch may reach loopback, private or link-local addresses (refused by default). */
   readonly outboundAllowPrivateAddresses: boolean;
   /** Bots: worker threads that run bots, one bot at a time each (docs/bots.md). */
@@ -287,6 +301,13 @@ export function loadConfig(env: Env = process.env): Config {
     subscriptionRetryBaseMs: int('SUBSCRIPTION_RETRY_BASE_MS', 1_000, 1),
     subscriptionPollMs: int('SUBSCRIPTION_POLL_MS', 1_000, 10),
     subscriptionConcurrency: int('SUBSCRIPTION_CONCURRENCY', 32, 1),
+    wsMaxConnections: int('WS_MAX_CONNECTIONS', 1_000, 1),
+    wsMaxConnectionsPerProject: int('WS_MAX_CONNECTIONS_PER_PROJECT', 100, 1),
+    wsMaxBindingsPerSocket: int('WS_MAX_BINDINGS_PER_SOCKET', 50, 1),
+    wsMaxMessageBytes: int('WS_MAX_MESSAGE_BYTES', 16_384, 256),
+    wsBindTimeoutMs: int('WS_BIND_TIMEOUT_MS', 10_000, 10),
+    wsIdleTimeoutMs: int('WS_IDLE_TIMEOUT_MS', 60_000, 100),
+    wsBindingTokenSeconds: int('WS_BINDING_TOKEN_SECONDS', 300, 1),
     outboundAllowPrivateAddresses: oneOf('OUTBOUND_ALLOW_PRIVATE_ADDRESSES', ['true', 'false'] as const, 'false') === 'true',
     botWorkers: int('BOT_WORKERS', 2, 1),
     botMemoryMb: int('BOT_MEMORY_MB', 128, 8),

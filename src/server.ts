@@ -42,6 +42,7 @@ import { LruResourceCache, noResourceCache } from './storage/resource-cache.js';
 const MAX_CREATES_PER_GROUP = 100;
 import { SearchCache } from './cache/search-cache.js';
 import { startEvents } from './events/start.js';
+import { serveWebSockets } from './events/websocket/endpoint.js';
 import { restHookRequest, type AttemptResult } from './events/rest-hook.js';
 import type { BotDelivery } from './events/worker.js';
 import { valueBody } from './router/request-body.js';
@@ -135,6 +136,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // With WORKERS, the primary serves METRICS_PORT for all of them (src/workers.ts).
   const metricsServer = !cluster.isWorker && config.metricsPort !== undefined ? await listenMetrics(config.metricsPort, exposition, config.metricsToken, log) : undefined;
   const server = await listenHttp(createHttpHandlers(services, admission, { metrics, exposition }), config.port, config, log);
+  const webSockets = serveWebSockets(
+    server,
+    { hub: events.webSockets!, keys: auth.keys, storage, config, log, membershipActive: async (id) => (await auth.readMembership(`ProjectMembership/${id}`)) !== undefined },
+    config,
+  );
   const port = (server.address() as AddressInfo).port;
   log.info({ port, database: db.kind, readReplicas: replicas?.replicas.length ?? 0 }, 'Flint listening');
   const metricsChannel = metricsServer && { close: () => new Promise<void>((resolve) => metricsServer.close(() => resolve())) };
@@ -142,13 +148,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     url: `http://127.0.0.1:${port}`,
     metricsUrl: metricsServer && `http://127.0.0.1:${(metricsServer.address() as AddressInfo).port}/metrics`,
     services,
+    // WebSockets first: an upgraded socket would hold the HTTP server's close until its timeout.
     close: () =>
-      shutdown(
+      webSockets.close().then(() => shutdown(
         server,
         db,
         [worker, events, jobs, bus, statistics, bots, ...(store ? [store] : []), ...(replicas ? [replicas] : []), ...(metricsChannel ? [metricsChannel] : [])],
         config.shutdownTimeoutMs,
-      ),
+      )),
   };
 }
 

@@ -8,6 +8,8 @@ import { ActiveSubscriptions } from './active-subscriptions.js';
 import type { ChannelListener } from './change-batch.js';
 import { SubscriptionChangeLog } from './change-log.js';
 import { EventWorker, type BotDelivery } from './worker.js';
+import { WebSocketHub } from './websocket/hub.js';
+import { webSocketListener } from './websocket/listener.js';
 
 export interface Events {
   /** What the repository records every write with (StorageServices.changeLog). */
@@ -18,12 +20,15 @@ export interface Events {
   onMatch(channelType: string, listener: ChannelListener): void;
   /** Starts this server's workers, which read and write resources with `storage`. */
   deliverWith(storage: StorageServices, auth: AuthService, botDelivery?: BotDelivery): EventWorker;
+  /** The sockets of websocket Subscriptions this server holds; set by deliverWith. */
+  readonly webSockets: WebSocketHub | undefined;
   close(): Promise<void>;
 }
 
 /** Subscriptions of one server: the change log first (storage needs it), the workers once storage exists. */
 export function startEvents(db: Database, config: Config, log: Logger, bus: InvalidationBus): Events {
   let worker: EventWorker | undefined;
+  let webSockets: WebSocketHub | undefined;
   const subscriptions = new ActiveSubscriptions(config);
   subscriptions.listen(bus);
   const channels = new Map<string, ChannelListener>();
@@ -33,9 +38,16 @@ export function startEvents(db: Database, config: Config, log: Logger, bus: Inva
     subscriptions,
     onMatch: (channelType, listener) => void channels.set(channelType, listener),
     deliverWith(storage, auth, botDelivery) {
-      worker = new EventWorker(db, storage, auth, config, subscriptions, channels, log.child({ component: 'subscriptions' }), botDelivery);
+      const workerLog = log.child({ component: 'subscriptions' });
+      const hub = new WebSocketHub(bus, storage, config, workerLog);
+      webSockets = hub;
+      channels.set('websocket', webSocketListener(hub, workerLog));
+      worker = new EventWorker(db, storage, auth, config, subscriptions, channels, workerLog, botDelivery);
       worker.start();
       return worker;
+    },
+    get webSockets() {
+      return webSockets;
     },
     close: async () => worker?.close(),
   };

@@ -27,6 +27,11 @@ export async function changedVersions(repo: Repository, rows: readonly OutboxRow
   }));
 }
 
+/** A change's version as its row names it, not read: for channels that read it themselves. */
+export function unreadVersion(row: OutboxRow): ChangedVersion {
+  return { change: changeOf(row), resource: undefined, previous: undefined, current: false };
+}
+
 function changeOf(row: OutboxRow): ChangedVersion['change'] {
   return { projectId: row.projectId, resourceType: row.resourceType, id: row.resourceId, versionId: row.versionId, interaction: row.interaction };
 }

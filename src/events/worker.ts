@@ -9,6 +9,7 @@ import { deliverChanges, type ChangeBatches, type ChannelListener } from './chan
 import { claimDue, finish, retryLater, type OutboxRow } from './outbox.js';
 import type { RestHookDelivery } from './rest-hook.js';
 import type { Subscription } from './subscription.js';
+import { unreadVersion } from './versions.js';
 
 export type { BotDelivery, EventConfig } from './attempts.js';
 
@@ -128,6 +129,13 @@ export class EventWorker {
     const subscription = (await subscriptions.of(this.db, row.projectId)).find((item) => item.id === subscriptionId)
       // One created on another server may not be in this server's list yet.
       ?? ((await repo.readResource('Subscription', subscriptionId).catch(() => undefined)) as Subscription | undefined);
+    // `$resend` naming a websocket Subscription: its event is sent as a matched one's is (no retries).
+    const channel = subscription?.status === 'active' ? subscription.channel?.type : undefined;
+    const listener = channel && channel !== 'rest-hook' ? this.batches.channels.get(channel) : undefined;
+    if (listener) {
+      if (await finish(this.db, row)) listener(subscription!, unreadVersion(row));
+      return;
+    }
     // A Subscription deleted or turned off since stops its deliveries.
     if (!subscription || subscription.status !== 'active' || subscription.channel?.type !== 'rest-hook' || !subscription.channel.endpoint) {
       await finish(this.db, row);
