@@ -5,7 +5,10 @@ import { newDataDir, projectClient, startServerProcess, startTestServer, superAd
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
-afterAll(() => Promise.all(cleanup.map((step) => step())));
+// In reverse order, one at a time: servers stop before their data folders are removed.
+afterAll(async () => {
+  for (const step of cleanup.reverse()) await step();
+});
 
 async function receiver(statuses: number[]): Promise<Receiver> {
   const r = await startReceiver(statuses);
@@ -50,7 +53,10 @@ describe('deliveries that outlive their server', () => {
       expect(deliveries[1].headers['x-event-id']).toBe(inFlight.headers['x-event-id']);
       expect(JSON.parse(deliveries[1].body).code.coding[0].code).toBe(code);
     } finally {
+      // Waited for: a server still writing its embedded database would race the folder's removal.
+      const exited = second.child.exitCode === null ? new Promise((resolve) => second.child.once('exit', resolve)) : undefined;
       second.child.kill('SIGTERM');
+      await exited;
     }
   }, 240_000);
 
