@@ -41,6 +41,8 @@ export interface ExportRun {
   onFile(position: ExportPosition): Promise<void>;
   /** `_typeFilter`: which of a page's ids of a type to write; undefined (or no answer) writes them all. */
   matching?: (type: string, ids: readonly string[]) => Promise<Set<string> | undefined>;
+  /** `_elements`: each line's text rewritten; undefined copies the stored text as it is. */
+  transform?: (type: string, text: string) => string;
 }
 
 /** Rows read per statement: small enough for one statement's time, large enough to stream fast. */
@@ -107,7 +109,7 @@ async function writeOneFile(run: ExportRun, slice: Slice, afterId: string | unde
       for (const row of page) {
         // No version at the export's time (created later, or deleted by then), or filtered out.
         if (row.content === null || (kept && !kept.has(row.id))) continue;
-        yield Buffer.from(row.content, 'utf8');
+        yield Buffer.from(run.transform ? run.transform(type, row.content) : row.content, 'utf8');
         yield NEWLINE;
         count++;
       }
