@@ -1,4 +1,3 @@
-import { patientCompartmentTypes } from '../fhir/compartments.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import type { Group, Reference } from '../fhir/resources.js';
@@ -144,11 +143,7 @@ function checkInput(input: ExportInput): void {
 }
 
 async function firstPosition(input: ExportInput, { db, ctx }: OperationRequest, patients: string[] | 'all' | undefined): Promise<ExportPosition> {
-  let types = requestedTypes(input) ?? (await projectTypes(db, ctx.identity.projectId, SERVER_TYPES));
-  if (patients !== undefined) {
-    const compartment = new Set(['Patient', ...patientCompartmentTypes()]);
-    types = types.filter((type) => compartment.has(type));
-  }
+  const types = requestedTypes(input) ?? (await projectTypes(db, ctx.identity.projectId, SERVER_TYPES));
   return { transactionTime: new Date().toISOString(), types: [...new Set(types)], typeIndex: 0, files: [], ...(patients ? { patients } : {}) };
 }
 

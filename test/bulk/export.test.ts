@@ -148,6 +148,27 @@ describe('GET /Patient/$export and /Group/{id}/$export', () => {
     expect(idsOf(await exportedLines(p, res.body))).toEqual(expected);
   });
 
+  it('Patient and Group exports add the resources of other types that the compartments reference, and no others', async () => {
+    const p = api.newProject();
+    const doctor = await create(p, { resourceType: 'Practitioner', name: [{ family: 'Referenced' }] });
+    const lab = await create(p, { resourceType: 'Organization', name: 'Lab' });
+    const strayLab = await create(p, { resourceType: 'Organization', name: 'Only a stray Observation names it' });
+    await create(p, { resourceType: 'Practitioner', name: [{ family: 'Unreferenced' }] });
+    const first = await create(p, { resourceType: 'Patient', generalPractitioner: [{ reference: `Practitioner/${doctor.id}` }] });
+    const second = await create(p, { resourceType: 'Patient' });
+    const observation = { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: `Patient/${second.id}` }, performer: [{ reference: `Organization/${lab.id}` }] };
+    const measured = await create(p, observation);
+    await create(p, { resourceType: 'Observation', status: 'final', code: { text: 'no patient' }, performer: [{ reference: `Organization/${strayLab.id}` }] });
+
+    const everyPatient = await poll(p, statusPath(await p.get('/Patient/$export', ASYNC)));
+    const expected = [`Patient/${first.id}`, `Patient/${second.id}`, `Observation/${measured.id}`, `Practitioner/${doctor.id}`, `Organization/${lab.id}`];
+    expect(idsOf(await exportedLines(p, everyPatient.body))).toEqual(expected.sort());
+
+    const group = await create(p, { resourceType: 'Group', type: 'person', actual: true, member: [{ entity: { reference: `Patient/${first.id}` } }] });
+    const ofGroup = await poll(p, statusPath(await p.get(`/Group/${group.id}/$export`, ASYNC)));
+    expect(idsOf(await exportedLines(p, ofGroup.body))).toEqual([`Group/${group.id}`, `Patient/${first.id}`, `Practitioner/${doctor.id}`].sort());
+  });
+
   it('Group/{id}/$export of a group that does not exist is 404 at once', async () => {
     const res = await api.newProject().get('/Group/00000000-0000-4000-8000-000000000000/$export', ASYNC);
     expect(res.status).toBe(404);
