@@ -1,5 +1,6 @@
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
+import { policyAllowsType } from '../identity/policy.js';
 import type { Group, Reference } from '../fhir/resources.js';
 import { ownOperationDefinition } from '../operations/definition.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
@@ -43,7 +44,7 @@ interface ExportScope {
 }
 
 /**
- * `$export` at one level (Bulk Data Access IG 2.0; project admins and super admins), only with
+ * `$export` at one level (Bulk Data Access IG 2.0; any member, narrowed by its AccessPolicy), only with
  * `Prefer: respond-async`: the resources of the caller's project as NDJSON files, written by a
  * durable job that checkpoints after each file. The 202 names the export's status URL.
  */
@@ -53,14 +54,13 @@ function exportOperationFor(definitionFile: string, scope: ExportScope): Operati
     respondsAsync: true,
     onlyAsync: true,
     asyncStatusUrl: exportStatusUrl,
-    authorize({ ctx }) {
-      if (!ctx.identity.superAdmin && !ctx.identity.projectAdmin) throw errors.forbidden('Only a project admin or a super admin can run $export');
-    },
     async check(input, request) {
       checkInput(input);
       parseExportElements(input._elements);
       const filters = parseTypeFilters(input._typeFilter);
       const types = requestedTypes(input);
+      const refused = types?.find((type) => !policyAllowsType(request.ctx.identity, type));
+      if (refused) throw errors.forbidden(`Your access policy or SMART scopes do not allow ${refused} resources`);
       for (const type of filters.keys()) {
         if (types && !types.includes(type)) throw errors.invalid(`_typeFilter filters ${type}, which _type does not export`, '_typeFilter');
       }
@@ -143,7 +143,7 @@ function checkInput(input: ExportInput): void {
 }
 
 async function firstPosition(input: ExportInput, { db, ctx }: OperationRequest, patients: string[] | 'all' | undefined): Promise<ExportPosition> {
-  const types = requestedTypes(input) ?? (await projectTypes(db, ctx.identity.projectId, SERVER_TYPES));
+  const types = requestedTypes(input) ?? (await projectTypes(db, ctx.identity.projectId, SERVER_TYPES)).filter((type) => policyAllowsType(ctx.identity, type));
   return { transactionTime: new Date().toISOString(), types: [...new Set(types)], typeIndex: 0, files: [], ...(patients ? { patients } : {}) };
 }
 
