@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { jobQueued } from '../../src/operations/jobs/worker.js';
+import { killOnceCheckpointed, sleep } from '../helpers/job-failover.js';
 import { projectClient, startServerProcess, useTestServer } from '../helpers/server.js';
 import { ASYNC, exportedLines, statusPath, type Json } from './export-helpers.js';
 
@@ -14,7 +15,6 @@ const LEASE_MS = '2000';
 const PER_FILE = '5';
 const api = await useTestServer({ ASYNC_JOB_STALE_MS: LEASE_MS, EXPORT_FILE_MAX_RESOURCES: PER_FILE });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const PATIENTS = 400;
 
 let child: ChildProcess | undefined;
@@ -37,13 +37,9 @@ describe.skipIf(!process.env.DATABASE_URL)('an export whose server is killed', (
     const id = status.split('/').pop()!;
 
     // Killed once it has recorded a checkpoint (some files stored), while it runs.
-    let row: { owner: string | null; status: string; checkpoint: string | null } | undefined;
-    do {
-      [row] = await api.server.services.db.query<typeof row & object>('SELECT "leaseOwner" AS owner, status, checkpoint::text AS checkpoint FROM job WHERE id = $1', [id]);
-    } while (row && row.status !== 'done' && row.checkpoint === null && (await sleep(5), true));
+    const row = await killOnceCheckpointed(api.server.services.db, id, other.child);
     expect(row?.status).toBe('running');
     expect(row?.owner).toContain(`:${other.child.pid}:`);
-    other.child.kill('SIGKILL');
     expect(JSON.parse(row!.checkpoint!).files.length).toBeLessThan(PATIENTS / Number(PER_FILE));
 
     // This server resumes it once the lease has passed.
