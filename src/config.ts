@@ -117,6 +117,8 @@ export interface Config {
   };
   /** Bulk data export (src/bulk, docs/bulk-data.md): most resources in one NDJSON file. */
   readonly exportFileMaxResources: number;
+  /** How long an ended export's files, manifest and AsyncJob are kept before any server removes them. */
+  readonly exportFileTtlMs: number;
   /** PostgreSQL: how often one server analyzes the search tables that changed enough since their last ANALYZE (0: never). */
   readonly statisticsIntervalMs: number;
   /**
@@ -287,6 +289,7 @@ export function loadConfig(env: Env = process.env): Config {
       retryBaseMs: int('JOB_RETRY_BASE_MS', 1_000, 0),
     },
     exportFileMaxResources: int('EXPORT_FILE_MAX_RESOURCES', 100_000, 1),
+    exportFileTtlMs: int('EXPORT_FILE_TTL_MS', 24 * 60 * 60 * 1000, 1),
     statisticsIntervalMs: int('STATISTICS_INTERVAL_MS', 60_000),
     statementTimeoutMs: int('STATEMENT_TIMEOUT_MS', 10_000),
     writeStatementTimeoutMs: int('WRITE_STATEMENT_TIMEOUT_MS', 10_000),

@@ -9,6 +9,7 @@ import type { Services } from './operations/context.js';
 import { countUnfinishedJobs, watchAsyncJobs } from './admin/async-job.js';
 import { createRequestContext } from './access/context.js';
 import { startJobWorker } from './operations/jobs/worker.js';
+import { startExportExpiry } from './bulk/export-expiry.js';
 import { Admission } from './http/admission.js';
 import { listenMetrics } from './http/metrics/endpoint.js';
 import { ServerMetrics, type MetricsExposition, type MetricsSources } from './http/metrics/server-metrics.js';
@@ -130,6 +131,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Queued jobs, and jobs whose server stopped, run here as well as anywhere (src/operations/jobs).
   const worker = startJobWorker(services, (identity, requestId) => createRequestContext(services, identity, requestId));
   const statistics = keepStatistics(db, config, log);
+  // Ended exports' files go after EXPORT_FILE_TTL_MS, whichever server notices first (src/bulk).
+  const exportExpiry = startExportExpiry(services);
   const admission = new Admission(config);
   const metrics = new ServerMetrics(metricsSources(services, admission));
   const exposition = cluster.isWorker ? workerExposition(metrics.registry) : localExposition(metrics.registry);
@@ -153,7 +156,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       webSockets.close().then(() => shutdown(
         server,
         db,
-        [worker, events, jobs, bus, statistics, bots, ...(store ? [store] : []), ...(replicas ? [replicas] : []), ...(metricsChannel ? [metricsChannel] : [])],
+        [worker, events, jobs, bus, statistics, exportExpiry, bots, ...(store ? [store] : []), ...(replicas ? [replicas] : []), ...(metricsChannel ? [metricsChannel] : [])],
         config.shutdownTimeoutMs,
       )),
   };

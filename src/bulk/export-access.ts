@@ -1,4 +1,5 @@
 import { asyncJobCancelOperation } from '../admin/async-job.js';
+import type { AuthService } from '../auth/service.js';
 import { errors, issue, outcome, OperationOutcomeError } from '../fhir/outcome.js';
 import type { AsyncJob, OperationOutcome } from '../fhir/resources.js';
 import type { RequestContext } from '../operations/context.js';
@@ -62,8 +63,13 @@ export async function cancelExport(ctx: RequestContext, jobId: string): Promise<
     await asyncJobCancelOperation.handler({}, { level: 'instance', resourceType: 'AsyncJob', id: jobId, ctx, db: ctx.database });
     return;
   }
-  await deleteExportFiles(ctx.auth.storageServices.binaryStorage, jobId, outputFiles(job.output));
-  await ctx.auth.repo(ctx.identity.projectId).deleteResource('AsyncJob', jobId);
+  await removeExport(ctx.auth, ctx.auth.storageServices.binaryStorage, ctx.identity.projectId, job);
+}
+
+/** A finished export's files, then its AsyncJob (a removal that stops half-way is done again whole). */
+export async function removeExport(auth: Pick<AuthService, 'repo'>, storage: BinaryStorage, projectId: string, job: AsyncJob): Promise<void> {
+  await deleteExportFiles(storage, job.id!, outputFiles(job.output));
+  await auth.repo(projectId).deleteResource('AsyncJob', job.id!);
 }
 
 /** One file of a completed export, for the same callers as its status. */

@@ -1,3 +1,4 @@
+import { compartmentTypes } from '../clinical/record-conditions.js';
 import type { Database } from '../db/database.js';
 import type { BinaryStorage } from '../storage/binary-storage.js';
 
@@ -41,6 +42,8 @@ export interface ExportRun {
   onFile(position: ExportPosition): Promise<void>;
   /** `_typeFilter`: which of a page's ids of a type to write; undefined (or no answer) writes them all. */
   matching?: (type: string, ids: readonly string[]) => Promise<Set<string> | undefined>;
+  /** `_elements`: each line's text rewritten; undefined copies the stored text as it is. */
+  transform?: (type: string, text: string) => string;
 }
 
 /** Rows read per statement: small enough for one statement's time, large enough to stream fast. */
@@ -107,7 +110,7 @@ async function writeOneFile(run: ExportRun, slice: Slice, afterId: string | unde
       for (const row of page) {
         // No version at the export's time (created later, or deleted by then), or filtered out.
         if (row.content === null || (kept && !kept.has(row.id))) continue;
-        yield Buffer.from(row.content, 'utf8');
+        yield Buffer.from(run.transform ? run.transform(type, row.content) : row.content, 'utf8');
         yield NEWLINE;
         count++;
       }
@@ -156,8 +159,10 @@ async function readPage(run: ExportRun, slice: Slice, afterId: string | undefine
 }
 
 /**
- * Within the patients' compartments: a Patient is one of them, any other resource has a
- * `_compartment` reference row naming one (the rows Patient/$everything reads).
+ * Within the patients' compartments: a Patient is one of them, a resource of a compartment type
+ * has a `_compartment` reference row naming one (the rows Patient/$everything reads), and a
+ * resource of another type (Practitioner, Organization, Medication...) is referenced by a
+ * resource in one of those compartments, as $everything adds it.
  */
 function compartmentCondition({ type, patients }: Slice, args: unknown[]): string {
   if (patients === undefined) return '';
@@ -166,11 +171,19 @@ function compartmentCondition({ type, patients }: Slice, args: unknown[]): strin
     args.push(JSON.stringify(patients));
     return ` AND r.id IN (SELECT json_array_elements_text($${args.length}::json))`;
   }
-  const rows = `SELECT 1 FROM reference_index c WHERE c."projectId" = $1 AND c.code = '_compartment' AND c."targetType" = 'Patient'
-         AND c."resourceType" = r."resourceType" AND c."resourceId" = r.id`;
-  if (patients === 'all') return ` AND EXISTS (${rows})`;
-  args.push(JSON.stringify(patients));
-  return ` AND EXISTS (${rows} AND c."targetId" IN (SELECT json_array_elements_text($${args.length}::json)))`;
+  let ofPatients = '';
+  if (patients !== 'all') {
+    args.push(JSON.stringify(patients));
+    ofPatients = ` AND c."targetId" IN (SELECT json_array_elements_text($${args.length}::json))`;
+  }
+  const compartmentRows = `c."projectId" = $1 AND c.code = '_compartment' AND c."targetType" = 'Patient'${ofPatients}`;
+  if (compartmentTypes().has(type)) {
+    return ` AND EXISTS (SELECT 1 FROM reference_index c WHERE ${compartmentRows} AND c."resourceType" = r."resourceType" AND c."resourceId" = r.id)`;
+  }
+  return ` AND EXISTS (SELECT 1 FROM reference_index ref
+         JOIN reference_index c ON c."resourceType" = ref."resourceType" AND c."resourceId" = ref."resourceId"
+         WHERE ref."projectId" = $1 AND ref."targetType" = r."resourceType" AND ref."targetId" = r.id AND ref.code <> '_compartment'
+           AND ${compartmentRows})`;
 }
 
 /** The resource types the project has resources of, in name order, less `excluded`. */

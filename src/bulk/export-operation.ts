@@ -1,10 +1,11 @@
-import { patientCompartmentTypes } from '../fhir/compartments.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
-import type { Group } from '../fhir/resources.js';
+import { policyAllowsType } from '../identity/policy.js';
+import type { Group, Reference } from '../fhir/resources.js';
 import { ownOperationDefinition } from '../operations/definition.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
 import { deleteExportFiles } from './export-access.js';
+import { parseExportElements } from './export-elements.js';
 import { projectTypes, writeExportFiles, type ExportFile, type ExportPosition } from './export-files.js';
 import { checkTypeFilters, parseTypeFilters, typeFilterMatcher } from './type-filter.js';
 
@@ -14,6 +15,10 @@ interface ExportInput {
   _since?: string;
   _typeFilter?: string[];
   _elements?: string[];
+  /** Patient and Group level: narrows the export to these patients. */
+  patient?: Reference[];
+  /** Accepted and ignored, as the IG permits. */
+  includeAssociatedData?: string[];
 }
 
 export interface ExportOutput {
@@ -35,11 +40,11 @@ export function exportStatusUrl(fhirBase: string, jobId: string): string {
 /** What an export reads: every resource, or the compartments of some patients. */
 interface ExportScope {
   /** The patients whose compartments are exported; undefined: every resource of the project. */
-  patients(request: OperationRequest): Promise<string[] | 'all' | undefined>;
+  patients(input: ExportInput, request: OperationRequest): Promise<string[] | 'all' | undefined>;
 }
 
 /**
- * `$export` at one level (Bulk Data Access IG 2.0; project admins and super admins), only with
+ * `$export` at one level (Bulk Data Access IG 2.0; any member, narrowed by its AccessPolicy), only with
  * `Prefer: respond-async`: the resources of the caller's project as NDJSON files, written by a
  * durable job that checkpoints after each file. The 202 names the export's status URL.
  */
@@ -49,24 +54,24 @@ function exportOperationFor(definitionFile: string, scope: ExportScope): Operati
     respondsAsync: true,
     onlyAsync: true,
     asyncStatusUrl: exportStatusUrl,
-    authorize({ ctx }) {
-      if (!ctx.identity.superAdmin && !ctx.identity.projectAdmin) throw errors.forbidden('Only a project admin or a super admin can run $export');
-    },
     async check(input, request) {
       checkInput(input);
+      parseExportElements(input._elements);
       const filters = parseTypeFilters(input._typeFilter);
       const types = requestedTypes(input);
+      const refused = types?.find((type) => !policyAllowsType(request.ctx.identity, type));
+      if (refused) throw errors.forbidden(`Your access policy or SMART scopes do not allow ${refused} resources`);
       for (const type of filters.keys()) {
         if (types && !types.includes(type)) throw errors.invalid(`_typeFilter filters ${type}, which _type does not export`, '_typeFilter');
       }
       await checkTypeFilters(request.ctx, filters);
-      await scope.patients(request);
+      await scope.patients(input, request);
     },
     async handler(input, request) {
       const { job, ctx } = request;
       if (!job) throw errors.invalid('Operation $export runs only asynchronously: send the header Prefer: respond-async');
       const storage = ctx.auth.storageServices.binaryStorage;
-      const start = (job.resumeFrom as ExportPosition | undefined) ?? (await firstPosition(input, request, await scope.patients(request)));
+      const start = (job.resumeFrom as ExportPosition | undefined) ?? (await firstPosition(input, request, await scope.patients(input, request)));
       const done = await writeExportFiles(
         {
           db: request.db,
@@ -77,6 +82,7 @@ function exportOperationFor(definitionFile: string, scope: ExportScope): Operati
           maxPerFile: ctx.config.exportFileMaxResources,
           signal: job.signal,
           matching: typeFilterMatcher(ctx, parseTypeFilters(input._typeFilter)),
+          transform: parseExportElements(input._elements),
           async onFile(position) {
             await job.checkpoint(position);
             await job.progress({ transactionTime: position.transactionTime, files: position.files });
@@ -94,23 +100,42 @@ function exportOperationFor(definitionFile: string, scope: ExportScope): Operati
 /** `GET /$export`: every resource of the project. */
 export const exportOperation = exportOperationFor('export.json', { patients: async () => undefined });
 
-/** `GET /Patient/$export`: the compartment of every patient of the project. */
-export const patientExportOperation = exportOperationFor('Patient-export.json', { patients: async () => 'all' });
+/** `GET /Patient/$export`: the compartment of every patient of the project, or of those `patient` names. */
+export const patientExportOperation = exportOperationFor('Patient-export.json', {
+  patients: async (input) => requestedPatients(input) ?? 'all',
+});
 
-/** `GET /Group/{id}/$export`: the compartments of the group's members (Patient references of `member.entity`). */
+/**
+ * `GET /Group/{id}/$export`: the compartments of the group's members (Patient references of
+ * `member.entity`), only those `patient` names when it is given.
+ */
 export const groupExportOperation = exportOperationFor('Group-export.json', {
-  async patients({ ctx, id }) {
+  async patients(input, { ctx, id }) {
     const group = (await ctx.repo.readResource('Group', id!)) as Group;
-    const references = (group.member ?? []).map((member) => member.entity?.reference ?? '');
-    return [...new Set(references.filter((reference) => reference.startsWith('Patient/')).map((reference) => reference.slice('Patient/'.length)))];
+    const members = patientIds((group.member ?? []).map((member) => member.entity?.reference ?? ''));
+    const requested = requestedPatients(input);
+    return requested ? members.filter((member) => requested.includes(member)) : members;
   },
 });
+
+/** The ids of `Patient/{id}` references, once each; other references are left out. */
+function patientIds(references: readonly string[]): string[] {
+  return [...new Set(references.filter((reference) => reference.startsWith('Patient/')).map((reference) => reference.slice('Patient/'.length)))];
+}
+
+/** The `patient` parameter's ids; 400 for a reference to anything but a Patient by id. */
+function requestedPatients(input: ExportInput): string[] | undefined {
+  if (!input.patient?.length) return undefined;
+  const references = input.patient.map((reference) => reference.reference ?? '');
+  const wrong = references.find((reference) => !/^Patient\/[A-Za-z0-9\-.]{1,64}$/.test(reference));
+  if (wrong !== undefined) throw errors.invalid(`patient "${wrong}" is not a reference Patient/{id}`, 'patient');
+  return patientIds(references);
+}
 
 function checkInput(input: ExportInput): void {
   if (input._outputFormat !== undefined && !OUTPUT_FORMATS.has(input._outputFormat)) {
     throw errors.invalid(`_outputFormat "${input._outputFormat}" is not supported: use ${[...OUTPUT_FORMATS].join(', ')}`, '_outputFormat');
   }
-  if (input._elements?.length) throw errors.invalid('_elements is not supported by $export yet: export without it', '_elements');
   for (const type of requestedTypes(input) ?? []) {
     if (!isResourceType(type)) throw errors.invalid(`_type names "${type}", which is no resource type`, '_type');
     if (SERVER_TYPES.has(type)) throw errors.invalid(`_type names ${type}, which is not exported (it holds accounts, secrets or jobs)`, '_type');
@@ -118,11 +143,7 @@ function checkInput(input: ExportInput): void {
 }
 
 async function firstPosition(input: ExportInput, { db, ctx }: OperationRequest, patients: string[] | 'all' | undefined): Promise<ExportPosition> {
-  let types = requestedTypes(input) ?? (await projectTypes(db, ctx.identity.projectId, SERVER_TYPES));
-  if (patients !== undefined) {
-    const compartment = new Set(['Patient', ...patientCompartmentTypes()]);
-    types = types.filter((type) => compartment.has(type));
-  }
+  const types = requestedTypes(input) ?? (await projectTypes(db, ctx.identity.projectId, SERVER_TYPES)).filter((type) => policyAllowsType(ctx.identity, type));
   return { transactionTime: new Date().toISOString(), types: [...new Set(types)], typeIndex: 0, files: [], ...(patients ? { patients } : {}) };
 }
 

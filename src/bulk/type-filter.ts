@@ -63,11 +63,26 @@ export async function checkTypeFilters(ctx: RequestContext, filters: TypeFilters
   }
 }
 
-/** Which of `ids` (of `type`) meet one of the type's queries; undefined when the type has none. */
+/**
+ * Whether the caller's AccessPolicy or SMART scopes can narrow what it reads: then every page of
+ * every type goes through the search service, as a `_typeFilter` does, so the policy's criteria
+ * apply to each resource exactly as in a search; an unrestricted caller's pages are copied as stored.
+ */
+export function exportIsRestricted(ctx: RequestContext): boolean {
+  const { identity } = ctx;
+  return (identity.accessPolicy !== undefined && !identity.superAdmin) || identity.scopes !== undefined;
+}
+
+/**
+ * Which of `ids` (of `type`) meet one of the type's queries, as the exporter sees them; undefined
+ * when the type has none and the exporter is unrestricted (every id is written).
+ */
 export function typeFilterMatcher(ctx: RequestContext, filters: TypeFilters): (type: string, ids: readonly string[]) => Promise<Set<string> | undefined> {
   const services = searchServicesFor(filterSearchContext(ctx));
+  // A restricted exporter's unfiltered types: one query without parameters, the policy's own.
+  const unfiltered = exportIsRestricted(ctx) ? [[]] : undefined;
   return async (type, ids) => {
-    const queries = filters.get(type);
+    const queries = filters.get(type) ?? unfiltered;
     if (!queries) return undefined;
     const kept = new Set<string>();
     for (const some of idGroups(ctx, ids)) {

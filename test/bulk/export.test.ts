@@ -3,7 +3,8 @@ import { exportFileKey } from '../../src/bulk/export-files.js';
 import { enqueueJob } from '../../src/operations/jobs/queue.js';
 import { jobQueued } from '../../src/operations/jobs/worker.js';
 import { addMemberClient } from '../auth/helpers.js';
-import { projectClient, useTestServer, type ProjectClient, type TestResponse } from '../helpers/server.js';
+import { projectClient, useTestServer, type ProjectClient } from '../helpers/server.js';
+import { ASYNC, BASE, create, exportDone, exportedLines, idsOf, poll, statusPath, type Json } from './export-helpers.js';
 
 /**
  * Bulk data export (Bulk Data Access IG 2.0): kick-off `GET /$export` with `Prefer: respond-async`
@@ -13,58 +14,6 @@ import { projectClient, useTestServer, type ProjectClient, type TestResponse } f
  */
 
 const api = await useTestServer({ EXPORT_FILE_MAX_RESOURCES: '2' });
-
-type Json = any;
-
-const ASYNC = { Prefer: 'respond-async' };
-const BASE = 'http://localhost/fhir/R4';
-
-async function create(client: ProjectClient, resource: Json): Promise<Json> {
-  const res = await client.post(`/${resource.resourceType}`, resource);
-  expect(res.status, res.text).toBe(201);
-  return res.body;
-}
-
-/** The status URL path of a kick-off's 202 answer. */
-function statusPath(res: TestResponse<Json>): string {
-  expect(res.status, res.text).toBe(202);
-  const location = res.headers.get('content-location');
-  expect(location).toMatch(/^http:\/\/localhost\/fhir\/R4\/\$export-status\/[0-9a-f-]{36}$/);
-  return location!.slice(BASE.length);
-}
-
-/** Polls the status URL until it answers anything but 202; fails after 30 s. */
-async function poll(client: ProjectClient, path: string): Promise<TestResponse<Json>> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const res = await client.get(path);
-    if (res.status !== 202) return res;
-    if (Date.now() > deadline) throw new Error(`export still running: ${res.headers.get('x-progress')}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-async function exportDone(client: ProjectClient, query = ''): Promise<{ status: string; manifest: Json; manifestType: string | null }> {
-  const status = statusPath(await client.get(`/$export${query}`, ASYNC));
-  const res = await poll(client, status);
-  expect(res.status, res.text).toBe(200);
-  return { status, manifest: res.body, manifestType: res.headers.get('content-type') };
-}
-
-/** Every line of every file of the manifest, parsed, with the file's type. */
-async function exportedLines(client: ProjectClient, manifest: Json): Promise<{ type: string; resource: Json }[]> {
-  const lines: { type: string; resource: Json }[] = [];
-  for (const output of manifest.output) {
-    const res = await client.get(output.url.slice(BASE.length));
-    expect(res.status, res.text).toBe(200);
-    expect(res.headers.get('content-type')).toBe('application/fhir+ndjson');
-    const text = res.text.split('\n');
-    expect(text.pop()).toBe('');
-    expect(text.length).toBe(output.count);
-    for (const line of text) lines.push({ type: output.type, resource: JSON.parse(line) });
-  }
-  return lines;
-}
 
 describe('GET /$export', () => {
   it('exports every resource of the project once, in files by type, named by the manifest', async () => {
@@ -180,8 +129,6 @@ describe('GET /Patient/$export and /Group/{id}/$export', () => {
     return { p, patients, observations, stray };
   }
 
-  const idsOf = (lines: { resource: Json }[]) => lines.map(({ resource }) => `${resource.resourceType}/${resource.id}`).sort();
-
   it('Patient/$export exports every patient and the resources of their compartments, not the others', async () => {
     const { p, patients, observations } = await twoRecords();
     const status = statusPath(await p.get('/Patient/$export', ASYNC));
@@ -199,6 +146,27 @@ describe('GET /Patient/$export and /Group/{id}/$export', () => {
     expect(res.status, res.text).toBe(200);
     const expected = [`Group/${group.id}`, `Observation/${observations[1]}`, `Patient/${patients[1]}`].sort();
     expect(idsOf(await exportedLines(p, res.body))).toEqual(expected);
+  });
+
+  it('Patient and Group exports add the resources of other types that the compartments reference, and no others', async () => {
+    const p = api.newProject();
+    const doctor = await create(p, { resourceType: 'Practitioner', name: [{ family: 'Referenced' }] });
+    const lab = await create(p, { resourceType: 'Organization', name: 'Lab' });
+    const strayLab = await create(p, { resourceType: 'Organization', name: 'Only a stray Observation names it' });
+    await create(p, { resourceType: 'Practitioner', name: [{ family: 'Unreferenced' }] });
+    const first = await create(p, { resourceType: 'Patient', generalPractitioner: [{ reference: `Practitioner/${doctor.id}` }] });
+    const second = await create(p, { resourceType: 'Patient' });
+    const observation = { resourceType: 'Observation', status: 'final', code: { text: 'x' }, subject: { reference: `Patient/${second.id}` }, performer: [{ reference: `Organization/${lab.id}` }] };
+    const measured = await create(p, observation);
+    await create(p, { resourceType: 'Observation', status: 'final', code: { text: 'no patient' }, performer: [{ reference: `Organization/${strayLab.id}` }] });
+
+    const everyPatient = await poll(p, statusPath(await p.get('/Patient/$export', ASYNC)));
+    const expected = [`Patient/${first.id}`, `Patient/${second.id}`, `Observation/${measured.id}`, `Practitioner/${doctor.id}`, `Organization/${lab.id}`];
+    expect(idsOf(await exportedLines(p, everyPatient.body))).toEqual(expected.sort());
+
+    const group = await create(p, { resourceType: 'Group', type: 'person', actual: true, member: [{ entity: { reference: `Patient/${first.id}` } }] });
+    const ofGroup = await poll(p, statusPath(await p.get(`/Group/${group.id}/$export`, ASYNC)));
+    expect(idsOf(await exportedLines(p, ofGroup.body))).toEqual([`Group/${group.id}`, `Patient/${first.id}`, `Practitioner/${doctor.id}`].sort());
   });
 
   it('Group/{id}/$export of a group that does not exist is 404 at once', async () => {

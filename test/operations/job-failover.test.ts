@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { jobQueued } from '../../src/operations/jobs/worker.js';
+import { killOnceCheckpointed, sleep } from '../helpers/job-failover.js';
 import { startServerProcess, superAdminClient, useTestServer } from '../helpers/server.js';
 
 /**
@@ -14,7 +15,6 @@ const api = await useTestServer({ ASYNC_JOB_STALE_MS: LEASE_MS });
 
 type Json = any;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const PATIENTS = 400;
 
 let child: ChildProcess | undefined;
@@ -40,13 +40,9 @@ describe.skipIf(!process.env.DATABASE_URL)('a job whose server is killed', () =>
     const id = started.headers.get('content-location')!.split('/').pop()!;
 
     // Killed once it has recorded a checkpoint (some batches committed), while it runs.
-    let row: { owner: string | null; status: string; checkpoint: string | null } | undefined;
-    do {
-      [row] = await api.server.services.db.query<typeof row & object>('SELECT "leaseOwner" AS owner, status, checkpoint::text AS checkpoint FROM job WHERE id = $1', [id]);
-    } while (row && row.status !== 'done' && row.checkpoint === null && (await sleep(5), true));
+    const row = await killOnceCheckpointed(api.server.services.db, id, other.child);
     expect(row?.status).toBe('running');
     expect(row?.owner).toContain(`:${other.child.pid}:`);
-    other.child.kill('SIGKILL');
     const done = JSON.parse(row!.checkpoint!).byType[0].resources as number;
     expect(done).toBeLessThan(PATIENTS);
 
