@@ -22,17 +22,23 @@ export const CHUNK = 64 * 1024;
  * for SEND_TIMEOUT_MS (transport.ts). The length is known, so it is still sent as Content-Length.
  */
 export function bodyResponse(body: string | Uint8Array, status: number, headers: Record<string, string> | Headers): Response {
-  if (body.length < STREAMED_FROM) return new Response(body as BodyInit, { status, headers });
+  if (body.length < STREAMED_FROM) return inMemory(new Response(body as BodyInit, { status, headers }), body);
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
   const sized = new Headers(headers);
   sized.set('content-length', String(length));
-  const response = new Response(typeof body === 'string' ? textChunks(body) : byteChunks(body), { status, headers: sized });
+  return inMemory(new Response(typeof body === 'string' ? textChunks(body) : byteChunks(body), { status, headers: sized }), body);
+}
+
+/**
+ * The bodies of bodyResponse's answers, whole in memory even when sent a chunk at a time: read
+ * from here, the compression takes them without reading them back through the fetch Response.
+ */
+const wholeBodies = new WeakMap<Response, string | Uint8Array>();
+
+function inMemory(response: Response, body: string | Uint8Array): Response {
   wholeBodies.set(response, body);
   return response;
 }
-
-/** The bodies of answers bodyResponse sends a chunk at a time, which are whole in memory all the same. */
-const wholeBodies = new WeakMap<Response, string | Uint8Array>();
 
 /**
  * The body of an answer that is whole in memory, as bytes; undefined for one streamed from its
