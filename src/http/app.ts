@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { compress, COMPRESSIBLE_CONTENT_TYPE_REGEX } from 'hono/compress';
 import { cors } from 'hono/cors';
 import { authenticateAuthorization } from '../auth/authenticate.js';
 import { type Services } from '../operations/context.js';
@@ -16,6 +15,7 @@ import type { AppEnv, HonoContext, Route } from './route.js';
 import { FHIR_BASE_PATH, fhirRestHandler, type Authenticator } from './fhir-adapter.js';
 import { bodyResponse, outcomeResponse } from './responses.js';
 import { admissionControl } from './admission-middleware.js';
+import { responseCompression } from './compression.js';
 import { Admission } from './admission.js';
 import { readFastPath } from './read-fast-path.js';
 import type { HttpHandlers } from './transport.js';
@@ -147,38 +147,6 @@ function crossOrigin(services: Services): MiddlewareHandler<AppEnv> {
     maxAge: 86_400,
   });
   return (c, next) => (requestHeader(c, 'origin') ? handler(c, next) : next());
-}
-
-/**
- * gzip (or deflate) for clients that accept it: JSON and text bodies of 1 KB or more (hono's
- * compress middleware), so a Bundle of 1,000 resources or GraphQL's introspection answer (13 MB
- * as JSON) travel at a fraction of their size. Requests without `Accept-Encoding` skip the
- * middleware, which reads and rewrites the headers of every response (the fast paths of reads
- * and GraphQL keep theirs as a plain record); their answers lack `Vary: Accept-Encoding`, which
- * only tells caches that a compressed answer exists.
- */
-function responseCompression(): MiddlewareHandler<AppEnv> {
-  const handler = compress();
-  return (c, next) =>
-    requestHeader(c, 'accept-encoding')
-      ? handler(c, async () => {
-          await next();
-          await withContentLength(c);
-        })
-      : next();
-}
-
-/**
- * Our answers are built in memory without a Content-Length, by which hono's compress middleware
- * tells a small body (left as it is) from a large one: a compressible body gets its length here.
- */
-async function withContentLength(c: HonoContext): Promise<void> {
-  const res = c.res;
-  if (!res.body || res.headers.has('Content-Length') || !COMPRESSIBLE_CONTENT_TYPE_REGEX.test(res.headers.get('Content-Type') ?? '')) return;
-  const bytes = await res.arrayBuffer();
-  const sized = new Response(bytes, res);
-  sized.headers.set('Content-Length', String(bytes.byteLength));
-  c.res = sized;
 }
 
 /** One structured log line per request (id, method, path, status, duration), and its metrics. */

@@ -21,13 +21,34 @@ export const CHUNK = 64 * 1024;
  * the server's buffers instead of the whole remainder, and each chunk it takes counts as progress
  * for SEND_TIMEOUT_MS (transport.ts). The length is known, so it is still sent as Content-Length.
  */
-export function bodyResponse(body: string | Uint8Array, status: number, headers: Record<string, string>): Response {
-  if (body.length < STREAMED_FROM) return new Response(body as BodyInit, { status, headers });
+export function bodyResponse(body: string | Uint8Array, status: number, headers: Record<string, string> | Headers): Response {
+  if (body.length < STREAMED_FROM) return inMemory(new Response(body as BodyInit, { status, headers }), body);
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
-  return new Response(typeof body === 'string' ? textChunks(body) : byteChunks(body), {
-    status,
-    headers: { ...withoutContentLength(headers), 'content-length': String(length) },
-  });
+  const sized = new Headers(headers);
+  sized.set('content-length', String(length));
+  return inMemory(new Response(typeof body === 'string' ? textChunks(body) : byteChunks(body), { status, headers: sized }), body);
+}
+
+/**
+ * The bodies of bodyResponse's answers, whole in memory even when sent a chunk at a time: read
+ * from here, the compression takes them without reading them back through the fetch Response.
+ */
+const wholeBodies = new WeakMap<Response, string | Uint8Array>();
+
+function inMemory(response: Response, body: string | Uint8Array): Response {
+  wholeBodies.set(response, body);
+  return response;
+}
+
+/**
+ * The body of an answer that is whole in memory, as bytes; undefined for one streamed from its
+ * source (Binary, exports), which declares its length beforehand and is never whole.
+ */
+export async function bodyInMemory(response: Response): Promise<Buffer | undefined> {
+  const whole = wholeBodies.get(response);
+  if (whole !== undefined) return typeof whole === 'string' ? Buffer.from(whole, 'utf8') : Buffer.from(whole.buffer, whole.byteOffset, whole.byteLength);
+  if (response.headers.has('Content-Length')) return undefined;
+  return Buffer.from(await response.arrayBuffer());
 }
 
 /**

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
@@ -47,6 +48,30 @@ describe('response compression', () => {
     const bundle = JSON.parse(gunzipSync(res.bytes).toString('utf8'));
     expect(bundle.resourceType).toBe('Bundle');
     expect(bundle.entry).toHaveLength(10);
+  });
+
+  it('sends a compressed answer with its compressed length, not chunked', async () => {
+    const p = await projectWithPatients();
+    const res = await rawRequest(p, 'GET', '/Patient?_count=10', { 'accept-encoding': 'gzip' });
+    expect(res.headers['content-encoding']).toBe('gzip');
+    expect(res.headers['transfer-encoding']).toBeUndefined();
+    expect(Number(res.headers['content-length'])).toBe(res.bytes.byteLength);
+  });
+
+  it('sends a compressed answer of several send chunks (over 256 KB) whole, with its length', async () => {
+    const p = api.newProject();
+    // Random text compresses to about three quarters: ten of these are over 256 KB gzipped.
+    const texts = Array.from({ length: 10 }, () => randomBytes(30_000).toString('base64'));
+    for (const text of texts) {
+      const res = await p.post('/Patient', { resourceType: 'Patient', name: [{ text }] });
+      expect(res.status).toBe(201);
+    }
+    const res = await rawRequest(p, 'GET', '/Patient?_count=10', { 'accept-encoding': 'gzip' });
+    expect(res.status).toBe(200);
+    expect(res.bytes.byteLength).toBeGreaterThan(256 * 1024);
+    expect(Number(res.headers['content-length'])).toBe(res.bytes.byteLength);
+    const bundle = JSON.parse(gunzipSync(res.bytes).toString('utf8'));
+    expect(bundle.entry.map((e: { resource: { name: { text: string }[] } }) => e.resource.name[0].text).sort()).toEqual([...texts].sort());
   });
 
   it('uses deflate when that is what the client accepts', async () => {
