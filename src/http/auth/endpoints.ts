@@ -326,7 +326,7 @@ export async function authorizeHandler(c: HonoContext): Promise<Response> {
 function requestedScopeProblem(scope: string | null): string | undefined {
   if (scope === null) return undefined;
   try {
-    grantScope(scope);
+    grantScope(scope, 'user');
     return undefined;
   } catch (error) {
     if (error instanceof OAuthError) return error.description;
