@@ -211,7 +211,7 @@ async function startFlint(env: Record<string, string>): Promise<ChildProcess> {
   AUTH_HEADERS.authorization = `Bearer ${token}`;
   JSON_HEADERS.authorization = `Bearer ${token}`;
   GRAPHQL_HEADERS.authorization = `Bearer ${token}`;
-  SCOPED_HEADERS.authorization = `Bearer ${await clientCredentialsToken(BASE, projectClient, 'user/Patient.rs user/Observation.rs')}`;
+  SCOPED_HEADERS.authorization = `Bearer ${await clientCredentialsToken(BASE, projectClient, 'system/Patient.rs system/Observation.rs')}`;
   return child;
 }
 

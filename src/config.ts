@@ -57,6 +57,8 @@ export interface Config {
   readonly searchMaxOrValues: number;
   /** Sign-in and token requests: the longest field (email, password, scope, token...), in characters (400 invalid_request above). */
   readonly authMaxFieldLength: number;
+  /** Self sign-up (`/auth/newuser`, `/auth/newproject`): anyone may make a user and a project of their own. */
+  readonly allowSignUp: boolean;
   /** ClientApplication/$rotate-secret: how long the previous secret keeps working after a rotation. */
   readonly clientSecretGraceMs: number;
   readonly redisUrl: string | undefined;
@@ -263,6 +265,7 @@ export function loadConfig(env: Env = process.env): Config {
     searchMaxParameters: int('SEARCH_MAX_PARAMETERS', 100, 1),
     searchMaxOrValues: int('SEARCH_MAX_OR_VALUES', 1000, 1),
     authMaxFieldLength: int('AUTH_MAX_FIELD_LENGTH', 8192, 256),
+    allowSignUp: oneOf('ALLOW_SIGN_UP', ['true', 'false'] as const, 'false') === 'true',
     clientSecretGraceMs: int('CLIENT_SECRET_GRACE_MS', 24 * 60 * 60 * 1000),
     redisUrl: merged.REDIS_URL || undefined,
     cacheNamespace: namespace(merged.CACHE_NAMESPACE, problems),

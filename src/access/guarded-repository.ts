@@ -65,7 +65,7 @@ export class GuardedRepository implements ResourceRepository {
     const checkedAs = (writer: Identity) => ({
       appliesTo: (resourceType: string) => policyCriteria(writer, resourceType) !== undefined,
       verify: (tx: SqlExecutor, resource: Resource) => this.verifyWrite(tx, resource, writer),
-      prepare: (db: SqlExecutor, writes: readonly PreparedWrite[]) => decideAccounts(who, db, writes),
+      prepare: (db: SqlExecutor, writes: readonly PreparedWrite[]) => decideAccounts(who, db, writes, joined ? undefined : services.searchCache),
     });
     this.store = new Repository(storage, who, checkedAs(this.as('u')));
     this.creator = who.scopes ? new Repository(storage, who, checkedAs(this.as('c'))) : this.store;

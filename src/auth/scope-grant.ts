@@ -31,14 +31,39 @@ function parseRequested(requested: string): ParsedScope {
 }
 
 /**
- * The scope granted for a requested one (every grant): malformed scopes are `invalid_scope`;
- * scopes this server does not know are dropped (the granted scope says so); asking only for
- * unknown ones is `invalid_scope`, since the token would not be what the client asked for.
+ * Who a token acts for (SMART App Launch 2.0, scopes): `system` for a client acting for itself
+ * (client credentials, backend services), `user` for a token acting for a signed-in user.
  */
-export function grantScope(requested: string): string {
-  const { granted } = parseRequested(requested);
-  if (granted.length === 0) throw invalidScope(`None of the requested scopes (${requested}) is supported: see scopes_supported at /.well-known/smart-configuration`);
-  return granted.join(' ');
+export type TokenContext = 'system' | 'user';
+
+/** Whether a resource scope's context fits a token's: `system/` for clients, `user/` and `patient/` for users. */
+function fitsContext(scope: ResourceScope, context: TokenContext): boolean {
+  return context === 'system' ? scope.context === 'system' : scope.context !== 'system';
+}
+
+/**
+ * The scope granted for a requested one (every grant): malformed scopes are `invalid_scope`;
+ * scopes this server does not know, and resource scopes of the other context, are dropped (the
+ * granted scope says so); asking only for those is `invalid_scope`, since the token would not be
+ * what the client asked for. So is dropping every resource scope asked for: without any, the token
+ * would have its membership's whole access, wider than what was asked.
+ */
+export function grantScope(requested: string, context: TokenContext): string {
+  const { granted, resource } = parseRequested(requested);
+  const wrong = new Set(resource.filter((scope) => !fitsContext(scope, context)).map((scope) => scope.text));
+  const kept = granted.filter((scope) => !wrong.has(scope));
+  if (kept.length === 0) throw invalidScope(`None of the requested scopes (${requested}) is supported${contextHint(wrong, context)}: see scopes_supported at /.well-known/smart-configuration`);
+  if (wrong.size > 0 && wrong.size === resource.length) {
+    throw invalidScope(`None of the requested resource scopes can be granted${contextHint(wrong, context)}`);
+  }
+  return kept.join(' ');
+}
+
+function contextHint(wrong: ReadonlySet<string>, context: TokenContext): string {
+  if (wrong.size === 0) return '';
+  return context === 'system'
+    ? ` (${[...wrong].join(' ')}: a client signing in for itself gets system/ scopes only)`
+    : ` (${[...wrong].join(' ')}: a token acting for a user gets user/ and patient/ scopes, system/ ones are for client credentials)`;
 }
 
 /**

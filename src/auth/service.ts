@@ -245,7 +245,8 @@ export class AuthService {
       project: { reference: `Project/${projectId}` },
       membership: { reference: `ProjectMembership/${request.membership.id}` },
       ...(request.clientId ? { client: { reference: `ClientApplication/${request.clientId}` } } : {}),
-      scope: grantScope(request.scope ?? 'openid'),
+      // A client signing in for itself (client credentials) acts in the system context; every other login acts for a user.
+      scope: grantScope(request.scope ?? 'openid', request.authMethod === 'client' ? 'system' : 'user'),
       granted: false,
       revoked: false,
       admin: request.membership.admin === true,

@@ -164,6 +164,11 @@ export class SearchCache {
     return count;
   }
 
+  /** A number kept with `set` under a key that is no count (a fact about a project), uncounted in the hit rates. */
+  getKept(key: string, now = Date.now()): number | undefined {
+    return this.counts.get(key, this.valid, now);
+  }
+
   set(statement: string, dependency: WriteDependency, at: number, value: number): void {
     this.keep(this.counts, statement, dependency, at, value, 1);
   }

@@ -25,7 +25,11 @@ export function scopeRefusal(identity: Identity, type: string, permission: Permi
   if (granting.length > 0) {
     return `This token's patient/ scopes need a patient context, and it has none: sign in with launch/patient as a Patient user, or use user/ scopes`;
   }
-  return `This token's scopes do not allow it: requires scope patient/${type}.${permission} or user/${type}.${permission}`;
+  // A client's own token holds system/ scopes only, a user's token user/ and patient/ ones.
+  const needed = identity.scopes.scopes.some((s) => s.context === 'system')
+    ? `system/${type}.${permission}`
+    : `patient/${type}.${permission} or user/${type}.${permission}`;
+  return `This token's scopes do not allow it: requires scope ${needed}`;
 }
 
 /** Whether the scopes allow `permission` on `type` at all (true without resource scopes). */

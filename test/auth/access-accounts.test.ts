@@ -31,6 +31,15 @@ async function setAccounts(admin: ProjectClient, target: string, accounts: strin
   expect(res.status, res.text).toBe(200);
 }
 
+/** Two accounts A and B, and a patient in each (pa in A, pb in B). */
+async function twoPatientsInAccounts(admin: ProjectClient) {
+  const [a, b] = [await account(admin, 'A'), await account(admin, 'B')];
+  const [pa, pb] = [await create(admin, { resourceType: 'Patient' }), await create(admin, { resourceType: 'Patient' })];
+  await setAccounts(admin, `Patient/${pa}`, [a]);
+  await setAccounts(admin, `Patient/${pb}`, [b]);
+  return { a, b, pa, pb };
+}
+
 describe('meta.accounts on ordinary writes', () => {
   it('a project admin sets them directly on create', async () => {
     const admin = api.newProject();
@@ -93,12 +102,45 @@ describe('meta.accounts on ordinary writes', () => {
     expect(res.body.meta.accounts).toEqual([ref(org)]);
   });
 
+  it('an update moving a resource to another patient trades the old patient accounts for the new one', async () => {
+    const admin = api.newProject();
+    const { a, b, pa, pb } = await twoPatientsInAccounts(admin);
+    const client = await member(admin);
+    const id = (await client.post('/Observation', observation({ subject: ref(`Patient/${pa}`) }))).body.id;
+    const res = await client.put(`/Observation/${id}`, observation({ id, subject: ref(`Patient/${pb}`) }));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.meta.accounts).toEqual([ref(b)]);
+    expect(await found(admin, `/Observation?_compartment=${a}`)).toEqual([]);
+    expect(await found(admin, `/Observation?_compartment=${b}`)).toEqual([id]);
+  });
+
+  it('an account an admin set stays when the resource moves to another patient', async () => {
+    const admin = api.newProject();
+    const { a, b, pa, pb } = await twoPatientsInAccounts(admin);
+    const own = await account(admin, 'Own');
+    const id = await create(admin, observation({ subject: ref(`Patient/${pa}`), meta: { accounts: [ref(own), ref(a)] } }));
+    const client = await member(admin);
+    const res = await client.patch(`/Observation/${id}`, [{ op: 'replace', path: '/subject/reference', value: `Patient/${pb}` }]);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.meta.accounts).toEqual([ref(own), ref(b)]);
+  });
+
+  it('a patient given its first account passes it on to the next resource written for it', async () => {
+    const admin = api.newProject();
+    const org = await account(admin, 'A');
+    const patient = await create(admin, { resourceType: 'Patient' });
+    const client = await member(admin);
+    const before = await client.post('/Observation', observation({ subject: ref(`Patient/${patient}`) }));
+    expect(before.body.meta.accounts).toBeUndefined();
+    await setAccounts(admin, `Patient/${patient}`, [org]);
+    const after = await client.post('/Observation', observation({ subject: ref(`Patient/${patient}`) }));
+    expect(after.status, after.text).toBe(201);
+    expect(after.body.meta.accounts).toEqual([ref(org)]);
+  });
+
   it('the resources of a batch inherit the accounts of their patients too', async () => {
     const admin = api.newProject();
-    const [a, b] = [await account(admin, 'A'), await account(admin, 'B')];
-    const [pa, pb] = [await create(admin, { resourceType: 'Patient' }), await create(admin, { resourceType: 'Patient' })];
-    await setAccounts(admin, `Patient/${pa}`, [a]);
-    await setAccounts(admin, `Patient/${pb}`, [b]);
+    const { a, b, pa, pb } = await twoPatientsInAccounts(admin);
     const client = await member(admin);
     const entry = [pa, pb, pa].map((patient) => ({ request: { method: 'POST', url: 'Observation' }, resource: observation({ subject: ref(`Patient/${patient}`) }) }));
     const res = await client.post('', { resourceType: 'Bundle', type: 'batch', entry });

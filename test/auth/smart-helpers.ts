@@ -14,8 +14,17 @@ const asClient = (api: TestServer, projectId: string, token: Record<string, any>
   client: projectClient(api.fhir, projectId, async () => token.access_token as string),
 });
 
-/** A non-admin member client of the admin's project, signed in by client credentials with `scope`. */
+/**
+ * A non-admin user of the admin's project (a Practitioner), signed in by password with `scope`:
+ * a token acting for a user, which user/ and patient/ scopes are for.
+ */
 export async function scopedMember(api: TestServer, admin: ProjectClient, scope: string, accessPolicy?: string): Promise<ScopedClient> {
+  const user = await invitedUser(api, admin, 'Practitioner', accessPolicy);
+  return user.client(scope);
+}
+
+/** A non-admin member client of the admin's project, signed in by client credentials (for itself) with `scope`. */
+export async function scopedClient(api: TestServer, admin: ProjectClient, scope: string, accessPolicy?: string): Promise<ScopedClient> {
   const member = await addMemberClient(api, admin, accessPolicy ? { accessPolicy } : {});
   const res = await tokenRequest(api, { grant_type: 'client_credentials', client_id: member.clientId, client_secret: member.secret, scope });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -44,14 +53,14 @@ export interface InvitedUser extends Omit<PatientUser, 'patientId'> {
 }
 
 /** A user of the admin's project invited with a profile of `resourceType` (Patient, Practitioner...), who signs in by password. */
-export async function invitedUser(api: TestServer, admin: ProjectClient, resourceType: string): Promise<InvitedUser> {
+export async function invitedUser(api: TestServer, admin: ProjectClient, resourceType: string, accessPolicy?: string): Promise<InvitedUser> {
   const email = `${randomUUID()}@example.org`;
   const password = 'correct horse battery staple';
   const invited = await sendJson(
     api,
     'POST',
     `/admin/projects/${admin.projectId}/invite`,
-    { resourceType, firstName: 'Pat', lastName: 'Ient', email, password, externalId: randomUUID() },
+    { resourceType, firstName: 'Pat', lastName: 'Ient', email, password, externalId: randomUUID(), ...(accessPolicy ? { accessPolicy: { reference: accessPolicy } } : {}) },
     bearer(await admin.token()),
   );
   expect(invited.status, JSON.stringify(invited.body)).toBe(201);

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { patientBody, useTestServer } from '../helpers/server.js';
 import { tokenRequest, getJson, addMemberClient, sendJson } from './helpers.js';
 import { graphql, onlyError } from '../graphql/resource-helpers.js';
-import { expectScopeRefusal, idsOf, observationOf, patientUser, scopedMember } from './smart-helpers.js';
+import { expectScopeRefusal, idsOf, observationOf, patientUser, scopedClient, scopedMember } from './smart-helpers.js';
 
 const api = await useTestServer();
 
@@ -24,6 +24,39 @@ describe('SMART scopes: granting', () => {
       expect(res.body.error).toBe('invalid_scope');
       expect(res.body.error_description).toContain(scope.split('?')[0].split('.')[0]);
     }
+  });
+
+  it('grants a client signing in for itself only system/ scopes, leaving out user/ and patient/ ones', async () => {
+    const admin = api.newProject();
+    const { token, client } = await scopedClient(api, admin, 'system/Patient.rs user/Observation.rs patient/Condition.rs openid');
+    expect(token.scope).toBe('system/Patient.rs openid');
+    expect(decodeJwt(token.access_token).scope).toBe('system/Patient.rs openid');
+    expectScopeRefusal(await client.get('/Observation'), 'system/Observation.s');
+  });
+
+  it('refuses client credentials asking only for user/ or patient/ resource scopes with invalid_scope', async () => {
+    const admin = api.newProject();
+    const member = await addMemberClient(api, admin);
+    const res = await tokenRequest(api, { grant_type: 'client_credentials', client_id: member.clientId, client_secret: member.secret, scope: 'openid user/Patient.rs patient/Observation.rs' });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('invalid_scope');
+    expect(res.body.error_description).toContain('system/ scopes only');
+  });
+
+  it('grants a token acting for a user no system/ scopes', async () => {
+    const admin = api.newProject();
+    const user = await patientUser(api, admin);
+    const { token } = await user.client('patient/Observation.rs system/Patient.rs launch/patient');
+    expect(token.scope).toBe('patient/Observation.rs launch/patient');
+  });
+
+  it('refuses a user\'s sign-in asking only for system/ resource scopes, rather than granting the membership\'s whole access', async () => {
+    const admin = api.newProject();
+    const user = await patientUser(api, admin);
+    const res = await user.signIn('openid system/*.*');
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('invalid_scope');
+    expect(res.body.error_description).toContain('system/ ones are for client credentials');
   });
 
   it('grants the same on the password grant, whose default stays openid offline', async () => {
@@ -104,9 +137,9 @@ describe('SMART scopes: interactions', () => {
     expect((await reader.get(`/Patient/${patient.id}`)).status).toBe(200);
     expect(idsOf((await reader.get('/Patient')).body)).toEqual([patient.id]);
     expectScopeRefusal(await reader.post('/Patient', patientBody()), 'user/Patient.c');
-    const { client: writer } = await scopedMember(api, admin, 'system/Patient.write');
+    const { client: writer } = await scopedClient(api, admin, 'system/Patient.write');
     expect((await writer.post('/Patient', patientBody())).status).toBe(201);
-    expectScopeRefusal(await writer.get(`/Patient/${patient.id}`), 'user/Patient.r');
+    expectScopeRefusal(await writer.get(`/Patient/${patient.id}`), 'system/Patient.r');
   });
 
   it('a wildcard type scope covers every type; system/*.* keeps full access', async () => {
@@ -115,7 +148,7 @@ describe('SMART scopes: interactions', () => {
     expect((await reader.get('/Observation')).status).toBe(200);
     expect((await reader.get('/Patient')).status).toBe(200);
     expectScopeRefusal(await reader.post('/Patient', patientBody()), 'user/Patient.c');
-    const { client: all } = await scopedMember(api, admin, 'system/*.*');
+    const { client: all } = await scopedClient(api, admin, 'system/*.*');
     expect((await all.post('/Patient', patientBody())).status).toBe(201);
   });
 

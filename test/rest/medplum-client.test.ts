@@ -1,7 +1,8 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { MedplumClient, MemoryStorage, OperationOutcomeError } from '@medplum/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MedplumClient, OperationOutcomeError } from '@medplum/core';
+import { describe, expect, it } from 'vitest';
 import type { Bundle, Resource } from '../helpers/client-shapes.js';
+import { useMedplumSessionStorage } from '../helpers/medplum-session.js';
 import { patientBody, TEST_SUPER_ADMIN, useTestServer, type ProjectClient } from '../helpers/server.js';
 import { bearer, sendJson } from '../auth/helpers.js';
 
@@ -15,22 +16,7 @@ const api = await useTestServer();
 const MRN = 'http://example.org/mrn';
 const PASSWORD = 'correct horse battery staple';
 
-// The client keeps its PKCE verifier in the browser's sessionStorage, which Node lacks: a memory
-// one stands in while this file runs (its worker runs other files after it, which must not see it).
-// Its warning each time it falls back to a plain challenge there is expected, and kept quiet.
-const globals = globalThis as { sessionStorage?: Storage };
-const hadSessionStorage = 'sessionStorage' in globals;
-const warn = console.warn;
-beforeAll(() => {
-  if (!hadSessionStorage) globals.sessionStorage = new MemoryStorage();
-  console.warn = (...args: unknown[]) => {
-    if (!String(args[0]).startsWith('Failed to hash code verifier')) warn(...args);
-  };
-});
-afterAll(() => {
-  if (!hadSessionStorage) delete globals.sessionStorage;
-  console.warn = warn;
-});
+useMedplumSessionStorage();
 
 /** A new client of the test server; no response cache, so that every read reaches the server. */
 function newClient(): MedplumClient {

@@ -190,7 +190,7 @@ const CODE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
  * challenge is the verifier itself, so its S256 hash is what the token endpoint then checks.
  * /oauth2/authorize stays S256 only (SMART App Launch).
  */
-function loginCodeChallenge(challenge: string | undefined, method: string | undefined): string | undefined {
+export function loginCodeChallenge(challenge: string | undefined, method: string | undefined): string | undefined {
   if (method !== undefined && method !== 'S256' && method !== 'plain') throw errors.invalid('codeChallengeMethod must be S256 or plain');
   if (method !== 'plain' || challenge === undefined) return challenge;
   if (!CODE_VERIFIER.test(challenge)) throw errors.invalid('A plain codeChallenge must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_", "~"');
@@ -245,7 +245,7 @@ async function launchMembership(auth: AuthService, subject: string, launch: Smar
 }
 
 /** OAuth errors of shared login steps, as OperationOutcomes for the JSON API. */
-async function asOutcome<T>(work: () => Promise<T>): Promise<T> {
+export async function asOutcome<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
@@ -326,7 +326,7 @@ export async function authorizeHandler(c: HonoContext): Promise<Response> {
 function requestedScopeProblem(scope: string | null): string | undefined {
   if (scope === null) return undefined;
   try {
-    grantScope(scope);
+    grantScope(scope, 'user');
     return undefined;
   } catch (error) {
     if (error instanceof OAuthError) return error.description;

@@ -11,6 +11,7 @@ import {
   userinfoHandler,
 } from './endpoints.js';
 import { meHandler } from './me-handler.js';
+import { newProjectHandler, newUserHandler } from './sign-up-handlers.js';
 import { tokenHandler } from './token-endpoint.js';
 
 /**
@@ -33,5 +34,7 @@ export const identityRoutes: Route[] = [
   { method: 'GET', path: '/oauth2/logout', handler: logoutHandler },
   { method: 'POST', path: '/auth/login', handler: loginHandler, public: true },
   { method: 'GET', path: '/auth/me', handler: meHandler },
+  { method: 'POST', path: '/auth/newuser', handler: newUserHandler, public: true },
+  { method: 'POST', path: '/auth/newproject', handler: newProjectHandler, public: true },
   { method: 'POST', path: `/admin/projects/:projectId{${ID_SOURCE}}/invite`, handler: inviteHandler },
 ];
