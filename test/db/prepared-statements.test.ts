@@ -91,11 +91,13 @@ describe.skipIf(!process.env.DATABASE_URL)('prepared statements on PostgreSQL', 
 
     it('leaves a search without a key planned for its values every time', async () => {
       const { client } = await observationsOfOnePatient();
+      // The creates' own reads (the project's active Subscriptions, a key-driven search) came before.
+      const keyDrivenBefore = await plansOf('token_index', 'reference_index', true);
       for (let i = 0; i < 8; i++) await client.get('/Observation?code=http://loinc.org|8867-4&status=final');
       const plans = await plansOf('token_index', 'reference_index', false);
       expect(plans.length).toBeGreaterThan(0);
       expect(plans.every((p) => p.generic === 0)).toBe(true);
-      expect(await plansOf('token_index', 'reference_index', true)).toEqual([]);
+      expect(await plansOf('token_index', 'reference_index', true)).toEqual(keyDrivenBefore);
     });
 
     it('plans the one statement of a create once per connection, and stores what was sent', async () => {
