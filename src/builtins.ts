@@ -22,8 +22,8 @@ import { registerBuiltinOperations, type Operation } from './operations/registry
 import { extractOperation } from './sdc/extract.js';
 import { reindexOperation, searchParameterWriteHook } from './search/administration.js';
 import { registerWriteHook } from './storage/write-hooks.js';
-import { registerResourceCheck } from './validation/resource-checks.js';
-import { bindingCheck } from './terminology/binding-check.js';
+import { registerProfileBindingCheck, registerResourceCheck } from './validation/resource-checks.js';
+import { bindingCheck, profileBindingCheck } from './terminology/binding-check.js';
 import { terminologyWriteHooks } from './terminology/indexing.js';
 import { terminologyOperations } from './terminology/operations.js';
 import { validateOperation } from './validate/validate-operation.js';
@@ -75,4 +75,5 @@ export function registerBuiltins(): void {
   registerResourcePreparer('StructureDefinition', snapshotPreparer);
   registerResourcePreparer('Subscription', prepareSubscription);
   registerResourceCheck(profileCheck);
+  registerProfileBindingCheck(profileBindingCheck);
 }

@@ -1,7 +1,7 @@
 import fhirpath from 'fhirpath';
 import r4Model from 'fhirpath/fhir-context/r4';
 import { errors } from '../fhir/outcome.js';
-import type { Resource } from '../fhir/types.js';
+import type { OperationOutcomeIssue, Resource } from '../fhir/types.js';
 import { parseReference } from '../indexing/references.js';
 import type { RequestContext } from '../operations/context.js';
 import { MAX_COUNT, search, searchServicesFor } from '../search/service.js';
@@ -24,6 +24,7 @@ export interface GraphTarget {
 
 export interface GraphLink {
   path?: string;
+  min?: number;
   max?: string;
   target?: GraphTarget[];
 }
@@ -34,13 +35,22 @@ export const MAX_RESOURCES = 1000;
 /** What a walk has found so far, by `Type/id`, in the order found. */
 export type Found = Map<string, Resource>;
 
+/** A walk's findings: the resources, and a warning for each link that led to fewer than its `min`. */
+export interface GraphWalk {
+  readonly found: Found;
+  readonly shortfalls: OperationOutcomeIssue[];
+}
+
 const keyOf = (resource: Resource) => `${resource.resourceType}/${resource.id}`;
 
-export async function followLinks(ctx: RequestContext, from: Resource, links: readonly GraphLink[], found: Found, where: string, depth = 1): Promise<void> {
+export async function followLinks(ctx: RequestContext, from: Resource, links: readonly GraphLink[], walk: GraphWalk, where: string, depth = 1): Promise<void> {
   if (depth > MAX_DEPTH) return;
+  const { found } = walk;
   for (const [index, link] of links.entries()) {
     const at = `${where}.link[${index}]`;
+    const min = minOf(link, at);
     let room = maxOf(link, at);
+    let count = 0;
     for (const [targetIndex, target] of (link.target ?? []).entries()) {
       if (found.size >= MAX_RESOURCES) return;
       if (room <= 0) break;
@@ -48,6 +58,7 @@ export async function followLinks(ctx: RequestContext, from: Resource, links: re
       const all = link.path !== undefined ? await alongPath(ctx, from, link.path, target, at) : await byParams(ctx, from, target, targetAt);
       const reached = all.slice(0, room);
       room -= reached.length;
+      count += reached.length;
       const fresh: Resource[] = [];
       for (const resource of reached) {
         if (found.size >= MAX_RESOURCES || found.has(keyOf(resource))) continue;
@@ -55,14 +66,31 @@ export async function followLinks(ctx: RequestContext, from: Resource, links: re
         fresh.push(resource);
       }
       // Resources already found were followed from where they were first found.
-      for (const resource of fresh) await followLinks(ctx, resource, target.link ?? [], found, targetAt, depth + 1);
+      for (const resource of fresh) await followLinks(ctx, resource, target.link ?? [], walk, targetAt, depth + 1);
     }
+    if (count < min) walk.shortfalls.push(shortfall(from, at, min, count));
   }
+}
+
+/** A link's `min`: a whole number (none: 0). */
+function minOf(link: GraphLink, at: string): number {
+  if (link.min === undefined) return 0;
+  if (!Number.isInteger(link.min) || link.min < 0) throw errors.invalid(`The GraphDefinition's min ${JSON.stringify(link.min)} must be a whole number`, `GraphDefinition${at}.min`);
+  return link.min;
+}
+
+/**
+ * A link that leads to fewer resources than its `min` is a warning, not a refusal: the graph
+ * answers with what exists and what the caller may read, and the warning says what is missing.
+ */
+function shortfall(from: Resource, at: string, min: number, count: number): OperationOutcomeIssue {
+  const text = `From ${keyOf(from)}, the link GraphDefinition${at} found ${count} resource${count === 1 ? '' : 's'}; it asks for at least ${min}`;
+  return { severity: 'warning', code: 'incomplete', details: { text }, expression: [`GraphDefinition${at}`] };
 }
 
 /**
  * How many resources a link may lead to from one resource, over all its targets: its `max`
- * (`*` or none: no limit). `min` is not checked: a read answers with what exists.
+ * (`*` or none: no limit).
  */
 function maxOf(link: GraphLink, at: string): number {
   if (link.max === undefined || link.max === '*') return Infinity;

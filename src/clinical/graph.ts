@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { errors } from '../fhir/outcome.js';
-import type { Bundle, Resource } from '../fhir/types.js';
+import type { Bundle, BundleEntry, Resource } from '../fhir/types.js';
 import type { RequestContext } from '../operations/context.js';
 import { ownOperationDefinition } from '../operations/definition.js';
 import type { Operation } from '../operations/registry.js';
 import { search, searchServicesFor } from '../search/service.js';
-import { followLinks, type Found, type GraphLink } from './graph-walk.js';
+import { followLinks, type GraphLink, type GraphWalk } from './graph-walk.js';
 
 /**
  * `$graph` (http://hl7.org/fhir/R4/resource-operation-graph.html): the resources a
@@ -29,10 +30,12 @@ export const graphOperation: Operation<GraphInput, { return: Bundle }> = {
       throw errors.invalid(`GraphDefinition ${input.graph} starts at ${definition.start ?? 'no type'}, not at ${resourceType}`, 'graph');
     }
     const root = await ctx.repo.readResource(resourceType!, id!);
-    const found: Found = new Map([[`${root.resourceType}/${root.id}`, root]]);
-    await followLinks(ctx, root, definition.link ?? [], found, '');
+    const walk: GraphWalk = { found: new Map([[`${root.resourceType}/${root.id}`, root]]), shortfalls: [] };
+    await followLinks(ctx, root, definition.link ?? [], walk, '');
     const base = ctx.config.fhirBaseUrl;
-    const entry = [...found.entries()].map(([key, resource]) => ({ fullUrl: `${base}/${key}`, resource }));
+    const entry: BundleEntry[] = [...walk.found.entries()].map(([key, resource]) => ({ fullUrl: `${base}/${key}`, resource }));
+    // Links that found fewer than their min: one OperationOutcome entry at the end, with a warning for each.
+    if (walk.shortfalls.length > 0) entry.push({ fullUrl: `urn:uuid:${randomUUID()}`, resource: { resourceType: 'OperationOutcome', issue: walk.shortfalls } });
     return { return: { resourceType: 'Bundle', type: 'collection', entry } };
   },
 };

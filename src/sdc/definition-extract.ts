@@ -2,6 +2,7 @@ import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import { isRecord, type Resource } from '../fhir/types.js';
 import { getTypeModel, resolveModel, type Slot, type TypeModel } from '../validation/model.js';
+import { entryRequestOf, type EntryRequest } from './entry-request.js';
 import { answerValue, choiceCandidates, convertAnswer, type Answer } from './answers.js';
 import { extensionOf, listOf, SDC, type IndexedItem, type Json } from './questionnaire.js';
 
@@ -28,6 +29,8 @@ function contextOf(element: Json): Json | undefined {
 export interface Extracted {
   readonly resource: Resource;
   readonly replaces?: { readonly id: string; readonly versionId: string };
+  /** Set by a definitionExtract's expressions. */
+  readonly entry?: EntryRequest;
 }
 
 /** Finds the stored resources an `application/x-fhir-query` context names (`Patient?identifier=...`). */
@@ -53,7 +56,7 @@ export async function definitionExtract(
 ): Promise<Extracted[]> {
   const walker = new DefinitionWalker(response, index, find);
   const rootContext = contextOf(questionnaire as Json);
-  if (rootContext) await walker.inContext(rootContext, 'the Questionnaire', (opened) => walker.walk(response.item, opened));
+  if (rootContext) await walker.inContext(rootContext, 'the Questionnaire', response as Json, (opened) => walker.walk(response.item, opened));
   else await walker.walk(response.item, undefined);
   return walker.made;
 }
@@ -75,7 +78,7 @@ class DefinitionWalker {
       const context = question && contextOf(question.item);
       const path = question && target ? relativePath(question.item.definition, target.base) : undefined;
       if (context) {
-        await this.inContext(context, `item "${linkId}"`, (opened) => this.walkChildren(answered, opened));
+        await this.inContext(context, `item "${linkId}"`, answered, (opened) => this.walkChildren(answered, opened));
       } else if (question && target && path && question.item.type === 'group') {
         await this.walk(answered.item, elementTarget(target, path, linkId));
       } else if (target && path) {
@@ -87,14 +90,15 @@ class DefinitionWalker {
   }
 
   /** Opens the context's resource, walks within it, and keeps the resource when answers were written to it. */
-  async inContext(context: Json, where: string, within: (opened: Opened) => Promise<void>): Promise<void> {
+  async inContext(context: Json, where: string, scope: Json, within: (opened: Opened) => Promise<void>): Promise<void> {
     const opened = await openContext(context, where, this.find);
+    const entry = context.url === DEFINITION_EXTRACT ? entryRequestOf(context, scope, this.response) : undefined;
     await within(opened);
     pruneEmpty(opened.root);
     const { resourceType: _type, meta: _meta, ...content } = opened.root;
     if (Object.keys(content).length === 0 && !opened.replaces) return;
     fillSubject(opened, this.response);
-    this.made.push({ resource: opened.root as Resource, replaces: opened.replaces });
+    this.made.push({ resource: opened.root as Resource, replaces: opened.replaces, entry });
   }
 
   private async writeAnswers(answered: Json, target: Target, path: string, linkId: string): Promise<void> {

@@ -70,8 +70,8 @@ export async function extract(ctx: RequestContext, response: Resource, questionn
   return { resourceType: 'Bundle', type: 'transaction', ...(entries.length > 0 ? { entry: entries } : {}) };
 }
 
-/** A new resource is created (`POST`, a `urn:uuid` fullUrl); a stored one is updated if unchanged since it was read. */
-function transactionEntry({ resource, replaces }: Extracted): BundleEntry {
+/** A new resource is created (`POST`, a `urn:uuid` fullUrl unless the definitionExtract gives one, with its conditions); a stored one is updated if unchanged since it was read. */
+function transactionEntry({ resource, replaces, entry }: Extracted): BundleEntry {
   if (replaces) {
     const { meta: _meta, ...content } = resource;
     return {
@@ -80,7 +80,8 @@ function transactionEntry({ resource, replaces }: Extracted): BundleEntry {
       request: { method: 'PUT', url: `${resource.resourceType}/${replaces.id}`, ...(replaces.versionId ? { ifMatch: `W/"${replaces.versionId}"` } : {}) },
     };
   }
-  return { fullUrl: `urn:uuid:${randomUUID()}`, resource, request: { method: 'POST', url: resource.resourceType } };
+  const { fullUrl = `urn:uuid:${randomUUID()}`, ...conditions } = entry ?? {};
+  return { fullUrl, resource, request: { method: 'POST', url: resource.resourceType, ...conditions } };
 }
 
 /** The stored resources an itemExtractionContext query (`Patient?identifier=x`) names, in the caller's project. */

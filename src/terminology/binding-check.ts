@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Database } from '../db/database.js';
 import { issue, OperationOutcomeError } from '../fhir/outcome.js';
 import type { OperationOutcomeIssue } from '../fhir/types.js';
-import type { CheckContext, ResourceCheck } from '../validation/resource-checks.js';
+import type { CheckContext, ProfileBindingCheck, ResourceCheck } from '../validation/resource-checks.js';
 import { findBoundValues, type BindingStrength, type BoundValue } from './binding-paths.js';
 import { requestCache } from './cache.js';
 import { grammarCheck } from './grammar-systems.js';
@@ -40,6 +40,25 @@ export const bindingCheck: ResourceCheck = async (resource, context) => {
   }
   return found;
 };
+
+/**
+ * The required bindings profiles add to value sets the shipped definitions cannot expand (a
+ * project's own, registered by the composition root): judged as the base definitions' are, and
+ * the issue names the profile.
+ */
+export const profileBindingCheck: ProfileBindingCheck = async (bound, context) => {
+  const verdicts = await Verdicts.for(context);
+  const found: OperationOutcomeIssue[] = [];
+  for (const { value, type, valueSet, expression, profile } of bound) {
+    const problem = await checkBinding({ value, expression, binding: { strength: 'required', valueSet, type } }, verdicts, context.warnings);
+    if (problem) found.push(withProfile(problem, profile));
+  }
+  return found;
+};
+
+function withProfile(found: OperationOutcomeIssue, profile: string): OperationOutcomeIssue {
+  return { ...found, details: { ...found.details, text: `${found.details?.text ?? ''} (profile ${profile}, rule: required binding)` } };
+}
 
 interface Coded {
   system?: unknown;

@@ -21,7 +21,34 @@ export interface CheckContext {
 
 export type ResourceCheck = (resource: Resource, context: CheckContext) => Promise<OperationOutcomeIssue[]>;
 
+/**
+ * A required binding a profile adds whose value set the shipped definitions cannot expand (one the
+ * project stores, say): the profile walk finds the value, the terminology engine judges it.
+ */
+export interface ProfileBinding {
+  /** The Coding or CodeableConcept. */
+  readonly value: Record<string, unknown>;
+  readonly type: 'Coding' | 'CodeableConcept';
+  /** Canonical url of the bound value set, without version. */
+  readonly valueSet: string;
+  readonly expression: string;
+  readonly profile: string;
+}
+
+export type ProfileBindingCheck = (bound: readonly ProfileBinding[], context: CheckContext) => Promise<OperationOutcomeIssue[]>;
+
 const checks: ResourceCheck[] = [];
+let profileBindingCheck: ProfileBindingCheck | undefined;
+
+/** Sets who judges the bindings profiles add (the terminology engine, registered by the composition root). */
+export function registerProfileBindingCheck(check: ProfileBindingCheck): void {
+  profileBindingCheck = check;
+}
+
+/** The issues of the bindings profiles add; none when no judge is registered. */
+export function checkProfileBindings(bound: readonly ProfileBinding[], context: CheckContext): Promise<OperationOutcomeIssue[]> {
+  return bound.length > 0 && profileBindingCheck ? profileBindingCheck(bound, context) : Promise.resolve([]);
+}
 
 /** Adds a check run on every write and by `$validate`, in the order registered. */
 export function registerResourceCheck(check: ResourceCheck): void {

@@ -79,6 +79,34 @@ describe('$graph', () => {
     expect(found).toContain(d.gp);
   });
 
+  it('answers with what exists and a warning entry when a link finds fewer than its min', async () => {
+    const p = api.newProject();
+    const d = await data(p);
+    const [forward, reverse] = patientGraph.link;
+    const url = `https://example.org/GraphDefinition/three-observations-${Date.now()}`;
+    await create(p, { ...patientGraph, url, link: [forward, { ...reverse, min: 3 }] });
+    const res = await p.get(`/${d.patient}/$graph?graph=${encodeURIComponent(url)}`);
+    expect(res.status, res.text).toBe(200);
+    const resources = res.body.entry.map((e: Json) => e.resource);
+    expect(resources.filter((r: Json) => r.resourceType === 'Observation')).toHaveLength(2);
+    const outcome = resources.at(-1);
+    expect(outcome.resourceType).toBe('OperationOutcome');
+    expect(outcome.issue).toEqual([
+      expect.objectContaining({ severity: 'warning', code: 'incomplete', expression: ['GraphDefinition.link[1]'], details: { text: `From ${d.patient}, the link GraphDefinition.link[1] found 2 resources; it asks for at least 3` } }),
+    ]);
+  });
+
+  it('has no warning entry when every link finds its min', async () => {
+    const p = api.newProject();
+    const d = await data(p);
+    const [forward, reverse] = patientGraph.link;
+    const url = `https://example.org/GraphDefinition/two-observations-${Date.now()}`;
+    await create(p, { ...patientGraph, url, link: [{ ...forward, min: 1 }, { ...reverse, min: 2 }] });
+    const found = keys(await p.get(`/${d.patient}/$graph?graph=${encodeURIComponent(url)}`));
+    expect(found.filter((key) => key.startsWith('OperationOutcome/'))).toEqual([]);
+    expect(found).toHaveLength(5);
+  });
+
   it('is 400 for a link max that is not a whole number or *', async () => {
     const p = api.newProject();
     const d = await data(p);

@@ -301,6 +301,28 @@ describe('$extract, definition-based', () => {
     expect(res.body.entry[0].resource).toMatchObject({ resourceType: 'Patient', birthDate: '1990-04-02' });
   });
 
+  it("sets the entry's fullUrl and ifNoneExist from the definitionExtract's expressions, evaluated on the response", async () => {
+    const p = api.newProject();
+    const extension = definitionExtract(`${SD}Patient`);
+    extension.extension.push({ url: 'fullUrl', valueString: "'urn:uuid:' + %resource.id" } as Json, { url: 'ifNoneExist', valueString: "'birthdate=' + %resource.item.where(linkId = 'birth').answer.value.toString()" } as Json);
+    const url = await storeQuestionnaire(p, patientQuestionnaire(extension));
+    const answers = { ...patientAnswers(url), id: 'c4f1d3a2-9b7e-4e1a-8f00-000000000001' };
+    const res = await p.post('/QuestionnaireResponse/$extract', asParameters(answers));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.entry[0].fullUrl).toBe('urn:uuid:c4f1d3a2-9b7e-4e1a-8f00-000000000001');
+    expect(res.body.entry[0].request).toEqual({ method: 'POST', url: 'Patient', ifNoneExist: 'birthdate=1990-04-02' });
+  });
+
+  it('is 400 for a definitionExtract expression that is not FHIRPath', async () => {
+    const p = api.newProject();
+    const extension = definitionExtract(`${SD}Patient`);
+    extension.extension.push({ url: 'ifNoneExist', valueString: "'a' +" } as Json);
+    const url = await storeQuestionnaire(p, patientQuestionnaire(extension));
+    const res = await p.post('/QuestionnaireResponse/$extract', asParameters(patientAnswers(url)));
+    expect(res.status).toBe(400);
+    expect(res.body.issue[0].details.text).toContain('ifNoneExist');
+  });
+
   it('opens a resource of the type of a profile the project holds, naming the profile in meta.profile', async () => {
     const p = api.newProject();
     const profile = `http://example.org/StructureDefinition/${randomUUID()}`;

@@ -1,7 +1,7 @@
 import { OperationOutcomeError, outcome } from '../../fhir/outcome.js';
 import type { StructureDefinition } from '../../fhir/definitions.js';
 import { isRecord, type OperationOutcomeIssue, type Resource } from '../../fhir/types.js';
-import type { CheckContext } from '../resource-checks.js';
+import { checkProfileBindings, type CheckContext, type ProfileBinding } from '../resource-checks.js';
 import type { PrepareContext } from '../resource-preparers.js';
 import { coreDefinition } from './library.js';
 import { profileInvariants } from './invariants.js';
@@ -28,6 +28,7 @@ async function checkProfiles(resource: Resource, context: CheckContext, named: {
   const issues: OperationOutcomeIssue[] = [];
   const unknown: { url: string; index: number }[] = [];
   const seen = new Set<string>();
+  const bindings: ProfileBinding[] = [];
   for (const { url, index } of named) {
     if (typeof url !== 'string' || seen.has(url)) continue;
     seen.add(url);
@@ -39,9 +40,10 @@ async function checkProfiles(resource: Resource, context: CheckContext, named: {
       unknown.push({ url, index });
       continue;
     }
-    issues.push(...validateAgainstProfile(resource, profile, library, { warnings: context.warnings }));
+    issues.push(...validateAgainstProfile(resource, profile, library, { warnings: context.warnings, bindings }));
     issues.push(...profileInvariants(resource, profile, { warnings: context.warnings }));
   }
+  issues.push(...(await checkProfileBindings(bindings, context)));
   if (unknown.length > 0) issues.push(...(await unknownProfileIssues(resource, unknown, context)));
   return context.warnings ? issues : issues.filter((found) => found.severity === 'error' || found.severity === 'fatal');
 }

@@ -4,6 +4,7 @@ import type { IssueType } from '../../fhir/resources.js';
 import { requiredBindingCodes } from '../../fhir/required-bindings.js';
 import { isRecord, type OperationOutcomeIssue, type Resource } from '../../fhir/types.js';
 import type { ResourceContext } from '../invariants/evaluate.js';
+import type { ProfileBinding } from '../resource-checks.js';
 import { defaultDiscriminators, matchesSlice } from './discriminators.js';
 import { valueInvariants } from './invariants.js';
 import type { CompiledProfile, ProfileNode } from './tree.js';
@@ -31,8 +32,14 @@ const MAX_ISSUES = 100;
 /** Extensions inside extensions inside...: beyond any real resource. */
 const MAX_DEPTH = 40;
 
-export function validateAgainstProfile(resource: Resource, profile: CompiledProfile, source: ProfileSource, options: { warnings: boolean }): OperationOutcomeIssue[] {
-  const walk = new ProfileWalk(source, profile.url, { resource, rootResource: resource }, options.warnings);
+export interface WalkOptions {
+  readonly warnings: boolean;
+  /** Receives the values of required bindings the shipped definitions cannot decide, for the terminology engine. */
+  readonly bindings?: ProfileBinding[];
+}
+
+export function validateAgainstProfile(resource: Resource, profile: CompiledProfile, source: ProfileSource, options: WalkOptions): OperationOutcomeIssue[] {
+  const walk = new ProfileWalk(source, profile.url, { resource, rootResource: resource }, options.warnings, options.bindings);
   if (resource.resourceType !== profile.type) {
     walk.fail('invalid', resource.resourceType, 'type', `The profile constrains ${profile.type}, not ${resource.resourceType}`);
   } else {
@@ -53,6 +60,7 @@ class ProfileWalk {
     private profileUrl: string,
     private readonly context: ResourceContext,
     private readonly warnings: boolean,
+    private readonly bindings: ProfileBinding[] | undefined,
   ) {}
 
   children(owner: Record<string, unknown>, node: ProfileNode, location: string): void {
@@ -125,9 +133,22 @@ class ProfileWalk {
   private checkBinding(found: Found, node: ProfileNode): void {
     const codes = addedRequiredCodes(node);
     if (!codes) return;
+    const { allowed } = codes;
+    if (!allowed) {
+      this.deferBinding(found, node, codes.valueSet);
+      return;
+    }
     const given = codesOf(found.value);
-    if (given.length === 0 || given.some((code) => codes.allowed.has(code))) return;
+    if (given.length === 0 || given.some((code) => allowed.has(code))) return;
     this.fail('code-invalid', found.location, `required binding of ${node.id}`, `${given.map((code) => `"${code}"`).join(', ')} is not in the value set ${codes.valueSet}`);
+  }
+
+  /** A Coding or CodeableConcept bound to a value set only the terminology engine can expand (a project's own). */
+  private deferBinding(found: Found, node: ProfileNode, valueSet: string): void {
+    const types = node.element.type ?? [];
+    const type = found.type ?? (types.length === 1 ? types[0].code : undefined);
+    if (!this.bindings || !isRecord(found.value) || (type !== 'Coding' && type !== 'CodeableConcept')) return;
+    this.bindings.push({ value: found.value, type, valueSet: valueSet.split('|')[0], expression: found.location, profile: this.profileUrl });
   }
 
   private checkReferenceTarget(found: Found, node: ProfileNode): void {
@@ -223,7 +244,7 @@ class ProfileWalk {
     const profile = this.source.compiled(url);
     if (!profile || !isRecord(found.value)) return false;
     const context = typeof found.value.resourceType === 'string' ? { resource: found.value, rootResource: this.context.rootResource } : this.context;
-    const trial = new ProfileWalk(this.source, url, context, false);
+    const trial = new ProfileWalk(this.source, url, context, false, undefined);
     trial.depth = this.depth;
     if (typeof found.value.resourceType === 'string') {
       if (found.value.resourceType !== profile.type) return false;
@@ -260,21 +281,24 @@ function codesOf(value: unknown): string[] {
   return value.coding.flatMap((coding) => (isRecord(coding) && typeof coding.code === 'string' ? [coding.code] : []));
 }
 
-const addedBindings = new WeakMap<ProfileNode, { valueSet: string; allowed: ReadonlySet<string> } | null>();
+/** `allowed` is undefined when the shipped definitions cannot expand the value set. */
+type AddedBinding = { valueSet: string; allowed: ReadonlySet<string> | undefined };
+
+const addedBindings = new WeakMap<ProfileNode, AddedBinding | null>();
 
 /**
  * A required binding the profile states that the base definition does not (the base's own were
- * checked with the resource's structure or are the terminology check's), when its value set
- * expands from the shipped definitions; computed once per element.
+ * checked with the resource's structure or are the terminology check's), with its codes when its
+ * value set expands from the shipped definitions; computed once per element.
  */
-function addedRequiredCodes(node: ProfileNode): { valueSet: string; allowed: ReadonlySet<string> } | undefined {
+function addedRequiredCodes(node: ProfileNode): AddedBinding | undefined {
   let found = addedBindings.get(node);
   if (found === undefined) {
     found = null;
     const { binding, path } = node.element;
     if (binding?.strength === 'required' && binding.valueSet && !baseRequires(path, binding.valueSet)) {
       const codes = requiredBindingCodes(binding.valueSet);
-      if (codes) found = { valueSet: binding.valueSet, allowed: new Set(codes) };
+      found = { valueSet: binding.valueSet, allowed: codes ? new Set(codes) : undefined };
     }
     addedBindings.set(node, found);
   }
