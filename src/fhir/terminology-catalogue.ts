@@ -27,7 +27,9 @@ function load(): void {
     for (const { resource } of bundle.entry ?? []) {
       const url = resource?.url;
       if (typeof url !== 'string') continue;
-      if (isResourceOf(resource, 'CodeSystem') && !codeSystems.has(url)) codeSystems.set(url, resource);
+      // A code system shipped without its codes (SNOMED CT) is one Flint does not hold: held with
+      // no concepts, every code would be judged not in it, and value sets over it would refuse them.
+      if (isResourceOf(resource, 'CodeSystem') && resource.content !== 'not-present' && !codeSystems.has(url)) codeSystems.set(url, resource);
       if (isResourceOf(resource, 'ValueSet') && !valueSets.has(url)) valueSets.set(url, resource);
     }
   }

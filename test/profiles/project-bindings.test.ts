@@ -62,6 +62,13 @@ describe('a required binding a profile adds to a project value set', () => {
     expect(validated.body.issue).toContainEqual(expect.objectContaining({ severity: 'information', expression: ['Observation.code'] }));
   });
 
+  it('never refuses a code of a code system Flint does not hold (SNOMED CT filtered by is-a)', async () => {
+    const client = api.newProject();
+    const url = await labProfile(client, { system: 'http://snomed.info/sct', filter: [{ property: 'concept', op: 'is-a', value: '404684003' }] });
+    const written = await client.post('/Observation', observation(url, '38341003', 'http://snomed.info/sct'));
+    expect(written.status, written.text).toBe(201);
+  });
+
   it('does not apply to a resource that does not claim the profile', async () => {
     const client = api.newProject();
     await labProfile(client);
