@@ -1,6 +1,5 @@
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
-import type { RequestContext } from '../operations/context.js';
 import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../search/service.js';
 
 /**
@@ -32,7 +31,7 @@ export function parseTypeFilters(values: readonly string[] | undefined): TypeFil
 }
 
 /** `ids` in groups whose `_id` value stays within the search's own bounds (length and OR values). */
-function idGroups(ctx: RequestContext, ids: readonly string[]): string[][] {
+function idGroups(ctx: SearchContext, ids: readonly string[]): string[][] {
   const most = Math.min(ctx.config.searchMaxOrValues, MAX_COUNT);
   const groups: string[][] = [];
   let group: string[] = [];
@@ -51,12 +50,12 @@ function idGroups(ctx: RequestContext, ids: readonly string[]): string[][] {
 }
 
 /** The services the filters run with: the request's, for ids the export sends rather than a client. */
-function filterSearchContext(ctx: RequestContext): SearchContext {
+function filterSearchContext(ctx: SearchContext): SearchContext {
   return { database: ctx.database, reads: ctx.reads, identity: ctx.identity, config: ctx.config, searchCache: ctx.searchCache };
 }
 
 /** Runs each query once, so that a bad parameter is the kick-off's 400, not a failed job. */
-export async function checkTypeFilters(ctx: RequestContext, filters: TypeFilters): Promise<void> {
+export async function checkTypeFilters(ctx: SearchContext, filters: TypeFilters): Promise<void> {
   const services = searchServicesFor(filterSearchContext(ctx));
   for (const [type, queries] of filters) {
     for (const params of queries) await search(services, type, [...params, ['_count', '1']], { withoutContent: true });
@@ -68,7 +67,7 @@ export async function checkTypeFilters(ctx: RequestContext, filters: TypeFilters
  * every type goes through the search service, as a `_typeFilter` does, so the policy's criteria
  * apply to each resource exactly as in a search; an unrestricted caller's pages are copied as stored.
  */
-export function exportIsRestricted(ctx: RequestContext): boolean {
+export function exportIsRestricted(ctx: Pick<SearchContext, 'identity'>): boolean {
   const { identity } = ctx;
   return (identity.accessPolicy !== undefined && !identity.superAdmin) || identity.scopes !== undefined;
 }
@@ -77,7 +76,7 @@ export function exportIsRestricted(ctx: RequestContext): boolean {
  * Which of `ids` (of `type`) meet one of the type's queries, as the exporter sees them; undefined
  * when the type has none and the exporter is unrestricted (every id is written).
  */
-export function typeFilterMatcher(ctx: RequestContext, filters: TypeFilters): (type: string, ids: readonly string[]) => Promise<Set<string> | undefined> {
+export function typeFilterMatcher(ctx: SearchContext, filters: TypeFilters): (type: string, ids: readonly string[]) => Promise<Set<string> | undefined> {
   const services = searchServicesFor(filterSearchContext(ctx));
   // A restricted exporter's unfiltered types: one query without parameters, the policy's own.
   const unfiltered = exportIsRestricted(ctx) ? [[]] : undefined;

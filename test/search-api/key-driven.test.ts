@@ -119,6 +119,35 @@ describe('a key filter with other filters', () => {
   });
 });
 
+/** `_id` with other filters: the listed ids are the candidates the other filters are tested on. */
+describe('ids with other filters', () => {
+  it('finds the listed resources that meet the other filter, and no others', async () => {
+    const p = api.newProject();
+    const hit = await create(p, observation('Patient/a', '8867-4'));
+    const otherCode = await create(p, observation('Patient/a', '8480-6'));
+    await create(p, observation('Patient/a', '8867-4'));
+    expect(await found(p, `/Observation?_id=${hit},${otherCode},unknown&code=http://loinc.org|8867-4`)).toEqual([hit]);
+  });
+
+  it("does not find a deleted resource or another project's resource by its id", async () => {
+    const mine = api.newProject();
+    const kept = await create(mine, observation('Patient/a', '8867-4'));
+    const deleted = await create(mine, observation('Patient/a', '8867-4'));
+    expect((await mine.delete(`/Observation/${deleted}`)).status).toBe(200);
+    const theirs = await create(api.newProject(), observation('Patient/a', '8867-4'));
+    expect(await found(mine, `/Observation?_id=${kept},${deleted},${theirs}&code=8867-4`)).toEqual([kept]);
+  });
+
+  it('sorts, pages and counts the matches', async () => {
+    const p = api.newProject();
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await create(p, observation('Patient/a', '8867-4')));
+    const res = await p.get(`/Observation?_id=${ids.join(',')}&status=final&_sort=-_lastUpdated&_count=2&_total=accurate`);
+    expect(res.body.total).toBe(3);
+    expect(matchIds(res)).toEqual([ids[2], ids[1]]);
+  });
+});
+
 /**
  * A chain ending in an identifier starts from the identifier's rows, then the references to those
  * resources (query/conditions/chain-has.ts): it must match exactly what the chain means.

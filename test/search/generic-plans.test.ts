@@ -85,6 +85,14 @@ describe.skipIf(!serverUrl)('generic plans made on an empty database', () => {
     expect(plan).not.toContain('Seq Scan');
   });
 
+  it('a search by ids and a common code probes the code for each id, then reads the resources by primary key', async () => {
+    const ids = Array.from({ length: 300 }, (_, i) => `o${i}`).join(',');
+    const plan = (await genericPlansOf('Observation', `status=final&_id=${ids}`)).join('\n');
+    expect(plan).toMatch(/on token_index x0\s+Index Cond: \(.*AND \("resourceId" = v\.v\)\)/);
+    expect(plan).toMatch(/on resource r\s+Index Cond: \(\("resourceType" = \$\d+\) AND \(id = ANY/);
+    expect(plan).not.toContain('Seq Scan');
+  });
+
   // Last: it writes rows, which the tests above must not see.
   it('a page sorted by _lastUpdated, planned once 20,000 resources arrived, reads its index in order', async () => {
     await client.query(

@@ -1,7 +1,8 @@
 import { filterCondition, type Filter } from '../plan/filters.js';
-import type { IndexRowsCondition } from '../query/conditions/types.js';
+import type { CompileContext, IndexRowsCondition } from '../query/conditions/types.js';
 import { selectsByKey } from '../query/conditions/keys.js';
 import { indexRowsSource } from '../query/conditions/shared.js';
+import { splitOr, unescape } from '../query/values.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { candidateConditions, freshContext, type DrivenSearch } from './driven.js';
 
@@ -25,26 +26,48 @@ import { candidateConditions, freshContext, type DrivenSearch } from './driven.j
  * every key search. Its cost grows with the key's rows, one index probe each: for a patient with
  * 100,000 Observations it is the same whatever the code, where the EXISTS form was cheaper for a
  * code most of them have (it stops at the page) and far dearer for one none has. A chain ending in
- * an identifier drives by its reference rows (query/conditions/chain-has.ts). Undefined when no
- * filter drives (the key is `_id`, `:identifier`, a chain ending in `_id`). The general page runs
- * these conditions in place of the search's own.
+ * an identifier drives by its reference rows (query/conditions/chain-has.ts); `_id` by its own
+ * values (idDrivenConditions). Undefined when no filter drives (`:identifier`, a chain ending in
+ * `_id`). The general page runs these conditions in place of the search's own.
  */
 export function keyDrivenConditions(search: DrivenSearch, filters: readonly Filter[]): { args: SqlArgs; where: string } | undefined {
   const at = filters.findIndex(({ name, value, resolved }) => !name.startsWith('_') && selectsByKey(name, value, resolved));
-  if (at < 0) return undefined;
+  if (at < 0) return idDrivenConditions(search, filters);
   const others = filters.filter((_, i) => i !== at);
   const ctx = freshContext(search);
   let key: IndexRowsCondition | undefined;
   const condition = filterCondition(filters[at], [search.type], 'r', { ...ctx, onRows: (found) => (key = found) });
   if (!key || key.depth !== 0 || !condition.startsWith('EXISTS (')) return undefined;
   const scope = `${key.alias}."projectId" = ${ctx.args.add(search.projectId)} AND ${key.alias}."resourceType" = ${ctx.args.add(search.type)}`;
+  return drivenWhere(search, others, ctx, indexRowsSource(key, scope));
+}
+
+/**
+ * `_id=a,b,...` with other filters, as the key filters above: the listed ids are the candidates.
+ * Tested on the resource, the list let a generic plan start from another filter's index rows
+ * (`_id` with 300 ids and `status=final`: every Observation's status row, each probed against the
+ * list) - the per-page searches of an export's `_typeFilter` and AccessPolicy criteria.
+ */
+function idDrivenConditions(search: DrivenSearch, filters: readonly Filter[]): { args: SqlArgs; where: string } | undefined {
+  const at = filters.findIndex(({ resolved }) => resolved.kind === 'id' && resolved.modifier === undefined);
+  if (at < 0) return undefined;
+  const ctx = freshContext(search);
+  const ids = splitOr(filters[at].value).map(unescape);
+  const source =
+    `SELECT ${ctx.args.add(search.projectId)}::text AS "projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v AS id ` +
+    `FROM unnest(ARRAY[${ids.map((id) => ctx.args.add(id)).join(', ')}]::text[]) v`;
+  return drivenWhere(search, filters.filter((_, i) => i !== at), ctx, source);
+}
+
+/** The conditions reading the candidate rows of `source` first, then the resources by primary key. */
+function drivenWhere(search: DrivenSearch, others: readonly Filter[], ctx: CompileContext, source: string): { args: SqlArgs; where: string } {
   const { candidates, onResource } = candidateConditions(search, others, ctx);
   // `IS TRUE` keeps the tests per candidate row (a subplan each): as semi-joins, a generic plan
   // (values unknown) may hash or merge a common code's 50,000 index rows against the 10 candidates.
   const tested = candidates.length > 0 ? ` WHERE (${candidates.join(' AND ')}) IS TRUE` : '';
   const where = [
     `r."resourceType" = ${ctx.args.add(search.type)}`,
-    `r.id = ANY(ARRAY(SELECT d.id FROM (${indexRowsSource(key, scope)}) d${tested}))`,
+    `r.id = ANY(ARRAY(SELECT d.id FROM (${source}) d${tested}))`,
     `(${onResource.join(' AND ')}) IS TRUE`,
   ];
   return { args: ctx.args, where: where.join(' AND ') };
