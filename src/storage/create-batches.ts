@@ -9,9 +9,11 @@ import { insertFirstVersion, insertFirstVersions } from './sql.js';
  * Group commit for creates that need no transaction of their own (no write hook, no write check,
  * not inside a transaction Bundle): while `maxInFlight` statements of creates are running, the
  * creates that arrive wait, and the next statement writes all of them at once (resource, history
- * and index rows of each) in one commit. A create's database cost is mostly the statement's
- * fixed part and the commit's WAL flush, so under load each create costs less; with nothing in
- * flight a create goes at once, alone, and pays no wait. Each create is answered after the commit
+ * and index rows of each) in one commit. Below that bound, the creates that arrive in the same
+ * turn of the event loop (requests read together) also go in one statement, which starts once
+ * the turn's I/O callbacks have run (setImmediate): a create alone waits for nothing else. A
+ * create's database cost is mostly the statement's fixed part and the commit, so under load each
+ * create costs less (bench/create-statements.ts). Each create is answered after the commit
  * that holds it; when a group's statement fails, its creates are retried one at a time, so only
  * the create at fault fails, with its own error. A create the change log records (a project with
  * Subscriptions) carries its outbox row in the same statement, so it is grouped too.
@@ -19,6 +21,7 @@ import { insertFirstVersion, insertFirstVersions } from './sql.js';
 export class CreateBatches {
   private readonly waiting: Waiting[] = [];
   private inFlight = 0;
+  private startScheduled = false;
 
   constructor(
     private readonly db: SqlExecutor,
@@ -35,25 +38,27 @@ export class CreateBatches {
    */
   insert(resource: Resource, log?: ChangeLog): Promise<string> {
     if (log && log !== this.changeLog) return insertNewResource(this.db, resource, log);
-    if (this.inFlight < this.maxInFlight && this.waiting.length === 0) return this.runAlone(resource, log);
-    return new Promise<string>((resolve, reject) => this.waiting.push({ resource, log, resolve, reject }));
+    const written = new Promise<string>((resolve, reject) => this.waiting.push({ resource, log, resolve, reject }));
+    if (this.inFlight < this.maxInFlight && !this.startScheduled) {
+      this.startScheduled = true;
+      setImmediate(() => {
+        this.startScheduled = false;
+        this.startNext();
+      });
+    }
+    return written;
   }
 
-  private async runAlone(resource: Resource, log: ChangeLog | undefined): Promise<string> {
+  private startNext(): void {
+    if (this.inFlight >= this.maxInFlight || this.waiting.length === 0) return;
+    const group = this.waiting.splice(0, this.maxBatch);
     this.inFlight++;
-    try {
-      return await insertNewResource(this.db, resource, log);
-    } finally {
-      this.finished();
-    }
+    void this.runGroup(group).finally(() => this.finished());
   }
 
   private finished(): void {
     this.inFlight--;
-    if (this.waiting.length === 0) return;
-    const group = this.waiting.splice(0, this.maxBatch);
-    this.inFlight++;
-    void this.runGroup(group).finally(() => this.finished());
+    this.startNext();
   }
 
   private async runGroup(group: readonly Waiting[]): Promise<void> {
