@@ -105,7 +105,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     db,
     bus,
     searchCache,
-    createBatches: config.createGroupsInFlight > 0 ? new CreateBatches(db, config.createGroupsInFlight, MAX_CREATES_PER_GROUP) : undefined,
+    createBatches: config.createGroupsInFlight > 0 ? new CreateBatches(db, config.createGroupsInFlight, MAX_CREATES_PER_GROUP, events.changeLog) : undefined,
     binaryStorage: new DatabaseBinaryStorage(db),
     // Only the embedded database has this process as its sole writer (see ResourceCache).
     resourceCache: db.kind === 'pglite' && config.resourceCacheSize > 0 ? new LruResourceCache(config.resourceCacheSize) : noResourceCache,

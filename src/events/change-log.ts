@@ -1,7 +1,7 @@
 import type { SqlExecutor } from '../db/database.js';
 import type { Change, ChangeLog } from '../storage/change-log.js';
 import type { ActiveSubscriptions } from './active-subscriptions.js';
-import { insertChange } from './outbox.js';
+import { changeRow, insertChange, insertChangesFromJson } from './outbox.js';
 
 /**
  * The storage change log of subscriptions: a write is recorded in the outbox only when its project
@@ -23,6 +23,14 @@ export class SubscriptionChangeLog implements ChangeLog {
 
   record(tx: SqlExecutor, change: Change): Promise<void> {
     return insertChange(tx, change);
+  }
+
+  insertFromJson(json: string): string {
+    return insertChangesFromJson(json);
+  }
+
+  rowOf(change: Change): Record<string, unknown> {
+    return changeRow(change);
   }
 
   committed(): void {

@@ -29,6 +29,21 @@ export async function insertChange(tx: SqlExecutor, change: Change): Promise<voi
   );
 }
 
+const CHANGE_COLUMNS = '"id", "projectId", "resourceType", "resourceId", "versionId", "interaction"';
+
+/** An insert of the changes in a JSON array of changeRow objects (`json`: an SQL expression), for a write's own statement. */
+export function insertChangesFromJson(json: string): string {
+  return (
+    `INSERT INTO "event_outbox" (${CHANGE_COLUMNS}) SELECT ${CHANGE_COLUMNS} FROM json_to_recordset(${json}) ` +
+    'AS x("id" uuid, "projectId" text, "resourceType" text, "resourceId" text, "versionId" text, "interaction" text)'
+  );
+}
+
+/** A change as insertChangesFromJson reads it, with the id of its outbox row. */
+export function changeRow(change: Change): Record<string, unknown> {
+  return { id: randomUUID(), projectId: change.projectId, resourceType: change.resourceType, resourceId: change.id, versionId: change.versionId, interaction: change.interaction };
+}
+
 /** Claims up to `limit` due rows for `leaseMs`. */
 export function claimDue(db: SqlExecutor, limit: number, leaseMs: number): Promise<OutboxRow[]> {
   return db.query<OutboxRow>(

@@ -4,7 +4,7 @@ import type { Change, ChangeLog } from './change-log.js';
 /**
  * The repository's side of the change log (subscriptions' outbox): whether a write of a type must
  * be recorded, the record inside the write's transaction, and the notice once it committed. Without
- * a log nothing is recorded.
+ * a log nothing is recorded. A plain create is recorded by its own statement instead (logFor).
  */
 export class ChangeRecorder {
   constructor(
@@ -15,6 +15,11 @@ export class ChangeRecorder {
   /** Whether writes of `resourceType` in the project are recorded (they then need a transaction). */
   async records(db: SqlExecutor, projectId: string, resourceType: string): Promise<boolean> {
     return this.log !== undefined && (await this.log.records(db, projectId, resourceType));
+  }
+
+  /** The log that records writes of `resourceType` in the project, or undefined. */
+  async logFor(db: SqlExecutor, projectId: string, resourceType: string): Promise<ChangeLog | undefined> {
+    return (await this.records(db, projectId, resourceType)) ? this.log : undefined;
   }
 
   /** Records `change` in the write's transaction; whether it did (the caller then calls committed). */

@@ -19,7 +19,7 @@ import { commitOnly, type ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
 import { ItemError, isPrepared, keyOf, type NewResource, type PreparedCreates, type ResourceRepository, type WriteCheck, type HistoryOptions, type HistoryPage, type ReadKey, type StoredVersion, type VersionKey, type WriteOptions, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
-import type { Change, ChangeLog } from './change-log.js';
+import { creationOf, type Change, type ChangeLog } from './change-log.js';
 import { ChangeRecorder } from './change-recorder.js';
 import { CommittedWrites } from './committed-writes.js';
 import { expungeRows, lockForExpunge } from './expunge.js';
@@ -170,15 +170,21 @@ export class Repository implements ResourceRepository {
     validateResource(input, { expectedType: resourceType });
     const completed = await this.completeAndCheck(this.db, input, this.identity.projectId);
     const resource = this.stamp(await this.prepared(this.db, completed, undefined), id, randomUUID());
-    const inTransaction = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType) || (await this.changes.records(this.db, this.identity.projectId, resourceType));
+    const inTransaction = writeHookOf(resourceType) !== undefined || this.checksWrites(resourceType);
     let recorded = false;
-    const text = inTransaction
-      ? await this.db.transaction(async (tx) => {
-          const written = await this.insertNew(tx, resource);
-          recorded = await this.afterWrite(tx, resource, 'create');
-          return written;
-        })
-      : await this.insertAlone(resource);
+    let text: string;
+    if (inTransaction) {
+      text = await this.db.transaction(async (tx) => {
+        const written = await this.insertNew(tx, resource);
+        recorded = await this.afterWrite(tx, resource, 'create');
+        return written;
+      });
+    } else {
+      // Recorded by the create's own statement, which can then be grouped with others.
+      const log = await this.changes.logFor(this.db, this.identity.projectId, resourceType);
+      text = await this.insertAlone(resource, log);
+      recorded = log !== undefined;
+    }
     this.committed.written(resource, text);
     if (recorded) this.changes.committed();
     return { resource, text, created: true, changed: true };
@@ -186,14 +192,15 @@ export class Repository implements ResourceRepository {
 
   /**
    * Creates many resources, each with its given id: one statement for all of them (resource,
-   * history and index rows) when no write check or hook applies to their types, else one create
-   * each. A resource that fails validation is an ItemError naming its place in `items`.
+   * history and index rows, and their changes when the change log records them) when no write
+   * check or hook applies to their types, else one create each. A resource that fails validation is an ItemError naming its place in `items`.
    */
   async createResources(input: readonly NewResource[] | PreparedCreates): Promise<WriteResult[]> {
     const prepared = isPrepared(input) ? input : await this.prepareCreates(input);
     if (!prepared.together) return this.createEach(prepared.items);
-    const { resources, statement } = prepared.together;
+    const { resources, statement, recorded } = prepared.together;
     await this.db.execute(statement.sql, statement.args, { planOnce: true });
+    if (recorded) this.changes.committed();
     return resources.map((resource) => {
       const text = JSON.stringify(resource);
       this.committed.written(resource, text);
@@ -218,10 +225,16 @@ export class Repository implements ResourceRepository {
     if (resources.some((resource) => writeHookOf(resource.resourceType) !== undefined || this.checksWrites(resource.resourceType))) {
       return { items };
     }
+    let log: ChangeLog | undefined;
+    const changes: Change[] = [];
     for (const resource of resources) {
-      if (await this.changes.records(this.db, this.identity.projectId, resource.resourceType)) return { items };
+      const recording = await this.changes.logFor(this.db, this.identity.projectId, resource.resourceType);
+      if (!recording) continue;
+      log = recording;
+      changes.push(creationOf(resource));
     }
-    return { items, together: { resources, statement: await firstVersionsStatement(this.db, resources) } };
+    const statement = await firstVersionsStatement(this.db, resources, log && { log, changes });
+    return { items, together: { resources, statement, recorded: changes.length > 0 } };
   }
 
   private async createEach(items: readonly NewResource[]): Promise<WriteResult[]> {
@@ -476,15 +489,15 @@ export class Repository implements ResourceRepository {
   }
 
   /** A create outside any transaction: with others that arrive at the same time when the server groups them. */
-  private async insertAlone(resource: Resource): Promise<string> {
-    if (!this.batches || this.db.joined) return this.insertNew(this.db, resource);
-    const text = await this.batches.insert(resource);
+  private async insertAlone(resource: Resource, log: ChangeLog | undefined): Promise<string> {
+    if (!this.batches || this.db.joined) return this.insertNew(this.db, resource, log);
+    const text = await this.batches.insert(resource, log);
     await this.db.noteWrite?.();
     return text;
   }
 
-  private insertNew(executor: SqlExecutor, resource: Resource): Promise<string> {
-    return insertNewResource(executor, resource);
+  private insertNew(executor: SqlExecutor, resource: Resource, log?: ChangeLog): Promise<string> {
+    return insertNewResource(executor, resource, log);
   }
 }
 

@@ -4,6 +4,7 @@ import type { StoredVersion } from './types.js';
 import type { IndexRows } from '../indexing/row-types.js';
 import { buildIndexRows } from '../indexing/indexer.js';
 import { projectParameters, type ProjectParameters } from '../indexing/parameters.js';
+import { creationOf, type ChangeLog, type RecordedChanges } from './change-log.js';
 
 /** Column lists of the index tables, in the order the JSON row objects are unpacked. */
 export const INDEX_TABLES: Record<keyof IndexRows, { table: string; columns: [string, string][] }> = {
@@ -78,8 +79,9 @@ export function indexDeleteClauses(placeholders: { type: string; id: string }): 
  * index rows in one statement, which is atomic on its own. Returns the stored JSON text.
  * `parameters`: the project's own SearchParameters to index too (none when not given).
  */
-export async function insertFirstVersion(executor: SqlExecutor, resource: Resource, parameters?: ProjectParameters): Promise<string> {
+export async function insertFirstVersion(executor: SqlExecutor, resource: Resource, parameters?: ProjectParameters, log?: ChangeLog): Promise<string> {
   const { text, args, clauses } = versionWrite(resource, resource.meta!.project!, parameters);
+  clauses.push(...changeClauses(log && { log, changes: [creationOf(resource)] }, args));
   // An insert of given rows: its plan is the same whatever the values (planned once per connection).
   await executor.execute(
     `WITH ${clauses.join(',\n')}
@@ -117,8 +119,8 @@ export function versionWrite(
  * writes a single one (with the project's own SearchParameters indexed too). One statement is
  * atomic on its own; it serves writers that group resources (the Login writer).
  */
-export async function insertFirstVersions(executor: SqlExecutor, resources: readonly Resource[]): Promise<void> {
-  const { sql, args } = await firstVersionsStatement(executor, resources);
+export async function insertFirstVersions(executor: SqlExecutor, resources: readonly Resource[], recorded?: RecordedChanges): Promise<void> {
+  const { sql, args } = await firstVersionsStatement(executor, resources, recorded);
   await executor.execute(sql, args, { planOnce: true });
 }
 
@@ -127,7 +129,11 @@ export async function insertFirstVersions(executor: SqlExecutor, resources: read
  * JSON) before it opens the transaction that sends it: `reader` only reads the project's
  * SearchParameters.
  */
-export async function firstVersionsStatement(reader: SqlExecutor, resources: readonly Resource[]): Promise<{ sql: string; args: unknown[] }> {
+export async function firstVersionsStatement(
+  reader: SqlExecutor,
+  resources: readonly Resource[],
+  recorded?: RecordedChanges,
+): Promise<{ sql: string; args: unknown[] }> {
   const versions: Record<string, unknown>[] = [];
   const rowsByKind = new Map<keyof IndexRows, Record<string, unknown>[]>();
   for (const resource of resources) {
@@ -159,12 +165,20 @@ export async function firstVersionsStatement(reader: SqlExecutor, resources: rea
         `FROM json_to_recordset($${args.length}::json) AS x("projectId" text, "resourceType" text, "resourceId" text, seq int, ${recordType}))`,
     );
   }
+  clauses.push(...changeClauses(recorded, args));
   return {
     sql: `WITH ${clauses.join(',\n')}
      INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
      SELECT "resourceType", id, "projectId", "versionId", "lastUpdated", false, content FROM v`,
     args,
   };
+}
+
+/** The clause recording `recorded`'s changes in the write's own statement (none without changes). */
+function changeClauses(recorded: RecordedChanges | undefined, args: unknown[]): string[] {
+  if (!recorded || recorded.changes.length === 0) return [];
+  args.push(JSON.stringify(recorded.changes.map((change) => recorded.log.rowOf(change))));
+  return [`o AS (${recorded.log.insertFromJson(`$${args.length}::json`)})`];
 }
 
 /** An index table's value columns: as an insert's column list, and as json_to_recordset's record type. */

@@ -149,7 +149,12 @@ export interface ResourceRepository {
 export interface PreparedCreates {
   readonly items: readonly NewResource[];
   /** The stamped resources and the one statement that writes them; absent when they are written one by one (write hooks, write checks). */
-  readonly together?: { readonly resources: readonly Resource[]; readonly statement: { readonly sql: string; readonly args: readonly unknown[] } };
+  readonly together?: {
+    readonly resources: readonly Resource[];
+    readonly statement: { readonly sql: string; readonly args: readonly unknown[] };
+    /** Whether the statement records changes in the change log (which then hears of the commit). */
+    readonly recorded: boolean;
+  };
 }
 
 export function isPrepared(input: readonly NewResource[] | PreparedCreates): input is PreparedCreates {
