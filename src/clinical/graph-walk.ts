@@ -6,6 +6,7 @@ import { parseReference } from '../indexing/references.js';
 import type { RequestContext } from '../operations/context.js';
 import { MAX_COUNT, search, searchServicesFor } from '../search/service.js';
 import { parseStored } from '../storage/versions.js';
+import { admitted, type RuledTarget } from './graph-rules.js';
 
 /**
  * Following a GraphDefinition's links from a resource ($graph). A link with a `path` follows the
@@ -16,7 +17,7 @@ import { parseStored } from '../storage/versions.js';
  * read is never found. Bounded: MAX_DEPTH links deep, MAX_RESOURCES resources.
  */
 
-export interface GraphTarget {
+export interface GraphTarget extends RuledTarget {
   type?: string;
   params?: string;
   link?: GraphLink[];
@@ -35,10 +36,10 @@ export const MAX_RESOURCES = 1000;
 /** What a walk has found so far, by `Type/id`, in the order found. */
 export type Found = Map<string, Resource>;
 
-/** A walk's findings: the resources, and a warning for each link that led to fewer than its `min`. */
+/** A walk's findings: the resources, and warnings: each link that led to fewer than its `min`, each resource a target's rules left out. */
 export interface GraphWalk {
   readonly found: Found;
-  readonly shortfalls: OperationOutcomeIssue[];
+  readonly warnings: OperationOutcomeIssue[];
 }
 
 const keyOf = (resource: Resource) => `${resource.resourceType}/${resource.id}`;
@@ -56,7 +57,7 @@ export async function followLinks(ctx: RequestContext, from: Resource, links: re
       if (room <= 0) break;
       const targetAt = `${at}.target[${targetIndex}]`;
       const all = link.path !== undefined ? await alongPath(ctx, from, link.path, target, at) : await byParams(ctx, from, target, targetAt);
-      const reached = all.slice(0, room);
+      const reached = (await admitted(ctx, from, target, all, targetAt, walk.warnings)).slice(0, room);
       room -= reached.length;
       count += reached.length;
       const fresh: Resource[] = [];
@@ -68,7 +69,7 @@ export async function followLinks(ctx: RequestContext, from: Resource, links: re
       // Resources already found were followed from where they were first found.
       for (const resource of fresh) await followLinks(ctx, resource, target.link ?? [], walk, targetAt, depth + 1);
     }
-    if (count < min) walk.shortfalls.push(shortfall(from, at, min, count));
+    if (count < min) walk.warnings.push(shortfall(from, at, min, count));
   }
 }
 

@@ -5,6 +5,7 @@ import type { RequestContext } from '../operations/context.js';
 import { ownOperationDefinition } from '../operations/definition.js';
 import type { Operation } from '../operations/registry.js';
 import { search, searchServicesFor } from '../search/service.js';
+import { assertStartProfile } from './graph-rules.js';
 import { followLinks, type GraphLink, type GraphWalk } from './graph-walk.js';
 
 /**
@@ -19,6 +20,7 @@ interface GraphInput {
 
 interface GraphDefinitionLike extends Resource {
   start?: string;
+  profile?: string;
   link?: GraphLink[];
 }
 
@@ -30,12 +32,13 @@ export const graphOperation: Operation<GraphInput, { return: Bundle }> = {
       throw errors.invalid(`GraphDefinition ${input.graph} starts at ${definition.start ?? 'no type'}, not at ${resourceType}`, 'graph');
     }
     const root = await ctx.repo.readResource(resourceType!, id!);
-    const walk: GraphWalk = { found: new Map([[`${root.resourceType}/${root.id}`, root]]), shortfalls: [] };
+    const walk: GraphWalk = { found: new Map([[`${root.resourceType}/${root.id}`, root]]), warnings: [] };
+    await assertStartProfile(ctx, root, definition.profile, walk.warnings);
     await followLinks(ctx, root, definition.link ?? [], walk, '');
     const base = ctx.config.fhirBaseUrl;
     const entry: BundleEntry[] = [...walk.found.entries()].map(([key, resource]) => ({ fullUrl: `${base}/${key}`, resource }));
-    // Links that found fewer than their min: one OperationOutcome entry at the end, with a warning for each.
-    if (walk.shortfalls.length > 0) entry.push({ fullUrl: `urn:uuid:${randomUUID()}`, resource: { resourceType: 'OperationOutcome', issue: walk.shortfalls } });
+    // Links that found fewer than their min, resources a target's rules left out: one OperationOutcome entry at the end, with a warning for each.
+    if (walk.warnings.length > 0) entry.push({ fullUrl: `urn:uuid:${randomUUID()}`, resource: { resourceType: 'OperationOutcome', issue: walk.warnings } });
     return { return: { resourceType: 'Bundle', type: 'collection', entry } };
   },
 };

@@ -23,7 +23,8 @@ export function answerValue(answer: Json): Answer | undefined {
   return undefined;
 }
 
-const PRIMITIVES = new Set(['boolean', 'decimal', 'integer', 'date', 'dateTime', 'time', 'string', 'uri']);
+// Answers take the first eight; a definitionExtractValue's fixed-value may be any of them.
+const PRIMITIVES = new Set(['boolean', 'decimal', 'integer', 'date', 'dateTime', 'time', 'string', 'uri', 'code', 'markdown', 'id', 'url', 'canonical', 'instant', 'positiveInt', 'unsignedInt']);
 const STRING_TYPES = new Set(['string', 'markdown', 'uri', 'url', 'canonical', 'id', 'oid', 'uuid']);
 const INTEGER_TYPES = new Set(['integer', 'positiveInt', 'unsignedInt']);
 
@@ -33,8 +34,8 @@ export function convertAnswer(answer: Answer, target: string): unknown {
   if (type === target) return value;
   const coding = type === 'Coding' ? (value as Json) : undefined;
   if (target === 'code') return coding ? coding.code : type === 'string' ? value : undefined;
-  if (STRING_TYPES.has(target)) return type === 'string' || type === 'uri' ? value : coding && target === 'string' ? (coding.display ?? coding.code) : undefined;
-  if (INTEGER_TYPES.has(target)) return type === 'integer' ? value : undefined;
+  if (STRING_TYPES.has(target)) return STRING_TYPES.has(type) || type === 'code' ? value : coding && target === 'string' ? (coding.display ?? coding.code) : undefined;
+  if (INTEGER_TYPES.has(target)) return INTEGER_TYPES.has(type) ? value : undefined;
   switch (target) {
     case 'decimal':
       return type === 'integer' ? value : undefined;
@@ -48,6 +49,9 @@ export function convertAnswer(answer: Answer, target: string): unknown {
       return coding ? { coding: [coding], ...(typeof coding.display === 'string' ? { text: coding.display } : {}) } : type === 'string' ? { text: value } : undefined;
     case 'Quantity':
       return type === 'decimal' || type === 'integer' ? { value } : undefined;
+    case 'Reference':
+      // A reference given as text: `Patient/123`, or the `urn:uuid:` an extractAllocateId made.
+      return type === 'string' || type === 'uri' ? { reference: value } : undefined;
     default:
       return undefined;
   }

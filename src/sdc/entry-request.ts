@@ -1,7 +1,5 @@
-import fhirpath from 'fhirpath';
-import r4Model from 'fhirpath/fhir-context/r4';
-import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
+import { evaluateAll, type Variables } from './expressions.js';
 import { listOf, type Json } from './questionnaire.js';
 
 /** What a definitionExtract's expressions set on its transaction entry: the fullUrl and conditions of the request. */
@@ -18,27 +16,21 @@ const PARTS = ['fullUrl', 'ifNoneMatch', 'ifModifiedSince', 'ifMatch', 'ifNoneEx
 /**
  * The definitionExtract's `fullUrl`, `ifNoneMatch`, `ifModifiedSince`, `ifMatch` and `ifNoneExist`
  * sub-extensions: FHIRPath expressions (valueString) evaluated on the response item the extension
- * sits on (the response itself for the Questionnaire's), with `%resource` the response. An
- * expression that gives nothing leaves its part out.
+ * sits on (the response itself for the Questionnaire's), with `%resource` the response and the
+ * allocated ids as variables. An expression that gives nothing leaves its part out.
  */
-export function entryRequestOf(context: Json, scope: Json, response: Resource): EntryRequest {
+export function entryRequestOf(context: Json, scope: Json, response: Resource, variables: Variables): EntryRequest {
   const request: EntryRequest = {};
   for (const part of listOf(context.extension)) {
     const name = PARTS.find((candidate) => candidate === part.url);
     if (!name || typeof part.valueString !== 'string') continue;
-    const value = evaluate(part.valueString, scope, response, name);
+    const value = evaluate(part.valueString, scope, response, variables, name);
     if (value !== undefined) request[name] = value;
   }
   return request;
 }
 
-function evaluate(expression: string, scope: Json, response: Resource, name: string): string | undefined {
-  let values: unknown[];
-  try {
-    values = fhirpath.evaluate(scope, expression, { resource: response }, r4Model) as unknown[];
-  } catch (error) {
-    throw errors.invalid(`The definitionExtract's ${name} "${expression}" is not valid FHIRPath: ${(error as Error).message}`, 'Questionnaire.extension');
-  }
-  const first = values[0];
+function evaluate(expression: string, scope: Json, response: Resource, variables: Variables, name: string): string | undefined {
+  const first = evaluateAll(expression, scope, response, variables, `The definitionExtract's ${name}`)[0];
   return first === undefined || first === null ? undefined : String(first);
 }

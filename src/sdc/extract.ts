@@ -70,7 +70,12 @@ export async function extract(ctx: RequestContext, response: Resource, questionn
   return { resourceType: 'Bundle', type: 'transaction', ...(entries.length > 0 ? { entry: entries } : {}) };
 }
 
-/** A new resource is created (`POST`, a `urn:uuid` fullUrl unless the definitionExtract gives one, with its conditions); a stored one is updated if unchanged since it was read. */
+/**
+ * A stored resource a context found is updated if unchanged since it was read. Otherwise, as SDC
+ * says: a resource whose answers or values set an `id` is `PUT` at that id, one without is
+ * created (`POST`); the fullUrl is a new `urn:uuid` unless the definitionExtract gives one, and its
+ * conditions are the request's.
+ */
 function transactionEntry({ resource, replaces, entry }: Extracted): BundleEntry {
   if (replaces) {
     const { meta: _meta, ...content } = resource;
@@ -81,6 +86,7 @@ function transactionEntry({ resource, replaces, entry }: Extracted): BundleEntry
     };
   }
   const { fullUrl = `urn:uuid:${randomUUID()}`, ...conditions } = entry ?? {};
+  if (typeof resource.id === 'string') return { fullUrl, resource, request: { method: 'PUT', url: `${resource.resourceType}/${resource.id}`, ...conditions } };
   return { fullUrl, resource, request: { method: 'POST', url: resource.resourceType, ...conditions } };
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Database } from '../db/database.js';
 import { issue, OperationOutcomeError } from '../fhir/outcome.js';
-import type { OperationOutcomeIssue } from '../fhir/types.js';
+import { isRecord, type OperationOutcomeIssue, type Resource } from '../fhir/types.js';
 import type { CheckContext, ProfileBindingCheck, ResourceCheck } from '../validation/resource-checks.js';
 import { findBoundValues, type BindingStrength, type BoundValue } from './binding-paths.js';
 import { requestCache } from './cache.js';
@@ -42,22 +42,23 @@ export const bindingCheck: ResourceCheck = async (resource, context) => {
 };
 
 /**
- * The required bindings profiles add to value sets the shipped definitions cannot expand (a
- * project's own, registered by the composition root): judged as the base definitions' are, and
- * the issue names the profile.
+ * The bindings profiles add to value sets the shipped definitions cannot expand (a project's own,
+ * registered by the composition root): judged as the base definitions' are, bare `code` elements
+ * included, and the issue names the profile.
  */
 export const profileBindingCheck: ProfileBindingCheck = async (bound, context) => {
   const verdicts = await Verdicts.for(context);
   const found: OperationOutcomeIssue[] = [];
-  for (const { value, type, valueSet, expression, profile } of bound) {
-    const problem = await checkBinding({ value, expression, binding: { strength: 'required', valueSet, type } }, verdicts, context.warnings);
-    if (problem) found.push(withProfile(problem, profile));
+  for (const { value, type, valueSet, strength, expression, profile } of bound) {
+    if (strength !== 'required' && !context.warnings) continue;
+    const problem = await checkBinding({ value, expression, binding: { strength, valueSet, type } }, verdicts, context.warnings);
+    if (problem) found.push(withProfile(problem, profile, strength));
   }
   return found;
 };
 
-function withProfile(found: OperationOutcomeIssue, profile: string): OperationOutcomeIssue {
-  return { ...found, details: { ...found.details, text: `${found.details?.text ?? ''} (profile ${profile}, rule: required binding)` } };
+function withProfile(found: OperationOutcomeIssue, profile: string, strength: string): OperationOutcomeIssue {
+  return { ...found, details: { ...found.details, text: `${found.details?.text ?? ''} (profile ${profile}, rule: ${strength} binding)` } };
 }
 
 interface Coded {
@@ -67,8 +68,10 @@ interface Coded {
 
 async function checkBinding(bound: BoundValue, verdicts: Verdicts, warnings: boolean): Promise<OperationOutcomeIssue | undefined> {
   const { binding, expression } = bound;
-  const codings = (binding.type === 'Coding' ? [bound.value] : Array.isArray(bound.value.coding) ? bound.value.coding : []) as Coded[];
-  const coded = codings.filter((c): c is { system: string; code: string } => typeof c.code === 'string' && typeof c.system === 'string');
+  const bare = binding.type === 'code';
+  const codings = (binding.type === 'CodeableConcept' ? (Array.isArray(bound.value.coding) ? bound.value.coding : []) : [bound.value]) as Coded[];
+  // A bare code has no system: the value set's code systems are searched for it.
+  const coded = codings.filter((c): c is { system: string; code: string } => typeof c.code === 'string' && (bare || typeof c.system === 'string'));
   if (coded.length === 0) return noCode(bound, codings.length > 0);
   let unknown = false;
   for (const coding of coded) {
@@ -81,7 +84,7 @@ async function checkBinding(bound: BoundValue, verdicts: Verdicts, warnings: boo
     return information(`The binding of ${expression} to the value set ${binding.valueSet} was not checked: its codes cannot be expanded here`, expression);
   }
   const valueSet = binding.valueSet;
-  const notIn = notInValueSet(coded, valueSet);
+  const notIn = bare ? `The code "${coded[0].code}" is not in the value set ${valueSet}` : notInValueSet(coded, valueSet);
   if (binding.strength === 'required') {
     return issue('code-invalid', `Invalid code at ${expression}: ${notIn}, which this element requires`, expression);
   }
@@ -140,9 +143,10 @@ class Verdicts {
     return new Verdicts(caller, context.db, memory);
   }
 
-  of(valueSet: string, system: string, code: string): Promise<Verdict> {
+  /** `system` undefined: a bare code, looked for in each of the value set's code systems. */
+  of(valueSet: string, system: string | undefined, code: string): Promise<Verdict> {
     if (!this.memory) return this.compute(valueSet, system, code);
-    const key = `${this.caller.identity.projectId}|${valueSet}|${system}|${code}`;
+    const key = `${this.caller.identity.projectId}|${valueSet}|${system ?? ''}|${code}`;
     let verdict = this.memory.get(key);
     if (!verdict) {
       if (this.memory.size >= MAX_VERDICTS) this.memory.clear();
@@ -153,11 +157,15 @@ class Verdicts {
     return verdict;
   }
 
-  private async compute(url: string, system: string, code: string): Promise<Verdict> {
+  private async compute(url: string, system: string | undefined, code: string): Promise<Verdict> {
     const valueSet = await findValueSet(this.caller, this.db, url);
     if (!valueSet) return 'unknown';
-    const grammar = grammarCheck(valueSet, system);
-    if (grammar) return grammar(code) ? 'in' : 'out';
+    const grammar = system === undefined ? grammarOfBareCode(valueSet) : grammarCheck(valueSet, system);
+    if (grammar) {
+      if (grammar(code)) return 'in';
+      // A bare code outside the grammar may still be a code of the value set's other systems.
+      if (system !== undefined) return 'out';
+    }
     try {
       const found = await this.membership.find(valueSet, system, code);
       return found.member ? 'in' : found.reason ? 'unknown' : 'out';
@@ -167,4 +175,14 @@ class Verdicts {
       throw error;
     }
   }
+}
+
+/** The grammar that decides a bare code, when the value set includes a whole grammar-defined system (UCUM units in a `code`). */
+function grammarOfBareCode(valueSet: Resource): ((code: string) => boolean) | undefined {
+  const includes = isRecord(valueSet.compose) && Array.isArray(valueSet.compose.include) ? valueSet.compose.include : [];
+  for (const include of includes) {
+    const check = isRecord(include) && typeof include.system === 'string' ? grammarCheck(valueSet, include.system) : undefined;
+    if (check) return check;
+  }
+  return undefined;
 }

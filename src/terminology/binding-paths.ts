@@ -12,13 +12,14 @@ import { getTypeModel, resolveModel, type TypeModel } from '../validation/model.
  * searched: their bindings are their own definitions' (profiles).
  */
 
-export type BindingStrength = 'required' | 'extensible' | 'preferred';
+export type { BindingStrength } from '../validation/resource-checks.js';
+import type { BindingStrength } from '../validation/resource-checks.js';
 
 export interface ElementBinding {
   readonly strength: BindingStrength;
   /** Canonical url of the bound value set, without version. */
   readonly valueSet: string;
-  /** `Coding` or `CodeableConcept`. */
+  /** `code` (the profile bindings' bare codes), `Coding` or `CodeableConcept`. */
   readonly type: string;
 }
 

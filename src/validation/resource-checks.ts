@@ -21,14 +21,18 @@ export interface CheckContext {
 
 export type ResourceCheck = (resource: Resource, context: CheckContext) => Promise<OperationOutcomeIssue[]>;
 
+export type BindingStrength = 'required' | 'extensible' | 'preferred';
+
 /**
- * A required binding a profile adds whose value set the shipped definitions cannot expand (one the
- * project stores, say): the profile walk finds the value, the terminology engine judges it.
+ * A binding a profile adds whose value set the shipped definitions cannot expand (one the project
+ * stores, say): the profile walk finds the value, the terminology engine judges it. Extensible and
+ * preferred ones are collected for `$validate` only.
  */
 export interface ProfileBinding {
-  /** The Coding or CodeableConcept. */
+  /** The Coding or CodeableConcept; a bare code as `{ code }` (its systems are the value set's). */
   readonly value: Record<string, unknown>;
-  readonly type: 'Coding' | 'CodeableConcept';
+  readonly type: 'code' | 'Coding' | 'CodeableConcept';
+  readonly strength: BindingStrength;
   /** Canonical url of the bound value set, without version. */
   readonly valueSet: string;
   readonly expression: string;

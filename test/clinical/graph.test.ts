@@ -130,9 +130,11 @@ describe('$graph', () => {
   it("follows the HL7 example GraphDefinition: a Composition's section Lists, then any resource they hold", async () => {
     const p = api.newProject();
     const d = await data(p);
-    const list = `List/${await create(p, { resourceType: 'List', status: 'current', mode: 'working', entry: d.observations.map((o) => ({ item: ref(o) })) })}`;
+    // The example's compartment rules (requirement, Patient, identical) want the List and its items about the Composition's patient.
+    const list = `List/${await create(p, { resourceType: 'List', status: 'current', mode: 'working', subject: ref(d.patient), entry: d.observations.map((o) => ({ item: ref(o) })) })}`;
     const composition = `Composition/${await create(p, {
       resourceType: 'Composition',
+      subject: ref(d.patient),
       status: 'final',
       type: { text: 'summary' },
       date: '2024-01-01',

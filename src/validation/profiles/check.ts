@@ -1,4 +1,4 @@
-import { OperationOutcomeError, outcome } from '../../fhir/outcome.js';
+import { issue, OperationOutcomeError, outcome } from '../../fhir/outcome.js';
 import type { StructureDefinition } from '../../fhir/definitions.js';
 import { isRecord, type OperationOutcomeIssue, type Resource } from '../../fhir/types.js';
 import { checkProfileBindings, type CheckContext, type ProfileBinding } from '../resource-checks.js';
@@ -46,6 +46,23 @@ async function checkProfiles(resource: Resource, context: CheckContext, named: {
   issues.push(...(await checkProfileBindings(bindings, context)));
   if (unknown.length > 0) issues.push(...(await unknownProfileIssues(resource, unknown, context)));
   return context.warnings ? issues : issues.filter((found) => found.severity === 'error' || found.severity === 'fatal');
+}
+
+/**
+ * The errors of a resource against one profile named outside the resource (a GraphDefinition's
+ * `profile`): a profile of the project, a shipped one, or a core type's definition (which asks
+ * for its type only). Undefined when no such profile is known.
+ */
+export async function errorsAgainstProfile(resource: Resource, url: string, context: Omit<CheckContext, 'warnings' | 'profiles'>): Promise<OperationOutcomeIssue[] | undefined> {
+  const core = coreDefinition(url);
+  if (core?.type) return core.type === resource.resourceType ? [] : [issue('invalid', `${resource.resourceType} is not a ${core.type} (profile ${url})`, resource.resourceType)];
+  const library = await projectProfiles(context.db, context.projectId);
+  const profile = library.definition(url)?.derivation === 'constraint' ? library.compiled(url) : undefined;
+  if (!profile) return undefined;
+  const bindings: ProfileBinding[] = [];
+  const found = [...validateAgainstProfile(resource, profile, library, { warnings: false, bindings }), ...profileInvariants(resource, profile, { warnings: false })];
+  found.push(...(await checkProfileBindings(bindings, { ...context, warnings: false })));
+  return found.filter((one) => one.severity === 'error' || one.severity === 'fatal');
 }
 
 /** An unknown profile is accepted (a warning for `$validate`) unless the project refuses them. */

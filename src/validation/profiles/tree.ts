@@ -3,6 +3,7 @@ import type { Invariant } from '../invariants/catalog.js';
 import { constraintsOf } from '../invariants/constraints.js';
 import { idOf, maxOf, ownerOfId, pathOfId, requiredValueOf } from './elements.js';
 import { SnapshotError } from './snapshot.js';
+import { addedBinding } from './bindings.js';
 
 /**
  * A snapshot as the profile validator walks it: each element with its children (by name) and,
@@ -32,6 +33,8 @@ export interface ProfileNode {
    * enforce; most elements of a snapshot repeat the base and are not walked.
    */
   constrains: boolean;
+  /** Whether the element or one below it states a rule, `$validate`'s warnings (extensible and preferred bindings) included. */
+  advises: boolean;
 }
 
 export interface CompiledProfile {
@@ -81,14 +84,21 @@ function nodeOf(element: ElementDefinition): ProfileNode {
     slices: [],
     invariants: [],
     constrains: true,
+    advises: true,
   };
 }
 
-function markConstraining(node: ProfileNode): boolean {
+function markConstraining(node: ProfileNode): void {
   let below = false;
-  for (const child of [...node.children, ...node.slices]) below = markConstraining(child) || below;
+  let advisedBelow = false;
+  for (const child of [...node.children, ...node.slices]) {
+    markConstraining(child);
+    below ||= child.constrains;
+    advisedBelow ||= child.advises;
+  }
   node.constrains = below || statesRule(node);
-  return node.constrains;
+  // Extensible and preferred bindings only warn: a write need not walk to them.
+  node.advises = node.constrains || advisedBelow || addedBinding(node.element) !== undefined;
 }
 
 /**

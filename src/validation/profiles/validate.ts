@@ -1,10 +1,10 @@
-import { getStructureDefinition, isResourceType } from '../../fhir/definitions.js';
+import { isResourceType } from '../../fhir/definitions.js';
 import { issue } from '../../fhir/outcome.js';
 import type { IssueType } from '../../fhir/resources.js';
-import { requiredBindingCodes } from '../../fhir/required-bindings.js';
 import { isRecord, type OperationOutcomeIssue, type Resource } from '../../fhir/types.js';
 import type { ResourceContext } from '../invariants/evaluate.js';
 import type { ProfileBinding } from '../resource-checks.js';
+import { addedBinding, codesOf, deferredBinding } from './bindings.js';
 import { defaultDiscriminators, matchesSlice } from './discriminators.js';
 import { valueInvariants } from './invariants.js';
 import type { CompiledProfile, ProfileNode } from './tree.js';
@@ -73,7 +73,7 @@ class ProfileWalk {
   private element(found: Found[], node: ProfileNode, location: string): void {
     // Most elements of a snapshot are absent or repeat the base: nothing to check for them. An
     // absent element still breaks a slice that needs values (bodyweight's code.coding:BodyWeightCode).
-    if (!node.constrains || (found.length === 0 && node.min === 0 && !node.slices.some((slice) => slice.min > 0))) return;
+    if (!(this.warnings ? node.advises : node.constrains) || (found.length === 0 && node.min === 0 && !node.slices.some((slice) => slice.min > 0))) return;
     const at = `${location}.${node.name}${node.isChoice ? '[x]' : ''}`;
     this.cardinality(found.length, node, at);
     for (const item of found) this.item(item, node);
@@ -130,25 +130,27 @@ class ProfileWalk {
     this.fail('value', found.location, `${key} of ${node.id}`, `The value ${shown(found.value)} ${what} ${shown(value)}`);
   }
 
+  /**
+   * A binding the profile adds: required ones on every write, extensible and preferred ones as
+   * warnings in `$validate` only. Judged in memory when the value set expands from the shipped
+   * definitions, else deferred to the terminology engine.
+   */
   private checkBinding(found: Found, node: ProfileNode): void {
-    const codes = addedRequiredCodes(node);
-    if (!codes) return;
-    const { allowed } = codes;
+    const binding = addedBinding(node.element);
+    if (!binding || (binding.strength !== 'required' && !this.warnings)) return;
+    const { allowed } = binding;
     if (!allowed) {
-      this.deferBinding(found, node, codes.valueSet);
+      const types = node.element.type ?? [];
+      const type = found.type ?? (types.length === 1 ? types[0].code : undefined);
+      const deferred = deferredBinding(found.value, type, binding, found.location, this.profileUrl);
+      if (deferred && this.bindings) this.bindings.push(deferred);
       return;
     }
     const given = codesOf(found.value);
     if (given.length === 0 || given.some((code) => allowed.has(code))) return;
-    this.fail('code-invalid', found.location, `required binding of ${node.id}`, `${given.map((code) => `"${code}"`).join(', ')} is not in the value set ${codes.valueSet}`);
-  }
-
-  /** A Coding or CodeableConcept bound to a value set only the terminology engine can expand (a project's own). */
-  private deferBinding(found: Found, node: ProfileNode, valueSet: string): void {
-    const types = node.element.type ?? [];
-    const type = found.type ?? (types.length === 1 ? types[0].code : undefined);
-    if (!this.bindings || !isRecord(found.value) || (type !== 'Coding' && type !== 'CodeableConcept')) return;
-    this.bindings.push({ value: found.value, type, valueSet: valueSet.split('|')[0], expression: found.location, profile: this.profileUrl });
+    const text = `${given.map((code) => `"${code}"`).join(', ')} is not in the value set ${binding.valueSet}`;
+    if (binding.strength === 'required') this.fail('code-invalid', found.location, `required binding of ${node.id}`, text);
+    else this.warn(found.location, `${binding.strength} binding of ${node.id}`, `${text}; ${BINDING_ADVICE[binding.strength]}`);
   }
 
   private checkReferenceTarget(found: Found, node: ProfileNode): void {
@@ -257,7 +259,16 @@ class ProfileWalk {
     if (this.issues.length >= MAX_ISSUES) return;
     this.issues.push(issue(code, `${text} (profile ${this.profileUrl}, rule: ${rule})`, location));
   }
+
+  private warn(location: string, rule: string, text: string): void {
+    if (this.issues.length < MAX_ISSUES) this.issues.push({ ...issue('code-invalid', `${text} (profile ${this.profileUrl}, rule: ${rule})`, location), severity: 'warning' });
+  }
 }
+
+const BINDING_ADVICE = {
+  extensible: 'use a code from it when one fits (extensible binding)',
+  preferred: 'a code from it is preferred (preferred binding)',
+} as const;
 
 function isFollowed(discriminator: { path?: string }): boolean {
   return !(discriminator.path ?? '').includes('(');
@@ -271,45 +282,6 @@ function isExtensionList(node: ProfileNode): boolean {
 function referencedType(reference: string): string | undefined {
   const match = /(?:^|\/)([A-Z][A-Za-z]+)\/[A-Za-z0-9\-.]{1,64}(?:\/_history\/[^/]+)?$/.exec(reference);
   return match?.[1];
-}
-
-function codesOf(value: unknown): string[] {
-  if (typeof value === 'string') return [value];
-  if (!isRecord(value)) return [];
-  if (typeof value.code === 'string') return [value.code];
-  if (!Array.isArray(value.coding)) return [];
-  return value.coding.flatMap((coding) => (isRecord(coding) && typeof coding.code === 'string' ? [coding.code] : []));
-}
-
-/** `allowed` is undefined when the shipped definitions cannot expand the value set. */
-type AddedBinding = { valueSet: string; allowed: ReadonlySet<string> | undefined };
-
-const addedBindings = new WeakMap<ProfileNode, AddedBinding | null>();
-
-/**
- * A required binding the profile states that the base definition does not (the base's own were
- * checked with the resource's structure or are the terminology check's), with its codes when its
- * value set expands from the shipped definitions; computed once per element.
- */
-function addedRequiredCodes(node: ProfileNode): AddedBinding | undefined {
-  let found = addedBindings.get(node);
-  if (found === undefined) {
-    found = null;
-    const { binding, path } = node.element;
-    if (binding?.strength === 'required' && binding.valueSet && !baseRequires(path, binding.valueSet)) {
-      const codes = requiredBindingCodes(binding.valueSet);
-      found = { valueSet: binding.valueSet, allowed: codes ? new Set(codes) : undefined };
-    }
-    addedBindings.set(node, found);
-  }
-  return found ?? undefined;
-}
-
-/** Whether the base definition already binds the element to that value set, required. */
-function baseRequires(path: string, valueSet: string): boolean {
-  const type = path.slice(0, path.indexOf('.') < 0 ? path.length : path.indexOf('.'));
-  const binding = getStructureDefinition(type)?.snapshot?.element.find((element) => element.path === path)?.binding;
-  return binding?.strength === 'required' && binding.valueSet === valueSet;
 }
 
 /** Whether a choice element's own types take the value's type (a value of unknown type passes). */
