@@ -71,6 +71,7 @@ function codesOf(type: string): Map<string, string> {
   let codes = argumentCodes.get(type);
   if (!codes) {
     codes = new Map(getSearchParametersFor(type).map((param) => [param.code.replace(/-/g, '_'), param.code]));
+    codes.set('_filter', '_filter');
     argumentCodes.set(type, codes);
   }
   return codes;
@@ -182,7 +183,7 @@ async function runSearch(
   assertTypeAccess(context.requestContext.identity, type, false);
   assertScope(context.requestContext.identity, type, 's');
   const withoutContent = context.requestContext.repo.cachesVersions || parsedResources.holdsPagesOf(type);
-  const found = await search(searchServicesFor(context.requestContext, options), type, params, { withoutContent });
+  const found = await search(searchServicesFor(context.requestContext, options), type, params, { withoutContent, withBuiltins: true });
   const result = await searchWithClientSecrets(context.requestContext, found);
   const matches = result.matches;
   const known = withoutContent ? await versionsOf(context, type, matches) : undefined;
@@ -211,6 +212,8 @@ async function versionsOf(context: GraphQLContext, type: string, rows: readonly 
   for (const row of rows) {
     const resource = parsedResources.get(keyOf(row), row.versionId);
     if (resource) found.set(row.versionId, resource);
+    // The built-in definitions come with their text (no stored version to read it from).
+    else if (row.text !== '') found.set(row.versionId, parsedResources.parse(keyOf(row), row.versionId, row.text));
     else unparsed.push(row);
   }
   parsedResources.notePage(type, found.size, rows.length);

@@ -17,6 +17,7 @@ import { assertFastPathPlugins, fastPathRequest, type FastPathRequest, type Requ
 import { PreparedOperations, type PreparedOperation } from './prepared.js';
 import { INSTANCE_ENDPOINT_PATTERN, instanceTarget, useInstanceGraphQL } from './instance.js';
 import { useDocumentLimits } from './document-limits.js';
+import { useVariablesInListPositions } from './variable-positions.js';
 import { useQueryLimits } from './limits.js';
 import { createLoaders } from './loaders.js';
 import { yogaLogger } from './logging.js';
@@ -92,6 +93,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
   const prepared = new PreparedOperations();
   // Limits first: a refused query stops before the instance-level read.
   const plugins = [
+    useVariablesInListPositions(),
     useDocumentLimits(options.config),
     useQueryLimits(options.config),
     useFhirDirectives(),

@@ -12,6 +12,11 @@ export interface SearchOptions {
    * resources is most of the embedded database's cost of a search. Included resources keep theirs.
    */
   withoutContent?: boolean;
+  /**
+   * Searches of StructureDefinition and SearchParameter also find the built-in definitions
+   * (builtin-definitions.ts): what clients see; internal searches (exports, criteria) do not.
+   */
+  withBuiltins?: boolean;
 }
 
 /** A stored resource as the search returns it: the JSON text exactly as stored. */

@@ -1,3 +1,4 @@
+import { builtinMatches } from './builtin-definitions.js';
 import { includedResources } from './includes.js';
 import { readPage } from './plan/choose.js';
 import { pageLinks } from './plan/paging.js';
@@ -5,6 +6,7 @@ import { parseQuery, readsPage, wantsTotal, type SearchQuery } from './plan/quer
 import type { SearchOptions, SearchResult } from './result.js';
 import type { SearchServices } from './search-services.js';
 import { searchTotal } from './total.js';
+import { searchWithBuiltins } from './with-builtins.js';
 
 export { DEFAULT_COUNT, MAX_COUNT, MAX_OFFSET, MIN_CURSOR_COUNT, parseOffset } from './plan/control.js';
 export type { Paging, SearchOptions, SearchResult, SearchRow, SearchTotal } from './result.js';
@@ -28,6 +30,17 @@ export async function search(
   types: string | readonly string[] | undefined,
   params: readonly [string, string][],
   options: SearchOptions = {},
+): Promise<SearchResult> {
+  const builtins = options.withBuiltins ? builtinMatches(types, params) : undefined;
+  if (!builtins) return searchStored(services, types, params, options);
+  return searchWithBuiltins(services, builtins.type, params, options, builtins.rows, (own) => searchStored(services, types, own, options));
+}
+
+async function searchStored(
+  services: SearchServices,
+  types: string | readonly string[] | undefined,
+  params: readonly [string, string][],
+  options: SearchOptions,
 ): Promise<SearchResult> {
   const query = await parseQuery(services, types, params, options.lenient ?? false);
   const result = emptyResult(query);

@@ -205,7 +205,7 @@ describe('generated schema: Query and Mutation', () => {
     expect(args).toEqual(
       expect.arrayContaining(['general_practitioner: [String!]', 'birthdate: [String!]', '_id: [String!]', '_lastUpdated: [String!]']),
     );
-    expect(args.slice(-4)).toEqual(['_count: Int', '_offset: Int', '_sort: String', '_cursor: String']);
+    expect(args.slice(-5)).toEqual(['_count: Int', '_offset: Int', '_sort: String', '_cursor: String', '_filter: String']);
 
     const connection = field('Query', 'PatientConnection');
     expect(String(connection.type)).toBe('PatientConnection');

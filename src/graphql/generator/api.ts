@@ -16,6 +16,7 @@ const PAGING_ARGS: readonly SdlArgument[] = [
   { name: '_offset', type: 'Int' },
   { name: '_sort', type: 'String' },
   { name: '_cursor', type: 'String' },
+  { name: '_filter', type: 'String' },
 ];
 const TOTAL_ARG: SdlArgument = { name: '_total', type: 'String' };
 const FIXED_ARG_NAMES = new Set([...PAGING_ARGS, TOTAL_ARG].map((arg) => arg.name));

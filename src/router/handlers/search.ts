@@ -42,7 +42,7 @@ async function respond(req: FhirRequest, ctx: RequestContext, types: string[] | 
   for (const type of types ?? []) {
     if (!/^[A-Z][A-Za-z]+$/.test(type)) throw errors.invalid(`Unknown resource type "${type}" in _type`, '_type');
   }
-  const result = await searchWithClientSecrets(ctx, await search(searchServicesFor(ctx), types, params, { lenient }));
+  const result = await searchWithClientSecrets(ctx, await search(searchServicesFor(ctx), types, params, { lenient, withBuiltins: true }));
   const base = path === '' ? ctx.config.fhirBaseUrl : `${ctx.config.fhirBaseUrl}/${path}`;
   return textResponse(searchsetText(ctx.config.fhirBaseUrl, base, result));
 }

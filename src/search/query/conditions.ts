@@ -5,6 +5,7 @@ import type { ProjectParameters } from '../../indexing/parameters.js';
 import { compileChain, compileHas } from './conditions/chain-has.js';
 import { compileComposite } from './conditions/composite.js';
 import { dateParameter } from './conditions/date.js';
+import { compileFilter, ENDS_WITH_MODIFIER, type FilterCompiler } from './conditions/filter.js';
 import { findParameter, isSearchable } from './conditions/lookup.js';
 import { numberParameter, quantityParameter } from './conditions/number-quantity.js';
 import { compileReferenceIdentifier, referenceParameter } from './conditions/reference.js';
@@ -43,7 +44,6 @@ const KINDS: Partial<Record<SearchParameter['type'], { table: string; condition:
  * (or a warning under lenient handling) that says so, rather than as unknown parameters.
  */
 const UNSUPPORTED_PARAMETERS = new Map<string, string>([
-  ['_filter', '_filter (the FHIR filter expression language) is not supported: use search parameters, chains and _has'],
   ['_text', '_text (search on the narrative) is not supported: no full-text index is kept'],
   ['_content', '_content (full-text search on the whole resource) is not supported: no full-text index is kept'],
   ['_list', '_list is not supported: search the List and _include=List:item instead'],
@@ -58,6 +58,7 @@ const UNSUPPORTED_PARAMETERS = new Map<string, string>([
  */
 export function resolveParameter(name: string, types: readonly string[], parameters: ProjectParameters | undefined): ResolvedParameter {
   if (name.startsWith('_has:')) return { kind: 'has' };
+  if (name === '_filter') return { kind: 'filter' };
   const dot = name.indexOf('.');
   if (dot > 0) return { kind: 'chain', dot };
   const colon = name.indexOf(':');
@@ -69,6 +70,7 @@ export function resolveParameter(name: string, types: readonly string[], paramet
   const unsupported = UNSUPPORTED_PARAMETERS.get(code);
   if (unsupported) throw notSupported(unsupported, name);
   const param = findParameter(code, types, name, parameters);
+  if (modifier === ENDS_WITH_MODIFIER) throw unsupportedModifier(name, modifier, param.type);
   if (param.type === 'composite') return { kind: 'composite', code, modifier };
   if (!isSearchable(param)) {
     const why = param.type === 'special' ? ' (special parameters such as near need their own index)' : '';
@@ -96,6 +98,8 @@ export function compileResolved(
   switch (resolved.kind) {
     case 'has':
       return compileHas(name, value, alias, ctx, compileParameter);
+    case 'filter':
+      return compileFilter(value, types, alias, ctx, FILTER_COMPILER);
     case 'chain':
       return compileChain(name, resolved.dot, value, types, alias, ctx, compileParameter);
     case 'id':
@@ -112,6 +116,11 @@ export function compileResolved(
       return compileIndexed(name, resolved.code, resolved.modifier, resolved.param, value, alias, ctx);
   }
 }
+
+const FILTER_COMPILER: FilterCompiler = {
+  resolve: (name, types, ctx) => resolveParameter(name, types, ctx.parameters),
+  compile: compileResolved,
+};
 
 /** A parameter of an indexed kind: a test of its index rows that belong to the resource `alias`. */
 function compileIndexed(

@@ -102,14 +102,17 @@ let shipped: ProfileLibrary | undefined;
 export function shippedProfiles(): ProfileLibrary {
   if (!shipped) {
     const byUrl = new Map<string, StructureDefinition[]>();
-    for (const file of ['profiles-others.json', 'extension-definitions.json']) {
-      for (const sd of readDefinitions(file)) byUrl.set(sd.url, [sd]);
-    }
-    // SimpleQuantity and MoneyQuantity, which profiles (and the core types) narrow Quantity elements to.
-    for (const sd of readDefinitions('profiles-types.json')) if (sd.derivation === 'constraint') byUrl.set(sd.url, [sd]);
+    // With SimpleQuantity and MoneyQuantity, which profiles (and the core types) narrow Quantity elements to.
+    for (const sd of shippedDefinitions()) byUrl.set(sd.url, [sd]);
     shipped = new ProfileLibrary(byUrl, new CoreLibrary());
   }
   return shipped;
+}
+
+/** The shipped profiles and extension definitions themselves (what shippedProfiles resolves before the core types). */
+export function shippedDefinitions(): StructureDefinition[] {
+  const constraints = readDefinitions('profiles-types.json').filter((sd) => sd.derivation === 'constraint');
+  return [...readDefinitions('profiles-others.json'), ...readDefinitions('extension-definitions.json'), ...constraints];
 }
 
 /** The core type definitions as a library, so that a base named by url resolves like any other. */

@@ -18,6 +18,9 @@ function stringCondition(name: string, modifier: string | undefined, value: stri
       return `${x}.value = ${ctx.args.add(normalised)} AND ${x}.exact = ${ctx.args.add(value)}`;
     case 'contains':
       return `${x}.value LIKE ${ctx.args.add(`%${likeEscape(normalised)}%`)}`;
+    // _filter's `ew` only (resolveParameter refuses the modifier on REST).
+    case 'ends-with':
+      return `${x}.value LIKE ${ctx.args.add(`%${likeEscape(normalised)}`)}`;
     default:
       throw unsupportedModifier(name, modifier, 'string');
   }

@@ -62,6 +62,7 @@ export type RowsOf = (condition: string | undefined) => string;
 /** A parameter name resolved against the searched types: which kind compiles it, with its definition where it has one. */
 export type ResolvedParameter =
   | { readonly kind: 'has' }
+  | { readonly kind: 'filter' }
   | { readonly kind: 'chain'; readonly dot: number }
   | { readonly kind: 'id' | 'lastUpdated' | 'project'; readonly modifier: string | undefined }
   | { readonly kind: 'composite'; readonly code: string; readonly modifier: string | undefined }
