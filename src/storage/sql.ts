@@ -117,17 +117,17 @@ export function versionWrite(
  * writes a single one (with the project's own SearchParameters indexed too). One statement is
  * atomic on its own; it serves writers that group resources (the Login writer).
  */
-export async function insertFirstVersions(executor: SqlExecutor, resources: readonly Resource[]): Promise<void> {
-  const { sql, args } = await firstVersionsStatement(executor, resources);
+export async function insertFirstVersions(executor: SqlExecutor, resources: readonly Resource[], indexed?: ReadonlySet<string>): Promise<void> {
+  const { sql, args } = await firstVersionsStatement(executor, resources, indexed);
   await executor.execute(sql, args, { planOnce: true });
 }
 
 /**
  * The statement insertFirstVersions sends, built apart so a caller can build it (index rows,
  * JSON) before it opens the transaction that sends it: `reader` only reads the project's
- * SearchParameters.
+ * SearchParameters. `indexed`: when given, only index rows of these parameter codes are written.
  */
-export async function firstVersionsStatement(reader: SqlExecutor, resources: readonly Resource[]): Promise<{ sql: string; args: unknown[] }> {
+export async function firstVersionsStatement(reader: SqlExecutor, resources: readonly Resource[], indexed?: ReadonlySet<string>): Promise<{ sql: string; args: unknown[] }> {
   const versions: Record<string, unknown>[] = [];
   const rowsByKind = new Map<keyof IndexRows, Record<string, unknown>[]>();
   for (const resource of resources) {
@@ -136,7 +136,7 @@ export async function firstVersionsStatement(reader: SqlExecutor, resources: rea
     versions.push({ resourceType: resource.resourceType, id: resource.id, projectId, versionId: meta.versionId, lastUpdated: meta.lastUpdated, content: resource });
     const rows = buildIndexRows(resource, await projectParameters(reader, projectId));
     for (const kind of Object.keys(INDEX_TABLES) as (keyof IndexRows)[]) {
-      const list = rows[kind];
+      const list = indexed ? rows[kind].filter((row) => indexed.has(row.code)) : rows[kind];
       if (list.length === 0) continue;
       const target = rowsByKind.get(kind) ?? [];
       list.forEach((row, index) => target.push({ ...row, projectId, resourceType: resource.resourceType, resourceId: resource.id, seq: index + 1 }));
