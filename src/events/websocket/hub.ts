@@ -19,9 +19,18 @@ interface EventNotice extends MatchedVersion {
 /** Subscriptions named by one notice: well under the channel's longest message (7,900 bytes). */
 const IDS_PER_NOTICE = 100;
 
-/** One socket as the hub sees it. */
+/** What the hub sends: the event's text, and what it is about, for the owner's access check. */
+export interface SocketEvent {
+  readonly subscriptionId: string;
+  readonly resourceType: string;
+  readonly id: string;
+  readonly deleted: boolean;
+  readonly text: string;
+}
+
+/** One socket as the hub sees it: it checks its owner's access before it sends. */
 export interface BoundSocket {
-  send(text: string): void;
+  deliver(event: SocketEvent): void;
 }
 
 export type HubLimits = Pick<Config, 'wsMaxConnections' | 'wsMaxConnectionsPerProject' | 'fhirBaseUrl'>;
@@ -132,7 +141,8 @@ export class WebSocketHub {
         const eventNumber = (this.eventCounts.get(subscriptionId) ?? 0) + 1;
         this.eventCounts.set(subscriptionId, eventNumber);
         const text = eventMessage({ subscriptionId, eventNumber, focus, resource, fullUrl: `${this.limits.fhirBaseUrl}/${focus}` });
-        for (const socket of this.bySubscription.get(subscriptionId) ?? []) socket.send(text);
+        const event = { subscriptionId, resourceType: notice.resourceType, id: notice.resourceId, deleted: notice.interaction === 'delete', text };
+        for (const socket of this.bySubscription.get(subscriptionId) ?? []) socket.deliver(event);
       }
     } catch (error) {
       this.log.warn({ err: error, focus: `${notice.resourceType}/${notice.resourceId}` }, 'a websocket subscription event could not be sent');
