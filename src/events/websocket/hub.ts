@@ -5,7 +5,7 @@ import type { Resource } from '../../fhir/types.js';
 import type { StorageServices } from '../../storage/repository.js';
 import { systemRepository } from '../../auth/accounts.js';
 import type { OutboxRow } from '../outbox.js';
-import { eventMessage } from './messages.js';
+import { eventMessage, heartbeatMessage } from './messages.js';
 
 /** The notice topic of matched WebSocket events; every server hears it, the one holding the socket sends. */
 const EVENT_TOPIC = 'subscription:websocket';
@@ -28,12 +28,14 @@ export interface SocketEvent {
   readonly text: string;
 }
 
-/** One socket as the hub sees it: it checks its owner's access before it sends. */
+/** One socket as the hub sees it: it checks its owner's access before it sends an event. */
 export interface BoundSocket {
   deliver(event: SocketEvent): void;
+  /** A message that needs no access check (a heartbeat). */
+  send(text: string): void;
 }
 
-export type HubLimits = Pick<Config, 'wsMaxConnections' | 'wsMaxConnectionsPerProject' | 'fhirBaseUrl'>;
+export type HubLimits = Pick<Config, 'wsMaxConnections' | 'wsMaxConnectionsPerProject' | 'wsHeartbeatMs' | 'fhirBaseUrl'>;
 
 /**
  * The WebSocket subscriptions of one server: which of its sockets are bound to which
@@ -51,6 +53,7 @@ export class WebSocketHub {
   private readonly eventCounts = new Map<string, number>();
   private open = 0;
   private unbound = 0;
+  private readonly heartbeats: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly bus: InvalidationBus,
@@ -59,6 +62,20 @@ export class WebSocketHub {
     private readonly log: Logger,
   ) {
     bus.subscribe(EVENT_TOPIC, (key) => void this.deliver(key));
+    // One timer for every socket, rather than one each.
+    if (limits.wsHeartbeatMs > 0) this.heartbeats = setInterval(() => this.heartbeat(), limits.wsHeartbeatMs).unref();
+  }
+
+  close(): void {
+    clearInterval(this.heartbeats);
+  }
+
+  /** A `heartbeat` Bundle for each bound Subscription, to each of its sockets. */
+  private heartbeat(): void {
+    for (const [subscriptionId, sockets] of this.bySubscription) {
+      const text = heartbeatMessage(subscriptionId, this.eventCounts.get(subscriptionId) ?? 0);
+      for (const socket of sockets) socket.send(text);
+    }
   }
 
   /** Tells every server of a version matched to websocket Subscriptions (one notice per hundred of them). */
