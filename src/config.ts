@@ -164,6 +164,8 @@ export interface Config {
   readonly wsBindTimeoutMs: number;
   /** WebSocket subscriptions: a socket that sends nothing (no message, no pong) this long is closed. */
   readonly wsIdleTimeoutMs: number;
+  /** WebSocket subscriptions: interval of the `heartbeat` Bundles sent for each bound Subscription; 0 sends none. */
+  readonly wsHeartbeatMs: number;
   /** WebSocket subscriptions: lifetime of a `$get-ws-binding-token` token. */
   readonly wsBindingTokenSeconds: number;
   /** Whether rest-hook endpoints and bots' fetch may reach loopback, private or link-local addresses (refused by default). */
@@ -313,6 +315,7 @@ export function loadConfig(env: Env = process.env): Config {
     wsMaxMessageBytes: int('WS_MAX_MESSAGE_BYTES', 16_384, 256),
     wsBindTimeoutMs: int('WS_BIND_TIMEOUT_MS', 10_000, 10),
     wsIdleTimeoutMs: int('WS_IDLE_TIMEOUT_MS', 60_000, 100),
+    wsHeartbeatMs: int('WS_HEARTBEAT_MS', 10_000, 0),
     wsBindingTokenSeconds: int('WS_BINDING_TOKEN_SECONDS', 300, 1),
     outboundAllowPrivateAddresses: oneOf('OUTBOUND_ALLOW_PRIVATE_ADDRESSES', ['true', 'false'] as const, 'false') === 'true',
     botWorkers: int('BOT_WORKERS', 2, 1),

@@ -8,6 +8,7 @@ import type { Registry } from 'prom-client';
 import type { Services } from './operations/context.js';
 import { countUnfinishedJobs, watchAsyncJobs } from './admin/async-job.js';
 import { createRequestContext } from './access/context.js';
+import { SocketViewers } from './access/socket-viewers.js';
 import { startJobWorker } from './operations/jobs/worker.js';
 import { startExportExpiry } from './bulk/export-expiry.js';
 import { Admission } from './http/admission.js';
@@ -139,9 +140,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // With WORKERS, the primary serves METRICS_PORT for all of them (src/workers.ts).
   const metricsServer = !cluster.isWorker && config.metricsPort !== undefined ? await listenMetrics(config.metricsPort, exposition, config.metricsToken, log) : undefined;
   const server = await listenHttp(createHttpHandlers(services, admission, { metrics, exposition }), config.port, config, log);
+  const viewers = new SocketViewers(services);
   const webSockets = serveWebSockets(
     server,
-    { hub: events.webSockets!, keys: auth.keys, storage, config, log, membershipActive: async (id) => (await auth.readMembership(`ProjectMembership/${id}`)) !== undefined },
+    { hub: events.webSockets!, keys: auth.keys, storage, config, log, viewerOf: (id) => viewers.viewerOf(id) },
     config,
   );
   const port = (server.address() as AddressInfo).port;

@@ -13,6 +13,7 @@ import { loadProjectParameters, type ProjectParameters } from '../indexing/param
 import { insertFirstVersion } from '../storage/sql.js';
 import { copyIndexedConcepts } from '../terminology/indexing.js';
 import { validateResource } from '../validation/validator.js';
+import { botMembershipOf } from '../bots/membership.js';
 import type { Operation } from '../operations/registry.js';
 
 /** SPEC 4.7 rule 1: resources scanned per type. */
@@ -43,11 +44,12 @@ interface Row {
  * scanned (at most 1000 resources per type), filtered by `resourceTypes`, `includeIds` and
  * `excludeIds` (an id in both is excluded), and copied with new ids; every reference to a cloned
  * resource (`Type/id`, absolute URLs of this server, Binary urls in attachments) is rewritten.
- * Binary bytes are copied; ClientApplications get new secrets; Bot secrets are dropped; Users are
- * not copied and memberships lose their externalId (both name one account server-wide). Each copy
- * runs its type's write hook, as any write does, so cloned CodeSystems are indexed for the
- * terminology operations (with the concepts $import added to the source). The whole clone is one
- * transaction: a failure leaves nothing behind. The caller owns the new Project.
+ * Binary bytes are copied; ClientApplications get new secrets; Bot secrets are dropped; a Bot
+ * whose membership is not cloned gets a new one in the clone's transaction; Users are not copied
+ * and memberships lose their externalId (both name one account server-wide). Each copy runs its
+ * type's write hook, as any write does, so cloned CodeSystems are indexed for the terminology
+ * operations (with the concepts $import added to the source). The whole clone is one transaction:
+ * a failure leaves nothing behind. The caller owns the new Project.
  */
 export async function cloneProject(auth: AuthService, identity: Identity, sourceId: string, request: CloneRequest): Promise<Project> {
   if (!identity.superAdmin) throw errors.forbidden('Only a super admin can clone a project');
@@ -100,6 +102,7 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
     }
     resources.push({ resource, sourceResourceId: row.id, binaryFrom: row.resourceType === 'Binary' ? binaryKey(sourceId, row.id, row.versionId) : undefined });
   }
+  resources.push(...botMemberships(resources.map((item) => item.resource), newProjectId));
   const hashed = await Promise.all(secrets.map(async (s) => ({ ...s, hash: await hashSecret(s.secret) })));
   // The project's own SearchParameters go first: every other resource is indexed by them too.
   resources.sort((a, b) => Number(b.resource.resourceType === 'SearchParameter') - Number(a.resource.resourceType === 'SearchParameter'));
@@ -134,6 +137,20 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
   // New ids, so nothing was cached for them; forgotten all the same, as after any credential write.
   for (const { clientId } of hashed) auth.clientCredentials.forget(`ClientApplication/${clientId}`);
   return (await readAny(auth.db, 'Project', newProjectId))!;
+}
+
+/**
+ * A membership for each cloned Bot that none of the cloned memberships is for (its own was left
+ * out by the clone's filters), so that every Bot of the clone can run as itself from the start.
+ */
+function botMemberships(cloned: readonly Resource[], projectId: string): { resource: Resource }[] {
+  const withMembership = new Set<unknown>();
+  for (const resource of cloned) {
+    if (resource.resourceType === 'ProjectMembership' && isRecord(resource.profile)) withMembership.add(resource.profile.reference);
+  }
+  return cloned
+    .filter((resource) => resource.resourceType === 'Bot' && !withMembership.has(`Bot/${resource.id}`))
+    .map((bot) => ({ resource: { ...botMembershipOf(projectId, bot.id!), id: randomUUID() } as Resource }));
 }
 
 /**

@@ -10,17 +10,16 @@ import type { Repository } from '../storage/repository.js';
  * like any membership. `repo`: the system repository of the Bot's project.
  */
 export async function createBotMembership(repo: Repository, projectId: string, botId: string): Promise<ProjectMembership> {
-  const reference = `Bot/${botId}`;
-  const membership: ProjectMembership = {
-    resourceType: 'ProjectMembership',
-    project: { reference: `Project/${projectId}` },
-    user: { reference },
-    profile: { reference },
-  };
-  return (await repo.createResource('ProjectMembership', membership)).resource as ProjectMembership;
+  return (await repo.createResource('ProjectMembership', botMembershipOf(projectId, botId))).resource as ProjectMembership;
 }
 
-/** The Bot's membership; made now for a Bot that has none (one stored before Bots came with theirs, or cloned). */
+/** The content of a Bot's membership (for writers with a transaction of their own: Project/$clone). */
+export function botMembershipOf(projectId: string, botId: string): ProjectMembership {
+  const reference = `Bot/${botId}`;
+  return { resourceType: 'ProjectMembership', project: { reference: `Project/${projectId}` }, user: { reference }, profile: { reference } };
+}
+
+/** The Bot's membership; made now for a Bot that has none (one stored before Bots came with theirs). */
 export async function botMembership(auth: AuthService, projectId: string, botId: string): Promise<ProjectMembership> {
   const found = (await membershipsReferencing(auth.db, 'profile', `Bot/${botId}`)).find((membership) => membership.meta?.project === projectId);
   return found ?? createBotMembership(auth.repo(projectId), projectId, botId);

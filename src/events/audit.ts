@@ -13,11 +13,20 @@ export interface Attempt {
 }
 
 /**
+ * The search parameters of delivery AuditEvents that are indexed: what readers search them by
+ * (`entity`: the Subscription or the resource; `date`, `outcome`) and what a patient's access
+ * needs. `agent` and `source` (the Subscription again), `type` and `action` (the same for every
+ * one) are not: a row each costs more than the AuditEvent itself.
+ */
+const INDEXED: ReadonlySet<string> = new Set(['entity', 'date', 'outcome', 'patient', '_compartment']);
+
+/**
  * One AuditEvent per delivery attempt (outcome, HTTP status, duration), readable in the project,
  * written in the transaction that records the attempts' outcome (their outbox rows finished or
  * rescheduled): both are kept or neither, and a server killed before it committed leaves rows
  * that are attempted again, with their AuditEvents. One statement per project however many
- * attempts. AuditEvents never trigger subscriptions (SubscriptionChangeLog), so these never feed
+ * attempts, on the repository's path for resources the server builds (no validation: their shape
+ * is fixed here). AuditEvents never trigger subscriptions (SubscriptionChangeLog), so these never feed
  * themselves.
  */
 export async function writeAuditEvents(repoOf: (projectId: string) => Repository, attempts: readonly Attempt[]): Promise<void> {
@@ -28,7 +37,7 @@ export async function writeAuditEvents(repoOf: (projectId: string) => Repository
     else byProject.set(attempt.projectId, [attempt]);
   }
   for (const [projectId, list] of byProject) {
-    await repoOf(projectId).createResources(list.map((attempt) => ({ resourceType: 'AuditEvent', input: auditEventOf(attempt) })));
+    await repoOf(projectId).insertServerBuilt(list.map(auditEventOf), INDEXED);
   }
 }
 

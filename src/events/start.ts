@@ -49,6 +49,9 @@ export function startEvents(db: Database, config: Config, log: Logger, bus: Inva
     get webSockets() {
       return webSockets;
     },
-    close: async () => worker?.close(),
+    close: async () => {
+      webSockets?.close();
+      await worker?.close();
+    },
   };
 }

@@ -37,6 +37,11 @@ export class CommittedWrites {
     });
   }
 
+  /** A new resource this server does not cache: only the notices. */
+  announced(resourceType: string, projectId: string, id: string): void {
+    this.db.afterCommit(() => this.announce(resourceType, projectId, id));
+  }
+
   /** A deletion, written as `version`. */
   deleted(version: StoredVersion): void {
     this.db.afterCommit(() => {

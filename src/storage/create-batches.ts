@@ -65,7 +65,7 @@ export class CreateBatches {
     if (group.length > 1) {
       try {
         const recorded = group.filter((item) => item.log !== undefined).map((item) => creationOf(item.resource));
-        await insertFirstVersions(this.db, group.map((item) => item.resource), this.changeLog && { log: this.changeLog, changes: recorded });
+        await insertFirstVersions(this.db, group.map((item) => item.resource), { recorded: this.changeLog && { log: this.changeLog, changes: recorded } });
         for (const item of group) item.resolve(JSON.stringify(item.resource));
         return;
       } catch {

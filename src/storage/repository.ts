@@ -13,7 +13,7 @@ import { prepareResource } from '../validation/resource-preparers.js';
 import { applyJsonPatch, type PatchLimits } from './patch.js';
 import { idInUse, lockCurrentRow, projectOf, retryOnCreateRace, type CurrentRow } from './current-rows.js';
 import type { InvalidationBus } from '../cache/invalidation.js';
-import { firstVersionsStatement, replaceVersion, writeDeletion } from './sql.js';
+import { firstVersionsStatement, insertFirstVersions, replaceVersion, writeDeletion } from './sql.js';
 import { binaryKey, type BinaryStorage, type BinaryStream } from './binary-storage.js';
 import { commitOnly, type ResourceCache } from './resource-cache.js';
 import type { SearchCache } from '../cache/search-cache.js';
@@ -233,7 +233,7 @@ export class Repository implements ResourceRepository {
       log = recording;
       changes.push(creationOf(resource));
     }
-    const statement = await firstVersionsStatement(this.db, resources, log && { log, changes });
+    const statement = await firstVersionsStatement(this.db, resources, { recorded: log && { log, changes } });
     return { items, together: { resources, statement, recorded: changes.length > 0 } };
   }
 
@@ -475,6 +475,19 @@ export class Repository implements ResourceRepository {
       return undefined;
     }
     return row;
+  }
+
+  /**
+   * Resources the server builds itself (the AuditEvents of subscription deliveries): trusted, so
+   * neither validated nor checked nor given to a write check, and not cached (nobody reads them
+   * soon); all of them in one statement, with the index rows of the `indexed` parameter codes
+   * only (what their readers search by). Never recorded in the change log.
+   */
+  async insertServerBuilt(resources: readonly Resource[], indexed: ReadonlySet<string>): Promise<void> {
+    if (resources.length === 0) return;
+    const stamped = resources.map((resource) => this.stamp(resource, randomUUID(), randomUUID()));
+    await insertFirstVersions(this.db, stamped, { indexed });
+    for (const resource of stamped) this.committed.announced(resource.resourceType, this.identity.projectId, resource.id!);
   }
 
   /** Server-owned fields: id, meta.versionId, meta.lastUpdated (after `previous`'s), meta.project. */

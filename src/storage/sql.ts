@@ -119,20 +119,27 @@ export function versionWrite(
  * writes a single one (with the project's own SearchParameters indexed too). One statement is
  * atomic on its own; it serves writers that group resources (the Login writer).
  */
-export async function insertFirstVersions(executor: SqlExecutor, resources: readonly Resource[], recorded?: RecordedChanges): Promise<void> {
-  const { sql, args } = await firstVersionsStatement(executor, resources, recorded);
+/** What a first-versions statement writes besides the versions: changes to record, index codes to keep. */
+export interface FirstVersionsOptions {
+  recorded?: RecordedChanges;
+  /** When given, only index rows of these parameter codes are written. */
+  indexed?: ReadonlySet<string>;
+}
+
+export async function insertFirstVersions(executor: SqlExecutor, resources: readonly Resource[], options: FirstVersionsOptions = {}): Promise<void> {
+  const { sql, args } = await firstVersionsStatement(executor, resources, options);
   await executor.execute(sql, args, { planOnce: true });
 }
 
 /**
  * The statement insertFirstVersions sends, built apart so a caller can build it (index rows,
  * JSON) before it opens the transaction that sends it: `reader` only reads the project's
- * SearchParameters.
+ * SearchParameters. `indexed`: when given, only index rows of these parameter codes are written.
  */
 export async function firstVersionsStatement(
   reader: SqlExecutor,
   resources: readonly Resource[],
-  recorded?: RecordedChanges,
+  { recorded, indexed }: FirstVersionsOptions = {},
 ): Promise<{ sql: string; args: unknown[] }> {
   const versions: Record<string, unknown>[] = [];
   const rowsByKind = new Map<keyof IndexRows, Record<string, unknown>[]>();
@@ -142,7 +149,7 @@ export async function firstVersionsStatement(
     versions.push({ resourceType: resource.resourceType, id: resource.id, projectId, versionId: meta.versionId, lastUpdated: meta.lastUpdated, content: resource });
     const rows = buildIndexRows(resource, await projectParameters(reader, projectId));
     for (const kind of Object.keys(INDEX_TABLES) as (keyof IndexRows)[]) {
-      const list = rows[kind];
+      const list = indexed ? rows[kind].filter((row) => indexed.has(row.code)) : rows[kind];
       if (list.length === 0) continue;
       const target = rowsByKind.get(kind) ?? [];
       list.forEach((row, index) => target.push({ ...row, projectId, resourceType: resource.resourceType, resourceId: resource.id, seq: index + 1 }));

@@ -43,3 +43,34 @@ describe('the ProjectMembership of a Bot', () => {
     expect((await client.get(`/ProjectMembership?profile=Bot/${created.body.id}`)).body.entry).toHaveLength(1);
   });
 });
+
+describe('the ProjectMembership of a cloned Bot', () => {
+  async function cloneOf(client: ReturnType<typeof api.newProject>, body: Record<string, unknown>): Promise<string> {
+    await client.token();
+    const cloned = await api.superAdmin.post(`/Project/${client.projectId}/$clone`, body, { 'Content-Type': 'application/json' });
+    expect(cloned.status, cloned.text).toBe(201);
+    return cloned.body.id as string;
+  }
+
+  it('is made with the clone when the clone leaves memberships out', async () => {
+    const client = api.newProject();
+    const bot = await client.post('/Bot', { resourceType: 'Bot', name: 'cloned bot' });
+    const projectId = await cloneOf(client, { name: 'bots only', resourceTypes: ['Bot'] });
+    const bots = await api.superAdmin.get(`/Bot?_project=${projectId}`);
+    const copy = bots.body.entry.find((entry: { resource: { meta: { project: string } } }) => entry.resource.meta.project === projectId).resource;
+    expect(copy.id).not.toBe(bot.body.id);
+    const memberships = await api.superAdmin.get(`/ProjectMembership?profile=Bot/${copy.id}`);
+    expect(memberships.body.entry).toHaveLength(1);
+    expect(memberships.body.entry[0].resource.meta.project).toBe(projectId);
+    expect(memberships.body.entry[0].resource.user).toEqual({ reference: `Bot/${copy.id}` });
+  });
+
+  it('is the cloned one when memberships are cloned too (no second one)', async () => {
+    const client = api.newProject();
+    await client.post('/Bot', { resourceType: 'Bot', name: 'cloned bot' });
+    const projectId = await cloneOf(client, { name: 'everything' });
+    const bots = await api.superAdmin.get('/Bot?_count=1000');
+    const copy = bots.body.entry.find((entry: { resource: { meta: { project: string } } }) => entry.resource.meta.project === projectId).resource;
+    expect((await api.superAdmin.get(`/ProjectMembership?profile=Bot/${copy.id}`)).body.entry).toHaveLength(1);
+  });
+});

@@ -133,6 +133,21 @@ describe('rest-hook subscriptions', () => {
     expect(audit.body.entry).toHaveLength(3);
   });
 
+  it('writes AuditEvents found by the resource delivered, their outcome and date', async () => {
+    const client = api.newProject();
+    const hook = await receiver([200]);
+    const subscription = await subscribe(client, hook.url);
+    const before = new Date(Date.now() - 1000).toISOString();
+    const created = await client.post('/Observation', observation('8867-4'));
+    await hook.waitFor(1);
+    expect(await eventually(() => outboxRows(client.projectId), 0)).toBe(0);
+    const found = await client.get(`/AuditEvent?entity=Observation/${created.body.id}&outcome=0&date=ge${encodeURIComponent(before)}`);
+    expect(found.status).toBe(200);
+    expect(found.body.entry).toHaveLength(1);
+    expect(found.body.entry[0].resource.entity[1].what.reference).toBe(`Subscription/${subscription.id}`);
+    expect((await client.get(`/AuditEvent?entity=Observation/${created.body.id}&outcome=4`)).body.entry ?? []).toHaveLength(0);
+  });
+
   it('delivers nothing of a transaction Bundle that was rolled back', async () => {
     const client = api.newProject();
     const hook = await receiver();

@@ -114,6 +114,8 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     // (the delivery tests that need polls set their own).
     OUTBOUND_ALLOW_PRIVATE_ADDRESSES: 'true',
     SUBSCRIPTION_POLL_MS: '600000',
+    // WebSocket tests count the messages a socket received: heartbeats only where a test asks.
+    WS_HEARTBEAT_MS: '0',
     ...overrides,
   };
 }

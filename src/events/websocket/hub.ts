@@ -5,7 +5,7 @@ import type { Resource } from '../../fhir/types.js';
 import type { StorageServices } from '../../storage/repository.js';
 import { systemRepository } from '../../auth/accounts.js';
 import type { OutboxRow } from '../outbox.js';
-import { eventMessage } from './messages.js';
+import { eventMessage, heartbeatMessage } from './messages.js';
 
 /** The notice topic of matched WebSocket events; every server hears it, the one holding the socket sends. */
 const EVENT_TOPIC = 'subscription:websocket';
@@ -19,12 +19,23 @@ interface EventNotice extends MatchedVersion {
 /** Subscriptions named by one notice: well under the channel's longest message (7,900 bytes). */
 const IDS_PER_NOTICE = 100;
 
-/** One socket as the hub sees it. */
+/** What the hub sends: the event's text, and what it is about, for the owner's access check. */
+export interface SocketEvent {
+  readonly subscriptionId: string;
+  readonly resourceType: string;
+  readonly id: string;
+  readonly deleted: boolean;
+  readonly text: string;
+}
+
+/** One socket as the hub sees it: it checks its owner's access before it sends an event. */
 export interface BoundSocket {
+  deliver(event: SocketEvent): void;
+  /** A message that needs no access check (a heartbeat). */
   send(text: string): void;
 }
 
-export type HubLimits = Pick<Config, 'wsMaxConnections' | 'wsMaxConnectionsPerProject' | 'fhirBaseUrl'>;
+export type HubLimits = Pick<Config, 'wsMaxConnections' | 'wsMaxConnectionsPerProject' | 'wsHeartbeatMs' | 'fhirBaseUrl'>;
 
 /**
  * The WebSocket subscriptions of one server: which of its sockets are bound to which
@@ -42,6 +53,7 @@ export class WebSocketHub {
   private readonly eventCounts = new Map<string, number>();
   private open = 0;
   private unbound = 0;
+  private readonly heartbeats: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly bus: InvalidationBus,
@@ -50,6 +62,20 @@ export class WebSocketHub {
     private readonly log: Logger,
   ) {
     bus.subscribe(EVENT_TOPIC, (key) => void this.deliver(key));
+    // One timer for every socket, rather than one each.
+    if (limits.wsHeartbeatMs > 0) this.heartbeats = setInterval(() => this.heartbeat(), limits.wsHeartbeatMs).unref();
+  }
+
+  close(): void {
+    clearInterval(this.heartbeats);
+  }
+
+  /** A `heartbeat` Bundle for each bound Subscription, to each of its sockets. */
+  private heartbeat(): void {
+    for (const [subscriptionId, sockets] of this.bySubscription) {
+      const text = heartbeatMessage(subscriptionId, this.eventCounts.get(subscriptionId) ?? 0);
+      for (const socket of sockets) socket.send(text);
+    }
   }
 
   /** Tells every server of a version matched to websocket Subscriptions (one notice per hundred of them). */
@@ -132,7 +158,8 @@ export class WebSocketHub {
         const eventNumber = (this.eventCounts.get(subscriptionId) ?? 0) + 1;
         this.eventCounts.set(subscriptionId, eventNumber);
         const text = eventMessage({ subscriptionId, eventNumber, focus, resource, fullUrl: `${this.limits.fhirBaseUrl}/${focus}` });
-        for (const socket of this.bySubscription.get(subscriptionId) ?? []) socket.send(text);
+        const event = { subscriptionId, resourceType: notice.resourceType, id: notice.resourceId, deleted: notice.interaction === 'delete', text };
+        for (const socket of this.bySubscription.get(subscriptionId) ?? []) socket.deliver(event);
       }
     } catch (error) {
       this.log.warn({ err: error, focus: `${notice.resourceType}/${notice.resourceId}` }, 'a websocket subscription event could not be sent');

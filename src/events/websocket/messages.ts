@@ -51,6 +51,11 @@ export function handshakeMessage(subscriptionId: string): string {
   return JSON.stringify(statusBundle({ type: 'handshake', subscription: { reference: `Subscription/${subscriptionId}` } }));
 }
 
+/** A `heartbeat` SubscriptionStatus: the Subscription is alive, with the events sent for it so far. */
+export function heartbeatMessage(subscriptionId: string, eventsSent: number): string {
+  return JSON.stringify(statusBundle({ type: 'heartbeat', subscription: { reference: `Subscription/${subscriptionId}` }, eventsSinceSubscriptionStart: String(eventsSent) }));
+}
+
 export interface EventNotification {
   readonly subscriptionId: string;
   /** Events of the Subscription this server sent since it started (this one included). */

@@ -6,7 +6,7 @@ import type { StorageServices } from '../../storage/repository.js';
 import { systemRepository } from '../../auth/accounts.js';
 import type { Subscription } from '../subscription.js';
 import { BindingTokenError, verifyBindingToken, type BindingGrant } from './binding-token.js';
-import type { BoundSocket, WebSocketHub } from './hub.js';
+import type { BoundSocket, SocketEvent, WebSocketHub } from './hub.js';
 import { errorMessage, handshakeMessage, parseClientMessage, PONG } from './messages.js';
 
 export type SessionLimits = Pick<Config, 'baseUrl' | 'wsMaxBindingsPerSocket' | 'wsBindTimeoutMs' | 'wsIdleTimeoutMs'>;
@@ -16,9 +16,17 @@ export interface SessionServices {
   readonly keys: ServerKeys;
   readonly storage: StorageServices;
   readonly config: SessionLimits;
-  /** Whether the membership a token was issued to still exists and is active. */
-  membershipActive(membershipId: string): Promise<boolean>;
+  /**
+   * What a membership may see now (its AccessPolicy), undefined when it no longer exists or is
+   * inactive: checked on bind and before each event is sent. Supplied by the access layer, cached.
+   */
+  viewerOf(membershipId: string): Promise<SocketViewer | undefined>;
   readonly log: Logger;
+}
+
+export interface SocketViewer {
+  /** Whether the resource may be sent (`deleted`: the event is its delete). */
+  sees(resourceType: string, id: string, deleted: boolean): Promise<boolean>;
 }
 
 /** WebSocket close code for a policy violation (RFC 6455). */
@@ -36,12 +44,16 @@ export class SubscriptionSocket implements BoundSocket {
   private projectId: string | undefined;
   /** Bound Subscriptions by the token that bound them (unbind names the token). */
   private readonly bindings = new Map<string, string>();
+  /** The membership each bound Subscription was bound for (none for internal callers). */
+  private readonly owners = new Map<string, string | undefined>();
   private readonly bindTimer: NodeJS.Timeout;
   private readonly idleTimer: NodeJS.Timeout;
   private readonly pingTimer: NodeJS.Timeout;
   private ended = false;
   /** Messages are handled one at a time, in order (a bind's checks are asynchronous). */
   private queue: Promise<void> = Promise.resolve();
+  /** Events are sent in the order the hub gave them, each after its access check. */
+  private outgoing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly socket: WebSocket,
@@ -64,6 +76,22 @@ export class SubscriptionSocket implements BoundSocket {
 
   send(text: string): void {
     if (!this.ended) this.socket.send(text);
+  }
+
+  /**
+   * An event of a bound Subscription: sent when the binding's owner may still see the resource
+   * (AccessPolicy); a membership that ended closes the socket, as a bind would be refused.
+   */
+  deliver(event: SocketEvent): void {
+    const owner = this.owners.get(event.subscriptionId);
+    if (owner === undefined) return this.send(event.text);
+    this.outgoing = this.outgoing
+      .then(async () => {
+        const viewer = await this.services.viewerOf(owner);
+        if (!viewer) return this.refuse('security', 'The membership the binding token was issued to has ended');
+        if (await viewer.sees(event.resourceType, event.id, event.deleted)) this.send(event.text);
+      })
+      .catch((error: unknown) => this.services.log.warn({ err: error }, 'a websocket event could not be checked; not sent'));
   }
 
   private async receive(data: RawData, isBinary: boolean): Promise<void> {
@@ -97,6 +125,7 @@ export class SubscriptionSocket implements BoundSocket {
       clearTimeout(this.bindTimer);
     }
     this.bindings.set(token, grant.subscriptionId);
+    this.owners.set(grant.subscriptionId, grant.membershipId);
     this.services.hub.bind(this, grant.subscriptionId);
     this.send(handshakeMessage(grant.subscriptionId));
   }
@@ -108,7 +137,7 @@ export class SubscriptionSocket implements BoundSocket {
     if (!subscription || subscription.status !== 'active' || subscription.channel?.type !== 'websocket') {
       throw new BindingTokenError(`Subscription/${grant.subscriptionId} is no longer an active websocket Subscription`);
     }
-    if (grant.membershipId && !(await this.services.membershipActive(grant.membershipId))) {
+    if (grant.membershipId && !(await this.services.viewerOf(grant.membershipId))) {
       throw new BindingTokenError('The membership the binding token was issued to has ended');
     }
   }
@@ -117,7 +146,9 @@ export class SubscriptionSocket implements BoundSocket {
     const subscriptionId = this.bindings.get(token);
     if (subscriptionId === undefined) return;
     this.bindings.delete(token);
-    if (![...this.bindings.values()].includes(subscriptionId)) this.services.hub.unbind(this, subscriptionId);
+    if ([...this.bindings.values()].includes(subscriptionId)) return;
+    this.owners.delete(subscriptionId);
+    this.services.hub.unbind(this, subscriptionId);
   }
 
   private refuse(code: Parameters<typeof errorMessage>[0], text: string): void {
