@@ -63,9 +63,7 @@ export interface StartOptions {
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   registerBuiltins();
-  // Log lines are written to stdout asynchronously (pino flushes what is left when the process
-  // exits): a synchronous write per request line cost the read path a system call on its thread.
-  const log = options.log ?? pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
+  const log = options.log ?? pino({ level: config.logLevel });
   const db = await Database.open(config);
   try {
     const applied = await migrate(db, log);
