@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';
 import { callerOf, primaryOnly, type ReadSession } from '../cache/read-your-writes.js';
 import { JoinedTransaction } from '../db/joined-transaction.js';
@@ -7,16 +8,19 @@ import { GuardedRepository } from './guarded-repository.js';
 
 /** A pure function of its inputs, so tests can build a context without HTTP. */
 export function createRequestContext(services: Services, identity: Identity, requestId: string): RequestContext {
-  const log = services.log.child({ reqId: requestId });
   const reads = readSessionOf(services, identity);
+  // Made on first use: most requests log nothing but their request line (written without it).
+  let log: Logger | undefined;
   const ctx: RequestContext = {
+    get log() {
+      return (log ??= services.log.child({ reqId: requestId }));
+    },
     requestId,
     identity,
     repo: new GuardedRepository(services, identity, reads),
     databaseHealth: { kind: services.db.kind, healthy: () => isDatabaseHealthy(services.db) },
     database: reads.primary,
     reads,
-    log,
     config: services.config,
     auth: services.auth,
     searchCache: services.searchCache,

@@ -33,9 +33,17 @@ export interface ReadSession {
 
 /** Without replicas: every read on the primary, nothing recorded. */
 export function primaryOnly(db: Database): ReadSession {
-  const reader: Reader = { db, replica: false };
-  return { reader: () => reader, usePrimary: () => undefined, wrote: async () => undefined, primary: db };
+  let session = primarySessions.get(db);
+  if (!session) {
+    const reader: Reader = { db, replica: false };
+    session = { reader: () => reader, usePrimary: () => undefined, wrote: async () => undefined, primary: db };
+    primarySessions.set(db, session);
+  }
+  return session;
 }
+
+/** One session per database: it holds no state, and a request's reads made one each. */
+const primarySessions = new WeakMap<Database, ReadSession>();
 
 /** The caller a write mark belongs to. */
 export function callerOf(identity: { readonly loginId?: string; readonly membershipId?: string; readonly subject?: string }): string {

@@ -12,7 +12,7 @@ import { laneOf } from './admission-middleware.js';
 import { FHIR_BASE_PATH, fhirText, type Authenticator } from './fhir-adapter.js';
 import { encodeForClient, writeAnswer } from './node-answers.js';
 import { logRequest, requestIdOf } from './request-log.js';
-import { FHIR_CONTENT_TYPE } from './responses.js';
+import { FHIR_CONTENT_TYPE, STREAMED_FROM } from './responses.js';
 import type { RequestMetrics } from './metrics/server-metrics.js';
 
 /**
@@ -23,6 +23,9 @@ export type FastPath = (request: IncomingMessage, response: ServerResponse) => b
 
 /** The read's pattern in the route table, as the full path labels it in the metrics. */
 const READ_ROUTE = `${FHIR_BASE_PATH}/:type/:id`;
+
+/** Longest text answer written as a string (at most 3 bytes a character: within STREAMED_FROM). */
+const MAX_TEXT_WRITE = Math.floor(STREAMED_FROM / 3);
 
 /** `GET /fhir/R4/<Type>/<id>` and nothing else: no query, so `_format`, `_pretty`, `_summary`... take the full path. */
 const READ_PATH = /^\/fhir\/R4\/([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})$/;
@@ -99,8 +102,14 @@ async function send(response: ServerResponse, answer: FhirResponse, requestId: s
     response.writeHead(answer.status, headers).end();
     return;
   }
-  const bytes = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : Buffer.from(fhirText(body, false), 'utf8');
-  const typed = body instanceof Uint8Array ? headers : { 'Content-Type': FHIR_CONTENT_TYPE, ...headers };
+  const text = body instanceof Uint8Array ? undefined : fhirText(body, false);
+  const typed = text === undefined ? headers : { 'Content-Type': FHIR_CONTENT_TYPE, ...headers };
+  if (text !== undefined && acceptEncoding === undefined && text.length <= MAX_TEXT_WRITE) {
+    // Sent as the string it is: Node writes it with the headers in one piece, no copy made first.
+    writeAnswer(response, answer.status, typed, text, services.config.sendTimeoutMs, services.log);
+    return;
+  }
+  const bytes = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : Buffer.from(text!, 'utf8');
   const encoded = await encodeForClient(bytes, typed, acceptEncoding);
   writeAnswer(response, answer.status, encoded.headers, encoded.body, services.config.sendTimeoutMs, services.log);
 }

@@ -2,6 +2,7 @@ import { TrieRouter } from 'hono/router/trie-router';
 import { assertRouteAccess } from '../access/type-access.js';
 import { errors } from '../fhir/outcome.js';
 import { notFound } from './not-found.js';
+import { RouteShapes } from './route-shapes.js';
 import type { RequestContext } from '../operations/context.js';
 import { errorResponse } from './responses.js';
 import { fhirRoutes } from './routes.js';
@@ -14,19 +15,26 @@ import type { RouteAccess } from '../access/type-access.js';
  */
 export class FhirRouter implements EntryRouter {
   private readonly matcher = new TrieRouter<FhirRoute>();
+  private readonly shapes: RouteShapes;
   readonly routes: readonly FhirRoute[];
 
   /** `table` gets the router itself: the Bundle routes run their entries through it. */
   constructor(table: (router: EntryRouter) => readonly FhirRoute[]) {
     this.routes = table(this);
     for (const route of this.routes) this.matcher.add(route.method, `/${route.path}`, route);
+    this.shapes = new RouteShapes(this.routes);
   }
 
   /** The first route of the table that serves the method and path (HEAD is served as GET). */
   match(method: FhirMethod, path: string): RouteMatch | undefined {
-    const [matches] = this.matcher.match(method === 'HEAD' ? 'GET' : method, `/${path}`) as [[FhirRoute, Record<string, string>][]];
+    const served = method === 'HEAD' ? 'GET' : method;
+    const remembered = this.shapes.lookup(served, path);
+    if (remembered !== undefined) return remembered ?? undefined;
+    const [matches] = this.matcher.match(served, `/${path}`) as [[FhirRoute, Record<string, string>][]];
     const first = matches[0];
-    return first ? { route: first[0], params: first[1] } : undefined;
+    const found = first ? { route: first[0], params: first[1] } : undefined;
+    this.shapes.remember(served, path, found);
+    return found;
   }
 
   /** Runs a request as the caller; every failure becomes its OperationOutcome answer. */

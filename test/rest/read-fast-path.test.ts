@@ -38,6 +38,16 @@ describe('the read fast path', () => {
     expect(JSON.parse(fast.body.toString()).id).toBe(id);
   });
 
+  it('counts Content-Length in bytes for a resource with characters outside ASCII', async () => {
+    const client = api.newProject();
+    const id = await createdPatient(client, { name: [{ family: 'Ågren', given: ['Zoë', '李'] }] });
+    const [fast, full] = await bothWays(`/fhir/R4/Patient/${id}`, await client.authHeaders());
+    expect(fast.headers['content-length']).toBe(String(fast.body.byteLength));
+    expect(fast.body.byteLength).toBeGreaterThan(fast.body.toString().length);
+    expect(fast.body.equals(full.body)).toBe(true);
+    expect(JSON.parse(fast.body.toString()).name[0].given).toEqual(['Zoë', '李']);
+  });
+
   it('compresses a large answer as the full path does when the client accepts gzip', async () => {
     const client = api.newProject();
     const id = await createdPatient(client, { text: { status: 'generated', div: `<div xmlns="http://www.w3.org/1999/xhtml">${'Peter '.repeat(400)}</div>` } });
