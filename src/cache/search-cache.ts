@@ -1,4 +1,5 @@
 import { ALL_KEYS, type InvalidationBus } from './invalidation.js';
+import { Kept, type Entry } from './kept-answers.js';
 
 /**
  * Search answers kept until a write could change them: exact counts (`_total=accurate`,
@@ -37,6 +38,15 @@ const MAX_AGE_MS = 60_000;
 const ESTIMATE_AGE_MS = 10_000;
 /** How long writes are collected before other servers are told (one notice for many writes). */
 const PUBLISH_DELAY_MS = 5;
+/**
+ * A pair (project/type) is announced at most once per interval: writes of it that follow a notice
+ * within the interval wait for the interval's end. Other servers therefore keep no answer that
+ * depends on a pair for 2 intervals after they hear of it (NOTICE_INTERVAL_MS: the time to
+ * the next notice, and as much again for its delivery): while writes go on they count anew, and
+ * the lag a write's notice may have is still PUBLISH_DELAY_MS.
+ */
+const NOTICE_INTERVAL_MS = 100;
+const BUSY_MS = 2 * NOTICE_INTERVAL_MS;
 /** Keys per notice, well under the bus's payload limit. */
 const KEYS_PER_NOTICE = 100;
 /** The type of a write that may have touched every type of a project. */
@@ -46,61 +56,6 @@ const ANY_TYPE = '#';
 export interface WriteDependency {
   readonly projectIds: readonly string[] | undefined;
   readonly types: readonly string[] | undefined;
-}
-
-interface Entry<T> {
-  readonly value: T;
-  readonly keys: readonly string[];
-  readonly at: number;
-  readonly expires: number;
-  /** What it counts against the store's limit (rows of a page). */
-  readonly weight: number;
-}
-
-/** Answers by statement, least recently used first, within a number of entries and a total weight. */
-class Kept<T> {
-  private readonly entries = new Map<string, Entry<T>>();
-  private weight = 0;
-
-  constructor(
-    private readonly maxEntries: number,
-    private readonly maxWeight: number,
-  ) {}
-
-  get(statement: string, valid: (entry: Entry<T>) => boolean, now: number): T | undefined {
-    const entry = this.entries.get(statement);
-    if (!entry) return undefined;
-    this.remove(statement, entry);
-    if (entry.expires <= now || !valid(entry)) return undefined;
-    // Least recently used goes first: this one goes back at the end.
-    this.add(statement, entry);
-    return entry.value;
-  }
-
-  set(statement: string, entry: Entry<T>): void {
-    const old = this.entries.get(statement);
-    if (old) this.remove(statement, old);
-    this.add(statement, entry);
-    for (const [oldest, first] of this.entries) {
-      if (this.entries.size <= this.maxEntries && this.weight <= this.maxWeight) break;
-      this.remove(oldest, first);
-    }
-  }
-
-  clear(): void {
-    this.entries.clear();
-    this.weight = 0;
-  }
-
-  private add(statement: string, entry: Entry<T>): void {
-    this.entries.set(statement, entry);
-    this.weight += entry.weight;
-  }
-
-  private remove(statement: string, entry: Entry<T>): void {
-    this.entries.delete(statement);
-    this.weight -= entry.weight;
-  }
 }
 
 /** Estimates depend on no write (see ESTIMATE_AGE_MS). */
@@ -126,8 +81,15 @@ export class SearchCache {
   private readonly counts = new Kept<number>(MAX_ENTRIES, Infinity);
   private readonly pages: Kept<unknown> | undefined;
   private readonly estimates = new Kept<number>(MAX_ENTRIES, Infinity);
+  /** When other servers' notices say a key is being written, until when (see NOTICE_INTERVAL_MS). */
+  private readonly busyUntil = new Map<string, number>();
   private pending = new Set<string>();
   private publishTimer: NodeJS.Timeout | undefined;
+  /** Pairs written within NOTICE_INTERVAL_MS of their last notice, and when that was. */
+  private deferred = new Set<string>();
+  private deferTimer: NodeJS.Timeout | undefined;
+  private readonly lastSent = new Map<string, number>();
+  private publishing = false;
   private bus: InvalidationBus | undefined;
   private readonly valid = (entry: Entry<unknown>): boolean => this.stillValid(entry);
   /** Lookups of exact counts that found one and that did not, for the metrics. */
@@ -148,7 +110,8 @@ export class SearchCache {
     this.bus = bus.kind === 'local' ? undefined : bus;
     bus.subscribe(RESOURCES_WRITTEN_TOPIC, (key) => {
       if (key === ALL_KEYS) this.forgetAll();
-      else for (const pair of key.split(',')) this.heard(pair);
+      // The bus hands a server its own notices too (synchronously, while publishing): those pairs are not other servers' writes.
+      else for (const pair of key.split(',')) this.heard(pair, this.publishing ? undefined : Date.now() + BUSY_MS);
     });
   }
 
@@ -224,44 +187,72 @@ export class SearchCache {
   /** Sends the notices still waiting for their batch (before the bus closes). */
   async flush(): Promise<void> {
     clearTimeout(this.publishTimer);
+    clearTimeout(this.deferTimer);
+    for (const pair of this.deferred) this.pending.add(pair);
+    this.deferred = new Set();
     await this.publishPending();
   }
 
-  private heard(pair: string): void {
+  /** A write of `pair` heard of; from another server's notice, `busyUntil` says until when the pair counts as being written. */
+  private heard(pair: string, busyUntil?: number): void {
     const slash = pair.indexOf('/');
     const project = pair.slice(0, slash);
     const type = pair.slice(slash + 1);
     const tick = ++this.clock;
-    if (type === ANY_TYPE) {
-      this.lastWrite.set(`${project}/${ANY_TYPE}`, tick);
-      this.lastWrite.set(`*/${ANY_TYPE}`, tick);
-      return;
-    }
     // A write of one type in one project changes what four kinds of count see: of that type in that
     // project, of any type in that project, of that type in every project (a super admin's), of all.
-    for (const key of [`${project}/${type}`, `${project}/*`, `*/${type}`, '*/*']) this.lastWrite.set(key, tick);
+    const keys = type === ANY_TYPE ? [`${project}/${ANY_TYPE}`, `*/${ANY_TYPE}`] : [`${project}/${type}`, `${project}/*`, `*/${type}`, '*/*'];
+    for (const key of keys) {
+      this.lastWrite.set(key, tick);
+      if (busyUntil !== undefined) this.busyUntil.set(key, busyUntil);
+    }
   }
 
   private stillValid(entry: Entry<unknown>): boolean {
     if (entry.at < this.floor) return false;
-    const after = (key: string) => (this.lastWrite.get(key) ?? 0) > entry.at;
+    const now = Date.now();
+    const after = (key: string) => (this.lastWrite.get(key) ?? 0) > entry.at || (this.busyUntil.get(key) ?? 0) > now;
     return !entry.keys.some((key) => after(key) || after(`${key.slice(0, key.indexOf('/'))}/${ANY_TYPE}`));
   }
 
   private queueNotice(pair: string): void {
+    const since = Date.now() - (this.lastSent.get(pair) ?? -Infinity);
+    if (since < NOTICE_INTERVAL_MS) {
+      this.deferred.add(pair);
+      // Pairs deferred later go with the first one's notice: sooner than needed is still correct.
+      this.deferTimer ??= setTimeout(() => this.sendDeferred(), NOTICE_INTERVAL_MS - since);
+      this.deferTimer.unref();
+      return;
+    }
     this.pending.add(pair);
     if (this.publishTimer) return;
     this.publishTimer = setTimeout(() => void this.publishPending(), PUBLISH_DELAY_MS);
     this.publishTimer.unref();
   }
 
+  private sendDeferred(): void {
+    this.deferTimer = undefined;
+    for (const pair of this.deferred) this.pending.add(pair);
+    this.deferred = new Set();
+    clearTimeout(this.publishTimer);
+    void this.publishPending();
+  }
+
   private async publishPending(): Promise<void> {
     this.publishTimer = undefined;
     const pairs = [...this.pending];
     this.pending = new Set();
+    const now = Date.now();
+    for (const [pair, at] of this.lastSent) if (now - at >= NOTICE_INTERVAL_MS) this.lastSent.delete(pair);
+    for (const pair of pairs) this.lastSent.set(pair, now);
     const sent: Promise<void>[] = [];
-    for (let i = 0; i < pairs.length; i += KEYS_PER_NOTICE) {
-      if (this.bus) sent.push(this.bus.publish(RESOURCES_WRITTEN_TOPIC, pairs.slice(i, i + KEYS_PER_NOTICE).join(',')));
+    this.publishing = true;
+    try {
+      for (let i = 0; i < pairs.length; i += KEYS_PER_NOTICE) {
+        if (this.bus) sent.push(this.bus.publish(RESOURCES_WRITTEN_TOPIC, pairs.slice(i, i + KEYS_PER_NOTICE).join(',')));
+      }
+    } finally {
+      this.publishing = false;
     }
     await Promise.all(sent);
   }

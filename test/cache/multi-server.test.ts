@@ -123,6 +123,19 @@ function twoServerCases(redis: Record<string, string>): void {
     expect(await eventually(count, 2)).toBe(2);
   });
 
+  it('counts on the other server each of several creates made here one after another', async () => {
+    const client = api.newProject();
+    const viaOther = await onOther(client);
+    const code = `code-${randomUUID()}`;
+    const observation = { resourceType: 'Observation', status: 'final', code: { coding: [{ system: 'http://x', code }] } };
+    const count = async () => (await viaOther.get(`/Observation?code=http://x|${code}&_summary=count`)).body.total;
+    // Creates that follow a notice closely are told in the next one: none of them is left out.
+    for (let created = 1; created <= 4; created++) {
+      expect((await client.post('/Observation', observation)).status).toBe(201);
+      expect(await eventually(count, created)).toBe(created);
+    }
+  });
+
   it('counts failed logins on one server when another server decides', async () => {
     for (let i = 0; i < 5; i++) expect((await passwordAttempt(api.url, 'wrong')).status).toBe(400);
     // One attempt only: a success would clear the count. Notices take milliseconds.
