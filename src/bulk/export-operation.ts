@@ -80,7 +80,7 @@ function exportOperationFor(definitionFile: string, scope: ExportScope): Operati
           since: input._since,
           maxPerFile: ctx.config.exportFileMaxResources,
           signal: job.signal,
-          matching: typeFilterMatcher(ctx, parseTypeFilters(input._typeFilter)),
+          matching: typeFilterMatcher(ctx, parseTypeFilters(input._typeFilter), request.db),
           transform: parseExportElements(input._elements),
           async onFile(position) {
             await job.checkpoint(position);
