@@ -87,7 +87,7 @@ async function exportOnce(form: Form, read: number): Promise<string> {
     jobId,
     maxPerFile: config.exportFileMaxResources,
     onFile: async () => undefined,
-    matching: typeFilterMatcher({ database: db, identity: form.identity, config }, parseTypeFilters(form.typeFilter)),
+    matching: typeFilterMatcher({ database: db, identity: form.identity, config }, parseTypeFilters(form.typeFilter), db),
     transform: parseExportElements(form.elements),
   };
   let peakRss = process.memoryUsage().rss;

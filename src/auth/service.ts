@@ -138,6 +138,14 @@ export class AuthService {
    * does (validated, indexed, write hooks run); caches and other servers hear of the writes after
    * the commit, and nothing of them after a rollback.
    */
+  /**
+   * System repositories whose statements go to `db`: a request's database inside its open
+   * transaction (a transaction Bundle), so that what they write commits or rolls back with it.
+   */
+  joinedRepositories(db: Database): (projectId: string) => Repository {
+    return (projectId) => systemRepository({ ...this.storage, db }, projectId);
+  }
+
   async inTransaction<T>(work: (repo: (projectId: string) => Repository, tx: SqlExecutor) => Promise<T>): Promise<T> {
     let joined: JoinedTransaction | undefined;
     const result = await this.db.transaction((tx) => {

@@ -13,7 +13,7 @@ type OutputParameter = NonNullable<NonNullable<JobOutput>['parameter']>[number];
 /** What the status URL of an export tells (Bulk Data Access IG 2.0). */
 export type ExportStatus =
   | { state: 'running'; progress: string }
-  | { state: 'completed'; request: string; transactionTime: string; files: ExportFile[] }
+  | { state: 'completed'; request: string; transactionTime: string; files: ExportFile[]; expires: string }
   | { state: 'failed'; outcome: OperationOutcome };
 
 /**
@@ -40,7 +40,13 @@ export async function exportStatus(ctx: RequestContext, jobId: string): Promise<
   const files = outputFiles(job.output);
   switch (job.status) {
     case 'completed':
-      return { state: 'completed', request: job.request ?? '', transactionTime: outputTime(job.output) ?? job.transactionTime ?? '', files };
+      return {
+        state: 'completed',
+        request: job.request ?? '',
+        transactionTime: outputTime(job.output) ?? job.transactionTime ?? '',
+        files,
+        expires: expiresAt(ctx, job),
+      };
     case 'error':
       return { state: 'failed', outcome: outputOutcome(job.output) };
     case 'cancelled':
@@ -72,13 +78,23 @@ export async function removeExport(auth: Pick<AuthService, 'repo'>, storage: Bin
   await auth.repo(projectId).deleteResource('AsyncJob', job.id!);
 }
 
-/** One file of a completed export, for the same callers as its status. */
-export async function exportFileStream(ctx: RequestContext, jobId: string, name: string): Promise<BinaryStream> {
+/** One file of a completed export, for the same callers as its status, and when it expires. */
+export async function exportFileStream(ctx: RequestContext, jobId: string, name: string): Promise<{ stream: BinaryStream; expires: string }> {
   const job = await readExportJob(ctx, jobId);
   const listed = job.status === 'completed' && outputFiles(job.output).some((file) => file.file === name);
   const stream = listed ? await ctx.auth.storageServices.binaryStorage.getStream(exportFileKey(jobId, name)) : undefined;
   if (!stream) throw errors.notFound(`Bulk data export ${jobId} has no file ${name}`);
-  return stream;
+  return { stream, expires: expiresAt(ctx, job) };
+}
+
+/**
+ * When a finished export's files may be removed, as an HTTP date (the `Expires` the Bulk Data IG
+ * suggests): EXPORT_FILE_TTL_MS after its AsyncJob last changed, which is what the expiry sweep
+ * (export-expiry.ts) measures from.
+ */
+function expiresAt(ctx: RequestContext, job: AsyncJob): string {
+  const ended = Date.parse(job.meta?.lastUpdated ?? '');
+  return new Date((Number.isNaN(ended) ? Date.now() : ended) + ctx.config.exportFileTtlMs).toUTCString();
 }
 
 export async function deleteExportFiles(storage: BinaryStorage, jobId: string, files: readonly ExportFile[]): Promise<void> {

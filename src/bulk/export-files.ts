@@ -1,6 +1,7 @@
 import { compartmentTypes } from '../clinical/record-conditions.js';
 import type { Database } from '../db/database.js';
 import type { BinaryStorage } from '../storage/binary-storage.js';
+import type { PageVersions } from './type-filter.js';
 
 /** One NDJSON file of an export, as the manifest lists it. */
 export interface ExportFile {
@@ -40,8 +41,8 @@ export interface ExportRun {
   signal?: AbortSignal;
   /** Called after each stored file with the new position. */
   onFile(position: ExportPosition): Promise<void>;
-  /** `_typeFilter`: which of a page's ids of a type to write; undefined (or no answer) writes them all. */
-  matching?: (type: string, ids: readonly string[]) => Promise<Set<string> | undefined>;
+  /** `_typeFilter` and AccessPolicy criteria: which of a page's resources to write; undefined (or no answer) writes them all. */
+  matching?: (type: string, page: PageVersions) => Promise<Set<string> | undefined>;
   /** `_elements`: each line's text rewritten; undefined copies the stored text as it is. */
   transform?: (type: string, text: string) => string;
 }
@@ -106,7 +107,7 @@ async function writeOneFile(run: ExportRun, slice: Slice, afterId: string | unde
   const lines = async function* (): AsyncGenerator<Uint8Array> {
     let page = first;
     while (page.length > 0) {
-      const kept = await run.matching?.(type, page.map((row) => row.id));
+      const kept = await run.matching?.(type, pageVersions(page));
       for (const row of page) {
         // No version at the export's time (created later, or deleted by then), or filtered out.
         if (row.content === null || (kept && !kept.has(row.id))) continue;
@@ -129,6 +130,23 @@ async function writeOneFile(run: ExportRun, slice: Slice, afterId: string | unde
   return { file: { type, file: name, count }, lastId, full: count === run.maxPerFile };
 }
 
+/** A page's rows as a matcher takes them: those written in their current version, and the others' text. */
+function pageVersions(page: readonly PageRow[]): PageVersions {
+  const written = page.filter((row) => row.content !== null);
+  return {
+    current: written.filter((row) => !row.past).map((row) => row.id),
+    past: written.filter((row) => row.past).map((row) => ({ id: row.id, content: row.content! })),
+  };
+}
+
+interface PageRow {
+  id: string;
+  /** The version written, as stored; null when the resource did not exist at the export's time. */
+  content: string | null;
+  /** The resource changed since the export's time: `content` is an older version's. */
+  past: boolean;
+}
+
 /**
  * A page of the slice's resources by id, each as it was at the export's time: the current version
  * when it is no newer, else the newest version of the history at or before that time (null for a
@@ -139,11 +157,11 @@ async function writeOneFile(run: ExportRun, slice: Slice, afterId: string | unde
  * the `(projectId, resourceType, lastUpdated, id)` index sorted every resource of the type for each
  * page (quadratic: 2,800 resources/s over 1,000,000 Observations).
  */
-async function readPage(run: ExportRun, slice: Slice, afterId: string | undefined, limit: number): Promise<{ id: string; content: string | null }[]> {
+async function readPage(run: ExportRun, slice: Slice, afterId: string | undefined, limit: number): Promise<PageRow[]> {
   const args: unknown[] = [run.projectId, slice.type, afterId ?? '', run.since ?? null, limit, slice.asOf];
   const since = '($4::timestamptz IS NULL OR h."lastUpdated" > $4::timestamptz)';
-  return run.db.query<{ id: string; content: string | null }>(
-    `SELECT r.id, CASE
+  return run.db.query<PageRow>(
+    `SELECT r.id, r."lastUpdated" > $6::timestamptz AS past, CASE
          WHEN r."lastUpdated" <= $6::timestamptz THEN CASE WHEN r.deleted THEN NULL ELSE r.content::text END
          ELSE (SELECT CASE WHEN h.deleted THEN NULL ELSE h.content::text END FROM resource_history h
                WHERE h."resourceType" = r."resourceType" AND h.id = r.id AND h."lastUpdated" <= $6::timestamptz AND ${since}

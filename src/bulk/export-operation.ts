@@ -1,3 +1,4 @@
+import { SERVER_TYPES } from '../clinical/record-conditions.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import { policyAllowsType } from '../identity/policy.js';
@@ -29,8 +30,6 @@ export interface ExportOutput {
 /** The Bulk Data IG's names of NDJSON; every file is written as application/fhir+ndjson. */
 const OUTPUT_FORMATS = new Set(['application/fhir+ndjson', 'application/ndjson', 'ndjson']);
 
-/** Types that hold the server's own records and credentials (accounts, secrets, jobs): never exported. */
-const SERVER_TYPES: ReadonlySet<string> = new Set(['Project', 'ProjectMembership', 'ClientApplication', 'User', 'Login', 'AccessPolicy', 'AsyncJob']);
 
 /** The status URL of an export (src/router/handlers/bulk-export.ts answers it). */
 export function exportStatusUrl(fhirBase: string, jobId: string): string {
@@ -81,7 +80,7 @@ function exportOperationFor(definitionFile: string, scope: ExportScope): Operati
           since: input._since,
           maxPerFile: ctx.config.exportFileMaxResources,
           signal: job.signal,
-          matching: typeFilterMatcher(ctx, parseTypeFilters(input._typeFilter)),
+          matching: typeFilterMatcher(ctx, parseTypeFilters(input._typeFilter), request.db),
           transform: parseExportElements(input._elements),
           async onFile(position) {
             await job.checkpoint(position);
@@ -138,7 +137,7 @@ function checkInput(input: ExportInput): void {
   }
   for (const type of requestedTypes(input) ?? []) {
     if (!isResourceType(type)) throw errors.invalid(`_type names "${type}", which is no resource type`, '_type');
-    if (SERVER_TYPES.has(type)) throw errors.invalid(`_type names ${type}, which is not exported (it holds accounts, secrets or jobs)`, '_type');
+    if (SERVER_TYPES.has(type)) throw errors.invalid(`_type names ${type}, which is not exported (it holds accounts, credentials, secrets or jobs)`, '_type');
   }
 }
 

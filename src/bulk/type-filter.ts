@@ -1,13 +1,16 @@
+import type { Database } from '../db/database.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../search/service.js';
+import { pastVersionsMatching, type PastVersion } from './past-versions.js';
 
 /**
  * `_typeFilter` (Bulk Data Access IG 2.0): search queries per type, `Observation?category=vital-signs`;
  * a resource of a type that has some is exported when it meets at least one. Each query is run by
  * the search service as the exporter, narrowed to the ids of the page being written, so every
  * search parameter, modifier and chain works as in a search, and the exporter's AccessPolicy too.
- * The queries see the resources as they are now, not at the export's transactionTime.
+ * A resource changed since the export's transactionTime is judged by the version written
+ * (past-versions.ts).
  */
 export type TypeFilters = ReadonlyMap<string, readonly [string, string][][]>;
 
@@ -72,19 +75,29 @@ export function exportIsRestricted(ctx: Pick<SearchContext, 'identity'>): boolea
   return (identity.accessPolicy !== undefined && !identity.superAdmin) || identity.scopes !== undefined;
 }
 
+/** A page's resources as a matcher sees them: the current version's id, or a past version's text. */
+export interface PageVersions {
+  /** Resources whose current version is the one written: the search index holds its rows. */
+  current: readonly string[];
+  /** Resources changed since transactionTime, written in an older version. */
+  past: readonly PastVersion[];
+}
+
 /**
- * Which of `ids` (of `type`) meet one of the type's queries, as the exporter sees them; undefined
- * when the type has none and the exporter is unrestricted (every id is written).
+ * Which resources of a page (of `type`) meet one of the type's queries, as the exporter sees them;
+ * undefined when the type has none and the exporter is unrestricted (every one is written).
  */
-export function typeFilterMatcher(ctx: SearchContext, filters: TypeFilters): (type: string, ids: readonly string[]) => Promise<Set<string> | undefined> {
-  const services = searchServicesFor(filterSearchContext(ctx));
+export function typeFilterMatcher(ctx: SearchContext, filters: TypeFilters, db: Database): (type: string, page: PageVersions) => Promise<Set<string> | undefined> {
+  const scoped = filterSearchContext(ctx);
+  const services = searchServicesFor(scoped);
   // A restricted exporter's unfiltered types: one query without parameters, the policy's own.
   const unfiltered = exportIsRestricted(ctx) ? [[]] : undefined;
-  return async (type, ids) => {
+  const groups = (ids: readonly string[]): string[][] => idGroups(ctx, ids);
+  return async (type, { current, past }) => {
     const queries = filters.get(type) ?? unfiltered;
     if (!queries) return undefined;
-    const kept = new Set<string>();
-    for (const some of idGroups(ctx, ids)) {
+    const kept = past.length > 0 ? await pastVersionsMatching(db, scoped, type, queries, past, groups) : new Set<string>();
+    for (const some of idGroups(ctx, current)) {
       for (const params of queries) {
         const found = await search(services, type, [...params, ['_id', some.join(',')], ['_count', String(some.length)]], { withoutContent: true });
         for (const row of found.matches) kept.add(row.id);

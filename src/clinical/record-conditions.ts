@@ -26,9 +26,11 @@ export interface RecordFilters {
 
 /**
  * Types that are server bookkeeping, never part of a clinical record even when a resource of
- * the record points at one (a Provenance naming a ClientApplication as its agent).
+ * the record points at one (a Provenance naming a ClientApplication as its agent), nor of a bulk
+ * export: accounts, credentials and secrets (a Bot's code often holds the keys of the systems it
+ * calls; SPEC 4.7 leaves a Bot's secrets out of a clone), jobs.
  */
-const SERVER_TYPES = new Set(['Project', 'ProjectMembership', 'ClientApplication', 'User', 'Login', 'AccessPolicy', 'AsyncJob', 'Bot']);
+export const SERVER_TYPES: ReadonlySet<string> = new Set(['Project', 'ProjectMembership', 'ClientApplication', 'User', 'Login', 'AccessPolicy', 'AsyncJob', 'Bot']);
 
 let inCompartment: ReadonlySet<string> | undefined;
 

@@ -9,6 +9,17 @@ const TTL_MS = 5_000;
 const api = await useTestServer({ EXPORT_FILE_TTL_MS: String(TTL_MS) });
 
 describe('export expiry', () => {
+  it('answers the manifest and each file with an Expires header: EXPORT_FILE_TTL_MS after the export ended', async () => {
+    const p = api.newProject();
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Expires' }] });
+    const { status, manifest } = await exportDone(p);
+    const job = await p.get(`/AsyncJob/${status.split('/').pop()}`);
+    expect(job.status, job.text).toBe(200);
+    const expected = new Date(Date.parse(job.body.meta.lastUpdated) + TTL_MS).toUTCString();
+    expect((await p.get(status)).headers.get('expires')).toBe(expected);
+    expect((await p.get(manifest.output[0].url.slice(BASE.length))).headers.get('expires')).toBe(expected);
+  });
+
   it('removes an ended export once EXPORT_FILE_TTL_MS has passed: its status URL, files and AsyncJob are 404', async () => {
     const p = api.newProject();
     await create(p, { resourceType: 'Patient', name: [{ family: 'Expiring' }] });

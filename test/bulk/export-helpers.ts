@@ -1,5 +1,9 @@
 import { expect } from 'vitest';
-import type { ProjectClient, TestResponse } from '../helpers/server.js';
+import type { ExportPosition } from '../../src/bulk/export-files.js';
+import type { Identity } from '../../src/identity/identity.js';
+import { enqueueJob } from '../../src/operations/jobs/queue.js';
+import { jobQueued } from '../../src/operations/jobs/worker.js';
+import type { ProjectClient, TestResponse, TestServer } from '../helpers/server.js';
 
 /** What the bulk export tests share: kick-off, polling the status URL, reading the files. */
 
@@ -64,3 +68,29 @@ export async function exportedLines(client: ProjectClient, manifest: Json): Prom
 
 /** `Type/id` of each line, sorted. */
 export const idsOf = (lines: { resource: Json }[]): string[] => lines.map(({ resource }) => `${resource.resourceType}/${resource.id}`).sort();
+
+/**
+ * An export whose job no server runs before an hour has passed: queued as the kick-off leaves it,
+ * but due later, in one transaction (no server can claim it in between); as a project admin
+ * unless `identity` is given.
+ */
+export async function queuedExport(api: TestServer, client: ProjectClient, input: Json = {}, identity?: Omit<Identity, 'scopes'>): Promise<string> {
+  const projectId = client.projectId;
+  await client.token();
+  const { db, auth } = api.server.services;
+  const created = await auth.repo(projectId).createResource('AsyncJob', { resourceType: 'AsyncJob', status: 'accepted', requestTime: new Date().toISOString(), request: `${BASE}/$export` });
+  const id = created.resource.id!;
+  await db.transaction(async (tx) => {
+    const starter = identity ?? { projectId, superAdmin: false, projectAdmin: true };
+    await enqueueJob(tx, { id, projectId, operation: 'export', level: 'system', input, identity: starter, requestUrl: `${BASE}/$export` });
+    await tx.execute(`UPDATE job SET "runAfter" = now() + interval '1 hour' WHERE id = $1`, [id]);
+  });
+  return `/$export-status/${id}`;
+}
+
+/** Lets a queued export run now, from `position`: as a run that took it and stopped there would resume. */
+export async function runFrom(api: TestServer, status: string, position: ExportPosition): Promise<void> {
+  const { db } = api.server.services;
+  await db.execute(`UPDATE job SET checkpoint = $2::json, "runAfter" = now() WHERE id = $1`, [status.split('/').pop(), JSON.stringify(position)]);
+  jobQueued(db);
+}

@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { exportFileKey } from '../../src/bulk/export-files.js';
-import { enqueueJob } from '../../src/operations/jobs/queue.js';
 import { jobQueued } from '../../src/operations/jobs/worker.js';
 import { addMemberClient } from '../auth/helpers.js';
 import { projectClient, useTestServer, type ProjectClient } from '../helpers/server.js';
-import { ASYNC, BASE, create, exportDone, exportedLines, idsOf, poll, statusPath, type Json } from './export-helpers.js';
+import { ASYNC, BASE, create, exportDone, exportedLines, idsOf, poll, queuedExport, runFrom, statusPath, type Json } from './export-helpers.js';
 
 /**
  * Bulk data export (Bulk Data Access IG 2.0): kick-off `GET /$export` with `Prefer: respond-async`
@@ -175,28 +174,10 @@ describe('GET /Patient/$export and /Group/{id}/$export', () => {
   });
 });
 
-/**
- * An export whose job no server runs before an hour has passed: queued as the kick-off leaves it,
- * but due later, in one transaction (no server can claim it in between).
- */
-async function queuedExport(client: ProjectClient, input: Json = {}): Promise<string> {
-  const projectId = client.projectId;
-  await client.token();
-  const { db, auth } = api.server.services;
-  const created = await auth.repo(projectId).createResource('AsyncJob', { resourceType: 'AsyncJob', status: 'accepted', requestTime: new Date().toISOString(), request: `${BASE}/$export` });
-  const id = created.resource.id!;
-  await db.transaction(async (tx) => {
-    const identity = { projectId, superAdmin: false, projectAdmin: true };
-    await enqueueJob(tx, { id, projectId, operation: 'export', level: 'system', input, identity, requestUrl: `${BASE}/$export` });
-    await tx.execute(`UPDATE job SET "runAfter" = now() + interval '1 hour' WHERE id = $1`, [id]);
-  });
-  return `/$export-status/${id}`;
-}
-
 describe('the status URL and files', () => {
   it('answer 202 with X-Progress and Retry-After while the export has not finished', async () => {
     const p = api.newProject();
-    const status = await queuedExport(p);
+    const status = await queuedExport(api, p);
     const res = await p.get(status);
     expect(res.status).toBe(202);
     expect(res.headers.get('x-progress')).toBe('0 files, 0 resources written');
@@ -208,7 +189,7 @@ describe('the status URL and files', () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await create(p, { resourceType: 'Patient', name: [{ family: `Resumed${i}` }] })).id);
     ids.sort();
-    const status = await queuedExport(p);
+    const status = await queuedExport(api, p);
     const jobId = status.split('/').pop()!;
     const { db, binaryStorage } = api.server.services;
     // What a run that stopped after its first file left: the file, and the checkpoint naming it.
@@ -241,13 +222,9 @@ describe('the status URL and files', () => {
     expect((await p.put(`/Patient/${changed.id}`, { ...changed, name: [{ family: 'After' }] })).status).toBe(200);
     expect((await p.delete(`/Patient/${deleted}`)).status).toBe(200);
     await create(p, { resourceType: 'Patient', name: [{ family: 'CreatedLater' }] });
-    const status = await queuedExport(p);
-    const jobId = status.split('/').pop()!;
-    const { db } = api.server.services;
+    const status = await queuedExport(api, p);
     // A run that took its transactionTime before those writes and had written nothing yet.
-    const checkpoint = { transactionTime, types: ['Patient'], typeIndex: 0, files: [] };
-    await db.execute(`UPDATE job SET checkpoint = $2::json, "runAfter" = now() WHERE id = $1`, [jobId, JSON.stringify(checkpoint)]);
-    jobQueued(db);
+    await runFrom(api, status, { transactionTime, types: ['Patient'], typeIndex: 0, files: [] });
     const res = await poll(p, status);
     expect(res.status, res.text).toBe(200);
     expect(res.body.transactionTime).toBe(transactionTime);
@@ -260,7 +237,7 @@ describe('the status URL and files', () => {
     const p = api.newProject();
     await create(p, { resourceType: 'Patient', name: [{ family: 'Failing' }] });
     // An input the kick-off would have refused: the job's first statement fails, for good.
-    const status = await queuedExport(p, { _since: 'not an instant' });
+    const status = await queuedExport(api, p, { _since: 'not an instant' });
     const { db } = api.server.services;
     await db.execute(`UPDATE job SET "runAfter" = now() WHERE id = $1`, [status.split('/').pop()]);
     jobQueued(db);
@@ -272,7 +249,7 @@ describe('the status URL and files', () => {
 
   it('DELETE cancels an export that has not finished: its status URL is 404 afterwards', async () => {
     const p = api.newProject();
-    const status = await queuedExport(p);
+    const status = await queuedExport(api, p);
     const deleted = await p.delete(status);
     expect(deleted.status, deleted.text).toBe(202);
     expect((await p.get(status)).status).toBe(404);

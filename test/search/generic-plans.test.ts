@@ -85,11 +85,19 @@ describe.skipIf(!serverUrl)('generic plans made on an empty database', () => {
     expect(plan).not.toContain('Seq Scan');
   });
 
-  it('a search by ids and a common code probes the code for each id, then reads the resources by primary key', async () => {
+  it('a search by ids and a common code probes the code among each id\'s own index rows, then reads the resources by primary key', async () => {
     const ids = Array.from({ length: 300 }, (_, i) => `o${i}`).join(',');
     const plan = (await genericPlansOf('Observation', `status=final&_id=${ids}`)).join('\n');
-    expect(plan).toMatch(/on token_index x0\s+Index Cond: \(.*AND \("resourceId" = v\.v\)\)/);
+    expect(plan).toMatch(/Index Scan using token_index_pkey on token_index x0\s+Index Cond: \(\("resourceType" = \$\d+\) AND \("resourceId" = v\.v\)\)/);
     expect(plan).toMatch(/on resource r\s+Index Cond: \(\("resourceType" = \$\d+\) AND \(id = ANY/);
+    expect(plan).not.toContain('Seq Scan');
+  });
+
+  it('a search by ids and a token without a system reads no value index rows of other resources', async () => {
+    const ids = Array.from({ length: 300 }, (_, i) => `p${i}`).join(',');
+    const plan = (await genericPlansOf('Patient', `gender=female&_id=${ids}`)).join('\n');
+    expect(plan).toMatch(/Index Scan using token_index_pkey on token_index x0\s+Index Cond: \(\("resourceType" = \$\d+\) AND \("resourceId" = v\.v\)\)/);
+    expect(plan).not.toContain('token_index_projectId_resourceType_code_value_system_idx');
     expect(plan).not.toContain('Seq Scan');
   });
 

@@ -1,4 +1,6 @@
+import type { SqlExecutor } from '../../db/database.js';
 import type { AsyncJob } from '../../fhir/resources.js';
+import type { Repository } from '../../storage/repository.js';
 import type { OperationInput } from '../parameters.js';
 import type { Operation, OperationRequest } from '../registry.js';
 import { enqueueJob } from './queue.js';
@@ -26,14 +28,16 @@ export function prefersAsync(prefer: string | undefined): boolean {
  * The asynchronous form of an operation call, for every transport, once the caller is authorized
  * and the input decoded: checks the input (a client's mistake is the answer, not a failed job),
  * then writes the AsyncJob (`accepted`) and its queued job in one transaction. Returns the AsyncJob.
- * `requestUrl` is the request as the client sent it.
+ * `requestUrl` is the request as the client sent it. Inside a transaction Bundle both rows join
+ * its transaction: the job is queued if the Bundle commits, and neither row exists if it rolls
+ * back (no server can claim a job before its commit).
  */
 export async function acceptAsyncJob(operation: Operation, input: OperationInput, request: OperationRequest, requestUrl: string): Promise<AsyncJob> {
   await operation.check?.(input, request);
   const { ctx } = request;
   const projectId = ctx.identity.projectId;
   const { scopes: _parsed, ...identity } = ctx.identity;
-  const job = await ctx.auth.inTransaction(async (repo, tx) => {
+  const write = async (repo: (projectId: string) => Repository, tx: SqlExecutor): Promise<AsyncJob> => {
     const created = await repo(projectId).createResource('AsyncJob', {
       resourceType: 'AsyncJob',
       status: 'accepted',
@@ -53,7 +57,8 @@ export async function acceptAsyncJob(operation: Operation, input: OperationInput
       requestUrl,
     });
     return asyncJob;
-  });
-  jobQueued(ctx.auth.db);
+  };
+  const job = ctx.transaction ? await write(ctx.auth.joinedRepositories(ctx.database), ctx.database) : await ctx.auth.inTransaction(write);
+  ctx.database.afterCommit(() => jobQueued(ctx.auth.db));
   return job;
 }

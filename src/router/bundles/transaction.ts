@@ -72,15 +72,16 @@ function plan(router: EntryRouter, entry: BundleEntryRequest): PlannedEntry {
 
 /**
  * An operation that changes data may write where a rollback cannot reach (accounts, jobs, other
- * projects, work in the background), and a job outlives the transaction: refused, unless its
- * registration says a rollback undoes all it does. One that only reads runs in the transaction and
- * sees its writes.
+ * projects, work in the background): refused, unless its registration says a rollback undoes all
+ * it does. One that only reads runs in the transaction and sees its writes. The asynchronous form
+ * (`Prefer: respond-async`) writes only its AsyncJob and queued job, in the transaction: the job
+ * is queued if the transaction commits, and runs after it, seeing what it wrote.
  */
 function changesData({ route, params }: RouteMatch, index: number, prefer: string | undefined): boolean {
   if (!route.operationLevel) return false;
   try {
     const operation = resolveOperation(params.op!.slice(1), route.operationLevel, params.type);
-    if (operation.respondsAsync === true && prefersAsync(prefer)) return true;
+    if (operation.respondsAsync === true && prefersAsync(prefer)) return false;
     return operation.definition.affectsState === true && operation.rollsBack !== true;
   } catch (error) {
     throw failedEntry(index, error);

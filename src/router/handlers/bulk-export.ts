@@ -26,7 +26,7 @@ export async function exportStatusHandler(_req: FhirRequest, { id }: RouteParams
     output: status.files.map(({ type, file, count }) => ({ type, url: `${statusUrl}/${file}`, count })),
     error: [],
   };
-  return { status: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(manifest) };
+  return { status: 200, headers: { 'Content-Type': 'application/json', Expires: status.expires }, body: JSON.stringify(manifest) };
 }
 
 /** `DELETE $export-status/{id}`: cancels the export, or removes the files of a finished one. */
@@ -35,8 +35,8 @@ export async function exportDeleteHandler(_req: FhirRequest, { id }: RouteParams
   return resourceResponse(allOk(`Bulk data export ${id} cancelled; its files are removed`), 202);
 }
 
-/** `GET $export-status/{id}/{file}`: one NDJSON file of a finished export, streamed. */
+/** `GET $export-status/{id}/{file}`: one NDJSON file of a finished export, streamed, with when it expires. */
 export async function exportFileHandler(_req: FhirRequest, { id, file }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  const stream = await exportFileStream(ctx, id!, file!);
-  return { status: 200, headers: { 'Content-Type': 'application/fhir+ndjson' }, body: new StreamedBytes(stream.size, stream.chunks) };
+  const { stream, expires } = await exportFileStream(ctx, id!, file!);
+  return { status: 200, headers: { 'Content-Type': 'application/fhir+ndjson', Expires: expires }, body: new StreamedBytes(stream.size, stream.chunks) };
 }
