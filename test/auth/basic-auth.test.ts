@@ -1,10 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { MedplumClient } from '@medplum/core';
-import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { startServer } from '../../src/server.js';
-import { patientBody, testEnv, useTestServer, type ProjectClient } from '../helpers/server.js';
+import { patientBody, startTestServer, useTestServer, type ProjectClient } from '../helpers/server.js';
 import { addMemberClient, getJson, sendJson, type JsonResponse } from './helpers.js';
 
 /**
@@ -197,14 +194,16 @@ describe('HTTP Basic after the secret changes', () => {
 });
 
 describe.skipIf(!process.env.DATABASE_URL)('HTTP Basic on two servers of one PostgreSQL database', async () => {
-  const other = await startServer(loadConfig(testEnv()), { log: pino({ level: 'silent' }) });
-  afterAll(() => other.close());
-  const onOther = (path: string, clientId: string, secret: string) =>
-    getJson({ ...api, raw: (p: string, init?: RequestInit) => fetch(`${other.url}${p}`, init) }, `/fhir/R4${path}`, basic(clientId, secret));
+  // One deployment: the servers hear each other's cache notices.
+  const namespace = `test_basic_${randomUUID().replace(/-/g, '').slice(0, 8)}`;
+  const first = await startTestServer({ CACHE_NAMESPACE: namespace });
+  const other = await startTestServer({ CACHE_NAMESPACE: namespace });
+  afterAll(() => Promise.all([first.server.close(), other.server.close()]));
+  const onOther = (path: string, clientId: string, secret: string) => getJson(other, `/fhir/R4${path}`, basic(clientId, secret));
 
   it('refuses on the other server a secret retired on this one, which the other had verified', async () => {
-    const admin = api.newProject();
-    const { clientId, secret } = await addMemberClient(api, admin);
+    const admin = first.newProject();
+    const { clientId, secret } = await addMemberClient(first, admin);
     await rotate(admin, clientId);
     expect((await onOther('/Patient', clientId, secret)).status).toBe(200);
     expect((await rotate(admin, clientId, [{ name: 'retiringSecret', valueString: secret }])).status).toBe(200);
