@@ -226,6 +226,7 @@ export class AuthService {
     extra: Partial<Identity>,
   ): Identity {
     const policyRef = parseReference(membership.accessPolicy?.reference);
+    const forProfile = (text: string | undefined) => withProfileVariables(text, membership.profile?.reference);
     // A policy that names a missing AccessPolicy allows nothing rather than everything.
     const accessPolicy: AccessRules | undefined = policyRef
       ? {
@@ -233,10 +234,10 @@ export class AuthService {
           // A rule names its type (min 1, so validation ensures it); one without would allow nothing.
           resources: (policy?.resource ?? []).flatMap((rule) =>
             rule.resourceType
-              ? [{ resourceType: rule.resourceType, readonly: rule.readonly === true, criteria: rule.criteria, compartment: rule.compartment?.reference }]
+              ? [{ resourceType: rule.resourceType, readonly: rule.readonly === true, criteria: forProfile(rule.criteria), compartment: forProfile(rule.compartment?.reference) }]
               : [],
           ),
-          compartment: policy?.compartment?.reference,
+          compartment: forProfile(policy?.compartment?.reference),
         }
       : undefined;
     return {
@@ -373,6 +374,17 @@ export { TokenError };
 function resourceScopesFor(extra: Partial<Identity>): Pick<Identity, 'scopes'> {
   const scopes = extra.scopes ?? resourceScopesOf(extra.scope);
   return scopes ? { scopes } : {};
+}
+
+/**
+ * Medplum's AccessPolicy variables for the member's profile, so one policy serves every patient
+ * (a project's defaultPatientAccessPolicy): `%patient` and `%profile` become the profile's
+ * reference, `%patient.id` and `%profile.id` its id.
+ */
+function withProfileVariables(text: string | undefined, profile: string | undefined): string | undefined {
+  if (text === undefined || profile === undefined || !text.includes('%')) return text;
+  const id = parseReference(profile)?.[1] ?? profile;
+  return text.replaceAll('%patient.id', id).replaceAll('%profile.id', id).replaceAll('%patient', profile).replaceAll('%profile', profile);
 }
 
 /** `User/<id>` or `ClientApplication/<id>`: who signed in (every Login this server writes has it). */
