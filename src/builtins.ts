@@ -10,6 +10,7 @@ import { setAccountsOperation } from './admin/set-accounts.js';
 import { rotateSecretOperation } from './admin/rotate-secret.js';
 import { updateEmailOperation } from './admin/update-email.js';
 import { smartLaunchOperation } from './admin/smart-launch.js';
+import { storedJwksCheck } from './auth/stored-jwks.js';
 import { uniquenessWriteHooks } from './auth/uniqueness.js';
 import { botDeployOperation } from './bots/deploy.js';
 import { exportOperation, groupExportOperation, patientExportOperation } from './bulk/export-operation.js';
@@ -72,6 +73,7 @@ export function registerBuiltins(): void {
     registerWriteHook(resourceType, hook);
   }
   registerResourceCheck(bindingCheck);
+  registerResourceCheck(storedJwksCheck);
   registerResourcePreparer('StructureDefinition', snapshotPreparer);
   registerResourcePreparer('Subscription', prepareSubscription);
   registerResourceCheck(profileCheck);

@@ -142,9 +142,7 @@ async function sweepAbandonedJobs(services: Services): Promise<number> {
  */
 export const asyncJobCancelOperation: Operation<Record<string, never>, { return: Resource }> = {
   definition: ownOperationDefinition('AsyncJob-cancel.json'),
-  authorize({ ctx }) {
-    if (!ctx.identity.superAdmin && !ctx.identity.projectAdmin) throw errors.forbidden('Only a super admin or a project admin can cancel an AsyncJob');
-  },
+  access: 'project-admin',
   async handler(_input, { ctx, id }) {
     for (let attempt = 0; attempt < 5; attempt++) {
       const job = (await ctx.repo.readResource('AsyncJob', id!)) as AsyncJob;

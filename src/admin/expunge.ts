@@ -25,8 +25,8 @@ export const expungeOperation: Operation<Record<string, never>, ExpungeOutput> =
   definition: ownOperationDefinition('expunge.json'),
   readsQueryOnPost: true,
   acceptsPlainJsonBody: true,
+  access: 'project-admin',
   authorize({ ctx, resourceType }) {
-    if (!ctx.identity.superAdmin && !ctx.identity.projectAdmin) throw errors.forbidden('Only a project admin or a super admin can expunge a resource');
     // A User is an account of the whole server: other projects' memberships may name it.
     if (resourceType === 'User' && !ctx.identity.superAdmin) throw errors.forbidden('Only a super admin can expunge a User');
   },
@@ -46,9 +46,7 @@ export const projectExpungeOperation: Operation<ExpungeInput, ExpungeOutput> = {
   respondsAsync: true,
   readsQueryOnPost: true,
   acceptsPlainJsonBody: true,
-  authorize({ ctx }) {
-    if (!ctx.identity.superAdmin) throw errors.forbidden('Only a super admin can expunge a Project');
-  },
+  access: 'super-admin',
   check: checkProjectExpunge,
   async handler(input, { ctx, id, job }) {
     const resources = await expungeProject(ctx.auth.storageServices, id!, {

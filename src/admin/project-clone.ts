@@ -218,9 +218,7 @@ export const projectCloneOperation: Operation<CloneRequest> = {
   // With `Prefer: respond-async`, a job (src/operations/jobs) whose output's `return` is the new
   // Project; the clone is still one transaction, so a failed one leaves nothing behind.
   respondsAsync: true,
-  authorize({ ctx }) {
-    if (!ctx.identity.superAdmin) throw errors.forbidden('Only a super admin can clone a project');
-  },
+  access: 'super-admin',
   async check(_input, { ctx, id }) {
     if (!(await readAny(ctx.auth.db, 'Project', id!))) throw errors.notFound(`Project/${id} not found`);
   },

@@ -9,9 +9,8 @@ interface RotateInput {
   retiringSecret?: string;
 }
 
-/** Who may change a client's secret: its project's admins and super admins, whose policy lets them write clients. */
-export function assertMayManageClients(identity: Identity): void {
-  if (!identity.superAdmin && !identity.projectAdmin) throw errors.forbidden('Only project admins (or super admins) can rotate a ClientApplication secret');
+/** Besides being an admin (the operation's access): a policy that lets them write clients. */
+function assertMayManageClients(identity: Identity): void {
   if (!policyAllowsWrite(identity, 'ClientApplication')) throw errors.forbidden('Your access policy does not let you change ClientApplication resources');
 }
 
@@ -44,6 +43,7 @@ export const rotateSecretOperation: Operation<RotateInput> = {
       { use: 'out', name: 'return', min: 1, max: '1', type: 'ClientApplication', documentation: 'The ClientApplication with its new secret (and retiringSecret)' },
     ],
   },
+  access: 'project-admin',
   authorize({ ctx }) {
     assertMayManageClients(ctx.identity);
   },

@@ -29,9 +29,7 @@ interface SetAccountsOutput {
 export const setAccountsOperation: Operation<SetAccountsInput, SetAccountsOutput> = {
   definition: ownOperationDefinition('set-accounts.json'),
   rollsBack: true,
-  authorize({ ctx }) {
-    if (!ctx.identity.superAdmin && !ctx.identity.projectAdmin) throw errors.forbidden('Only a project admin or a super admin can run $set-accounts');
-  },
+  access: 'project-admin',
   async check(input) {
     input.accounts.forEach((account, index) => {
       if (typeof account.reference !== 'string' || account.reference.trim() === '') {

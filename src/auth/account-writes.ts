@@ -28,6 +28,7 @@ export async function storeClientSecret(auth: AuthService, clientId: string, pro
   await writeCredential(auth.db, { id, projectId, hash, sealed: seal(auth.keys.sealingKey, secret) });
   auth.clientCredentials.forget(id);
   auth.secrets.remember(id, secret, hash);
+  await auth.clientSecretChanged(clientId);
 }
 
 export async function readClientSecret(auth: AuthService, clientId: string): Promise<string | undefined> {

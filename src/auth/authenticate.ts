@@ -2,6 +2,7 @@ import type { Identity } from '../identity/identity.js';
 import { OperationOutcomeError, outcome, issue } from '../fhir/outcome.js';
 import type { AuthService } from './service.js';
 import { TokenError } from './tokens.js';
+import { basicIdentity, isBasic } from './basic-auth.js';
 
 /** RFC 6750 2.1: `Bearer` (any case), one space, a b64token. Nothing else is accepted. */
 const BEARER = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i;
@@ -70,8 +71,8 @@ export function bearerTokenOf(header: string | null | undefined): string {
 
 /**
  * The identity behind a request's bearer token: one of our access tokens (ES256, our issuer) or
- * a JWT of a configured external identity provider (validated at its userinfo endpoint, SPEC 5).
- * Recently verified tokens cost a map lookup.
+ * a JWT of a configured external identity provider (validated at its userinfo endpoint, SPEC 5);
+ * or behind HTTP Basic client credentials (basic-auth.ts). Recently verified ones cost a map lookup.
  */
 export function authenticateRequest(auth: AuthService, request: Request): Promise<Identity> {
   return authenticateAuthorization(auth, request.headers.get('authorization'));
@@ -83,6 +84,10 @@ export function authenticateRequest(auth: AuthService, request: Request): Promis
  * share of a read's CPU; measured: see bench/RESULTS.md).
  */
 export async function authenticateAuthorization(auth: AuthService, header: string | null | undefined): Promise<Identity> {
+  if (header && isBasic(header)) {
+    if (hasSeveralCredentials(header)) throw repeatedAuthorization();
+    return basicIdentity(auth, header);
+  }
   const token = bearerTokenOf(header);
   const cached = auth.identities.get(token);
   if (cached) return cached;

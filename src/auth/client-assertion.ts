@@ -1,7 +1,8 @@
-import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { SqlExecutor } from '../db/database.js';
 import type { ClientApplication } from '../fhir/resources.js';
 import { oauth } from './oauth-errors.js';
+import { parseStoredJwks, storedJwksText } from './stored-jwks.js';
 import { useOnce } from './used-values.js';
 
 /** RFC 7523 section 2.2: the `client_assertion_type` of a JWT client assertion. */
@@ -13,18 +14,22 @@ const MAX_LIFETIME_SECONDS = 300;
 /** Clock difference tolerated between the client and this server, on `exp`, `nbf` and `iat`. */
 const CLOCK_TOLERANCE_SECONDS = 30;
 const MAX_JTI_LENGTH = 256;
-/** Key sets kept per jwksUri (oldest dropped beyond this). */
+/** Key sets kept per jwksUri, and stored sets per text (oldest dropped beyond this). */
 const MAX_KEY_SETS = 1000;
 
 /**
  * Client authentication by a signed JWT (SMART Backend Services, RFC 7523 section 3): the client
- * signs an assertion with its private key, and the server checks it with the public keys found at
- * the ClientApplication's `jwksUri`. Key sets are fetched with a timeout, kept five minutes and
- * fetched again when an assertion names a key id they lack (at most once a second per URL, so
- * that made-up key ids cannot make the server hammer the client's host).
+ * signs an assertion with its private key, and the server checks it with the public keys stored
+ * on the ClientApplication (src/auth/stored-jwks.ts) or found at its `jwksUri`, in that order: a
+ * key id the stored set lacks is looked for at the URL, so a client can move from one to the
+ * other. Remote key sets are fetched with a timeout, kept five minutes and fetched again when an
+ * assertion names a key id they lack (at most once a second per URL, so that made-up key ids
+ * cannot make the server hammer the client's host). Stored sets are kept by their text, so a
+ * changed set is a new entry and its keys are imported once.
  */
 export class ClientAssertions {
   private readonly keySets = new Map<string, JWTVerifyGetKey>();
+  private readonly storedSets = new Map<string, JWTVerifyGetKey>();
 
   /** `tokenUrl`: this server's token endpoint, the `aud` every assertion must name. */
   constructor(readonly tokenUrl: string) {}
@@ -56,8 +61,7 @@ export class ClientAssertions {
     if (!ASSERTION_ALGORITHMS.includes(alg as (typeof ASSERTION_ALGORITHMS)[number])) {
       throw oauth.invalidClient(`Client assertions signed with ${String(alg)} are not accepted: sign with ${ASSERTION_ALGORITHMS.join(' or ')}`);
     }
-    if (!client.jwksUri) throw oauth.invalidClient('This client application has no jwksUri: register the URL of its JWK Set to authenticate with a client assertion');
-    const payload = await this.checkSignature(assertion, client.id!, this.keySetOf(client.jwksUri));
+    const payload = await this.checkSignature(assertion, client.id!, this.keysOf(client));
     const now = Math.floor(Date.now() / 1000);
     const exp = payload.exp!;
     if (exp - now > MAX_LIFETIME_SECONDS + CLOCK_TOLERANCE_SECONDS) {
@@ -85,6 +89,41 @@ export class ClientAssertions {
     } catch (error) {
       throw oauth.invalidClient(assertionFailure(error, this.tokenUrl));
     }
+  }
+
+  /** The client's keys: its stored set, then its jwksUri's for a key id the stored set lacks. */
+  private keysOf(client: ClientApplication): JWTVerifyGetKey {
+    const text = storedJwksText(client);
+    const remote = client.jwksUri ? this.keySetOf(client.jwksUri) : undefined;
+    if (text === undefined) {
+      if (remote) return remote;
+      throw oauth.invalidClient(
+        'This client application has no public keys: store its JWK Set (extension https://flint.dev/fhir/StructureDefinition/client-jwks) or register its jwksUri to authenticate with a client assertion',
+      );
+    }
+    const stored = this.storedSetOf(text);
+    if (!remote) return stored;
+    return async (header, token) => {
+      try {
+        return await stored(header, token);
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'ERR_JWKS_NO_MATCHING_KEY') throw error;
+        return remote(header, token);
+      }
+    };
+  }
+
+  private storedSetOf(text: string): JWTVerifyGetKey {
+    let keys = this.storedSets.get(text);
+    if (!keys) {
+      const parsed = parseStoredJwks(text);
+      // Checked when the client was written; a set stored before that check is refused here.
+      if (typeof parsed === 'string') throw oauth.invalidClient(`The JWK Set stored on this client application ${parsed}`);
+      keys = createLocalJWKSet(parsed);
+      if (this.storedSets.size >= MAX_KEY_SETS) this.storedSets.delete(this.storedSets.keys().next().value!);
+      this.storedSets.set(text, keys);
+    }
+    return keys;
   }
 
   private keySetOf(jwksUri: string): JWTVerifyGetKey {

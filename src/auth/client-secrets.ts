@@ -31,12 +31,29 @@ export function acceptedRetiringHash(hashes: ClientSecretHashes, now = Date.now(
  * previous secret costs no scrypt run per token (nor a failed one against the new hash).
  */
 export async function verifyClientSecret(secrets: VerifiedSecrets, clientId: string, secret: string, hashes: ClientSecretHashes): Promise<boolean> {
+  return (await secretAcceptedUntil(secrets, clientId, secret, hashes)) !== undefined;
+}
+
+/**
+ * Until when (ms since the epoch) `secret` is accepted: Infinity for the current secret, the end
+ * of the grace for the previous one; undefined for neither. `beforeHashing` runs before any scrypt
+ * run (once the secrets verified before did not match): a throttle refuses there, so that an app
+ * sending a secret verified before is never slowed by someone else's wrong guesses.
+ */
+export async function secretAcceptedUntil(
+  secrets: VerifiedSecrets,
+  clientId: string,
+  secret: string,
+  hashes: ClientSecretHashes,
+  beforeHashing?: () => void,
+): Promise<number | undefined> {
   const id = clientCredentialId(clientId);
   const retiring = acceptedRetiringHash(hashes);
-  if (secrets.known(id, secret, hashes.hash)) return true;
-  if (retiring !== undefined && secrets.known(retiringKey(clientId), secret, retiring)) return true;
-  if (await secrets.verify(id, secret, hashes.hash)) return true;
-  return retiring !== undefined && secrets.verify(retiringKey(clientId), secret, retiring);
+  if (secrets.known(id, secret, hashes.hash)) return Infinity;
+  if (retiring !== undefined && secrets.known(retiringKey(clientId), secret, retiring)) return hashes.retiringUntil;
+  beforeHashing?.();
+  if (await secrets.verify(id, secret, hashes.hash)) return Infinity;
+  return retiring !== undefined && (await secrets.verify(retiringKey(clientId), secret, retiring)) ? hashes.retiringUntil : undefined;
 }
 
 const HASH_FIELDS = { hash: true, retiringHash: true, retiringUntil: true } as const;
@@ -98,6 +115,7 @@ export async function rotateClientSecret(auth: AuthService, clientId: string, ex
   const written = await changeCredential(auth, clientId, current.hash, data);
   if (!written) throw errors.conflict(`The secret of ClientApplication/${clientId} changed while it was rotated: try again`);
   auth.secrets.remember(id, secret, hash);
+  await auth.clientSecretChanged(clientId);
 }
 
 /** Ends the grace of the previous secret now (Medplum's `retiringSecret` input, which must name it). */
@@ -109,6 +127,7 @@ export async function retireClientSecret(auth: AuthService, clientId: string, re
     throw errors.invalid('"retiringSecret" is not the retiring secret of this client', 'Parameters.parameter');
   }
   await changeCredential(auth, clientId, current.hash, { retiringHash: null, retiringSealed: null, retiringUntil: null });
+  await auth.clientSecretChanged(clientId);
 }
 
 /** Updates a client's credential row if its hash is still `expectedHash`; this server's credential cache forgets it around the write. */

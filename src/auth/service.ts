@@ -22,12 +22,15 @@ import { grantScope, narrowScope } from './scope-grant.js';
 import { resourceScopesOf } from '../identity/scopes.js';
 import { launchContextOf, launchOf } from './launch-context.js';
 import { ClientAssertions } from './client-assertion.js';
-import { changedResourceOf, resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
+import { ALL_KEYS, changedResourceOf, resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import type { SharedStore } from '../cache/shared-store.js';
 // Registers the write hooks keeping externalId and User email unique (every server runs them).
 import { ACCESS_TOKEN_SECONDS, IdentityCache, REFRESH_TOKEN_SECONDS, TokenError, TokenSigner, type TokenResponse } from './tokens.js';
 import type { SearchCache } from '../cache/search-cache.js';
 
+
+/** The notice of a changed client secret; the key is the client id. */
+const CLIENT_SECRET_CHANGED = 'client-secret-changed';
 
 /** The resources a cached Identity is made of, and which identities a change of one affects. */
 const IDENTITY_SOURCES: Record<string, (identity: Identity, id: string) => boolean> = {
@@ -71,6 +74,8 @@ export class AuthService {
   readonly assertions: ClientAssertions;
   /** New Logins, grouped into one statement per turn under load (see LoginWriter). */
   private readonly logins: LoginWriter;
+  /** The servers' notice channel, once shareThrough was called. */
+  private bus: InvalidationBus | undefined;
 
   private constructor(
     private readonly storage: AuthStorage,
@@ -103,7 +108,24 @@ export class AuthService {
         else this.identities.clear();
       });
     }
+    // HTTP Basic identities rest on a secret, which a rotation changes without writing the client.
+    bus.subscribe(CLIENT_SECRET_CHANGED, (clientId) => this.forgetBasicIdentities(clientId));
     this.throttle.shareThrough(bus);
+    this.bus = bus;
+  }
+
+  /**
+   * After a client's secret changed (rotated, retired, set): every server drops the identities it
+   * verified with HTTP Basic for that client, so a secret that stopped working stops at once.
+   */
+  async clientSecretChanged(clientId: string): Promise<void> {
+    if (this.bus) await this.bus.publish(CLIENT_SECRET_CHANGED, clientId);
+    else this.forgetBasicIdentities(clientId);
+  }
+
+  private forgetBasicIdentities(clientId: string): void {
+    // A Basic identity has no Login; ALL_KEYS (notices lost) drops every one.
+    this.identities.evict((identity) => identity.loginId === undefined && (clientId === ALL_KEYS || identity.clientId === clientId));
   }
 
   get db(): Database {
@@ -212,6 +234,7 @@ export class AuthService {
     extra: Partial<Identity>,
   ): Identity {
     const policyRef = parseReference(membership.accessPolicy?.reference);
+    const forProfile = (text: string | undefined) => withProfileVariables(text, membership.profile?.reference);
     // A policy that names a missing AccessPolicy allows nothing rather than everything.
     const accessPolicy: AccessRules | undefined = policyRef
       ? {
@@ -219,10 +242,10 @@ export class AuthService {
           // A rule names its type (min 1, so validation ensures it); one without would allow nothing.
           resources: (policy?.resource ?? []).flatMap((rule) =>
             rule.resourceType
-              ? [{ resourceType: rule.resourceType, readonly: rule.readonly === true, criteria: rule.criteria, compartment: rule.compartment?.reference }]
+              ? [{ resourceType: rule.resourceType, readonly: rule.readonly === true, criteria: forProfile(rule.criteria), compartment: forProfile(rule.compartment?.reference) }]
               : [],
           ),
-          compartment: policy?.compartment?.reference,
+          compartment: forProfile(policy?.compartment?.reference),
         }
       : undefined;
     return {
@@ -359,6 +382,17 @@ export { TokenError };
 function resourceScopesFor(extra: Partial<Identity>): Pick<Identity, 'scopes'> {
   const scopes = extra.scopes ?? resourceScopesOf(extra.scope);
   return scopes ? { scopes } : {};
+}
+
+/**
+ * Medplum's AccessPolicy variables for the member's profile, so one policy serves every patient
+ * (a project's defaultPatientAccessPolicy): `%patient` and `%profile` become the profile's
+ * reference, `%patient.id` and `%profile.id` its id.
+ */
+function withProfileVariables(text: string | undefined, profile: string | undefined): string | undefined {
+  if (text === undefined || profile === undefined || !text.includes('%')) return text;
+  const id = parseReference(profile)?.[1] ?? profile;
+  return text.replaceAll('%patient.id', id).replaceAll('%profile.id', id).replaceAll('%patient', profile).replaceAll('%profile', profile);
 }
 
 /** `User/<id>` or `ClientApplication/<id>`: who signed in (every Login this server writes has it). */

@@ -13,6 +13,8 @@ export interface ThrottleRule {
 
 export const ACCOUNT_RULE: ThrottleRule = { limit: 5, windowMs: 15 * 60_000 };
 export const ADDRESS_RULE: ThrottleRule = { limit: 30, windowMs: 15 * 60_000 };
+/** Wrong secrets sent for one client by HTTP Basic on the FHIR API (where the address is not known). */
+export const CLIENT_RULE: ThrottleRule = { limit: 30, windowMs: 15 * 60_000 };
 
 const FAILED = 'login-failed';
 const CLEARED = 'login-cleared';

@@ -37,9 +37,7 @@ export const resendOperation: Operation<ResendInput> = {
     ],
   },
   acceptsPlainJsonBody: true,
-  authorize({ ctx }) {
-    if (!ctx.identity.superAdmin && !ctx.identity.projectAdmin) throw errors.forbidden('Only project admins (or super admins) can resend subscription notifications');
-  },
+  access: 'project-admin',
   async handler(input, { ctx, resourceType, id }) {
     // Through the request's repository: 404 in another project, 410 once deleted.
     const version = await ctx.repo.readVersion(resourceType!, id!);

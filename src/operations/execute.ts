@@ -43,6 +43,20 @@ export function executeOperation(operation: Operation, parameters: Resource | un
 }
 
 /**
+ * The operation's declared `access`, the one guard of admin-only operations: a project admin (or
+ * a super admin) for `project-admin`, a super admin for `super-admin`. A project admin acts in
+ * their own project only, which the guarded repository the handler uses already ensures.
+ */
+export function assertOperationAccess(operation: Operation, request: OperationRequest): void {
+  const { superAdmin, projectAdmin } = request.ctx.identity;
+  const code = `$${operation.definition.code}`;
+  if (operation.access === 'super-admin' && !superAdmin) throw errors.forbidden(`Only a super admin can run ${code}`);
+  if (operation.access === 'project-admin' && !superAdmin && !projectAdmin) {
+    throw errors.forbidden(`Only a project admin (or a super admin) can run ${code}`);
+  }
+}
+
+/**
  * SMART scopes for an operation, by its kind: on a type or instance, one that changes data needs
  * `u` on the type and one that does not needs `r`; a system-level one that changes data needs
  * `c`, `u` and `d` on every type (`user/*.cud`). What the handler then reads and writes goes

@@ -47,6 +47,9 @@ export interface AsyncJobControl {
  * an array otherwise; parts as nested objects; open types as `{ type, value }`) and returns one
  * property per `out` parameter in the same shapes. The handler never sees HTTP or GraphQL.
  */
+/** Who may call an operation (Operation.access). */
+export type OperationAccess = 'project-admin' | 'super-admin';
+
 export interface Operation<I = any, O = any> {
   readonly definition: OperationDefinition;
   handler(input: I, request: OperationRequest): Promise<O>;
@@ -73,7 +76,15 @@ export interface Operation<I = any, O = any> {
    * one given in both places takes the body's value.
    */
   readonly readsQueryOnPost?: boolean;
-  /** Runs before the input is decoded: a refusal (403) comes before any complaint about the body. */
+  /**
+   * Who may call the operation at all, checked by the framework first (assertOperationAccess):
+   * `project-admin` (a project admin or a super admin) or `super-admin`. Refused: 403 `forbidden`.
+   */
+  readonly access?: OperationAccess;
+  /**
+   * Further rules of who may call it (after `access`), before the input is decoded: a refusal
+   * (403) comes before any complaint about the body.
+   */
   authorize?(request: OperationRequest): void;
   /**
    * Checks the decoded input before the handler runs (invokeOperation), and before an asynchronous

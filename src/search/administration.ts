@@ -40,9 +40,7 @@ const MAX_BATCH_SIZE = 10_000;
 export const reindexOperation: Operation<ReindexInput, ReindexOutput> = {
   definition: ownOperationDefinition('reindex.json'),
   respondsAsync: true,
-  authorize({ ctx }) {
-    if (!ctx.identity.superAdmin) throw errors.forbidden('Only a super admin can run $reindex');
-  },
+  access: 'super-admin',
   async check(input, { db }) {
     for (const type of input.type) {
       if (!isResourceType(type)) throw errors.invalid(`Unknown resource type "${type}" to reindex`, 'Parameters.parameter');

@@ -1,31 +1,17 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { decodeJwt, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import { decodeJwt, SignJWT, type JWK } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
 import { patientBody, testEnv, useTestServer, type ProjectClient } from '../helpers/server.js';
 import { addMemberClient, bearer, getJson, tokenRequest } from './helpers.js';
+import { ASSERTION_TYPE, assertionGrantOn, expectInvalidClient, signAssertion, signingKey, type AssertionOptions, type SigningKey } from './assertion-helpers.js';
 
 const api = await useTestServer();
 const tokenUrl = `${api.server.services.config.baseUrl}oauth2/token`;
-const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
-
-interface SigningKey {
-  kid: string;
-  alg: string;
-  privateKey: CryptoKey;
-  publicJwk: JWK;
-}
-
-async function signingKey(alg: 'RS384' | 'ES384' | 'RS256'): Promise<SigningKey> {
-  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
-  const kid = randomUUID();
-  return { kid, alg, privateKey, publicJwk: { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' } };
-}
-
 /** A client's JWK Set host: serves whatever keys the test puts in `served`. */
 let jwksServer: Server;
 let jwksUrl: string;
@@ -54,42 +40,8 @@ async function backendClient(admin: ProjectClient, keys: JWK[], withJwksUri = tr
   return clientId;
 }
 
-interface AssertionOptions {
-  alg?: string;
-  kid?: string;
-  aud?: string;
-  expiresIn?: number;
-  jti?: string;
-  sub?: string;
-}
-
-async function assertion(clientId: string, key: SigningKey, options: AssertionOptions = {}): Promise<string> {
-  const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({})
-    .setProtectedHeader({ alg: options.alg ?? key.alg, kid: options.kid ?? key.kid, typ: 'JWT' })
-    .setIssuer(clientId)
-    .setSubject(options.sub ?? clientId)
-    .setAudience(options.aud ?? tokenUrl)
-    .setJti(options.jti ?? randomUUID())
-    .setIssuedAt(now)
-    .setExpirationTime(now + (options.expiresIn ?? 300))
-    .sign(key.privateKey);
-}
-
-const assertionGrant = (clientAssertion: string, extra: Record<string, string> = {}) =>
-  tokenRequest(api, {
-    grant_type: 'client_credentials',
-    client_assertion_type: ASSERTION_TYPE,
-    client_assertion: clientAssertion,
-    scope: 'system/*.read',
-    ...extra,
-  });
-
-function expectInvalidClient(res: { status: number; body: any }, description: RegExp): void {
-  expect(res.status).toBe(401);
-  expect(res.body.error).toBe('invalid_client');
-  expect(res.body.error_description).toMatch(description);
-}
+const assertion = (clientId: string, key: SigningKey, options: AssertionOptions = {}) => signAssertion(tokenUrl, clientId, key, options);
+const assertionGrant = (clientAssertion: string, extra: Record<string, string> = {}) => assertionGrantOn(api, clientAssertion, extra);
 
 describe('SMART Backend Services: client_credentials with a JWT client assertion', () => {
   it('issues a token for an RS384 assertion signed by a key of the client\'s jwksUri', async () => {
@@ -188,11 +140,24 @@ describe('SMART Backend Services: client_credentials with a JWT client assertion
     expect(res.status, JSON.stringify(res.body)).toBe(200);
   });
 
-  it('refuses a client without a jwksUri', async () => {
+  it('refuses a client with neither a stored JWK Set nor a jwksUri', async () => {
     const admin = api.newProject();
     const key = await signingKey('RS384');
     const clientId = await backendClient(admin, [key.publicJwk], false);
-    expectInvalidClient(await assertionGrant(await assertion(clientId, key)), /no jwksUri/);
+    expectInvalidClient(await assertionGrant(await assertion(clientId, key)), /no public keys: store its JWK Set .* or register its jwksUri/);
+  });
+
+  it('with a stored JWK Set and a jwksUri, looks for a key id the stored set lacks at the jwksUri', async () => {
+    const admin = api.newProject();
+    const stored = await signingKey('ES384');
+    const published = await signingKey('RS384');
+    const path = randomUUID();
+    served.set(path, [published.publicJwk]);
+    const extension = [{ url: 'https://flint.dev/fhir/StructureDefinition/client-jwks', valueString: JSON.stringify({ keys: [stored.publicJwk] }) }];
+    const { clientId } = await addMemberClient(api, admin, { client: { name: 'moving service', jwksUri: `${jwksUrl}${path}`, extension } });
+    expect((await assertionGrant(await assertion(clientId, stored))).status).toBe(200);
+    expect((await assertionGrant(await assertion(clientId, published))).status).toBe(200);
+    expectInvalidClient(await assertionGrant(await assertion(clientId, await signingKey('RS384'))), /No key of the client's JWK Set/);
   });
 
   it('refuses an assertion naming no client, and a client_id that differs from iss', async () => {

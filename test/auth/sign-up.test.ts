@@ -64,10 +64,10 @@ describe('sign-up with MedplumClient', () => {
 });
 
 describe('sign-up refusals', () => {
-  it('an email already used answers 409', async () => {
+  it('an email already used answers 409 (to anyone without its password: test/auth/sign-up-patient.test.ts)', async () => {
     const body = newUserBody();
     expect((await sendJson(open, 'POST', '/auth/newuser', body)).status).toBe(200);
-    const again = await sendJson(open, 'POST', '/auth/newuser', { ...body, firstName: 'Someone' });
+    const again = await sendJson(open, 'POST', '/auth/newuser', { ...body, firstName: 'Someone', password: 'not the same password' });
     expect(again.status).toBe(409);
     expect(again.body.resourceType).toBe('OperationOutcome');
   });

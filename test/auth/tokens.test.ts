@@ -171,10 +171,14 @@ describe('bearer tokens', () => {
   });
 
   it('refuses malformed Authorization headers', async () => {
-    for (const header of ['Basic abc', 'Bearer', 'Bearer  two spaces', 'Bearer a b', 'Token abc', 'Bearer not-a-jwt']) {
+    for (const header of ['Bearer', 'Bearer  two spaces', 'Bearer a b', 'Token abc', 'Bearer not-a-jwt']) {
       const res = await expectLogin401({ Authorization: header });
       expect(res.headers.get('www-authenticate')).toContain('invalid_token');
     }
+    // Basic is client credentials (test/auth/basic-auth.test.ts): refused with a Basic challenge.
+    const basic = await getJson(api, '/fhir/R4/Patient/x', { Authorization: 'Basic abc' });
+    expect(basic.status).toBe(401);
+    expect(basic.headers.get('www-authenticate')).toMatch(/^Basic realm="Flint"/);
   });
 
   it('refuses expired, wrongly signed, alg none and foreign-issuer tokens', async () => {

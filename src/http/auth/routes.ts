@@ -11,7 +11,7 @@ import {
   userinfoHandler,
 } from './endpoints.js';
 import { meHandler } from './me-handler.js';
-import { newProjectHandler, newUserHandler } from './sign-up-handlers.js';
+import { newPatientHandler, newProjectHandler, newUserHandler } from './sign-up-handlers.js';
 import { tokenHandler } from './token-endpoint.js';
 
 /**
@@ -36,5 +36,6 @@ export const identityRoutes: Route[] = [
   { method: 'GET', path: '/auth/me', handler: meHandler },
   { method: 'POST', path: '/auth/newuser', handler: newUserHandler, public: true },
   { method: 'POST', path: '/auth/newproject', handler: newProjectHandler, public: true },
+  { method: 'POST', path: '/auth/newpatient', handler: newPatientHandler, public: true },
   { method: 'POST', path: `/admin/projects/:projectId{${ID_SOURCE}}/invite`, handler: inviteHandler },
 ];

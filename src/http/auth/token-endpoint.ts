@@ -1,14 +1,14 @@
 import { isFhirId } from '../../fhir/ids.js';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { HonoContext } from '../route.js';
-import type { ClientApplication, ProjectMembership } from '../../fhir/resources.js';
+import type { ProjectMembership } from '../../fhir/resources.js';
 import { hasSeveralCredentials, REPEATED_AUTHORIZATION } from '../../auth/authenticate.js';
-import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny, type ClientSecretHashes } from '../../auth/accounts.js';
-import { readClientSecretHashes, secretHashesOf, verifyClientSecret } from '../../auth/client-secrets.js';
+import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny } from '../../auth/accounts.js';
+import { verifyClientSecret } from '../../auth/client-secrets.js';
+import { clientMembership, defaultClientScope, findClient } from '../../auth/client-login.js';
 import { checkPassword, chooseMembership } from '../../auth/logins.js';
 import { oauth, OAuthError, readForm } from '../../auth/oauth-errors.js';
 import { JWT_BEARER_ASSERTION } from '../../auth/client-assertion.js';
-import { stableId } from '../../auth/account-writes.js';
 import { safeEqual, sha256Base64Url } from '../../auth/secrets.js';
 import { loginAge, type AuthService } from '../../auth/service.js';
 import { type TokenResponse } from '../../auth/tokens.js';
@@ -99,19 +99,14 @@ async function clientCredentials(auth: AuthService, header: string | undefined, 
   const client = found.client;
   if (client.status === 'off') throw oauth.invalidClient('This client application is switched off', basic);
   const subject = `ClientApplication/${id}`;
-  const stable = found.membership;
-  const membership =
-    (stable && stable.active !== false ? stable : undefined) ??
-    (await membershipsReferencing(auth.db, 'profile', subject)).find((m) => m.meta?.project === client.meta?.project);
-  if (!membership || membership.meta?.project !== client.meta?.project) {
-    throw oauth.invalidClient('This client application has no membership in its project');
-  }
+  const membership = await clientMembership(auth, id, found);
+  if (!membership) throw oauth.invalidClient('This client application has no membership in its project');
   const login = await auth.createLogin({
     authMethod: 'client',
     subject,
     membership,
     clientId: id,
-    scope: form.get('scope') ?? (client.defaultScope?.length ? client.defaultScope.join(' ') : 'system/*.*'),
+    scope: form.get('scope') ?? defaultClientScope(client),
     remoteAddress: address,
   });
   return auth.issueTokens(login, false, membership);
@@ -149,64 +144,6 @@ async function assertedClient(auth: AuthService, header: string | undefined, for
   if (!found) throw oauth.invalidClient('The client assertion names no client application (iss)');
   await auth.assertions.verify(auth.db, assertion, found.client);
   return { id, found, basic: false };
-}
-
-interface FoundClient {
-  client: ClientApplication;
-  /** The stored hashes of its secret (and of the previous one after a rotation). */
-  hashes: ClientSecretHashes | undefined;
-  /** Its default membership (the stable id every client made by the server has), when live. */
-  membership: ProjectMembership | undefined;
-}
-
-/**
- * A client, the hash of its secret and its default membership. On the embedded database, from
- * memory once seen (the resource cache and the client credential cache: no statement at all,
- * which is most of the cost of a token there); on PostgreSQL, where other servers may change
- * them, one statement every time: hand-written SQL on the adapter, the secret hashes joined to the
- * resources, since it runs on every token request (src/db/database.ts). The embedded database's
- * first read of the hashes goes through the Prisma client. A rotated-out secret's end of grace is
- * stored with its hash, so each server judges it at each request, cached or not.
- */
-async function findClient(auth: AuthService, id: string): Promise<FoundClient | undefined> {
-  const membershipId = stableId(`client-membership:${id}`);
-  const credentialId = `ClientApplication/${id}`;
-  if (!auth.clientCredentials.enabled) {
-    const rows = await auth.db.query<{ client: string; hash: string | null; retiringHash: string | null; retiringUntil: number | null; membership: string | null }>(
-      `SELECT r.content::text AS client, c.hash, c."retiringHash",
-         (extract(epoch FROM c."retiringUntil") * 1000)::float8 AS "retiringUntil", m.content::text AS membership
-       FROM resource r
-       LEFT JOIN auth_credential c ON c.id = 'ClientApplication/' || r.id
-       LEFT JOIN resource m ON m."resourceType" = 'ProjectMembership' AND m.id = $2 AND NOT m.deleted
-       WHERE r."resourceType" = 'ClientApplication' AND r.id = $1 AND NOT r.deleted`,
-      [id, membershipId],
-    );
-    const row = rows[0];
-    if (!row) return undefined;
-    return {
-      client: JSON.parse(row.client) as ClientApplication,
-      hashes: row.hash === null ? undefined : secretHashesOf(row.hash, row.retiringHash, row.retiringUntil),
-      membership: row.membership ? (JSON.parse(row.membership) as ProjectMembership) : undefined,
-    };
-  }
-  const readAt = auth.clientCredentials.current;
-  const versions = await auth.readCurrent([
-    { resourceType: 'ClientApplication', id },
-    { resourceType: 'ProjectMembership', id: membershipId },
-  ]);
-  const client = versions.get(`ClientApplication/${id}`);
-  if (!client?.text) return undefined;
-  let hashes = auth.clientCredentials.get(credentialId);
-  if (hashes === undefined) {
-    hashes = await readClientSecretHashes(auth.db, id);
-    if (hashes !== undefined) auth.clientCredentials.fill(credentialId, hashes, readAt);
-  }
-  const membership = versions.get(`ProjectMembership/${membershipId}`)?.text;
-  return {
-    client: JSON.parse(client.text) as ClientApplication,
-    hashes,
-    membership: membership ? (JSON.parse(membership) as ProjectMembership) : undefined,
-  };
 }
 
 async function passwordGrant(auth: AuthService, c: HonoContext, form: URLSearchParams, address: string): Promise<TokenResponse> {

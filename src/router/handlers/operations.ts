@@ -3,7 +3,7 @@ import { acceptAsyncJob, prefersAsync } from '../../operations/jobs/async-jobs.j
 import { allOk, errors, OperationOutcomeError } from '../../fhir/outcome.js';
 import { findBotOperation } from '../../bots/custom-operations.js';
 import type { OperationLevel } from '../../operations/definition.js';
-import { assertOperationScopes, invokeOperation } from '../../operations/execute.js';
+import { assertOperationAccess, assertOperationScopes, invokeOperation } from '../../operations/execute.js';
 import { decodeBody, decodeQuery } from '../../operations/parameters.js';
 import { findOperationDefinition, resolveOperation, type Operation } from '../../operations/registry.js';
 import { assertJsonAcceptable, assertJsonContentType } from '../negotiation.js';
@@ -24,6 +24,7 @@ export function operationHandler(level: OperationLevel) {
     // What an operation that writes reads decides its writes: from the primary, as they go.
     if (definition.affectsState) ctx.reads.usePrimary();
     const request = { level, resourceType: type, id, ctx, db: ctx.database };
+    assertOperationAccess(operation, request);
     operation.authorize?.(request);
     assertOperationScopes(operation, request);
     if (operation.onlyAsync && !prefersAsync(req.header('prefer'))) {
