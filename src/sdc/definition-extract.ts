@@ -1,9 +1,10 @@
 import type { Resource } from '../fhir/types.js';
 import { answerValue } from './answers.js';
-import { elementTarget, pruneEmpty, relativePath, setAnswer, type Target } from './element-paths.js';
+import { elementTarget, pathIn, pruneEmpty, setAnswer, type Target } from './element-paths.js';
 import { entryRequestOf, type EntryRequest } from './entry-request.js';
 import { CONTEXT, DEFINITION_EXTRACT, openContext, type ContextScope, type ContextSearch, type Opened } from './extract-context.js';
 import { hasExtractValues, writeExtractValues } from './extract-values.js';
+import { copyProfileValues } from './profile-values.js';
 import { withAllocatedIds, type Variables } from './expressions.js';
 import { extensionOf, listOf, type IndexedItem, type Json } from './questionnaire.js';
 
@@ -21,9 +22,10 @@ export type { ContextSearch } from './extract-context.js';
  * allocated per repetition of the item that declares them, before its context opens.
  */
 
-/** The extension that opens a resource on an item or the Questionnaire, if any. */
-function contextOf(element: Json): Json | undefined {
-  return extensionOf(element, CONTEXT) ?? extensionOf(element, DEFINITION_EXTRACT);
+/** The extensions that open resources on an item or the Questionnaire: an itemExtractionContext, else every definitionExtract (one resource each). */
+function contextsOf(element: Json): Json[] {
+  const legacy = extensionOf(element, CONTEXT);
+  return legacy ? [legacy] : listOf(element.extension).filter((extension) => extension.url === DEFINITION_EXTRACT);
 }
 
 /** A resource the extraction made, and the version it replaces when it updates a stored one. */
@@ -43,14 +45,16 @@ export async function definitionExtract(
   const walker = new DefinitionWalker(response, index, find);
   const root = questionnaire as Json;
   const variables = withAllocatedIds(root, {});
-  const rootContext = contextOf(root);
+  const rootContexts = contextsOf(root);
   const at: ContextScope = { scope: response as Json, response, variables };
-  if (rootContext) {
-    await walker.inContext(rootContext, 'the Questionnaire', at, async (opened) => {
-      if (opened) writeExtractValues(root, response as Json, response, variables, opened);
+  const shared = rootContexts.length > 1;
+  for (const context of rootContexts) {
+    await walker.inContext(context, 'the Questionnaire', at, async (opened) => {
+      if (opened) writeExtractValues(root, response as Json, response, variables, opened, shared);
       await walker.walk(response.item, opened, variables);
     });
-  } else await walker.walk(response.item, undefined, variables);
+  }
+  if (rootContexts.length === 0) await walker.walk(response.item, undefined, variables);
   return walker.made;
 }
 
@@ -74,14 +78,17 @@ class DefinitionWalker {
       }
       // Each repetition of the item in the response allocates its own ids.
       const own = withAllocatedIds(question.item, variables);
-      const context = contextOf(question.item);
-      const path = target ? relativePath(question.item.definition, target.base) : undefined;
+      const contexts = contextsOf(question.item);
+      const path = target ? pathIn(question.item.definition, target) : undefined;
       const at: ContextScope = { scope: answered, response: this.response, variables: own };
-      if (context) {
-        await this.inContext(context, `item "${linkId}"`, at, async (opened) => {
-          this.extractValues(question, answered, own, opened);
-          await this.walkChildren(answered, opened, own);
-        });
+      if (contexts.length > 0) {
+        // Several definitionExtracts: a resource each, every one walked over the item's answers.
+        for (const context of contexts) {
+          await this.inContext(context, `item "${linkId}"`, at, async (opened) => {
+            this.extractValues(question, answered, own, opened, contexts.length > 1);
+            await this.walkChildren(answered, opened, own);
+          });
+        }
       } else if (target && path && question.item.type === 'group') {
         const element = elementTarget(target, path, linkId);
         this.extractValues(question, answered, own, element);
@@ -105,15 +112,16 @@ class DefinitionWalker {
     pruneEmpty(opened.root);
     const { resourceType: _type, meta: _meta, ...content } = opened.root;
     if (Object.keys(content).length === 0 && !opened.replaces) return;
+    if (opened.profile) copyProfileValues(opened.root, opened.profile);
     fillSubject(opened, this.response);
     this.made.push({ resource: opened.root as Resource, replaces: opened.replaces, entry });
   }
 
   /** The item's definitionExtractValues, when the response holds the item (a group, or a question with an answer). */
-  private extractValues(question: IndexedItem, answered: Json, variables: Variables, target: Target | undefined): void {
+  private extractValues(question: IndexedItem, answered: Json, variables: Variables, target: Target | undefined, shared = false): void {
     if (!target || !hasExtractValues(question.item)) return;
     if (question.item.type !== 'group' && listOf(answered.answer).length === 0) return;
-    writeExtractValues(question.item, answered, this.response, variables, target);
+    writeExtractValues(question.item, answered, this.response, variables, target, shared);
   }
 
   private async writeAnswers(answered: Json, target: Target, path: string, linkId: string, variables: Variables): Promise<void> {

@@ -17,6 +17,23 @@ export interface Target {
   readonly model: TypeModel;
   /** The resource-level target an element target (a group's `Patient.name`) sits in. */
   readonly resource?: Target;
+  /** The profile url a definitionExtract opened the resource for: items naming another profile write elsewhere. */
+  readonly definition?: string;
+}
+
+const CORE = 'http://hl7.org/fhir/StructureDefinition/';
+
+/**
+ * The element path below the target that an item's definition names, when the definition is for
+ * the target's resource: its profile, or the core type (several definitionExtracts on one item
+ * open a resource each, and each item's answers go to the one its definition names).
+ */
+export function pathIn(definition: unknown, target: Target): string | undefined {
+  if (typeof definition !== 'string') return undefined;
+  const canonical = definition.split('#')[0].split('|')[0];
+  const own = target.definition;
+  if (own !== undefined && canonical !== own && !canonical.startsWith(CORE)) return undefined;
+  return relativePath(definition, target.base);
 }
 
 /** The element path below `base` that a definition (`<profile url>#Patient.name.given`) names, without slice names. */
@@ -56,7 +73,7 @@ export function elementTarget(target: Target, path: string, linkId: string): Tar
   const child: Json = {};
   if (slot.element.isArray) ((parent.obj[last] ??= []) as Json[]).push(child);
   else parent.obj[last] = child;
-  return { base: `${target.base}.${path}`, obj: child, model, resource: target.resource ?? target };
+  return { base: `${target.base}.${path}`, obj: child, model, resource: target.resource ?? target, definition: target.definition };
 }
 
 export function setAnswer(target: Target, path: string, answer: Answer, linkId: string): void {

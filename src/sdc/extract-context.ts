@@ -1,7 +1,10 @@
-import { isResourceType } from '../fhir/definitions.js';
+import { isResourceType, type ElementDefinition } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import { isRecord, type Resource } from '../fhir/types.js';
 import { getTypeModel, type TypeModel } from '../validation/model.js';
+import { shippedProfiles } from '../validation/profiles/library.js';
+import { SnapshotError } from '../validation/profiles/snapshot.js';
+import { compileProfile, type CompiledProfile, type ProfileNode } from '../validation/profiles/tree.js';
 import type { Target } from './element-paths.js';
 import { evaluateAll, type Variables } from './expressions.js';
 import { listOf, SDC, type Json } from './questionnaire.js';
@@ -27,6 +30,8 @@ export type ContextSearch = (query: string) => Promise<Resource[]>;
 export interface Opened extends Target {
   readonly root: Json;
   readonly replaces?: { readonly id: string; readonly versionId: string };
+  /** The profile a definitionExtract names, whose fixed and pattern values the resource takes (profile-values.ts). */
+  readonly profile?: ProfileNode;
 }
 
 /** Where a context's expressions are evaluated. */
@@ -74,18 +79,40 @@ function stored(resource: Resource, where: string): Opened {
 
 /**
  * A new resource of the type a definitionExtract's `definition` names: a core type by its
- * StructureDefinition url, or a profile the project holds (its `type`, and `meta.profile`).
+ * StructureDefinition url, or a profile the project holds or the server ships (its `type`,
+ * `meta.profile`, and its fixed and pattern values once the answers are in).
  */
 async function openDefinition(context: Json, where: string, find: ContextSearch): Promise<Opened> {
-  const canonical = listOf(context.extension).find((part) => part.url === 'definition')?.valueCanonical;
-  if (typeof canonical !== 'string') throw errors.invalid(`The definitionExtract of ${where} needs a definition (valueCanonical)`, AT);
+  const canonical = definitionOf(context);
+  if (canonical === undefined) throw errors.invalid(`The definitionExtract of ${where} needs a definition (valueCanonical)`, AT);
   const url = canonical.split('|')[0];
   if (url.startsWith(CORE_DEFINITION) && isResourceType(url.slice(CORE_DEFINITION.length))) return newResource(url.slice(CORE_DEFINITION.length), where);
-  const [profile] = await find(`StructureDefinition?url=${encodeURIComponent(url)}`);
-  if (typeof profile?.type !== 'string') throw errors.invalid(`The definitionExtract of ${where} names ${canonical}, which is no core resource type nor a profile this project holds`, AT);
+  const [stored] = await find(`StructureDefinition?url=${encodeURIComponent(url)}`);
+  const profile = profileOf(stored, canonical);
+  if (!profile) throw errors.invalid(`The definitionExtract of ${where} names ${canonical}, which is no core resource type nor a profile this project holds`, AT);
   const opened = newResource(profile.type, where);
   opened.root.meta = { profile: [canonical] };
-  return opened;
+  return { ...opened, definition: url, profile: profile.root };
+}
+
+/** A definitionExtract's `definition` canonical. */
+export function definitionOf(context: Json): string | undefined {
+  const canonical = listOf(context.extension).find((part) => part.url === 'definition')?.valueCanonical;
+  return typeof canonical === 'string' ? canonical : undefined;
+}
+
+/** The profile a project holds (with the snapshot its write generated), else one the server ships. */
+function profileOf(stored: Resource | undefined, canonical: string): CompiledProfile | undefined {
+  const elements = (stored?.snapshot as { element?: ElementDefinition[] } | undefined)?.element;
+  if (stored && typeof stored.type === 'string' && elements?.length) {
+    try {
+      return compileProfile(String(stored.url), stored.type, elements);
+    } catch (error) {
+      if (!(error instanceof SnapshotError)) throw error;
+    }
+  }
+  const shipped = shippedProfiles().compiled(canonical);
+  return shipped && isResourceType(shipped.type) ? shipped : undefined;
 }
 
 function newResource(type: string, where: string): Opened {

@@ -1,7 +1,7 @@
 import { errors } from '../fhir/outcome.js';
 import { isRecord, type Resource } from '../fhir/types.js';
 import { answerValue, type Answer } from './answers.js';
-import { relativePath, setAnswer, type Target } from './element-paths.js';
+import { pathIn, setAnswer, type Target } from './element-paths.js';
 import { evaluateAll, type Variables } from './expressions.js';
 import { listOf, SDC, type Json } from './questionnaire.js';
 
@@ -20,8 +20,12 @@ export function hasExtractValues(element: Json): boolean {
   return listOf(element.extension).some((extension) => extension.url === EXTRACT_VALUE);
 }
 
-/** Writes `element`'s definitionExtractValues into `target` (or the resource it sits in); `where` names the element in messages. */
-export function writeExtractValues(element: Json, scope: Json, response: Resource, variables: Variables, target: Target): void {
+/**
+ * Writes `element`'s definitionExtractValues into `target` (or the resource it sits in); `where`
+ * names the element in messages. `shared`: the element opens several resources, and a value
+ * naming another one's element is left to that one.
+ */
+export function writeExtractValues(element: Json, scope: Json, response: Resource, variables: Variables, target: Target, shared = false): void {
   const where = typeof element.linkId === 'string' ? `item "${element.linkId}"` : 'the Questionnaire';
   const label = typeof element.linkId === 'string' ? element.linkId : 'Questionnaire';
   for (const extension of listOf(element.extension)) {
@@ -29,17 +33,24 @@ export function writeExtractValues(element: Json, scope: Json, response: Resourc
     const parts = listOf(extension.extension);
     const definition = parts.find((part) => part.url === 'definition');
     const canonical = definition?.valueUri ?? definition?.valueCanonical ?? definition?.valueString;
+    if (shared && !namesResourceOf(canonical, target)) continue;
     const [into, path] = placeOf(canonical, target, where);
     for (const answer of valuesOf(parts, where, scope, response, variables)) setAnswer(into, path, answer, label);
   }
 }
 
+/** Whether a definition names an element of the target's resource (its type, and its profile when it names one). */
+function namesResourceOf(definition: unknown, target: Target): boolean {
+  const resource = target.resource ?? target;
+  return pathIn(definition, resource) !== undefined;
+}
+
 /** The target and relative path a definition names: below the current element, else below the resource. */
 function placeOf(definition: unknown, target: Target, where: string): [Target, string] {
-  const path = relativePath(definition, target.base);
+  const path = pathIn(definition, target);
   if (path) return [target, path];
   const resource = target.resource;
-  const above = resource ? relativePath(definition, resource.base) : undefined;
+  const above = resource ? pathIn(definition, resource) : undefined;
   if (resource && above) return [resource, above];
   throw errors.invalid(
     `The definitionExtractValue of ${where} names ${JSON.stringify(definition)}, which is no element of the ${target.base} being extracted (a definition is <profile url>#<element id>)`,

@@ -5,7 +5,7 @@ import { isRecord, type OperationOutcomeIssue, type Resource } from '../../fhir/
 import type { ResourceContext } from '../invariants/evaluate.js';
 import type { ProfileBinding } from '../resource-checks.js';
 import { addedBinding, codesOf, deferredBinding } from './bindings.js';
-import { defaultDiscriminators, matchesSlice } from './discriminators.js';
+import { defaultDiscriminators, followsAll, matchesSlice, type SliceLookup } from './discriminators.js';
 import { valueInvariants } from './invariants.js';
 import type { CompiledProfile, ProfileNode } from './tree.js';
 import { equalsExactly, matchesPattern, shown, valuesOf, type Found } from './values.js';
@@ -209,14 +209,14 @@ class ProfileWalk {
     const discriminators = slicing?.discriminator ?? defaultDiscriminators(node);
     // Which slice a value belongs to cannot be told without discriminators, or without following
     // their path (`resolve().code`): the slicing is left unchecked rather than every value reported.
-    if (discriminators.length === 0 || !discriminators.every(isFollowed)) return;
+    if (discriminators.length === 0 || !followsAll(discriminators)) return;
     const rules = slicing?.rules ?? 'open';
     const assigned = new Map<ProfileNode, Found[]>(node.slices.map((slice) => [slice, []]));
-    const conforms = (item: Found, url: string) => this.conformsTo(item, url);
+    const lookup: SliceLookup = { conforms: (item, url) => this.conformsTo(item, url), definition: (url) => this.source.compiled(url)?.root };
     let furthest = -1;
     let unmatchedSeen = false;
     for (const item of found) {
-      const index = node.slices.findIndex((slice) => matchesSlice(item, slice, discriminators, conforms));
+      const index = node.slices.findIndex((slice) => matchesSlice(item, slice, discriminators, lookup));
       if (index < 0) {
         unmatchedSeen = true;
         // A choice's value of a type the element itself does not allow was reported as such already.
@@ -269,10 +269,6 @@ const BINDING_ADVICE = {
   extensible: 'use a code from it when one fits (extensible binding)',
   preferred: 'a code from it is preferred (preferred binding)',
 } as const;
-
-function isFollowed(discriminator: { path?: string }): boolean {
-  return !(discriminator.path ?? '').includes('(');
-}
 
 function isExtensionList(node: ProfileNode): boolean {
   return !node.element.sliceName && (node.name === 'extension' || node.name === 'modifierExtension');

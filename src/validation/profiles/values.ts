@@ -1,6 +1,7 @@
 import { isResourceType, getStructureDefinition } from '../../fhir/definitions.js';
 import { isRecord } from '../../fhir/types.js';
 import { choiceSuffix, typeOfSuffix } from './elements.js';
+import type { PathStep } from './discriminator-path.js';
 import type { ProfileNode } from './tree.js';
 
 /** One value of an element in a resource, where it is, and its type when the JSON names it (choices, resources). */
@@ -42,25 +43,35 @@ function resourceTypeOf(value: unknown): string | undefined {
   return isRecord(value) && typeof value.resourceType === 'string' ? value.resourceType : undefined;
 }
 
-/** The values a discriminator path (`coding.code`, `$this`, `url`) reaches from a value, with their types when known. */
-export function valuesAtPath(start: Found, path: string): { value: unknown; type: string | undefined }[] {
-  let current: { value: unknown; type: string | undefined }[] = [{ value: start.value, type: start.type }];
-  if (path === '$this') return current;
-  for (const segment of path.split('.')) {
-    const name = segment.endsWith('[x]') ? segment.slice(0, -3) : segment;
-    const next: { value: unknown; type: string | undefined }[] = [];
-    for (const { value } of current) {
-      if (!isRecord(value)) continue;
-      for (const key in value) {
-        const suffix = key === name ? '' : choiceSuffix(key, name);
-        if (suffix === undefined) continue;
-        const items = Array.isArray(value[key]) ? (value[key] as unknown[]) : [value[key]];
-        for (const item of items) if (item !== null && item !== undefined) next.push({ value: item, type: suffix ? typeNamed(suffix) : resourceTypeOf(item) });
-      }
-    }
-    current = next;
+type Typed = { value: unknown; type: string | undefined };
+
+/** The values a discriminator path (`coding.code`, `$this`, `extension('url').value`) reaches from a value, with their types when known. */
+export function valuesAtPath(start: Found, steps: readonly PathStep[]): Typed[] {
+  let current: Typed[] = [{ value: start.value, type: start.type }];
+  for (const step of steps) {
+    if (step.kind === 'ofType') current = current.filter((item) => item.type === step.type);
+    else if (step.kind === 'extension') current = current.flatMap((item) => extensionsNamed(item.value, step.url));
+    else current = current.flatMap((item) => childValues(item.value, step.name));
   }
   return current;
+}
+
+function extensionsNamed(value: unknown, url: string): Typed[] {
+  if (!isRecord(value) || !Array.isArray(value.extension)) return [];
+  return value.extension.filter((item) => isRecord(item) && item.url === url).map((item) => ({ value: item, type: 'Extension' }));
+}
+
+/** The values of a property, a choice's under whichever `nameX` key is present. */
+function childValues(value: unknown, name: string): Typed[] {
+  if (!isRecord(value)) return [];
+  const next: Typed[] = [];
+  for (const key in value) {
+    const suffix = key === name ? '' : choiceSuffix(key, name);
+    if (suffix === undefined) continue;
+    const items = Array.isArray(value[key]) ? (value[key] as unknown[]) : [value[key]];
+    for (const item of items) if (item !== null && item !== undefined) next.push({ value: item, type: suffix ? typeNamed(suffix) : resourceTypeOf(item) });
+  }
+  return next;
 }
 
 /** Navigates a fixed or pattern value by the rest of a discriminator path (`coding.code` into a CodeableConcept). */
