@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { useTestServer, type ProjectClient, type TestResponse } from '../helpers/server.js';
 import { create } from '../search-api/helpers.js';
+import { keys, ref } from './graph-helpers.js';
 import { constraintOn, storeProfile } from '../profiles/helpers.js';
 
 /** `$graph`: a link target's compartment rules and profile, and the GraphDefinition's own profile. */
@@ -9,12 +10,6 @@ import { constraintOn, storeProfile } from '../profiles/helpers.js';
 const api = await useTestServer();
 
 type Json = any;
-const ref = (reference: string) => ({ reference });
-
-function keys(res: TestResponse<Json>): string[] {
-  expect(res.status, res.text).toBe(200);
-  return (res.body.entry ?? []).map((e: Json) => `${e.resource.resourceType}/${e.resource.id}`);
-}
 
 function warnings(res: TestResponse<Json>): Json[] {
   const outcome = (res.body.entry ?? []).find((e: Json) => e.resource.resourceType === 'OperationOutcome');

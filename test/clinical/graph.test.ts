@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { projectClient, useTestServer, type ProjectClient, type TestResponse } from '../helpers/server.js';
+import { projectClient, useTestServer, type ProjectClient } from '../helpers/server.js';
 import { addMemberClient } from '../auth/helpers.js';
 import { create } from '../search-api/helpers.js';
+import { keys, ref } from './graph-helpers.js';
 import { graphql } from '../graphql/resource-helpers.js';
 import { readFileSync } from 'node:fs';
 import { R4_EXAMPLES } from '../helpers/fixtures.js';
@@ -11,13 +12,6 @@ import { R4_EXAMPLES } from '../helpers/fixtures.js';
 const api = await useTestServer();
 
 type Json = any;
-const ref = (reference: string) => ({ reference });
-
-/** `Type/id` of each entry, in order. */
-function keys(res: TestResponse<Json>): string[] {
-  expect(res.status, res.text).toBe(200);
-  return (res.body.entry ?? []).map((e: Json) => `${e.resource.resourceType}/${e.resource.id}`);
-}
 
 /** A patient with a general practitioner, two Observations (one performed by another Practitioner), and another patient's Observation. */
 async function data(p: ProjectClient) {
