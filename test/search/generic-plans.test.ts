@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { Database, planSettings, type QueryOptions, type SqlExecutor } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
+import type { Identity } from '../../src/identity/identity.js';
 import { search, searchServicesFor } from '../../src/search/service.js';
 import { createOwnDatabase, type OwnDatabase } from '../helpers/own-database.js';
 import { testEnv } from '../helpers/server.js';
@@ -37,8 +38,8 @@ describe.skipIf(!serverUrl)('generic plans made on an empty database', () => {
     await own?.drop();
   });
 
-  /** The generic plans of the statements a search marks planOnce. */
-  async function genericPlansOf(resourceType: string, query: string): Promise<string[]> {
+  /** The generic plans of the statements a search marks planOnce (as `identity`: a member without a policy by default). */
+  async function genericPlansOf(resourceType: string, query: string, identity: Identity = { projectId: PROJECT, superAdmin: false }): Promise<string[]> {
     const plans: string[] = [];
     const executor: SqlExecutor = {
       query: async <R>(sql: string, args: readonly unknown[] = [], options?: QueryOptions) => {
@@ -52,7 +53,7 @@ describe.skipIf(!serverUrl)('generic plans made on an empty database', () => {
       execute: async (sql: string, args: readonly unknown[] = []) => (await client.query(sql, [...args])).rowCount ?? 0,
     };
     const config = { ...loadConfig(testEnv({ DATABASE_URL: own.url })), fhirBaseUrl: 'http://flint.test/fhir/R4' };
-    await search(searchServicesFor({ database: executor, identity: { projectId: PROJECT, superAdmin: false }, config }), resourceType, [
+    await search(searchServicesFor({ database: executor, identity, config }), resourceType, [
       ...new URLSearchParams(query).entries(),
     ]);
     return plans;
@@ -97,6 +98,19 @@ describe.skipIf(!serverUrl)('generic plans made on an empty database', () => {
     const ids = Array.from({ length: 300 }, (_, i) => `p${i}`).join(',');
     const plan = (await genericPlansOf('Patient', `gender=female&_id=${ids}`)).join('\n');
     expect(plan).toMatch(/Index Scan using token_index_pkey on token_index x0\s+Index Cond: \(\("resourceType" = \$\d+\) AND \("resourceId" = v\.v\)\)/);
+    expect(plan).not.toContain('token_index_projectId_resourceType_code_value_system_idx');
+    expect(plan).not.toContain('Seq Scan');
+  });
+
+  it('a search by ids of a member whose AccessPolicy narrows the type by a token probes each resource\'s own index rows', async () => {
+    const ids = Array.from({ length: 300 }, (_, i) => `m${i}`).join(',');
+    const member: Identity = {
+      projectId: PROJECT,
+      superAdmin: false,
+      accessPolicy: { policyId: 'final-only', resources: [{ resourceType: 'Observation', readonly: true, criteria: 'Observation?status=final' }] },
+    };
+    const plan = (await genericPlansOf('Observation', `_id=${ids}`, member)).join('\n');
+    expect(plan).toMatch(/Index Scan using token_index_pkey on token_index x0\s+Index Cond: \(\("resourceType" = r\."resourceType"\) AND \("resourceId" = r\.id\)\)/);
     expect(plan).not.toContain('token_index_projectId_resourceType_code_value_system_idx');
     expect(plan).not.toContain('Seq Scan');
   });

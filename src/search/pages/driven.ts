@@ -70,7 +70,7 @@ export function candidateConditions(search: DrivenSearch, filters: readonly Filt
       ...dateRangeConditions(onRows, [search.type], perRow, 'd'),
     ],
     onResource: [
-      ...baseConditions(search.services.identity, [search.type], search.scope, ctx),
+      ...baseConditions(search.services.identity, [search.type], search.scope, ctx, perRow),
       ...filters.filter(testedOnResource).map((filter) => filterCondition(filter, [search.type], 'r', ctx)),
     ],
   };

@@ -4,8 +4,12 @@ import { compileParameter } from '../query/conditions.js';
 import { type CompileContext } from '../query/conditions/types.js';
 import { scopeSql, type Scope } from '../../storage/project-scope.js';
 
-/** What every search of `typeList` asks before its parameters: the type, the project, not deleted, the AccessPolicy's criteria. */
-export function baseConditions(identity: Identity, typeList: readonly string[] | undefined, scope: Scope, ctx: CompileContext): string[] {
+/**
+ * What every search of `typeList` asks before its parameters: the type, the project, not deleted,
+ * the AccessPolicy's criteria. `policyCtx` compiles the criteria (a driven page's resources are
+ * few, read by primary key: their criteria are probed per row, see rowsExist).
+ */
+export function baseConditions(identity: Identity, typeList: readonly string[] | undefined, scope: Scope, ctx: CompileContext, policyCtx = ctx): string[] {
   const { args } = ctx;
   const where: string[] = [];
   if (typeList) {
@@ -20,7 +24,7 @@ export function baseConditions(identity: Identity, typeList: readonly string[] |
   where.push('NOT r.deleted');
   for (const type of typeList ?? []) {
     // The AccessPolicy's criteria for a type narrow every search of it.
-    const condition = policyCondition(identity, type, ctx);
+    const condition = policyCondition(identity, type, policyCtx);
     if (!condition) continue;
     where.push(typeList?.length === 1 ? `(${condition})` : `(r."resourceType" <> ${args.add(type)} OR (${condition}))`);
   }
