@@ -1,6 +1,6 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventually, useTestServer, type ProjectClient } from '../helpers/server.js';
-import { startReceiver, type Receiver } from '../helpers/receiver.js';
+import { receiversClosedAfterAll } from '../helpers/receiver.js';
 
 /**
  * Criteria of built-in token parameters are tested on the version written, in memory, with the
@@ -8,14 +8,7 @@ import { startReceiver, type Receiver } from '../helpers/receiver.js';
  * workers back in the second test, so that a create and the update after it are matched together.
  */
 const api = await useTestServer({ SUBSCRIPTION_CONCURRENCY: '1', SUBSCRIPTION_TIMEOUT_MS: '4000' });
-const receivers: Receiver[] = [];
-afterAll(() => Promise.all(receivers.map((r) => r.close())));
-
-async function receiver(statuses?: number[]): Promise<Receiver> {
-  const r = await startReceiver(statuses);
-  receivers.push(r);
-  return r;
-}
+const receiver = receiversClosedAfterAll();
 
 const observation = (coding: Record<string, string>, status = 'final') => ({ resourceType: 'Observation', status, code: { coding: [coding] } });
 
