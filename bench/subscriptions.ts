@@ -2,43 +2,51 @@
  * Subscriptions: from a write's answer (its commit) to the first delivery attempt reaching a
  * loopback receiver, at WRITES_PER_SECOND Observation creates with SUBSCRIPTIONS matching
  * rest-hook Subscriptions; then creates per second at 8 concurrent clients in a project with
- * those Subscriptions and in one without. Runs an in-process server on the embedded database, or
- * on DATABASE_URL. `npx tsx bench/subscriptions.ts`; prints its figures.
+ * those Subscriptions and in one without, in alternating rounds. The receiver runs in a process of
+ * its own (bench/loopback-receiver.ts), as a receiver on the loopback would. A round with
+ * Subscriptions counts the deliveries that arrived within it and waits for the rest before the
+ * next round, so no round works off another's backlog. CPU per create is split into this process
+ * (server and clients), the receiver, and the database's backends (PostgreSQL). Runs an in-process
+ * server on the embedded database, or on DATABASE_URL. `npx tsx bench/subscriptions.ts`.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { fork } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { createProject } from '../src/auth/account-writes.js';
 import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
+import { cpuSeconds, cpuSince, cpuSnapshot } from './process-cpu.js';
 
 // Lower rates for a loaded machine: BENCH_WRITES_PER_SECOND, BENCH_SECONDS.
 const WRITES_PER_SECOND = Number(process.env.BENCH_WRITES_PER_SECOND ?? 100);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const SUBSCRIPTIONS = 10;
 const THROUGHPUT_SECONDS = 5;
+const CLIENTS = 8;
+// A CPU profile of this process during the first round with Subscriptions, written to this path.
+const PROFILE = process.env.BENCH_PROFILE;
 
-const arrivals = new Map<string, number>();
-let requests = 0;
-const receiver = createServer((req, res) => {
-  let body = '';
-  req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-  req.on('end', () => {
-    requests++;
-    const id = (JSON.parse(body) as { id: string }).id;
-    if (!arrivals.has(id)) arrivals.set(id, performance.now());
-    res.writeHead(200).end();
-  });
+const receiver = fork(fileURLToPath(new URL('./loopback-receiver.ts', import.meta.url)), [], { execArgv: process.execArgv });
+const ask = <T>(question: string) => new Promise<T>((resolve) => {
+  receiver.once('message', (answer) => resolve(answer as T));
+  receiver.send(question);
 });
-await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+const { port } = await new Promise<{ port: number }>((resolve) => receiver.once('message', (message) => resolve(message as { port: number })));
+const received = async () => (await ask<{ requests: number }>('count')).requests;
+const hook = `http://127.0.0.1:${port}/hook`;
 
+const databaseUrl = process.env.DATABASE_URL;
 const server = await startServer(
-  loadConfig({ PORT: '0', DATA_DIR: 'memory://', BASE_URL: 'http://localhost/', DATABASE_URL: process.env.DATABASE_URL, SUPER_ADMIN_PASSWORD: 'bench-password-0123456789', LOG_LEVEL: 'silent', OUTBOUND_ALLOW_PRIVATE_ADDRESSES: 'true', ADMISSION_MAX_WAIT_MS: '600000', ADMISSION_MAX_QUEUED: '100000', ADMISSION_MAX_QUEUED_PER_PROJECT: '100000' }),
+  loadConfig({ PORT: '0', DATA_DIR: 'memory://', BASE_URL: 'http://localhost/', DATABASE_URL: databaseUrl, SUPER_ADMIN_PASSWORD: 'bench-password-0123456789', LOG_LEVEL: 'silent', OUTBOUND_ALLOW_PRIVATE_ADDRESSES: 'true', ADMISSION_MAX_WAIT_MS: '600000', ADMISSION_MAX_QUEUED: '100000', ADMISSION_MAX_QUEUED_PER_PROJECT: '100000' }),
   { log: pino({ level: 'silent' }) },
 );
 
-async function clientOf(name: string): Promise<(method: string, path: string, body: unknown) => Promise<{ id: string }>> {
+type Write = (method: string, path: string, body: unknown) => Promise<{ id: string }>;
+
+async function clientOf(name: string): Promise<Write> {
   const project = await createProject(server.services.auth, { name });
   const tokenAnswer = await fetch(`${server.url}/oauth2/token`, {
     method: 'POST',
@@ -52,49 +60,100 @@ async function clientOf(name: string): Promise<(method: string, path: string, bo
   };
 }
 
+async function delivered(expected: number, withinMs: number): Promise<number> {
+  const deadline = performance.now() + withinMs;
+  let count = await received();
+  while (count < expected && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    count = await received();
+  }
+  return count;
+}
+
 const observation = { resourceType: 'Observation', status: 'final', code: { coding: [{ system: 'http://loinc.org', code: '8867-4' }] } };
 const subscribed = await clientOf('subscribed');
 for (let i = 0; i < SUBSCRIPTIONS; i++) {
   await subscribed('POST', 'Subscription', { resourceType: 'Subscription', status: 'active', reason: 'bench', criteria: 'Observation?code=8867-4', channel: { type: 'rest-hook', endpoint: `${hook}?n=${i}`, payload: 'application/fhir+json' } });
 }
+const unsubscribed = await clientOf('unsubscribed');
 
-const committed = new Map<string, number>();
-const writes: Promise<void>[] = [];
-const cpuBefore = process.cpuUsage();
-const statementsBefore = server.services.db.statementCount;
-const started = performance.now();
-for (let i = 0; i < WRITES_PER_SECOND * SECONDS; i++) {
-  const due = started + (i * 1000) / WRITES_PER_SECOND;
-  const wait = due - performance.now();
-  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-  writes.push(subscribed('POST', 'Observation', observation).then(({ id }) => void committed.set(id, performance.now())));
+async function latency(): Promise<void> {
+  const committed = new Map<string, number>();
+  const writes: Promise<void>[] = [];
+  const cpuBefore = process.cpuUsage();
+  const statementsBefore = server.services.db.statementCount;
+  const requestsBefore = await received();
+  const started = performance.now();
+  for (let i = 0; i < WRITES_PER_SECOND * SECONDS; i++) {
+    const due = started + (i * 1000) / WRITES_PER_SECOND;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    writes.push(subscribed('POST', 'Observation', observation).then(({ id }) => void committed.set(id, performance.timeOrigin + performance.now())));
+  }
+  await Promise.all(writes);
+  const requests = (await delivered(requestsBefore + committed.size * SUBSCRIPTIONS, 60_000)) - requestsBefore;
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuMs = (cpu.user + cpu.system) / 1000;
+  const statements = server.services.db.statementCount - statementsBefore;
+  const arrivals = new Map((await ask<{ arrivals: [string, number][] }>('arrivals')).arrivals);
+  const latencies = [...committed].map(([id, at]) => (arrivals.get(id) ?? Infinity) - at).sort((a, b) => a - b);
+  const percentile = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
+  const reached = [...committed.keys()].filter((id) => arrivals.has(id)).length;
+  console.log(`commit to first delivery attempt, ${WRITES_PER_SECOND} writes/s × ${SECONDS} s, ${SUBSCRIPTIONS} matching Subscriptions: p50 ${percentile(50)} ms, p95 ${percentile(95)} ms, p99 ${percentile(99)} ms (${reached}/${committed.size} resources delivered, ${requests} requests); per write with its ${SUBSCRIPTIONS} deliveries, until all arrived: CPU of this process (server and clients) ${(cpuMs / committed.size).toFixed(2)} ms, ${(statements / committed.size).toFixed(1)} SQL statements`);
 }
-await Promise.all(writes);
-const deadline = performance.now() + 60_000;
-while (requests < committed.size * SUBSCRIPTIONS && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-const cpu = process.cpuUsage(cpuBefore);
-const cpuMs = (cpu.user + cpu.system) / 1000;
-const statements = server.services.db.statementCount - statementsBefore;
-const latencies = [...committed].map(([id, at]) => (arrivals.get(id) ?? Infinity) - at).sort((a, b) => a - b);
-const percentile = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
-console.log(`commit to first delivery attempt, ${WRITES_PER_SECOND} writes/s × ${SECONDS} s, ${SUBSCRIPTIONS} matching Subscriptions: p50 ${percentile(50)} ms, p95 ${percentile(95)} ms, p99 ${percentile(99)} ms (${arrivals.size}/${committed.size} resources delivered, ${requests} requests); per write with its ${SUBSCRIPTIONS} deliveries, until all arrived: CPU of this process (server, client and receiver) ${(cpuMs / committed.size).toFixed(2)} ms, ${(statements / committed.size).toFixed(1)} SQL statements`);
 
-async function createsPerSecond(write: (method: string, path: string, body: unknown) => Promise<unknown>): Promise<number> {
-  let done = 0;
-  const before = process.cpuUsage();
+interface Round {
+  readonly creates: number;
+  readonly deliveredInRound: number;
+  readonly drainMs: number;
+}
+
+/** CLIENTS clients creating Observations for THROUGHPUT_SECONDS; with Subscriptions, then waits until every delivery arrived. */
+async function round(write: Write, deliveries: number): Promise<Round> {
+  const requestsBefore = await received();
+  const cpuBefore = await cpuSnapshot(process.pid, databaseUrl);
+  const receiverBefore = cpuSeconds(receiver.pid!);
+  let creates = 0;
   const end = performance.now() + THROUGHPUT_SECONDS * 1000;
-  await Promise.all(Array.from({ length: 8 }, async () => {
+  await Promise.all(Array.from({ length: CLIENTS }, async () => {
     while (performance.now() < end) {
       await write('POST', 'Observation', observation);
-      done++;
+      creates++;
     }
   }));
-  const used = process.cpuUsage(before);
-  console.log(`  ${done} creates, CPU ${((used.user + used.system) / 1000 / done).toFixed(2)} ms per create (deliveries included)`);
-  return done / THROUGHPUT_SECONDS;
+  const deliveredInRound = (await received()) - requestsBefore;
+  const drainStarted = performance.now();
+  const all = (await delivered(requestsBefore + creates * deliveries, 120_000)) - requestsBefore;
+  const drainMs = performance.now() - drainStarted;
+  const cpu = await cpuSince(process.pid, databaseUrl, cpuBefore);
+  const receiverCpu = cpuSeconds(receiver.pid!) - receiverBefore;
+  const per = (seconds: number) => ((seconds * 1000) / creates).toFixed(2);
+  const deliveryNote = deliveries === 0 ? '' : `, ${deliveredInRound} deliveries within the round (${((100 * deliveredInRound) / (creates * deliveries)).toFixed(0)}%), all ${all}/${creates * deliveries} ${drainMs.toFixed(0)} ms after it`;
+  console.log(`  ${deliveries === 0 ? 'without' : 'with   '}: ${(creates / THROUGHPUT_SECONDS).toFixed(0)} creates/s${deliveryNote}; CPU per create (deliveries included) ms: this process ${per(cpu.server)}, database ${per(cpu.database)}, receiver ${per(receiverCpu)}`);
+  return { creates, deliveredInRound, drainMs };
 }
-const without = await createsPerSecond(await clientOf('unsubscribed'));
-const withSubscriptions = await createsPerSecond(subscribed);
-console.log(`creates/s at 8 clients: without Subscriptions ${without.toFixed(0)}, with ${SUBSCRIPTIONS} matching ${withSubscriptions.toFixed(0)} (${((100 * withSubscriptions) / without).toFixed(0)}%)`);
+
+await latency();
+const rounds: { without: Round; with: Round }[] = [];
+for (let i = 0; i < ROUNDS; i++) {
+  const without = await round(unsubscribed, 0);
+  const profiler = PROFILE && i === 0 ? await profiling() : undefined;
+  rounds.push({ without, with: await round(subscribed, SUBSCRIPTIONS) });
+  if (profiler) writeFileSync(PROFILE!, JSON.stringify((await profiler.post('Profiler.stop')).profile));
+}
+
+async function profiling(): Promise<Session> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return session;
+}
+const sum = (pick: (r: { without: Round; with: Round }) => number) => rounds.reduce((total, r) => total + pick(r), 0);
+const withRate = sum((r) => r.with.creates) / (ROUNDS * THROUGHPUT_SECONDS);
+const withoutRate = sum((r) => r.without.creates) / (ROUNDS * THROUGHPUT_SECONDS);
+// Sustained: the writes of a round over the time until their last delivery arrived.
+const sustained = sum((r) => r.with.creates) / (sum((r) => THROUGHPUT_SECONDS * 1000 + r.with.drainMs) / 1000);
+console.log(`creates/s at ${CLIENTS} clients over ${ROUNDS} alternating rounds: without Subscriptions ${withoutRate.toFixed(0)}, with ${SUBSCRIPTIONS} matching ${withRate.toFixed(0)} (${((100 * withRate) / withoutRate).toFixed(0)}%); with, counted until the last delivery arrived: ${sustained.toFixed(0)} (${((100 * sustained) / withoutRate).toFixed(0)}%)`);
 await server.close();
-receiver.close();
+receiver.disconnect();

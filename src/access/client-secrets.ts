@@ -13,11 +13,13 @@ import type { Resource } from '../fhir/types.js';
  *
  * A Project's `secret` and `systemSecret` (name/value pairs its bots read) are stored with the
  * Project, so every view of it, history included, leaves them out for anyone but the project's
- * admins and super admins.
+ * admins and super admins; `systemSecret` is left out for project admins too (super admins only).
  */
 
-/** Project elements only the project's admins see. */
+/** Project elements only the project's admins and super admins see. */
 const PROJECT_SECRETS = ['secret', 'systemSecret'] as const;
+/** Project elements only super admins see (as Medplum: they reach system Bots, which only super admins mark). */
+const SUPER_ADMIN_SECRETS = ['systemSecret'] as const;
 
 /** Whether the caller may see secrets at all (cheap: most callers skip everything below). */
 function seesSomeSecrets(identity: Identity): boolean {
@@ -26,6 +28,12 @@ function seesSomeSecrets(identity: Identity): boolean {
 
 function seesSecretsOf(identity: Identity, projectId: string | undefined): boolean {
   return identity.superAdmin || (identity.projectAdmin === true && projectId === identity.projectId);
+}
+
+/** The Project elements hidden from the caller in a view of Project `projectId`. */
+function hiddenProjectSecrets(identity: Identity, projectId: string): readonly string[] {
+  if (identity.superAdmin) return [];
+  return seesSecretsOf(identity, projectId) ? SUPER_ADMIN_SECRETS : PROJECT_SECRETS;
 }
 
 /**
@@ -39,9 +47,9 @@ async function textsWithSecrets(
 ): Promise<Map<number, string>> {
   const texts = new Map<number, string>();
   items.forEach((item, index) => {
-    if (item.resourceType === 'Project' && item.text && holdsProjectSecrets(item.text) && !seesSecretsOf(identity, item.id)) {
-      texts.set(index, withoutProjectSecrets(item.text));
-    }
+    if (item.resourceType !== 'Project' || !item.text) return;
+    const hidden = hiddenProjectSecrets(identity, item.id);
+    if (holdsAny(item.text, hidden)) texts.set(index, without(item.text, hidden));
   });
   if (!seesSomeSecrets(identity)) return texts;
   const clients = new Map<number, Resource>();
@@ -59,14 +67,14 @@ async function textsWithSecrets(
   return texts;
 }
 
-/** Whether a Project's text may hold secrets (cheap: most Projects have none). */
-function holdsProjectSecrets(text: string): boolean {
-  return PROJECT_SECRETS.some((name) => text.includes(`"${name}"`));
+/** Whether a Project's text may hold any of `names` (cheap: most Projects have none). */
+function holdsAny(text: string, names: readonly string[]): boolean {
+  return names.some((name) => text.includes(`"${name}"`));
 }
 
-function withoutProjectSecrets(text: string): string {
+function without(text: string, names: readonly string[]): string {
   const project = JSON.parse(text) as Record<string, unknown>;
-  for (const name of PROJECT_SECRETS) delete project[name];
+  for (const name of names) delete project[name];
   return JSON.stringify(project);
 }
 

@@ -36,6 +36,7 @@ import type { Permission } from '../identity/scopes.js';
 import { assertScope, assertTypeAccess } from './type-access.js';
 import { systemHistoryOptions } from './system-history.js';
 import { decideAccounts } from './write-accounts.js';
+import { assertProtectedElementsKept } from './protected-elements.js';
 import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../search/service.js';
 
 /**
@@ -65,7 +66,10 @@ export class GuardedRepository implements ResourceRepository {
     const checkedAs = (writer: Identity) => ({
       appliesTo: (resourceType: string) => policyCriteria(writer, resourceType) !== undefined,
       verify: (tx: SqlExecutor, resource: Resource) => this.verifyWrite(tx, resource, writer),
-      prepare: (db: SqlExecutor, writes: readonly PreparedWrite[]) => decideAccounts(who, db, writes, joined ? undefined : services.searchCache),
+      prepare: (db: SqlExecutor, writes: readonly PreparedWrite[]) => {
+        assertProtectedElementsKept(who, writes);
+        return decideAccounts(who, db, writes, joined ? undefined : services.searchCache);
+      },
     });
     this.store = new Repository(storage, who, checkedAs(this.as('u')));
     this.creator = who.scopes ? new Repository(storage, who, checkedAs(this.as('c'))) : this.store;

@@ -43,7 +43,7 @@ export class SocketViewers {
   /** The viewer of a membership; undefined when it no longer exists or is inactive. */
   async viewerOf(membershipId: string): Promise<SocketViewer | undefined> {
     const identity = await this.identityOf(membershipId);
-    return identity && { sees: (resourceType, id, deleted) => this.sees(identity, resourceType, id, deleted) };
+    return identity && { sees: (resourceType, id, versionId, deleted) => this.sees(identity, resourceType, id, versionId, deleted) };
   }
 
   private identityOf(membershipId: string): Promise<Identity | undefined> {
@@ -60,14 +60,16 @@ export class SocketViewers {
     return pending;
   }
 
-  private async sees(identity: Identity, resourceType: string, id: string, deleted: boolean): Promise<boolean> {
+  private async sees(identity: Identity, resourceType: string, id: string, versionId: string, deleted: boolean): Promise<boolean> {
     if (!policyAllowsType(identity, resourceType)) return false;
     if (!typeCriteria(identity, resourceType)) return true;
     // A deleted resource can no longer be tested against the criteria: its delete is not sent.
     if (deleted) return false;
+    // The criteria are tested on the index, which holds the current version only: an event whose
+    // version was replaced since cannot be tested, and is not sent (the newer version's event is).
     const ctx = createRequestContext(this.services, identity, randomUUID());
-    return ctx.repo.readResource(resourceType, id).then(
-      () => true,
+    return ctx.repo.readVersion(resourceType, id).then(
+      (current) => current.versionId === versionId,
       () => false,
     );
   }

@@ -3,10 +3,12 @@ import r4Model from 'fhirpath/fhir-context/r4';
 import type { Config } from '../config.js';
 import type { SqlExecutor } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
+import { projectParameters, type ProjectParameters } from '../indexing/parameters.js';
 import { search } from '../search/service.js';
 import type { SearchConfig } from '../search/search-services.js';
 import type { Change } from '../storage/change-log.js';
 import { extensionOf, FHIRPATH_CRITERIA_URL, parseCriteria, SUPPORTED_INTERACTION_URL, type Subscription } from './subscription.js';
+import { inMemoryCriteria } from './token-criteria.js';
 
 /** The most ids one search of a criteria is narrowed to. */
 const IDS_PER_SEARCH = 100;
@@ -34,11 +36,12 @@ export function needsPrevious(subscriptions: readonly Subscription[]): boolean {
 /**
  * Which of `subscriptions` (all of one project) each of `versions` (changes of that project) is
  * for, as Medplum decides it: the criteria's type, the supported-interaction extension, the
- * FHIRPath criteria (`%current`, `%previous`), then the criteria's search parameters. Those run
- * as a search of the stored index narrowed to the changed ids, one per distinct criteria and
- * batch of ids rather than one per change (chained parameters work as in any search); a deleted
- * resource, or a version superseded since, is no longer in the index, so its parameters are not
- * checked (documented). Any channel type: the caller picks the channels it serves.
+ * FHIRPath criteria (`%current`, `%previous`), then the criteria's search parameters. Criteria of
+ * built-in token parameters only are tested on the version in memory (token-criteria.ts); others
+ * run as a search of the stored index narrowed to the changed ids, one per distinct criteria and
+ * batch of ids rather than one per change (chained parameters work as in any search), where a
+ * deleted resource, or a version superseded since, is no longer in the index, so its parameters
+ * are not checked (documented). Any channel type: the caller picks the channels it serves.
  */
 export async function matchChanges(
   db: SqlExecutor,
@@ -55,18 +58,21 @@ export async function matchChanges(
     if (group) group.push(subscription);
     else byCriteria.set(key, [subscription]);
   }
+  if (versions.length === 0) return matched;
+  const own = await projectParameters(db, versions[0].change.projectId);
   for (const group of byCriteria.values()) {
-    const found = await matchingVersions(db, config, group[0], versions);
+    const found = await matchingVersions(db, config, group[0], versions, own);
     for (const index of found) matched[index].push(...group);
   }
   return matched;
 }
 
 /** The indexes of the versions `subscription` is for. */
-async function matchingVersions(db: SqlExecutor, config: MatchConfig, subscription: Subscription, versions: readonly ChangedVersion[]): Promise<number[]> {
+async function matchingVersions(db: SqlExecutor, config: MatchConfig, subscription: Subscription, versions: readonly ChangedVersion[], own: ProjectParameters): Promise<number[]> {
   const criteria = parseCriteria(subscription.criteria ?? '');
   const interaction = extensionOf(subscription, SUPPORTED_INTERACTION_URL)?.valueCode;
   const params = criteria.params.filter(([name]) => !name.startsWith('_') || name === '_id' || name === '_tag' || name === '_profile' || name === '_security');
+  const inMemory = inMemoryCriteria(criteria.resourceType, params, own);
   const found: number[] = [];
   const toSearch: number[] = [];
   versions.forEach((version, index) => {
@@ -74,7 +80,11 @@ async function matchingVersions(db: SqlExecutor, config: MatchConfig, subscripti
     if (criteria.resourceType !== change.resourceType) return;
     if (interaction !== undefined && interaction !== change.interaction) return;
     if (!fhirPathCriteriaMet(subscription, version)) return;
-    if (params.length === 0 || change.interaction === 'delete' || !version.current) found.push(index);
+    if (params.length === 0 || change.interaction === 'delete') found.push(index);
+    // Token criteria are tested on the version itself, current or not: no search needed.
+    else if (inMemory && version.resource) {
+      if (inMemory(version.resource)) found.push(index);
+    } else if (!version.current) found.push(index);
     else toSearch.push(index);
   });
   for (let start = 0; start < toSearch.length; start += IDS_PER_SEARCH) {

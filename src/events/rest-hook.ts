@@ -57,7 +57,7 @@ export async function sendRestHook(delivery: RestHookDelivery, options: { timeou
   const { body, headers } = restHookRequest(delivery);
   try {
     const response = await outboundRequest(new URL(delivery.subscription.channel!.endpoint!), {
-      method: 'POST', headers, body, readBody: false, allowPrivate: options.allowPrivate, signal: AbortSignal.any([AbortSignal.timeout(options.timeoutMs), options.signal]),
+      method: 'POST', headers, body, readBody: false, allowPrivate: options.allowPrivate, signal: options.signal, timeoutMs: options.timeoutMs,
     });
     return { ok: response.status >= 200 && response.status < 300, status: response.status };
   } catch (error) {

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { AuthService } from '../auth/service.js';
 import type { Database } from '../db/database.js';
@@ -45,6 +46,8 @@ export class EventWorker {
     private readonly log: Logger,
     botDelivery?: BotDelivery,
   ) {
+    // Each attempt in flight listens to it until its request ends.
+    setMaxListeners(config.subscriptionConcurrency + 10, this.stopping.signal);
     this.batches = {
       config, auth, botDelivery, storage, subscriptions, channels,
       signal: this.stopping.signal,

@@ -75,7 +75,7 @@ export const errors = {
   notAcceptable: (text: string) => fail('not-supported', text, 406),
   tooLarge: (text: string, expression?: string | string[]) => fail('too-long', text, 413, expression),
   tooCostly: (text: string, expression?: string | string[]) => fail('too-costly', text, 400, expression),
-  forbidden: (text = 'Forbidden') => fail('forbidden', text, 403),
+  forbidden: (text = 'Forbidden', expression?: string | string[]) => fail('forbidden', text, 403, expression),
   /** 503 with `Retry-After` (seconds): the server could not do the work now, a later retry may succeed. */
   unavailable: (code: 'timeout' | 'transient' | 'throttled', text: string, retryAfterSeconds: number) =>
     new OperationOutcomeError(outcome([issue(code, text)]), 503, { 'Retry-After': String(retryAfterSeconds) }),

@@ -4,7 +4,8 @@ import { emptyIndexRows, type IndexRows } from './row-types.js';
 import { collectRows } from './collect.js';
 import { collectComposites, getCompositePlans } from './composite.js';
 import { addCompartmentRows } from './compartment-rows.js';
-import { getIndexPlan } from './plan.js';
+import { getIndexPlan, type ParamPlan } from './plan.js';
+import { COMPARTMENT_PARAMETER_CODE, patientCompartmentParams } from '../fhir/compartments.js';
 import type { ProjectParameters } from './parameters.js';
 
 /**
@@ -39,5 +40,33 @@ export function buildIndexRows(resource: Resource, parameters?: ProjectParameter
   const rows = collectRows(resource, plan);
   addCompartmentRows(resource, rows);
   rows.composite = collectComposites(resource, getCompositePlans(resource.resourceType));
+  return rows;
+}
+
+/** Plans narrowed to some codes, by the full plan they come from (stable per type and project parameters) and the codes. */
+const narrowedPlans = new WeakMap<readonly ParamPlan[], Map<ReadonlySet<string>, readonly ParamPlan[]>>();
+
+/**
+ * Index rows for the parameters in `codes` (and `_compartment` when it is one of them), without
+ * evaluating the others: for resources the server builds and indexes in part (delivery
+ * AuditEvents). Rows of the Patient-compartment parameters come along (the caller keeps the rows
+ * of `codes`); composite parameters are not evaluated. `codes` should be a set kept for the
+ * process: narrowed plans are cached by it.
+ */
+export function buildIndexRowsOf(resource: Resource, parameters: ProjectParameters | undefined, codes: ReadonlySet<string>): IndexRows {
+  if (typeof resource?.resourceType !== 'string' || !isResourceType(resource.resourceType)) return emptyIndexRows();
+  const full = parameters ? parameters.indexPlan(resource.resourceType) : getIndexPlan(resource.resourceType);
+  const compartment = codes.has(COMPARTMENT_PARAMETER_CODE);
+  let byCodes = narrowedPlans.get(full);
+  if (!byCodes) narrowedPlans.set(full, (byCodes = new Map()));
+  let plan = byCodes.get(codes);
+  if (!plan) {
+    // The compartment rows are read from the rows of the Patient-compartment parameters.
+    const wanted = new Set([...codes, ...(compartment ? patientCompartmentParams(resource.resourceType) : [])]);
+    plan = full.filter((param) => wanted.has(param.code));
+    byCodes.set(codes, plan);
+  }
+  const rows = collectRows(resource, plan);
+  if (compartment) addCompartmentRows(resource, rows);
   return rows;
 }

@@ -11,6 +11,11 @@ export interface OutboundRequest {
   readonly allowPrivate: boolean;
   /** Whether the answer's body is read (else it is discarded). */
   readonly readBody: boolean;
+  /**
+   * The most the whole request may take: then it fails with a `TimeoutError`. One timer, where
+   * `AbortSignal.any([AbortSignal.timeout(ms), signal])` would make two signals per request.
+   */
+  readonly timeoutMs?: number;
 }
 
 export interface OutboundResponse {
@@ -54,8 +59,18 @@ export function outboundRequest(url: URL, request: OutboundRequest): Promise<Out
       response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: headersOf(response.headers), body: Buffer.concat(chunks).toString('utf8') }));
     });
     outgoing.on('error', reject);
+    if (request.timeoutMs !== undefined) {
+      const timer = setTimeout(() => outgoing.destroy(timeoutError(request.timeoutMs!)), request.timeoutMs);
+      outgoing.on('close', () => clearTimeout(timer));
+    }
     outgoing.end(request.body);
   });
+}
+
+function timeoutError(ms: number): Error {
+  const error = new Error(`no answer within ${ms} ms`);
+  error.name = 'TimeoutError';
+  return error;
 }
 
 function headersOf(headers: http.IncomingHttpHeaders): Record<string, string> {

@@ -2,7 +2,7 @@ import type { SqlExecutor } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
 import type { StoredVersion } from './types.js';
 import type { IndexRows } from '../indexing/row-types.js';
-import { buildIndexRows } from '../indexing/indexer.js';
+import { buildIndexRows, buildIndexRowsOf } from '../indexing/indexer.js';
 import { projectParameters, type ProjectParameters } from '../indexing/parameters.js';
 import { creationOf, type ChangeLog, type RecordedChanges } from './change-log.js';
 
@@ -147,7 +147,8 @@ export async function firstVersionsStatement(
     const meta = resource.meta!;
     const projectId = meta.project!;
     versions.push({ resourceType: resource.resourceType, id: resource.id, projectId, versionId: meta.versionId, lastUpdated: meta.lastUpdated, content: resource });
-    const rows = buildIndexRows(resource, await projectParameters(reader, projectId));
+    const parameters = await projectParameters(reader, projectId);
+    const rows = indexed ? buildIndexRowsOf(resource, parameters, indexed) : buildIndexRows(resource, parameters);
     for (const kind of Object.keys(INDEX_TABLES) as (keyof IndexRows)[]) {
       const list = indexed ? rows[kind].filter((row) => indexed.has(row.code)) : rows[kind];
       if (list.length === 0) continue;

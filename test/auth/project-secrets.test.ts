@@ -4,7 +4,8 @@ import { addMemberClient, bearer, getJson, sendJson } from './helpers.js';
 
 /**
  * A Project's `secret` and `systemSecret` (what its bots read as `event.secrets`) are shown to the
- * project's admins and super admins only: every other member's view of the Project leaves them out.
+ * project's admins and super admins only (`systemSecret` to super admins only: test/bots/secrets.test.ts):
+ * every other member's view of the Project leaves them out.
  */
 const api = await useTestServer();
 const SECRET = [{ name: 'API_KEY', valueString: 'k-123' }];

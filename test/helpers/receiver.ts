@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterAll } from 'vitest';
 
 /** One request a receiver got. */
 export interface Received {
@@ -47,5 +48,16 @@ export async function startReceiver(statuses: number[] = [200]): Promise<Receive
       server.closeAllConnections();
       return new Promise((resolve) => server.close(() => resolve()));
     },
+  };
+}
+
+/** A maker of receivers (startReceiver) that are all closed after the calling file's tests. */
+export function receiversClosedAfterAll(): (statuses?: number[]) => Promise<Receiver> {
+  const started: Receiver[] = [];
+  afterAll(() => Promise.all(started.map((r) => r.close())));
+  return async (statuses) => {
+    const r = await startReceiver(statuses);
+    started.push(r);
+    return r;
   };
 }

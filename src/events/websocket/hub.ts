@@ -24,6 +24,8 @@ export interface SocketEvent {
   readonly subscriptionId: string;
   readonly resourceType: string;
   readonly id: string;
+  /** The version the event carries. */
+  readonly versionId: string;
   readonly deleted: boolean;
   readonly text: string;
 }
@@ -158,7 +160,7 @@ export class WebSocketHub {
         const eventNumber = (this.eventCounts.get(subscriptionId) ?? 0) + 1;
         this.eventCounts.set(subscriptionId, eventNumber);
         const text = eventMessage({ subscriptionId, eventNumber, focus, resource, fullUrl: `${this.limits.fhirBaseUrl}/${focus}` });
-        const event = { subscriptionId, resourceType: notice.resourceType, id: notice.resourceId, deleted: notice.interaction === 'delete', text };
+        const event = { subscriptionId, resourceType: notice.resourceType, id: notice.resourceId, versionId: notice.versionId, deleted: notice.interaction === 'delete', text };
         for (const socket of this.bySubscription.get(subscriptionId) ?? []) socket.deliver(event);
       }
     } catch (error) {

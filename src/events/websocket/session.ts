@@ -25,8 +25,8 @@ export interface SessionServices {
 }
 
 export interface SocketViewer {
-  /** Whether the resource may be sent (`deleted`: the event is its delete). */
-  sees(resourceType: string, id: string, deleted: boolean): Promise<boolean>;
+  /** Whether the version `versionId` of the resource may be sent (`deleted`: the event is its delete). */
+  sees(resourceType: string, id: string, versionId: string, deleted: boolean): Promise<boolean>;
 }
 
 /** WebSocket close code for a policy violation (RFC 6455). */
@@ -89,7 +89,7 @@ export class SubscriptionSocket implements BoundSocket {
       .then(async () => {
         const viewer = await this.services.viewerOf(owner);
         if (!viewer) return this.refuse('security', 'The membership the binding token was issued to has ended');
-        if (await viewer.sees(event.resourceType, event.id, event.deleted)) this.send(event.text);
+        if (await viewer.sees(event.resourceType, event.id, event.versionId, event.deleted)) this.send(event.text);
       })
       .catch((error: unknown) => this.services.log.warn({ err: error }, 'a websocket event could not be checked; not sent'));
   }
