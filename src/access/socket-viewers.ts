@@ -33,7 +33,7 @@ export class SocketViewers {
         if (!changed) return this.identities.clear();
         for (const [membershipId, pending] of this.identities) {
           void pending.then((identity) => {
-            if (!identity || affects(identity, changed.id)) this.identities.delete(membershipId);
+            if (!identity || affects(identity, changed.id)) this.forget(membershipId, pending);
           });
         }
       });
@@ -54,10 +54,16 @@ export class SocketViewers {
       const { auth } = this.services;
       pending = auth.readMembership(`ProjectMembership/${membershipId}`).then((membership) => membership && auth.identityFor(membership));
       // A failed read is not kept: the next event asks again.
-      pending.catch(() => this.identities.delete(membershipId));
-      this.identities.set(membershipId, pending);
+      const read = pending;
+      read.catch(() => this.forget(membershipId, read));
+      this.identities.set(membershipId, read);
     }
     return pending;
+  }
+
+  /** Drops an entry only if it is still the read that was judged stale, not a newer one. */
+  private forget(membershipId: string, read: Promise<Identity | undefined>): void {
+    if (this.identities.get(membershipId) === read) this.identities.delete(membershipId);
   }
 
   private async sees(identity: Identity, resourceType: string, id: string, versionId: string, deleted: boolean): Promise<boolean> {
