@@ -38,9 +38,13 @@ export async function launchFlint(port: number, env: Record<string, string | und
   return answering(child, port, 'Flint');
 }
 
-/** `child` once /healthcheck on `port` answers; killed, and an error naming `what`, after a minute. */
+/**
+ * `child` once /healthcheck on `port` answers; killed, and an error naming `what`, after
+ * BENCH_START_SECONDS (60; a busy machine may need more).
+ */
 export async function answering(child: ChildProcess, port: number, what: string): Promise<ChildProcess> {
-  for (let attempt = 0; attempt < 300; attempt++) {
+  const attempts = Number(process.env.BENCH_START_SECONDS ?? 60) * 5;
+  for (let attempt = 0; attempt < attempts; attempt++) {
     if (await fetch(`http://127.0.0.1:${port}/healthcheck`).then((r) => r.ok, () => false)) return child;
     await new Promise((r) => setTimeout(r, 200));
   }
