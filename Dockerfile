@@ -12,6 +12,9 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY tsconfig.json ./
 COPY schema ./schema
 COPY src ./src
+COPY scripts/build-dist.mjs ./scripts/
+# The server runs as JavaScript compiled here (dist/), not through tsx (README "Start the server").
+RUN node scripts/build-dist.mjs
 
 FROM node:20-bookworm-slim
 WORKDIR /app
@@ -27,4 +30,4 @@ EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthcheck').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # `npm start`'s command without npm, so that SIGTERM reaches the server (it drains, then exits).
-CMD ["node", "--max-semi-space-size=64", "--min-semi-space-size=64", "--import", "tsx", "src/main.ts"]
+CMD ["node", "--max-semi-space-size=64", "--min-semi-space-size=64", "dist/main.js"]

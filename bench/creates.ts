@@ -21,7 +21,7 @@ import { cpus, loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { typicalObservation, typicalPatient } from './fixtures.js';
-import { answering, clientCredentialsToken, FLINT_NODE_FLAGS, newProjectClient, stopFlint } from './flint-process.js';
+import { answering, clientCredentialsToken, newProjectClient, serverArgs, stopFlint } from './flint-process.js';
 import { cpuSince, cpuSnapshot } from './process-cpu.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
@@ -47,8 +47,7 @@ const VARIANTS: Variant[] = (process.env.BENCH_VARIANTS ?? 'this=.').split(';').
 });
 
 function launch(variant: Variant): Promise<ChildProcess> {
-  const extra = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...FLINT_NODE_FLAGS, ...extra, '--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, serverArgs(variant.tree), {
     cwd: variant.tree,
     env: { ...process.env, PORT: String(PORT), LOG_LEVEL: 'warn', DATABASE_URL, SUPER_ADMIN_CLIENT_ID: ADMIN.id, SUPER_ADMIN_CLIENT_SECRET: ADMIN.secret, ...variant.env },
     stdio: ['ignore', 'ignore', 'inherit'],

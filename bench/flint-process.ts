@@ -1,4 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 
 /** A client application the benchmark server is started with (SUPER_ADMIN_CLIENT_ID/SECRET). */
 export interface BenchClient {
@@ -13,20 +15,36 @@ export interface BenchClient {
  */
 export const FLINT_NODE_FLAGS = ['--max-semi-space-size=64', '--min-semi-space-size=64'];
 
-/** Starts Flint (`src/main.ts`) as a child process on `port`, as `npm start` does, and waits until /healthcheck answers. */
-export async function launchFlint(port: number, env: Record<string, string | undefined>): Promise<ChildProcess> {
-  // BENCH_NODE_FLAGS: extra flags for the server only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+/**
+ * The node arguments that run the server of the source tree `tree` as `npm start` does: its
+ * JavaScript build (compiled here first) when the tree has one, else `src/main.ts` through tsx (older
+ * trees, so an A/B against them runs each as its own `npm start` did). BENCH_NODE_FLAGS: extra flags
+ * for the server only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+ */
+export function serverArgs(tree = '.'): string[] {
   const extra = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...FLINT_NODE_FLAGS, ...extra, '--import', 'tsx', 'src/main.ts'], {
+  const build = resolve(tree, 'scripts', 'build-dist.mjs');
+  if (!existsSync(build)) return [...FLINT_NODE_FLAGS, ...extra, '--import', 'tsx', 'src/main.ts'];
+  execFileSync(process.execPath, [build], { cwd: tree, stdio: 'inherit' });
+  return [...FLINT_NODE_FLAGS, ...extra, 'dist/main.js'];
+}
+
+/** Starts Flint as a child process on `port`, as `npm start` does (serverArgs), and waits until /healthcheck answers. */
+export async function launchFlint(port: number, env: Record<string, string | undefined>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, serverArgs(), {
     env: { ...process.env, PORT: String(port), ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   return answering(child, port, 'Flint');
 }
 
-/** `child` once /healthcheck on `port` answers; killed, and an error naming `what`, after a minute. */
+/**
+ * `child` once /healthcheck on `port` answers; killed, and an error naming `what`, after
+ * BENCH_START_SECONDS (60; a busy machine may need more).
+ */
 export async function answering(child: ChildProcess, port: number, what: string): Promise<ChildProcess> {
-  for (let attempt = 0; attempt < 300; attempt++) {
+  const attempts = Number(process.env.BENCH_START_SECONDS ?? 60) * 5;
+  for (let attempt = 0; attempt < attempts; attempt++) {
     if (await fetch(`http://127.0.0.1:${port}/healthcheck`).then((r) => r.ok, () => false)) return child;
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -14,7 +14,7 @@ import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { answering, clientCredentialsToken, FLINT_NODE_FLAGS, stopFlint } from './flint-process.js';
+import { answering, clientCredentialsToken, serverArgs, stopFlint } from './flint-process.js';
 import { cpuSince, cpuSnapshot } from './process-cpu.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
@@ -32,8 +32,7 @@ interface Walk {
 }
 
 function launch(tree: string, port: number): Promise<ChildProcess> {
-  const extra = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...FLINT_NODE_FLAGS, ...extra, '--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, serverArgs(tree), {
     cwd: tree,
     env: {
       ...process.env,

@@ -1,7 +1,7 @@
 /**
  * `npx tsx bench/read-ab.ts` (PostgreSQL, BENCH_DATABASE_URL): read Patient by id at 16
- * connections on the servers of several source trees (BENCH_TREES=/work/main,. each runs its own
- * `src/main.ts`) and on the bare pg baseline (bench/bare-pg-server.ts), all started at once on one
+ * connections on the servers of several source trees (BENCH_TREES=/work/main,. each runs as its own
+ * `npm start` does, flint-process.ts serverArgs) and on the bare pg baseline (bench/bare-pg-server.ts), all started at once on one
  * database and loaded in turn (each round starting with the next), BENCH_ROUNDS rounds of
  * BENCH_SLICE seconds each: an A/B on a shared machine, where the load drifts between runs made one
  * after another. Prints, per server, requests per second and the CPU time of its process per
@@ -14,7 +14,7 @@ import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { launchBarePg } from './bare-pg.js';
 import { typicalPatient } from './fixtures.js';
-import { answering, clientCredentialsToken, FLINT_NODE_FLAGS, newProjectClient, stopFlint } from './flint-process.js';
+import { answering, clientCredentialsToken, newProjectClient, serverArgs, stopFlint } from './flint-process.js';
 import { cpuSeconds } from './process-cpu.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
@@ -34,7 +34,7 @@ interface Target {
 }
 
 function launch(tree: string, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...FLINT_NODE_FLAGS, '--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, serverArgs(tree), {
     cwd: tree,
     env: { ...process.env, PORT: String(port), DATABASE_URL, LOG_LEVEL: 'info', SUPER_ADMIN_CLIENT_ID: ADMIN.id, SUPER_ADMIN_CLIENT_SECRET: ADMIN.secret },
     stdio: ['ignore', 'ignore', 'inherit'],

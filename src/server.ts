@@ -62,9 +62,22 @@ export interface StartOptions {
   log?: Logger;
 }
 
+/** How long a log line may wait in the buffer of stdout at most. */
+const LOG_FLUSH_MS = 1000;
+
+/**
+ * The server's log on stdout, written in blocks of 4 KB (or every LOG_FLUSH_MS) instead of one
+ * system call per line: the request line of every request was a sizeable share of a read's CPU
+ * (docs/benchmarks.md). What is buffered is written when the process exits, also on an uncaught
+ * error; only a process killed outright (SIGKILL) loses up to LOG_FLUSH_MS of lines.
+ */
+function serverLogger(level: string): Logger {
+  return pino({ level }, pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: LOG_FLUSH_MS }));
+}
+
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   registerBuiltins();
-  const log = options.log ?? pino({ level: config.logLevel });
+  const log = options.log ?? serverLogger(config.logLevel);
   const db = await Database.open(config);
   try {
     const applied = await migrate(db, log);

@@ -1,7 +1,7 @@
 import type { Identity } from '../identity/identity.js';
 import { OperationOutcomeError, outcome, issue } from '../fhir/outcome.js';
 import type { AuthService } from './service.js';
-import { TokenError } from './tokens.js';
+import { TokenError, type KnownIdentity } from './tokens.js';
 import { basicIdentity, isBasic } from './basic-auth.js';
 
 /** RFC 6750 2.1: `Bearer` (any case), one space, a b64token. Nothing else is accepted. */
@@ -79,11 +79,39 @@ export function authenticateRequest(auth: AuthService, request: Request): Promis
 }
 
 /**
+ * The token of an Authorization header that authenticateAuthorization takes as a bearer token
+ * (one credential, `Bearer <b64token>`); undefined for any other value, which it refuses or reads
+ * as Basic.
+ */
+export function wellFormedBearer(header: string | undefined): string | undefined {
+  if (!header || hasSeveralCredentials(header)) return undefined;
+  return BEARER.exec(header)?.[1];
+}
+
+/**
+ * The identity the cache holds for the bearer token of `header`, looked up once for a request's
+ * admission (its lane) and passed on to its authentication (authenticateAuthorization's `known`).
+ */
+export function knownCaller(auth: AuthService, header: string | null | undefined): KnownCaller | undefined {
+  const token = wellFormedBearer(header ?? undefined);
+  const known = token === undefined ? undefined : auth.identities.lookup(token);
+  return known && { ...known, header: header! };
+}
+
+/** What knownCaller found, and for which Authorization header. */
+export interface KnownCaller extends KnownIdentity {
+  readonly header: string;
+}
+
+/**
  * authenticateRequest from the Authorization header's value alone: the HTTP layer reads it from
  * Node's parsed headers, without building the fetch Headers of the whole request (a noticeable
- * share of a read's CPU; measured: see bench/RESULTS.md).
+ * share of a read's CPU; measured: see bench/RESULTS.md). `known`: what knownCaller found for
+ * this header.
  */
-export async function authenticateAuthorization(auth: AuthService, header: string | null | undefined): Promise<Identity> {
+export async function authenticateAuthorization(auth: AuthService, header: string | null | undefined, known?: KnownCaller): Promise<Identity> {
+  // What knownCaller found for this same header, unless the cache dropped anything since.
+  if (known && known.header === header && auth.identities.stillHolds(known)) return known.identity;
   if (header && isBasic(header)) {
     if (hasSeveralCredentials(header)) throw repeatedAuthorization();
     return basicIdentity(auth, header);

@@ -73,6 +73,13 @@ export class TokenSigner {
   }
 }
 
+/** An identity the cache held for a token when it was looked up (IdentityCache.lookup). */
+export interface KnownIdentity {
+  readonly identity: Identity;
+  readonly until: number;
+  readonly removals: number;
+}
+
 /**
  * Verified tokens, kept briefly (at most a minute, never past their expiry) so that a request with
  * a token seen recently costs one map lookup. Revocation (logout) and changes of the resources an
@@ -81,6 +88,8 @@ export class TokenSigner {
  */
 export class IdentityCache {
   private readonly entries = new Map<string, { identity: Identity; until: number }>();
+  /** Counts entries removed (evictions, expiries, logouts): a KnownIdentity older than one may be stale. */
+  private removals = 0;
 
   constructor(
     private readonly ttlMs = 60_000,
@@ -88,17 +97,30 @@ export class IdentityCache {
   ) {}
 
   get(token: string): Identity | undefined {
+    return this.lookup(token)?.identity;
+  }
+
+  /**
+   * The identity of `token` with what tells later whether it still holds (stillHolds): one lookup
+   * serves a request's admission and its authentication, whatever it waited for between them.
+   */
+  lookup(token: string): KnownIdentity | undefined {
     const entry = this.entries.get(token);
     if (!entry) return undefined;
     if (entry.until < Date.now()) {
-      this.entries.delete(token);
+      this.remove(token);
       return undefined;
     }
-    return entry.identity;
+    return { identity: entry.identity, until: entry.until, removals: this.removals };
+  }
+
+  /** Whether `known` is still what the cache would answer: nothing removed since, not expired. */
+  stillHolds(known: KnownIdentity): boolean {
+    return known.removals === this.removals && known.until >= Date.now();
   }
 
   set(token: string, identity: Identity, expiresAtMs: number): void {
-    if (this.entries.size >= this.capacity) this.entries.delete(this.entries.keys().next().value!);
+    if (this.entries.size >= this.capacity) this.remove(this.entries.keys().next().value!);
     this.entries.set(token, { identity, until: Math.min(Date.now() + this.ttlMs, expiresAtMs) });
   }
 
@@ -108,11 +130,17 @@ export class IdentityCache {
 
   /** Drops every token whose identity matches (a changed membership, policy, project...). */
   evict(matches: (identity: Identity) => boolean): void {
-    for (const [token, entry] of this.entries) if (matches(entry.identity)) this.entries.delete(token);
+    for (const [token, entry] of this.entries) if (matches(entry.identity)) this.remove(token);
   }
 
   clear(): void {
+    this.removals++;
     this.entries.clear();
+  }
+
+  private remove(token: string): void {
+    this.removals++;
+    this.entries.delete(token);
   }
 }
 

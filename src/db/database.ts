@@ -25,6 +25,14 @@ export interface QueryOptions {
    * database.
    */
   planOnce?: boolean;
+  /**
+   * Rows as pg itself gives them, straight from the PostgreSQL pool without the Prisma adapter
+   * (whose conversion of each value and debug logging of each statement are a share of a read's
+   * CPU: docs/benchmarks.md): text, uuid and boolean columns as strings and booleans, timestamptz
+   * as a Date (toInstant reads both forms). Only for statements whose columns are of those types.
+   * Ignored inside transactions and on the embedded database.
+   */
+  pgValues?: boolean;
 }
 
 /** Anything that runs SQL: the database itself or an open transaction. */
@@ -135,6 +143,8 @@ export class Database implements TransactionalSql {
 
   query<R = Row>(sql: string, args: readonly unknown[] = [], options: QueryOptions = {}): Promise<R[]> {
     this.statementCount++;
+    const pool = options.pgValues ? (this.namedPools.get(options.planOnce ? 'plan_once' : 'main') ?? this.namedPools.get('main')) : undefined;
+    if (pool) return runPgQuery<R>(pool, sql, args, this.timeouts?.statementTimeoutMs);
     return runQuery<R>(options.planOnce ? this.planOnceAdapter : this.adapter, sql, args, this.timeouts?.statementTimeoutMs);
   }
 
@@ -321,6 +331,14 @@ async function runQuery<R>(queryable: SqlQueryable, sql: string, args: readonly 
   });
 }
 
+async function runPgQuery<R>(pool: pg.Pool, sql: string, args: readonly unknown[], timeoutMs: number | undefined): Promise<R[]> {
+  try {
+    return (await pool.query({ text: sql, values: args as unknown[] })).rows as R[];
+  } catch (error) {
+    throw cancelledAsOutcome(error, timeoutMs);
+  }
+}
+
 async function runExecute(queryable: SqlQueryable, sql: string, args: readonly unknown[], timeoutMs: number | undefined): Promise<number> {
   try {
     return await queryable.executeRaw({ sql, args: [...args], argTypes: args.map(argTypeOf) });
@@ -338,8 +356,9 @@ const QUERY_CANCELED = '57014';
  * one too costly by itself, and a retry when the server is quieter may succeed. Other errors pass.
  */
 function cancelledAsOutcome(error: unknown, timeoutMs: number | undefined): unknown {
-  const cause = (error as { cause?: { originalCode?: unknown } } | undefined)?.cause;
-  if (cause?.originalCode !== QUERY_CANCELED) return error;
+  // The Prisma adapter's error names PostgreSQL's code in its cause, pg's own in `code`.
+  const failure = error as { code?: unknown; cause?: { originalCode?: unknown } } | undefined;
+  if (failure?.cause?.originalCode !== QUERY_CANCELED && failure?.code !== QUERY_CANCELED) return error;
   const bound = timeoutMs ? ` (${timeoutMs} ms)` : '';
   return errors.unavailable(
     'timeout',

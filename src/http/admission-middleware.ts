@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AuthService } from '../auth/service.js';
-import { requestHeader } from '../graphql/http-body.js';
+import { knownCaller, type KnownCaller } from '../auth/authenticate.js';
+import { authorizationHeader } from '../graphql/http-body.js';
 import type { Admission } from './admission.js';
 import type { AppEnv } from './route.js';
 
@@ -20,7 +21,9 @@ export function admissionControl(admission: Admission, auth: AuthService): Middl
   return async (c, next) => {
     c.set('admission', admission);
     if (BYPASS.test(c.req.path)) return next();
-    const release = await admission.enter(laneOf(requestHeader(c, 'authorization'), auth));
+    const known = knownCaller(auth, authorizationHeader(c));
+    if (known) c.set('knownCaller', known);
+    const release = await admission.enter(laneOf(known));
     try {
       await next();
     } finally {
@@ -29,9 +32,7 @@ export function admissionControl(admission: Admission, auth: AuthService): Middl
   };
 }
 
-/** The admission lane of a request with this Authorization header. */
-export function laneOf(authorization: string | undefined, auth: AuthService): string {
-  if (!authorization || authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== 'bearer ') return UNKNOWN_CALLER;
-  const identity = auth.identities.get(authorization.slice(7).trim());
-  return identity ? `project:${identity.projectId}` : UNKNOWN_CALLER;
+/** The admission lane of a request whose bearer token the identity cache holds (knownCaller), or of an unknown caller. */
+export function laneOf(known: KnownCaller | undefined): string {
+  return known ? `project:${known.identity.projectId}` : UNKNOWN_CALLER;
 }

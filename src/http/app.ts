@@ -25,7 +25,7 @@ import { routeOf } from './metrics/route-label.js';
 import type { MetricsExposition, RequestMetrics } from './metrics/server-metrics.js';
 
 /** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
-const bearerAuthentication: Authenticator = (authorization, services) => authenticateAuthorization(services.auth, authorization);
+const bearerAuthentication: Authenticator = (authorization, services, known) => authenticateAuthorization(services.auth, authorization, known);
 
 /** What the HTTP layer reports to: request metrics, and what `GET /metrics` answers. */
 export interface HttpObservability {
@@ -169,7 +169,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 function authentication(services: Services, authenticate: Authenticator): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const identity = await authenticate(authorizationHeader(c), services);
+    const identity = await authenticate(authorizationHeader(c), services, c.get('knownCaller'));
     const ctx = createRequestContext(services, identity, c.get('requestId'));
     c.set('ctx', ctx);
     await next();

@@ -9,6 +9,7 @@ import { fhirRouter } from '../router/router.js';
 import type { FhirRequest, FhirResponse } from '../router/types.js';
 import type { Admission } from './admission.js';
 import { laneOf } from './admission-middleware.js';
+import { knownCaller } from '../auth/authenticate.js';
 import { FHIR_BASE_PATH, fhirText, type Authenticator } from './fhir-adapter.js';
 import { encodeForClient, writeAnswer } from './node-answers.js';
 import { logRequest, requestIdOf } from './request-log.js';
@@ -65,9 +66,10 @@ async function answerRead(
   let status = 500;
   let ctx: RequestContext | undefined;
   try {
-    const release = await admission.enter(laneOf(headers.authorization, services.auth));
+    const known = knownCaller(services.auth, headers.authorization);
+    const release = await admission.enter(laneOf(known));
     try {
-      ctx = createRequestContext(services, await authenticate(headers.authorization ?? null, services), requestId);
+      ctx = createRequestContext(services, await authenticate(headers.authorization ?? null, services, known), requestId);
       const req = fhirRequestOf(path, headers);
       const answer = await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx });
       status = answer.status;

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { RequestContext, Services } from '../operations/context.js';
 import type { Admission } from './admission.js';
+import type { KnownCaller } from '../auth/authenticate.js';
 import type { MetricsExposition } from './metrics/server-metrics.js';
 
 export type AppEnv = {
@@ -14,6 +15,8 @@ export type AppEnv = {
     requestIdSent?: boolean;
     /** The route pattern a handler matched itself (the FHIR router's), for the request metrics. */
     route?: string;
+    /** The identity admission found for the request's bearer token, which authentication then takes (auth/authenticate.ts knownCaller). */
+    knownCaller?: KnownCaller;
     /** What `GET /metrics` answers (src/http/metrics/endpoint.ts). */
     metricsExposition?: MetricsExposition;
   };

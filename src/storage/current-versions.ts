@@ -16,7 +16,7 @@ export async function selectCurrent(db: SqlExecutor, resourceType: string, id: s
     `SELECT "projectId", id, "versionId"::text AS "versionId", "lastUpdated", deleted, content::text AS content
      FROM resource WHERE "resourceType" = $1 AND id = $2`,
     [resourceType, id],
-    { planOnce: true },
+    { planOnce: true, pgValues: true },
   );
   return rows[0] ? toStoredVersion(resourceType, rows[0]) : undefined;
 }

@@ -60,6 +60,18 @@ describe.skipIf(!serverUrl)('statement timeouts on PostgreSQL', () => {
     expect(after.body.entry).toHaveLength(1);
   });
 
+  it('answers a read by id that outruns STATEMENT_TIMEOUT_MS with 503 timeout and Retry-After', async () => {
+    const client = api.newProject();
+    const created = await client.post('/Patient', patientBody());
+    await whileLocked('LOCK TABLE resource IN ACCESS EXCLUSIVE MODE', [], async () => {
+      const read = await client.get(`/Patient/${created.body.id}`);
+      expect(read.status).toBe(503);
+      expect(read.headers.get('retry-after')).toBe('1');
+      expect(read.body).toMatchObject({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'timeout' }] });
+    });
+    expect((await client.get(`/Patient/${created.body.id}`)).status).toBe(200);
+  });
+
   it('answers a write that outruns WRITE_STATEMENT_TIMEOUT_MS with 503 timeout and leaves nothing of it', async () => {
     const client = writes.newProject();
     const created = await client.post('/Patient', patientBody());

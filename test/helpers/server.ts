@@ -319,16 +319,19 @@ export function nicknameSearchParameter(code = 'nickname'): Record<string, unkno
 }
 
 /**
- * A Flint server in a child process (`src/main.ts`, as `npm start` runs it) with testEnv(overrides)
+ * A Flint server in a child process (`src/main.ts` through tsx unless `entry` says otherwise) with testEnv(overrides)
  * on a random port; resolves once it answers /healthcheck. For what needs a process of its own:
  * signals, or a second server sharing no module state with this one.
  */
-export async function startServerProcess(overrides: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
+export async function startServerProcess(
+  overrides: Record<string, string> = {},
+  entry: readonly string[] = ['--import', 'tsx', 'src/main.ts'],
+): Promise<{ url: string; child: ChildProcess }> {
   // Below Linux's ephemeral range (32768 up), where the ports of outgoing connections and of
   // servers listening on port 0 are taken from.
   const port = 20000 + Math.floor(Math.random() * 12000);
   const env = { ...process.env, ...testEnv({ PORT: String(port), ...overrides }) };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [...entry], {
     env: Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined)),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
