@@ -74,8 +74,8 @@ export function bearerTokenOf(header: string | null | undefined): string {
  * a JWT of a configured external identity provider (validated at its userinfo endpoint, SPEC 5);
  * or behind HTTP Basic client credentials (basic-auth.ts). Recently verified ones cost a map lookup.
  */
-export function authenticateRequest(auth: AuthService, request: Request): Promise<Identity> {
-  return authenticateAuthorization(auth, request.headers.get('authorization'));
+export function authenticateRequest(auth: AuthService, request: Request, addressOf?: () => string): Promise<Identity> {
+  return authenticateAuthorization(auth, request.headers.get('authorization'), addressOf);
 }
 
 /**
@@ -83,10 +83,10 @@ export function authenticateRequest(auth: AuthService, request: Request): Promis
  * Node's parsed headers, without building the fetch Headers of the whole request (a noticeable
  * share of a read's CPU; measured: see bench/RESULTS.md).
  */
-export async function authenticateAuthorization(auth: AuthService, header: string | null | undefined): Promise<Identity> {
+export async function authenticateAuthorization(auth: AuthService, header: string | null | undefined, addressOf?: () => string): Promise<Identity> {
   if (header && isBasic(header)) {
     if (hasSeveralCredentials(header)) throw repeatedAuthorization();
-    return basicIdentity(auth, header);
+    return basicIdentity(auth, header, addressOf);
   }
   const token = bearerTokenOf(header);
   const cached = auth.identities.get(token);

@@ -67,7 +67,7 @@ async function answerRead(
   try {
     const release = await admission.enter(laneOf(headers.authorization, services.auth));
     try {
-      ctx = createRequestContext(services, await authenticate(headers.authorization ?? null, services), requestId);
+      ctx = createRequestContext(services, await authenticate(headers.authorization ?? null, services, () => request.socket.remoteAddress ?? 'unknown'), requestId);
       const req = fhirRequestOf(path, headers);
       const answer = await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx });
       status = answer.status;
