@@ -1,7 +1,7 @@
-import { randomInt } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { describe, expect, it } from 'vitest';
-import { useTestServer } from '../helpers/server.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
 import { addMemberClient } from './helpers.js';
 
 /**
@@ -24,8 +24,8 @@ function loopbackAddress(): string {
 }
 
 /** A request with Basic credentials (GET, or POST of `body` as JSON) over a connection from `localAddress`. */
-function getFrom(localAddress: string, clientId: string, secret: string, path = '/fhir/R4/Patient', body?: unknown): Promise<Answer> {
-  const port = new URL(api.url).port;
+function getFrom(localAddress: string, clientId: string, secret: string, path = '/fhir/R4/Patient', body?: unknown, server: TestServer = api): Promise<Answer> {
+  const port = new URL(server.url).port;
   const headers: Record<string, string> = { authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
   return new Promise((resolve, reject) => {
@@ -90,5 +90,31 @@ describe('HTTP Basic wrong-secret throttling', () => {
     const query = { query: '{ PatientList { id } }' };
     for (let i = 0; i < 10; i++) expect((await getFrom(address, clientId, `graphql-${i}`, '/fhir/R4/$graphql', query)).status).toBe(401);
     expect((await getFrom(address, clientId, 'wrong-again')).status).toBe(429);
+  });
+});
+
+describe.skipIf(!process.env.DATABASE_URL)('HTTP Basic throttling on two servers of one PostgreSQL database', async () => {
+  // One deployment: the servers count each other's failures.
+  const namespace = `test_basic_throttle_${randomUUID().replace(/-/g, '').slice(0, 8)}`;
+  const first = await startTestServer({ CACHE_NAMESPACE: namespace });
+  const other = await startTestServer({ CACHE_NAMESPACE: namespace });
+  afterAll(() => Promise.all([first.server.close(), other.server.close()]));
+
+  it('after a flood from one address, the right secret the other server never verified still works from another address', { timeout: 180_000 }, async () => {
+    // Created on the first server, which knows the secret; the other has never verified it.
+    const { clientId, secret } = await addMemberClient(first, first.newProject());
+    const flooding = loopbackAddress();
+    for (let i = 0; i < 30; i++) expect((await getFrom(flooding, clientId, `wrong-${i}`, undefined, undefined, other)).status).toBe(401);
+    // The failures count once their notices come back from the bus; probe with wrong secrets until then.
+    let status = 0;
+    for (let i = 0; i < 50 && status !== 429; i++) {
+      status = (await getFrom(flooding, clientId, `probe-${i}`, undefined, undefined, other)).status;
+      if (status !== 429) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(status).toBe(429);
+    // The right secret is refused at the flooding address before it is checked...
+    expect((await getFrom(flooding, clientId, secret, undefined, undefined, other)).status).toBe(429);
+    // ...and accepted from another address.
+    expect((await getFrom(loopbackAddress(), clientId, secret, undefined, undefined, other)).status).toBe(200);
   });
 });
