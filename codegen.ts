@@ -4,7 +4,8 @@ import type { CodegenConfig } from '@graphql-codegen/cli';
 import type { CodegenPlugin } from '@graphql-codegen/plugin-helpers';
 import { buildASTSchema, concatAST, getNamedType, isEnumType, isInterfaceType, isObjectType, parse, type GraphQLSchema } from 'graphql';
 import * as typescriptFhirJson from './codegen/typescript-fhir-json.js';
-import { enumCodes } from './src/generated/graphql-enum-codes.js';
+import { codeUnionValueNames, withCodeUnions } from './codegen/code-unions.js';
+import { codeFields, codeValueSets, enumCodes } from './src/generated/graphql-enum-codes.js';
 
 /**
  * GraphQL code generation: `npm run codegen` writes src/generated/graphql.ts from schema/*.graphql
@@ -25,12 +26,21 @@ const output = process.env.CODEGEN_OUTPUT || 'src/generated/graphql.ts';
  * schema/*.graphql in file-name order, as src/graphql/schema.ts builds it, keeping the SDL's own order
  * of types and fields (FHIR element order). Loading the glob instead would either sort every field
  * by name or, unsorted, merge the files in whatever order their reads complete.
+ *
+ * Coded fields are `String` in the schema (as FHIR GraphQL and Medplum have them); for the TypeScript
+ * types only, the output fields with a required binding take the union of its codes
+ * (codegen/code-unions.ts): stored FHIR JSON holds valid codes, while inputs and variables stay
+ * `string` as the server takes them.
  */
 function loadSchema() {
   const dir = 'schema';
   const files = readdirSync(dir).filter((name) => name.endsWith('.graphql')).sort();
-  return buildASTSchema(concatAST(files.map((name) => parse(readFileSync(join(dir, name), 'utf8')))));
+  const sdl = concatAST(files.map((name) => parse(readFileSync(join(dir, name), 'utf8'))));
+  return buildASTSchema(withCodeUnions(sdl, codeValueSets, codeFields));
 }
+
+/** Value name → FHIR code of the schema's enums and of the code unions codegen adds. */
+const enumValues: Record<string, Record<string, string>> = { ...enumCodes, ...codeUnionValueNames(codeValueSets) };
 
 /**
  * Plugins of this repository (codegen/), by name. They are TypeScript, which the CLI's own loader
@@ -92,7 +102,7 @@ const config: CodegenConfig = {
         enumsAsTypes: true,
         // The internal value of every enum value is its FHIR code (src/graphql/schema.ts), so the
         // TypeScript types carry codes too; values equal to their code need no entry.
-        enumValues: enumCodes,
+        enumValues,
         skipTypename: true,
         // Output types are FHIR JSON: an absent field is `undefined`, never `null`...
         maybeValue: 'T',
@@ -117,7 +127,8 @@ const config: CodegenConfig = {
       },
     },
     // The typed client example: a typed document per operation in examples/typed-client/*.graphql,
-    // with the types a client sees on the wire (enum value names such as `entered_in_error`).
+    // with the types a client sees on the wire: coded fields as the union of their FHIR codes
+    // (`'entered-in-error'`), inputs and variables `string`.
     [exampleOutput]: {
       documents: 'examples/typed-client/*.graphql',
       plugins: [
@@ -129,6 +140,7 @@ const config: CodegenConfig = {
       config: {
         useTypeImports: true,
         enumsAsTypes: true,
+        enumValues,
         strictScalars: true,
         scalars: {
           ID: { input: 'string', output: 'string' },

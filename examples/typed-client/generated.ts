@@ -11,10 +11,10 @@ export type AddressInput = {
   /** Additional content defined by implementations */
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** home | work | temp | old | billing - purpose of this address */
-  use?: AddressUse | null | undefined;
+  use?: string | null | undefined;
   _use?: ElementInput | null | undefined;
   /** postal | physical | both */
-  type?: AddressType | null | undefined;
+  type?: string | null | undefined;
   _type?: ElementInput | null | undefined;
   /** Text representation of the address */
   text?: string | null | undefined;
@@ -171,13 +171,13 @@ export type ContactPointInput = {
   /** Additional content defined by implementations */
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** phone | fax | email | pager | url | sms | other */
-  system?: ContactPointSystem | null | undefined;
+  system?: string | null | undefined;
   _system?: ElementInput | null | undefined;
   /** The actual contact point details */
   value?: string | null | undefined;
   _value?: ElementInput | null | undefined;
   /** home | work | temp | old | mobile - purpose of this contact point */
-  use?: ContactPointUse | null | undefined;
+  use?: string | null | undefined;
   _use?: ElementInput | null | undefined;
   /** Specify preferred order of use (1 = highest) */
   rank?: number | null | undefined;
@@ -193,7 +193,7 @@ export type ContributorInput = {
   /** Additional content defined by implementations */
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** author | editor | reviewer | endorser */
-  type?: ContributorType | null | undefined;
+  type?: string | null | undefined;
   _type?: ElementInput | null | undefined;
   /** Who contributed the content */
   name?: string | null | undefined;
@@ -232,7 +232,7 @@ export type DataRequirementInput = {
   /** Additional content defined by implementations */
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** The type of the required data */
-  type?: FhirAllTypes | null | undefined;
+  type?: string | null | undefined;
   _type?: ElementInput | null | undefined;
   /** The profile of the required data */
   profile?: Array<string | null | undefined> | null | undefined;
@@ -305,7 +305,7 @@ export type DataRequirementSortInput = {
   path?: string | null | undefined;
   _path?: ElementInput | null | undefined;
   /** ascending | descending */
-  direction?: SortDirection | null | undefined;
+  direction?: string | null | undefined;
   _direction?: ElementInput | null | undefined;
 };
 
@@ -584,7 +584,7 @@ export type HumanNameInput = {
   /** Additional content defined by implementations */
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** usual | official | temp | nickname | anonymous | old | maiden */
-  use?: NameUse | null | undefined;
+  use?: string | null | undefined;
   _use?: ElementInput | null | undefined;
   /** Text representation of the full name */
   text?: string | null | undefined;
@@ -612,7 +612,7 @@ export type IdentifierInput = {
   /** Additional content defined by implementations */
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** usual | official | temp | secondary | old (If known) */
-  use?: IdentifierUse | null | undefined;
+  use?: string | null | undefined;
   _use?: ElementInput | null | undefined;
   /** Description of identifier */
   type?: CodeableConceptInput | null | undefined;
@@ -686,7 +686,7 @@ export type NarrativeInput = {
   /** Additional content defined by implementations */
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** generated | extensions | additional | empty */
-  status?: NarrativeStatus | null | undefined;
+  status?: string | null | undefined;
   _status?: ElementInput | null | undefined;
   /** Limited xhtml content */
   div?: string | null | undefined;
@@ -702,7 +702,7 @@ export type ParameterDefinitionInput = {
   name?: string | null | undefined;
   _name?: ElementInput | null | undefined;
   /** in | out */
-  use?: OperationParameterUse | null | undefined;
+  use?: string | null | undefined;
   _use?: ElementInput | null | undefined;
   /** Minimum cardinality */
   min?: number | null | undefined;
@@ -714,7 +714,7 @@ export type ParameterDefinitionInput = {
   documentation?: string | null | undefined;
   _documentation?: ElementInput | null | undefined;
   /** What type of value */
-  type?: FhirAllTypes | null | undefined;
+  type?: string | null | undefined;
   _type?: ElementInput | null | undefined;
   /** What profile the value is expected to be */
   profile?: string | null | undefined;
@@ -753,7 +753,7 @@ export type PatientInput = {
   /** A contact detail for the individual */
   telecom?: Array<ContactPointInput | null | undefined> | null | undefined;
   /** male | female | other | unknown */
-  gender?: AdministrativeGender | null | undefined;
+  gender?: string | null | undefined;
   _gender?: ElementInput | null | undefined;
   /** The date of birth for the individual */
   birthDate?: string | null | undefined;
@@ -820,7 +820,7 @@ export type PatientContactInput = {
   /** Address for the contact person */
   address?: AddressInput | null | undefined;
   /** male | female | other | unknown */
-  gender?: AdministrativeGender | null | undefined;
+  gender?: string | null | undefined;
   _gender?: ElementInput | null | undefined;
   /** Organization that is associated with the contact */
   organization?: ReferenceInput | null | undefined;
@@ -839,7 +839,7 @@ export type PatientLinkInput = {
   /** The other patient or related person resource that the link refers to */
   other?: ReferenceInput | null | undefined;
   /** replaced-by | replaces | refer | seealso */
-  type?: LinkType | null | undefined;
+  type?: string | null | undefined;
   _type?: ElementInput | null | undefined;
 };
 
@@ -930,7 +930,7 @@ export type RelatedArtifactInput = {
   /** Additional content defined by implementations */
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** documentation | justification | citation | predecessor | successor | derived-from | depends-on | composed-of */
-  type?: RelatedArtifactType | null | undefined;
+  type?: string | null | undefined;
   _type?: ElementInput | null | undefined;
   /** Short label */
   label?: string | null | undefined;
@@ -1047,7 +1047,7 @@ export type TimingRepeatInput = {
   durationMax?: number | null | undefined;
   _durationMax?: ElementInput | null | undefined;
   /** s | min | h | d | wk | mo | a - unit of time (UCUM) */
-  durationUnit?: UnitsOfTime | null | undefined;
+  durationUnit?: string | null | undefined;
   _durationUnit?: ElementInput | null | undefined;
   /** Event occurs frequency times per period */
   frequency?: number | null | undefined;
@@ -1062,10 +1062,10 @@ export type TimingRepeatInput = {
   periodMax?: number | null | undefined;
   _periodMax?: ElementInput | null | undefined;
   /** s | min | h | d | wk | mo | a - unit of time (UCUM) */
-  periodUnit?: UnitsOfTime | null | undefined;
+  periodUnit?: string | null | undefined;
   _periodUnit?: ElementInput | null | undefined;
   /** mon | tue | wed | thu | fri | sat | sun */
-  dayOfWeek?: Array<DaysOfWeek | null | undefined> | null | undefined;
+  dayOfWeek?: Array<string | null | undefined> | null | undefined;
   _dayOfWeek?: Array<ElementInput | null | undefined> | null | undefined;
   /** Time of day for action */
   timeOfDay?: Array<string | null | undefined> | null | undefined;
@@ -1085,7 +1085,7 @@ export type TriggerDefinitionInput = {
   /** Additional content defined by implementations */
   extension?: Array<ExtensionInput | null | undefined> | null | undefined;
   /** named-event | periodic | data-changed | data-added | data-modified | data-removed | data-accessed | data-access-ended */
-  type?: TriggerType | null | undefined;
+  type?: string | null | undefined;
   _type?: ElementInput | null | undefined;
   /** Name or URI that identifies the event */
   name?: string | null | undefined;
@@ -1124,326 +1124,12 @@ export type UsageContextInput = {
   valueReference?: ReferenceInput | null | undefined;
 };
 
-/** Codes of the value set http://hl7.org/fhir/ValueSet/address-type (required binding). */
-export type AddressType =
-  | 'postal'
-  | 'physical'
-  | 'both';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/address-use (required binding). */
-export type AddressUse =
-  | 'home'
-  | 'work'
-  | 'temp'
-  | 'old'
-  | 'billing';
-
 /** Codes of the value set http://hl7.org/fhir/ValueSet/administrative-gender (required binding). */
 export type AdministrativeGender =
   | 'male'
   | 'female'
   | 'other'
   | 'unknown';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/contact-point-system (required binding). */
-export type ContactPointSystem =
-  | 'phone'
-  | 'fax'
-  | 'email'
-  | 'pager'
-  | 'url'
-  | 'sms'
-  | 'other';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/contact-point-use (required binding). */
-export type ContactPointUse =
-  | 'home'
-  | 'work'
-  | 'temp'
-  | 'old'
-  | 'mobile';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/contributor-type (required binding). */
-export type ContributorType =
-  | 'author'
-  | 'editor'
-  | 'reviewer'
-  | 'endorser';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/days-of-week (required binding). */
-export type DaysOfWeek =
-  | 'mon'
-  | 'tue'
-  | 'wed'
-  | 'thu'
-  | 'fri'
-  | 'sat'
-  | 'sun';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/all-types (required binding). */
-export type FhirAllTypes =
-  | 'Address'
-  | 'Age'
-  | 'Annotation'
-  | 'Attachment'
-  | 'BackboneElement'
-  | 'CodeableConcept'
-  | 'Coding'
-  | 'ContactDetail'
-  | 'ContactPoint'
-  | 'Contributor'
-  | 'Count'
-  | 'DataRequirement'
-  | 'Distance'
-  | 'Dosage'
-  | 'Duration'
-  | 'Element'
-  | 'ElementDefinition'
-  | 'Expression'
-  | 'Extension'
-  | 'HumanName'
-  | 'Identifier'
-  | 'MarketingStatus'
-  | 'Meta'
-  | 'Money'
-  | 'MoneyQuantity'
-  | 'Narrative'
-  | 'ParameterDefinition'
-  | 'Period'
-  | 'Population'
-  | 'ProdCharacteristic'
-  | 'ProductShelfLife'
-  | 'Quantity'
-  | 'Range'
-  | 'Ratio'
-  | 'Reference'
-  | 'RelatedArtifact'
-  | 'SampledData'
-  | 'Signature'
-  | 'SimpleQuantity'
-  | 'SubstanceAmount'
-  | 'Timing'
-  | 'TriggerDefinition'
-  | 'UsageContext'
-  | 'base64Binary'
-  | 'boolean'
-  | 'canonical'
-  | 'code'
-  | 'date'
-  | 'dateTime'
-  | 'decimal'
-  | 'id'
-  | 'instant'
-  | 'integer'
-  | 'markdown'
-  | 'oid'
-  | 'positiveInt'
-  | 'string'
-  | 'time'
-  | 'unsignedInt'
-  | 'uri'
-  | 'url'
-  | 'uuid'
-  | 'xhtml'
-  | 'Account'
-  | 'ActivityDefinition'
-  | 'AdverseEvent'
-  | 'AllergyIntolerance'
-  | 'Appointment'
-  | 'AppointmentResponse'
-  | 'AuditEvent'
-  | 'Basic'
-  | 'Binary'
-  | 'BiologicallyDerivedProduct'
-  | 'BodyStructure'
-  | 'Bundle'
-  | 'CapabilityStatement'
-  | 'CarePlan'
-  | 'CareTeam'
-  | 'CatalogEntry'
-  | 'ChargeItem'
-  | 'ChargeItemDefinition'
-  | 'Claim'
-  | 'ClaimResponse'
-  | 'ClinicalImpression'
-  | 'CodeSystem'
-  | 'Communication'
-  | 'CommunicationRequest'
-  | 'CompartmentDefinition'
-  | 'Composition'
-  | 'ConceptMap'
-  | 'Condition'
-  | 'Consent'
-  | 'Contract'
-  | 'Coverage'
-  | 'CoverageEligibilityRequest'
-  | 'CoverageEligibilityResponse'
-  | 'DetectedIssue'
-  | 'Device'
-  | 'DeviceDefinition'
-  | 'DeviceMetric'
-  | 'DeviceRequest'
-  | 'DeviceUseStatement'
-  | 'DiagnosticReport'
-  | 'DocumentManifest'
-  | 'DocumentReference'
-  | 'DomainResource'
-  | 'EffectEvidenceSynthesis'
-  | 'Encounter'
-  | 'Endpoint'
-  | 'EnrollmentRequest'
-  | 'EnrollmentResponse'
-  | 'EpisodeOfCare'
-  | 'EventDefinition'
-  | 'Evidence'
-  | 'EvidenceVariable'
-  | 'ExampleScenario'
-  | 'ExplanationOfBenefit'
-  | 'FamilyMemberHistory'
-  | 'Flag'
-  | 'Goal'
-  | 'GraphDefinition'
-  | 'Group'
-  | 'GuidanceResponse'
-  | 'HealthcareService'
-  | 'ImagingStudy'
-  | 'Immunization'
-  | 'ImmunizationEvaluation'
-  | 'ImmunizationRecommendation'
-  | 'ImplementationGuide'
-  | 'InsurancePlan'
-  | 'Invoice'
-  | 'Library'
-  | 'Linkage'
-  | 'List'
-  | 'Location'
-  | 'Measure'
-  | 'MeasureReport'
-  | 'Media'
-  | 'Medication'
-  | 'MedicationAdministration'
-  | 'MedicationDispense'
-  | 'MedicationKnowledge'
-  | 'MedicationRequest'
-  | 'MedicationStatement'
-  | 'MedicinalProduct'
-  | 'MedicinalProductAuthorization'
-  | 'MedicinalProductContraindication'
-  | 'MedicinalProductIndication'
-  | 'MedicinalProductIngredient'
-  | 'MedicinalProductInteraction'
-  | 'MedicinalProductManufactured'
-  | 'MedicinalProductPackaged'
-  | 'MedicinalProductPharmaceutical'
-  | 'MedicinalProductUndesirableEffect'
-  | 'MessageDefinition'
-  | 'MessageHeader'
-  | 'MolecularSequence'
-  | 'NamingSystem'
-  | 'NutritionOrder'
-  | 'Observation'
-  | 'ObservationDefinition'
-  | 'OperationDefinition'
-  | 'OperationOutcome'
-  | 'Organization'
-  | 'OrganizationAffiliation'
-  | 'Parameters'
-  | 'Patient'
-  | 'PaymentNotice'
-  | 'PaymentReconciliation'
-  | 'Person'
-  | 'PlanDefinition'
-  | 'Practitioner'
-  | 'PractitionerRole'
-  | 'Procedure'
-  | 'Provenance'
-  | 'Questionnaire'
-  | 'QuestionnaireResponse'
-  | 'RelatedPerson'
-  | 'RequestGroup'
-  | 'ResearchDefinition'
-  | 'ResearchElementDefinition'
-  | 'ResearchStudy'
-  | 'ResearchSubject'
-  | 'Resource'
-  | 'RiskAssessment'
-  | 'RiskEvidenceSynthesis'
-  | 'Schedule'
-  | 'SearchParameter'
-  | 'ServiceRequest'
-  | 'Slot'
-  | 'Specimen'
-  | 'SpecimenDefinition'
-  | 'StructureDefinition'
-  | 'StructureMap'
-  | 'Subscription'
-  | 'Substance'
-  | 'SubstanceNucleicAcid'
-  | 'SubstancePolymer'
-  | 'SubstanceProtein'
-  | 'SubstanceReferenceInformation'
-  | 'SubstanceSourceMaterial'
-  | 'SubstanceSpecification'
-  | 'SupplyDelivery'
-  | 'SupplyRequest'
-  | 'Task'
-  | 'TerminologyCapabilities'
-  | 'TestReport'
-  | 'TestScript'
-  | 'ValueSet'
-  | 'VerificationResult'
-  | 'VisionPrescription'
-  | 'AccessPolicy'
-  | 'Agent'
-  | 'AsyncJob'
-  | 'Bot'
-  | 'BulkDataExport'
-  | 'ClientApplication'
-  | 'DomainConfiguration'
-  | 'JsonWebKey'
-  | 'Login'
-  | 'PasswordChangeRequest'
-  | 'Project'
-  | 'ProjectMembership'
-  | 'SmartAppLaunch'
-  | 'SubscriptionStatus'
-  | 'User'
-  | 'UserConfiguration'
-  | 'UserSecurityRequest'
-  | 'Type'
-  | 'Any';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/identifier-use (required binding). */
-export type IdentifierUse =
-  | 'usual'
-  | 'official'
-  | 'temp'
-  | 'secondary'
-  | 'old';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/link-type (required binding). */
-export type LinkType =
-  | 'replaced_by'
-  | 'replaces'
-  | 'refer'
-  | 'seealso';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/name-use (required binding). */
-export type NameUse =
-  | 'usual'
-  | 'official'
-  | 'temp'
-  | 'nickname'
-  | 'anonymous'
-  | 'old'
-  | 'maiden';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/narrative-status (required binding). */
-export type NarrativeStatus =
-  | 'generated'
-  | 'extensions'
-  | 'additional'
-  | 'empty';
 
 /** Codes of the value set http://hl7.org/fhir/ValueSet/observation-status (required binding). */
 export type ObservationStatus =
@@ -1453,50 +1139,8 @@ export type ObservationStatus =
   | 'amended'
   | 'corrected'
   | 'cancelled'
-  | 'entered_in_error'
+  | 'entered-in-error'
   | 'unknown';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/operation-parameter-use (required binding). */
-export type OperationParameterUse =
-  | 'in'
-  | 'out';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/related-artifact-type (required binding). */
-export type RelatedArtifactType =
-  | 'documentation'
-  | 'justification'
-  | 'citation'
-  | 'predecessor'
-  | 'successor'
-  | 'derived_from'
-  | 'depends_on'
-  | 'composed_of';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/sort-direction (required binding). */
-export type SortDirection =
-  | 'ascending'
-  | 'descending';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/trigger-type (required binding). */
-export type TriggerType =
-  | 'named_event'
-  | 'periodic'
-  | 'data_changed'
-  | 'data_added'
-  | 'data_modified'
-  | 'data_removed'
-  | 'data_accessed'
-  | 'data_access_ended';
-
-/** Codes of the value set http://hl7.org/fhir/ValueSet/units-of-time (required binding). */
-export type UnitsOfTime =
-  | 's'
-  | 'min'
-  | 'h'
-  | 'd'
-  | 'wk'
-  | 'mo'
-  | 'a';
 
 export type PatientByIdQueryVariables = Exact<{
   id: string;

@@ -74,8 +74,8 @@ export function bearerTokenOf(header: string | null | undefined): string {
  * a JWT of a configured external identity provider (validated at its userinfo endpoint, SPEC 5);
  * or behind HTTP Basic client credentials (basic-auth.ts). Recently verified ones cost a map lookup.
  */
-export function authenticateRequest(auth: AuthService, request: Request): Promise<Identity> {
-  return authenticateAuthorization(auth, request.headers.get('authorization'));
+export function authenticateRequest(auth: AuthService, request: Request, addressOf?: () => string): Promise<Identity> {
+  return authenticateAuthorization(auth, request.headers.get('authorization'), undefined, addressOf);
 }
 
 /**
@@ -109,12 +109,12 @@ export interface KnownCaller extends KnownIdentity {
  * share of a read's CPU; measured: see bench/RESULTS.md). `known`: what knownCaller found for
  * this header.
  */
-export async function authenticateAuthorization(auth: AuthService, header: string | null | undefined, known?: KnownCaller): Promise<Identity> {
+export async function authenticateAuthorization(auth: AuthService, header: string | null | undefined, known?: KnownCaller, addressOf?: () => string): Promise<Identity> {
   // What knownCaller found for this same header, unless the cache dropped anything since.
   if (known && known.header === header && auth.identities.stillHolds(known)) return known.identity;
   if (header && isBasic(header)) {
     if (hasSeveralCredentials(header)) throw repeatedAuthorization();
-    return basicIdentity(auth, header);
+    return basicIdentity(auth, header, addressOf);
   }
   const token = bearerTokenOf(header);
   const cached = auth.identities.get(token);

@@ -8,7 +8,7 @@ import { OAuthError } from './oauth-errors.js';
 import { grantScope } from './scope-grant.js';
 import { sha256Base64Url } from './secrets.js';
 import type { AuthService } from './service.js';
-import { CLIENT_RULE } from './throttle.js';
+import { ADDRESS_RULE, CLIENT_RULE, type ThrottleRule } from './throttle.js';
 
 /**
  * HTTP Basic credentials (client id and secret, RFC 7617) on the FHIR API, as Medplum accepts
@@ -35,21 +35,24 @@ export function isBasic(header: string): boolean {
   return header.length > 6 && header.slice(0, 6).toLowerCase() === 'basic ';
 }
 
-/** The identity of a client presenting `Basic base64(client_id:client_secret)`; 401 when it cannot be one. */
-export async function basicIdentity(auth: AuthService, header: string): Promise<Identity> {
+/**
+ * The identity of a client presenting `Basic base64(client_id:client_secret)`; 401 when it cannot
+ * be one. Wrong secrets count against the client and against the caller's address (`addressOf`).
+ */
+export async function basicIdentity(auth: AuthService, header: string, addressOf?: () => string): Promise<Identity> {
   const key = `basic:${sha256Base64Url(header)}`;
   const cached = auth.identities.get(key);
   if (cached) return cached;
   const { id, secret } = credentialsOf(header);
   const found = isFhirId(id) ? await findClient(auth, id) : undefined;
   if (!found?.hashes) throw basicUnauthorized('Unknown client or wrong secret');
-  const throttleKey = `basic-client:${id}`;
+  const keys = throttleKeys(id, addressOf?.());
   const acceptedUntil = await secretAcceptedUntil(auth.secrets, id, secret, found.hashes, () => {
-    const wait = auth.throttle.retryAfter(throttleKey, CLIENT_RULE);
+    const wait = Math.max(...keys.map(([key, rule]) => auth.throttle.retryAfter(key, rule)));
     if (wait > 0) throw throttled(wait);
   });
   if (acceptedUntil === undefined) {
-    auth.throttle.fail(throttleKey, CLIENT_RULE);
+    for (const [key, rule] of keys) auth.throttle.fail(key, rule);
     throw basicUnauthorized('Unknown client or wrong secret');
   }
   if (found.client.status === 'off') throw basicUnauthorized('This client application is switched off');
@@ -58,6 +61,13 @@ export async function basicIdentity(auth: AuthService, header: string): Promise<
   const identity = await auth.identityFor(membership, { subject: `ClientApplication/${id}`, clientId: id, scope: grantedDefaultScope(found.client) });
   auth.identities.set(key, identity, acceptedUntil);
   return identity;
+}
+
+/** The counters a wrong secret adds to: the client's, and its address's when known (an unknown one is no shared key). */
+function throttleKeys(clientId: string, address: string | undefined): [string, ThrottleRule][] {
+  const keys: [string, ThrottleRule][] = [[`basic-client:${clientId}`, CLIENT_RULE]];
+  if (address && address !== 'unknown') keys.push([`basic-address:${address}`, ADDRESS_RULE]);
+  return keys;
 }
 
 /** `client_id:client_secret` as Medplum's client encodes it: the bytes as they are, split at the first colon. */
@@ -81,7 +91,7 @@ function grantedDefaultScope(client: ClientApplication): string {
 }
 
 function throttled(retryAfter: number): OperationOutcomeError {
-  return new OperationOutcomeError(outcome([issue('throttled', `Too many wrong secrets for this client: try again in ${retryAfter} seconds`)]), 429, {
+  return new OperationOutcomeError(outcome([issue('throttled', `Too many wrong secrets for this client or from this address: try again in ${retryAfter} seconds`)]), 429, {
     'Retry-After': String(retryAfter),
   });
 }

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { StorageServices } from '../storage/repository.js';
-import type { AccessRules, Identity } from '../identity/identity.js';
+import type { Identity } from '../identity/identity.js';
 import type { Database, SqlExecutor } from '../db/database.js';
 import { JoinedTransaction } from '../db/joined-transaction.js';
 import type { Repository } from '../storage/repository.js';
-import { type AccessPolicy, type Login, type LoginAuthMethod, type LoginCodeChallengeMethod, type Project, type ProjectMembership } from '../fhir/resources.js';
+import type { Login, ProjectMembership } from '../fhir/resources.js';
 import { asResourceOf } from '../fhir/typed-resources.js';
 import { CredentialCache, parseReference, readAny, systemRepository } from './accounts.js';
 import { ExternalAuth } from './external.js';
@@ -18,16 +18,15 @@ import { type ResourceKey, type StoredVersion } from '../storage/types.js';
 import { validateResource } from '../validation/validator.js';
 import { LoginWriter } from './login-writer.js';
 import { checkAuthFields } from './request-fields.js';
-import { grantScope, narrowScope } from './scope-grant.js';
-import { resourceScopesOf } from '../identity/scopes.js';
+import { narrowScope } from './scope-grant.js';
 import { launchContextOf, launchOf } from './launch-context.js';
 import { ClientAssertions } from './client-assertion.js';
 import { ALL_KEYS, changedResourceOf, resourceChangedTopic, type InvalidationBus } from '../cache/invalidation.js';
 import type { SharedStore } from '../cache/shared-store.js';
-// Registers the write hooks keeping externalId and User email unique (every server runs them).
 import { ACCESS_TOKEN_SECONDS, IdentityCache, REFRESH_TOKEN_SECONDS, TokenError, TokenSigner, type TokenResponse } from './tokens.js';
 import type { SearchCache } from '../cache/search-cache.js';
-
+import { loginAge, newLogin, readLoginChain, subjectOf, type LoginRequest } from './login-record.js';
+import { identityFromMembership } from './membership-identity.js';
 
 /** The notice of a changed client secret; the key is the client id. */
 const CLIENT_SECRET_CHANGED = 'client-secret-changed';
@@ -41,18 +40,6 @@ const IDENTITY_SOURCES: Record<string, (identity: Identity, id: string) => boole
   ClientApplication: (identity, id) => identity.clientId === id,
   User: (identity, id) => identity.subject === `User/${id}`,
 };
-
-export interface LoginRequest {
-  authMethod: LoginAuthMethod;
-  subject: string;
-  membership: ProjectMembership;
-  clientId?: string;
-  scope?: string;
-  remoteAddress?: string;
-  userAgent?: string;
-  codeChallenge?: string;
-  codeChallengeMethod?: LoginCodeChallengeMethod;
-}
 
 /** The store accounts live in: always the database itself, never a joined transaction. */
 type AuthStorage = StorageServices & { readonly db: Database };
@@ -156,11 +143,6 @@ export class AuthService {
   }
 
   /**
-   * Runs `work` in one transaction whose system repositories (one per project) write as `repo`
-   * does (validated, indexed, write hooks run); caches and other servers hear of the writes after
-   * the commit, and nothing of them after a rollback.
-   */
-  /**
    * System repositories whose statements go to `db`: a request's database inside its open
    * transaction (a transaction Bundle), so that what they write commits or rolls back with it.
    */
@@ -168,6 +150,11 @@ export class AuthService {
     return (projectId) => systemRepository({ ...this.storage, db }, projectId);
   }
 
+  /**
+   * Runs `work` in one transaction whose system repositories (one per project) write as `repo`
+   * does (validated, indexed, write hooks run); caches and other servers hear of the writes after
+   * the commit, and nothing of them after a rollback.
+   */
   async inTransaction<T>(work: (repo: (projectId: string) => Repository, tx: SqlExecutor) => Promise<T>): Promise<T> {
     let joined: JoinedTransaction | undefined;
     const result = await this.db.transaction((tx) => {
@@ -184,30 +171,17 @@ export class AuthService {
     const cached = this.identities.get(token);
     if (cached) return cached;
     const claims = await this.signer.verify(token);
-    // One statement: the Login, its membership, the membership's project and access policy.
-    const rows = await this.db.query<{ login: string; membership: string | null; project: string | null; policy: string | null }>(
-      `SELECT l.content::text AS login, m.content::text AS membership, p.content::text AS project, a.content::text AS policy
-       FROM resource l
-       LEFT JOIN resource m ON m."resourceType" = 'ProjectMembership' AND NOT m.deleted
-         AND m.id = split_part(l.content->'membership'->>'reference', '/', 2)
-       LEFT JOIN resource p ON p."resourceType" = 'Project' AND NOT p.deleted AND p.id = m."projectId"
-       LEFT JOIN resource a ON a."resourceType" = 'AccessPolicy' AND NOT a.deleted
-         AND a.id = split_part(m.content->'accessPolicy'->>'reference', '/', 2)
-       WHERE l."resourceType" = 'Login' AND l.id = $1 AND NOT l.deleted`,
-      [claims.login_id],
-    );
-    const row = rows[0];
-    const login = row ? (JSON.parse(row.login) as Login) : undefined;
+    const { login, membership, project, policy } = await readLoginChain(this.db, claims.login_id);
     if (!login || login.revoked) throw new TokenError('The login behind this token has ended: sign in again');
     const subject = subjectOf(login);
-    const membership = row.membership ? (JSON.parse(row.membership) as ProjectMembership) : undefined;
     if (!membership || membership.active === false) throw new TokenError('The membership behind this token no longer exists');
-    const identity = this.identityFrom(
-      membership,
-      row.project ? (JSON.parse(row.project) as Project) : undefined,
-      row.policy ? (JSON.parse(row.policy) as AccessPolicy) : undefined,
-      { subject, clientId: claims.client_id, loginId: login.id, scope: claims.scope, launch: launchOf(claims) },
-    );
+    const identity = identityFromMembership(membership, project, policy, {
+      subject,
+      clientId: claims.client_id,
+      loginId: login.id,
+      scope: claims.scope,
+      launch: launchOf(claims),
+    });
     this.identities.set(token, identity, claims.exp * 1000);
     return identity;
   }
@@ -224,42 +198,7 @@ export class AuthService {
     const project = await readAny(this.db, 'Project', membership.meta!.project!);
     const policyRef = parseReference(membership.accessPolicy?.reference);
     const policy = policyRef ? await readAny(this.db, 'AccessPolicy', policyRef[1]) : undefined;
-    return this.identityFrom(membership, project, policy, extra);
-  }
-
-  private identityFrom(
-    membership: ProjectMembership,
-    project: Project | undefined,
-    policy: AccessPolicy | undefined,
-    extra: Partial<Identity>,
-  ): Identity {
-    const policyRef = parseReference(membership.accessPolicy?.reference);
-    const forProfile = (text: string | undefined) => withProfileVariables(text, membership.profile?.reference);
-    // A policy that names a missing AccessPolicy allows nothing rather than everything.
-    const accessPolicy: AccessRules | undefined = policyRef
-      ? {
-          policyId: policyRef[1],
-          // A rule names its type (min 1, so validation ensures it); one without would allow nothing.
-          resources: (policy?.resource ?? []).flatMap((rule) =>
-            rule.resourceType
-              ? [{ resourceType: rule.resourceType, readonly: rule.readonly === true, criteria: forProfile(rule.criteria), compartment: forProfile(rule.compartment?.reference) }]
-              : [],
-          ),
-          compartment: forProfile(policy?.compartment?.reference),
-        }
-      : undefined;
-    return {
-      // The project a membership is stored in is the one it grants (its `project` reference could lie).
-      projectId: membership.meta!.project!,
-      superAdmin: project?.superAdmin === true,
-      projectAdmin: membership.admin === true,
-      membershipId: membership.id,
-      profile: membership.profile?.reference,
-      subject: membership.user?.reference,
-      accessPolicy,
-      ...extra,
-      ...resourceScopesFor(extra),
-    };
+    return identityFromMembership(membership, project, policy, extra);
   }
 
   /** Records a Login (a resource in the membership's project). */
@@ -268,24 +207,7 @@ export class AuthService {
     const { scope, clientId, codeChallenge } = request;
     checkAuthFields({ scope, client_id: clientId, code_challenge: codeChallenge }, this.config.authMaxFieldLength);
     const projectId = request.membership.meta!.project!;
-    const login: Login = {
-      resourceType: 'Login',
-      authMethod: request.authMethod,
-      authTime: new Date().toISOString(),
-      user: { reference: request.subject },
-      project: { reference: `Project/${projectId}` },
-      membership: { reference: `ProjectMembership/${request.membership.id}` },
-      ...(request.clientId ? { client: { reference: `ClientApplication/${request.clientId}` } } : {}),
-      // A client signing in for itself (client credentials) acts in the system context; every other login acts for a user.
-      scope: grantScope(request.scope ?? 'openid', request.authMethod === 'client' ? 'system' : 'user'),
-      granted: false,
-      revoked: false,
-      admin: request.membership.admin === true,
-      ...(request.remoteAddress ? { remoteAddress: request.remoteAddress } : {}),
-      ...(request.userAgent ? { userAgent: request.userAgent.slice(0, 500) } : {}),
-      ...(request.codeChallenge ? { codeChallenge: request.codeChallenge, codeChallengeMethod: request.codeChallengeMethod ?? 'S256' } : {}),
-      ...extra,
-    };
+    const login = newLogin(request, extra);
     // Through the repository only if something must run in a Login's write transaction (a hook).
     if (writeHookOf('Login')) {
       return asResourceOf((await this.repo(projectId).createResource('Login', compact(login))).resource, 'Login');
@@ -374,36 +296,4 @@ export class AuthService {
     await this.repo(projectId).updateResource('Login', login.id!, compact({ ...login, revoked: true, refreshSecret: undefined, code: undefined }));
     this.identities.evictLogin(login.id!);
   }
-}
-
-export { TokenError };
-
-/** The parsed resource scopes of a token's scope claim (parsed once: the identity cache keeps them). */
-function resourceScopesFor(extra: Partial<Identity>): Pick<Identity, 'scopes'> {
-  const scopes = extra.scopes ?? resourceScopesOf(extra.scope);
-  return scopes ? { scopes } : {};
-}
-
-/**
- * Medplum's AccessPolicy variables for the member's profile, so one policy serves every patient
- * (a project's defaultPatientAccessPolicy): `%patient` and `%profile` become the profile's
- * reference, `%patient.id` and `%profile.id` its id.
- */
-function withProfileVariables(text: string | undefined, profile: string | undefined): string | undefined {
-  if (text === undefined || profile === undefined || !text.includes('%')) return text;
-  const id = parseReference(profile)?.[1] ?? profile;
-  return text.replaceAll('%patient.id', id).replaceAll('%profile.id', id).replaceAll('%patient', profile).replaceAll('%profile', profile);
-}
-
-/** `User/<id>` or `ClientApplication/<id>`: who signed in (every Login this server writes has it). */
-function subjectOf(login: Login): string {
-  const subject = login.user?.reference;
-  if (!subject) throw new TokenError('The login has no user: sign in again');
-  return subject;
-}
-
-/** Milliseconds since the Login was made; a Login without `authTime` counts as expired. */
-export function loginAge(login: Login): number {
-  const time = login.authTime ? Date.parse(login.authTime) : NaN;
-  return Number.isNaN(time) ? Infinity : Date.now() - time;
 }

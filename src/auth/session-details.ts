@@ -3,6 +3,7 @@ import type { AccessPolicy, Login, Project, ProjectMembership, ResourceType, Use
 import type { Resource } from '../fhir/types.js';
 import type { SqlExecutor } from '../db/database.js';
 import { parseReference, readAny } from './accounts.js';
+import { policyForMember } from './membership-identity.js';
 
 /**
  * What `GET /auth/me` answers: the signed-in caller as Medplum's client (`@medplum/core`
@@ -124,9 +125,11 @@ function defaultMenu(project: Project, membership: ProjectMembership): NonNullab
   return menu;
 }
 
+/** The membership's AccessPolicy as it applies to the member: `%patient`, `%profile` replaced, as Medplum answers it. */
 async function accessPolicyOf(db: SqlExecutor, membership: ProjectMembership): Promise<AccessPolicy | undefined> {
   const ref = parseReference(membership.accessPolicy?.reference);
-  return ref?.[0] === 'AccessPolicy' ? readAny(db, 'AccessPolicy', ref[1]) : undefined;
+  const stored = ref?.[0] === 'AccessPolicy' ? await readAny(db, 'AccessPolicy', ref[1]) : undefined;
+  return stored && policyForMember(stored, membership.profile?.reference);
 }
 
 /**

@@ -13,8 +13,12 @@ export interface ThrottleRule {
 
 export const ACCOUNT_RULE: ThrottleRule = { limit: 5, windowMs: 15 * 60_000 };
 export const ADDRESS_RULE: ThrottleRule = { limit: 30, windowMs: 15 * 60_000 };
-/** Wrong secrets sent for one client by HTTP Basic on the FHIR API (where the address is not known). */
-export const CLIENT_RULE: ThrottleRule = { limit: 30, windowMs: 15 * 60_000 };
+/**
+ * Wrong secrets sent for one client by HTTP Basic, from every address together. An address is
+ * stopped at ADDRESS_RULE's limit first, so only guesses spread over ten or more addresses reach
+ * this one: a flood from one address does not lock the client out for its other callers.
+ */
+export const CLIENT_RULE: ThrottleRule = { limit: 300, windowMs: 15 * 60_000 };
 
 const FAILED = 'login-failed';
 const CLEARED = 'login-cleared';

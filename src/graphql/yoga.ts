@@ -36,9 +36,9 @@ const GRAPHQL_ENDPOINT_PATTERN = `/(graphql|fhir/R4/(?:\\$|%24)graphql|${INSTANC
 export interface GraphQLHandlerOptions {
   /**
    * Builds the request context (authentication, project-scoped repository, logger). `requestId` is
-   * the HTTP layer's id of the request, when it gave one.
+   * the HTTP layer's id of the request, when it gave one; `addressOf` the caller's address.
    */
-  getContext(request: Request, requestId: string | undefined): Promise<RequestContext>;
+  getContext(request: Request, requestId: string | undefined, addressOf?: () => string): Promise<RequestContext>;
   /** The server's logger, for what happens outside a request context. */
   log: Logger;
   /** Limits and switches of the GraphQL endpoint. */
@@ -53,6 +53,8 @@ export interface GraphQLHttpRequest {
   /** The body as text (POST); undefined for GET. */
   readonly body: string | undefined;
   readonly requestId: string;
+  /** The caller's address, asked for only when authentication needs it. */
+  readonly addressOf?: () => string;
 }
 
 /** A GraphQL response for the HTTP layer: header names in lower case, the body as text. */
@@ -77,6 +79,7 @@ export interface GraphQLHandler {
 /** What yoga passes on from the caller to the context factory (its "server context"). */
 interface ServerContext {
   requestId?: string;
+  addressOf?: () => string;
 }
 
 /**
@@ -112,8 +115,8 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
     // of the HTTP cost of a small query). The HTTP layer limits body sizes before GraphQL sees them,
     // for REST and GraphQL alike; yoga's own limit would wrap every body in a stream to count it.
     maxRequestBodySize: false,
-    context: async ({ request, requestId }) => {
-      const requestContext = await buildRequestContext(options, request, requestId);
+    context: async ({ request, requestId, addressOf }) => {
+      const requestContext = await buildRequestContext(options, request, requestId, addressOf);
       return { requestContext, loaders: createLoaders(requestContext) };
     },
     plugins,
@@ -129,7 +132,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
   const handler = (async (request: Request) => yoga.fetch(request, {})) as GraphQLHandler;
   Object.defineProperty(handler, 'prepared', { value: prepared });
   handler.handle = async (http) => {
-    const serverContext = { requestId: http.requestId, waitUntil: yoga.waitUntil };
+    const serverContext = { requestId: http.requestId, addressOf: http.addressOf, waitUntil: yoga.waitUntil };
     const fast = fastPathRequest(http.method, http.headers, http.body);
     if (fast) {
       // yoga's own Request class: built around the string body, no stream (the context reads its
@@ -181,7 +184,7 @@ async function preparedAnswer(
   options: GraphQLHandlerOptions,
 ): Promise<GraphQLHttpResponse | undefined> {
   try {
-    const requestContext = await options.getContext(request, serverContext.requestId);
+    const requestContext = await options.getContext(request, serverContext.requestId, serverContext.addressOf);
     const context = { ...serverContext, request, params: fast.params, requestContext, loaders: createLoaders(requestContext) };
     const result = await operation.compiled.query(undefined, context, fast.params.variables ?? {});
     if (!('data' in result) || result.errors?.length) return undefined;
@@ -221,9 +224,14 @@ async function fromYogaResponse(response: Response): Promise<GraphQLHttpResponse
 }
 
 /** A failure to build the context (e.g. authentication) answers with the OperationOutcome's status. */
-async function buildRequestContext(options: GraphQLHandlerOptions, request: Request, requestId: string | undefined): Promise<RequestContext> {
+async function buildRequestContext(
+  options: GraphQLHandlerOptions,
+  request: Request,
+  requestId: string | undefined,
+  addressOf: (() => string) | undefined,
+): Promise<RequestContext> {
   try {
-    return await options.getContext(request, requestId);
+    return await options.getContext(request, requestId, addressOf);
   } catch (error) {
     if (error instanceof OperationOutcomeError) throw outcomeToGraphQLError(error, undefined, true);
     throw error;

@@ -22,10 +22,11 @@ import type { HttpHandlers } from './transport.js';
 import { ROUTES } from './routes.js';
 import { logRequest, requestIdOf } from './request-log.js';
 import { routeOf } from './metrics/route-label.js';
+import { clientAddress } from './client-address.js';
 import type { MetricsExposition, RequestMetrics } from './metrics/server-metrics.js';
 
 /** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
-const bearerAuthentication: Authenticator = (authorization, services, known) => authenticateAuthorization(services.auth, authorization, known);
+const bearerAuthentication: Authenticator = (authorization, services, known, addressOf) => authenticateAuthorization(services.auth, authorization, known, addressOf);
 
 /** What the HTTP layer reports to: request metrics, and what `GET /metrics` answers. */
 export interface HttpObservability {
@@ -87,8 +88,8 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
   const graphql = createGraphQLHandler({
     log: services.log,
     config: services.config,
-    getContext: async (request, requestId) =>
-      createRequestContext(services, await authenticate(request.headers.get('authorization'), services), requestId ?? randomUUID()),
+    getContext: async (request, requestId, addressOf) =>
+      createRequestContext(services, await authenticate(request.headers.get('authorization'), services, undefined, addressOf), requestId ?? randomUUID()),
   });
   const handle = async (c: HonoContext): Promise<Response> => {
     if (isGraphiQLVisit(c)) return graphiqlAnswer(c);
@@ -100,6 +101,7 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
       headers: nodeHeadersOf(c) ?? c.req.raw.headers,
       body: method === 'POST' ? await readRequestText(c, services.config.maxBodyBytes) : undefined,
       requestId,
+      addressOf: () => clientAddress(c),
     });
     // X-Request-Id is set here, not by requestLogging: a header added to a finished Response
     // turns its header record into a fetch Headers object, copied again when it is written.
@@ -169,7 +171,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 function authentication(services: Services, authenticate: Authenticator): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const identity = await authenticate(authorizationHeader(c), services, c.get('knownCaller'));
+    const identity = await authenticate(authorizationHeader(c), services, c.get('knownCaller'), () => clientAddress(c));
     const ctx = createRequestContext(services, identity, c.get('requestId'));
     c.set('ctx', ctx);
     await next();

@@ -9,6 +9,7 @@ import { StreamedBytes, type FhirMethod, type FhirRequest, type FhirResponse } f
 import { bodyResponse, FHIR_CONTENT_TYPE, streamedResponse } from './responses.js';
 import type { HonoContext } from './route.js';
 import { routeLabel } from './metrics/route-label.js';
+import { clientAddress } from './client-address.js';
 import { authorizationHeader, readRequestBytes, requestHeader } from '../graphql/http-body.js';
 
 /** Where the FHIR router is mounted. */
@@ -17,9 +18,10 @@ export const FHIR_BASE_PATH = '/fhir/R4';
 /**
  * Decides who is calling from the Authorization header (repeated headers joined with ", ");
  * throws an OperationOutcomeError (401) when it cannot. `known`: what admission control found for
- * the same header (auth/authenticate.ts knownCaller).
+ * the same header (auth/authenticate.ts knownCaller); `addressOf` gives the caller's address,
+ * asked only when a wrong secret must be counted against it (HTTP Basic).
  */
-export type Authenticator = (authorization: string | null, services: Services, known?: KnownCaller) => Promise<Identity>;
+export type Authenticator = (authorization: string | null, services: Services, known?: KnownCaller, addressOf?: () => string) => Promise<Identity>;
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE']);
 
@@ -37,7 +39,7 @@ export function fhirRestHandler(services: Services, authenticate: Authenticator)
     const found = fhirRouter.match(req.method, req.path);
     if (found) c.set('route', `${FHIR_BASE_PATH}/${routeLabel(found.route.path)}`);
     const needsIdentity = found !== undefined && (!found.route.public || req.header('authorization') !== undefined);
-    const ctx = needsIdentity ? createRequestContext(services, await authenticate(authorizationHeader(c), services, c.get('knownCaller')), c.get('requestId')) : undefined;
+    const ctx = needsIdentity ? createRequestContext(services, await authenticate(authorizationHeader(c), services, c.get('knownCaller'), () => clientAddress(c)), c.get('requestId')) : undefined;
     if (ctx) c.set('ctx', ctx);
     const response = await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx }, found);
     // X-Request-Id goes into the answer's own header record: added to the finished Response by the

@@ -124,6 +124,34 @@ describe('GET /auth/me', () => {
     expect(res.body.accessPolicy).toMatchObject({ resourceType: 'AccessPolicy', id: policy.body.id, resource: [{ resourceType: 'Patient' }] });
   });
 
+  it('shows the AccessPolicy with its variables replaced for the member, as its access applies them', async () => {
+    const admin = api.newProject();
+    const policy = await admin.post('/AccessPolicy', {
+      resourceType: 'AccessPolicy',
+      name: 'own records',
+      compartment: { reference: '%profile' },
+      resource: [
+        { resourceType: 'Practitioner', criteria: 'Practitioner?_id=%profile.id' },
+        { resourceType: 'Observation', compartment: { reference: '%patient' }, readonly: true },
+      ],
+    });
+    expect(policy.status, JSON.stringify(policy.body)).toBe(201);
+    const invited = await invitePractitioner(admin, { accessPolicy: `AccessPolicy/${policy.body.id}` });
+    const res = await getJson(api, '/auth/me', bearer(await passwordToken(invited.email)));
+    expect(res.status).toBe(200);
+    expect(res.body.accessPolicy).toMatchObject({
+      resourceType: 'AccessPolicy',
+      id: policy.body.id,
+      compartment: { reference: invited.profile },
+      resource: [
+        { resourceType: 'Practitioner', criteria: `Practitioner?_id=${invited.profile.split('/')[1]}` },
+        { resourceType: 'Observation', compartment: { reference: invited.profile }, readonly: true },
+      ],
+    });
+    // The stored policy keeps its variables: one policy serves every member.
+    expect((await admin.get(`/AccessPolicy/${policy.body.id}`)).body.compartment).toEqual({ reference: '%profile' });
+  });
+
   it('returns the membership\'s UserConfiguration, with a default menu when it has none', async () => {
     const admin = api.newProject();
     const config = await admin.post('/UserConfiguration', {

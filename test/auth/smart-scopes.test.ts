@@ -199,7 +199,7 @@ describe('SMART scopes: interactions', () => {
     const list = onlyError(await graphql(api, client, `{ PatientList { id } }`));
     expect(list.code).toBe('forbidden');
     expect(list.text).toContain('user/Patient.s');
-    const create = onlyError(await graphql(api, client, `mutation { PatientCreate(res: { gender: female }) { id } }`));
+    const create = onlyError(await graphql(api, client, `mutation { PatientCreate(res: { gender: "female" }) { id } }`));
     expect(create.code).toBe('forbidden');
     expect(create.text).toContain('user/Patient.c');
     const other = onlyError(await graphql(api, client, `{ ObservationList { id } }`));

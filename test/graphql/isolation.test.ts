@@ -88,7 +88,7 @@ describe('access rules on mutations', () => {
     const member = await addMemberClient(api, admin, { accessPolicy: `AccessPolicy/${policy.id}` });
     const client = projectClient(api.fhir, admin.projectId, async () => member.token);
     expect((await client.post('/Patient', patientBody())).status).toBe(403);
-    const res = await graphql(api, client, `mutation { PatientCreate(res: { gender: female }) { id } }`);
+    const res = await graphql(api, client, `mutation { PatientCreate(res: { gender: "female" }) { id } }`);
     expect(onlyError(res).code).toBe('forbidden');
   });
 

@@ -88,6 +88,33 @@ describe('MedplumClient GraphQL', () => {
     expect(result.data.ObservationList.map((o: { id: string }) => o.id)).toEqual([obs.body.id]);
   });
 
+  it('a create with a code as a String variable, as Medplum\'s schema takes it', async () => {
+    const { medplum, project } = await signedIn();
+    const result = await medplum.graphql(
+      'mutation Create($gender: String, $family: String) { PatientCreate(res: { resourceType: "Patient", gender: $gender, name: [{ family: $family }] }) { id gender } }',
+      'Create',
+      { gender: 'male', family: 'Coded' },
+    );
+    expect(result.errors).toBeUndefined();
+    expect(result.data.PatientCreate.gender).toBe('male');
+    expect((await project.get(`/Patient/${result.data.PatientCreate.id}`)).body.gender).toBe('male');
+  });
+
+  it('a coded field reads back as its FHIR code (entered-in-error)', async () => {
+    const { medplum, project } = await signedIn();
+    const subject = await patient(project, 'Read');
+    const obs = await project.post('/Observation', {
+      resourceType: 'Observation',
+      status: 'entered-in-error',
+      code: { text: 'x' },
+      subject: { reference: `Patient/${subject}` },
+    });
+    expect(obs.status, obs.text).toBe(201);
+    const result = await medplum.graphql(`{ Observation(id: "${obs.body.id}") { status } }`);
+    expect(result.errors).toBeUndefined();
+    expect(result.data.Observation.status).toBe('entered-in-error');
+  });
+
   it('StructureDefinitionList with _filter on built-in definitions: and, a token parameter', async () => {
     const { medplum } = await signedIn();
     const result = await medplum.graphql('{ StructureDefinitionList(_filter: "name eq Observation and kind eq resource") { url kind } }');

@@ -24,16 +24,40 @@ describe('TCreate', () => {
     expect(rest.body.gender).toBe('male');
   });
 
-  it('stores enum values as their FHIR codes (entered_in_error → entered-in-error)', async () => {
+  it('takes a code as a string literal and reads it back as the FHIR code (entered-in-error)', async () => {
     const client = api.newProject();
     const body = await data(
       api,
       client,
-      `mutation { ObservationCreate(res: { status: entered_in_error, code: { text: "x" } }) { id status } }`,
+      `mutation { ObservationCreate(res: { status: "entered-in-error", code: { text: "x" } }) { id status } }`,
     );
-    expect(body.ObservationCreate.status).toBe('entered_in_error');
+    expect(body.ObservationCreate.status).toBe('entered-in-error');
     const rest = await client.get(`/Observation/${body.ObservationCreate.id}`);
     expect(rest.body.status).toBe('entered-in-error');
+  });
+
+  it('takes a code from a String variable, as Medplum\'s clients send it', async () => {
+    const client = api.newProject();
+    const body = await data(api, client, `mutation ($gender: String) { PatientCreate(res: { gender: $gender }) { id gender } }`, { gender: 'male' });
+    expect(body.PatientCreate.gender).toBe('male');
+    expect((await client.get(`/Patient/${body.PatientCreate.id}`)).body.gender).toBe('male');
+  });
+
+  it('refuses a code outside the required binding with an error naming the element, and stores nothing', async () => {
+    const client = api.newProject();
+    const res = await graphql(api, client, `mutation { PatientCreate(res: { gender: "mail" }) { id } }`);
+    expect(res.body.data).toEqual({ PatientCreate: null });
+    const error = onlyError(res);
+    expect(error.code).toBe('code-invalid');
+    expect(error.outcome.issue[0].expression).toEqual(['Patient.gender']);
+    expect((await client.get('/Patient')).body.entry ?? []).toEqual([]);
+  });
+
+  it('refuses a code that is no GraphQL value name (an enum literal) before running anything', async () => {
+    const client = api.newProject();
+    const res = await graphql(api, client, `mutation { PatientCreate(res: { gender: male }) { id } }`);
+    expect(res.body.errors?.[0]?.message).toMatch(/String cannot represent a non string value: male/);
+    expect((await client.get('/Patient')).body.entry ?? []).toEqual([]);
   });
 
   it('drops explicit nulls from the input', async () => {

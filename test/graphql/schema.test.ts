@@ -16,7 +16,7 @@ import {
 } from 'graphql';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { getResourceTypes } from '../../src/fhir/definitions.js';
-import { enumCodes } from '../../src/generated/graphql-enum-codes.js';
+import { codeFields, codeValueSets, enumCodes } from '../../src/generated/graphql-enum-codes.js';
 import type { Observation, Patient, PatientInput } from '../../src/generated/graphql.js';
 import { generateSchemaFiles, OPERATIONS_FILE } from '../../src/graphql/generator/index.js';
 import { generateOperationsSdl } from '../../src/graphql/generator/operations.js';
@@ -151,31 +151,34 @@ describe('generated schema: object types', () => {
   });
 });
 
-describe('generated schema: enums', () => {
-  it('turns a required binding into an enum named after its value set', () => {
-    expect(String(field('Patient', 'gender').type)).toBe('AdministrativeGender');
-    expect(enumType('AdministrativeGender').getValues().map((value) => value.name)).toEqual(['male', 'female', 'other', 'unknown']);
+describe('generated schema: coded fields and enums', () => {
+  it('types a coded element with a required binding String, as FHIR GraphQL and Medplum do', () => {
+    expect(String(field('Patient', 'gender').type)).toBe('String');
+    expect(String(field('Observation', 'status').type)).toBe('String');
+    expect(String(field('SearchParameter', 'base').type)).toBe('[String]');
+    expect(schema.getType('AdministrativeGender')).toBeUndefined();
+    expect(schema.getType('ObservationStatus')).toBeUndefined();
   });
 
-  it('writes a hyphenated code with underscores and gives the value its FHIR code as internal value', () => {
-    const status = enumType('ObservationStatus');
-    expect(String(field('Observation', 'status').type)).toBe('ObservationStatus');
-    expect(status.getValue('entered_in_error')?.value).toBe('entered-in-error');
-    expect(status.getValue('final')?.value).toBe('final');
-    expect(status.serialize('entered-in-error')).toBe('entered_in_error');
-    expect(status.parseValue('entered_in_error')).toBe('entered-in-error');
-    expect(enumCodes.ObservationStatus).toEqual({ entered_in_error: 'entered-in-error' });
+  it('lists the value set of each coded field for the TypeScript types, with FHIR codes', () => {
+    expect(codeFields.Patient.gender).toBe('AdministrativeGender');
+    expect(codeFields.Observation.status).toBe('ObservationStatus');
+    expect(codeValueSets.AdministrativeGender.codes).toEqual(['male', 'female', 'other', 'unknown']);
+    expect(codeValueSets.ObservationStatus.codes).toContain('entered-in-error');
+    expect(enumCodes.ObservationStatus).toBeUndefined();
   });
 
-  it('maps reference search parameter names to their codes too', () => {
+  it('keeps reference search parameter names an enum, mapped to their codes', () => {
     expect(enumType('PatientReferenceParam').getValue('general_practitioner')?.value).toBe('general-practitioner');
+    expect(enumCodes.PatientReferenceParam).toMatchObject({ general_practitioner: 'general-practitioner' });
   });
 
-  it('keeps a binding whose codes cannot be enum values as a String', () => {
+  it('keeps a binding whose codes cannot be enum values out of the TypeScript unions', () => {
     // quantity-comparator: <, <=, >=, >
     expect(String(field('Quantity', 'comparator').type)).toBe('String');
+    expect(codeFields.Quantity?.comparator).toBeUndefined();
     // mimetypes: not finitely expandable
-    expect(String(field('Attachment', 'contentType').type)).toBe('String');
+    expect(codeFields.Attachment?.contentType).toBeUndefined();
   });
 });
 
@@ -185,7 +188,7 @@ describe('generated schema: input types', () => {
     expect(fieldTypes(patient, ['resourceType', 'id', 'gender', 'name', 'contact', 'contained'])).toEqual({
       resourceType: 'String',
       id: 'ID',
-      gender: 'AdministrativeGender',
+      gender: 'String',
       name: '[HumanNameInput]',
       contact: '[PatientContactInput]',
       contained: '[JSON]',
@@ -259,13 +262,15 @@ describe('generated files', () => {
 });
 
 describe('generated TypeScript types', () => {
-  it('type FHIR JSON: enum codes as in FHIR, absent fields optional, no __typename', () => {
+  it('type FHIR JSON: coded fields as the union of their FHIR codes, absent fields optional, no __typename', () => {
     // Checked by the compiler (`npx tsc --noEmit`): FHIR JSON is assignable to the generated types.
     const patient: Patient = { resourceType: 'Patient', gender: 'female', name: [{ family: 'Chalmers', given: ['Peter'] }] };
     const observation: Observation = { resourceType: 'Observation', status: 'entered-in-error', code: { text: 'x' } };
-    // @ts-expect-error the TypeScript type carries the FHIR code, not the GraphQL value name
+    // @ts-expect-error a stored Observation's status is one of its value set's codes
     const wrong: Observation = { resourceType: 'Observation', status: 'entered_in_error' };
-    const input: PatientInput = { resourceType: 'Patient', gender: 'male' };
+    // An input takes any string, as the server does (the validator judges it).
+    const sent: string = 'male';
+    const input: PatientInput = { resourceType: 'Patient', gender: sent };
     expect([patient.gender, observation.status, wrong.status, input.gender]).toEqual(['female', 'entered-in-error', 'entered_in_error', 'male']);
   });
 });

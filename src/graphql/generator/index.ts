@@ -1,5 +1,5 @@
 import { apiTypeNames, generateApiSdl } from './api.js';
-import { collectBindingEnums, enumCodesModule, enumOfCodes, type CodesOf, type EnumModel } from './enums.js';
+import { codeFieldsTable, collectBindingEnums, enumCodesModule, enumOfCodes, type CodesOf, type EnumModel } from './enums.js';
 import { generateInputsSdl, inputTypeNames } from './inputs.js';
 import { buildModel, compare } from './model.js';
 import { referenceParamEnums, reverseReferenceSources } from './references.js';
@@ -40,12 +40,13 @@ export function generateSchemaFiles(options: GenerateOptions = {}): Record<strin
   for (const fixed of [resourceTypeEnum, ...referenceEnums]) taken.set(fixed.name, fixed);
   const bindings = collectBindingEnums(model, taken, options.codesOf);
 
-  const enums = [resourceTypeEnum, ...bindings.enums, ...referenceEnums].sort((a, b) => compare(a.name, b.name));
+  // The binding enums are no GraphQL types (coded fields are String): codegen.ts adds them for TypeScript.
+  const enums = [resourceTypeEnum, ...referenceEnums].sort((a, b) => compare(a.name, b.name));
   return {
-    [TYPES_FILE]: generateTypesSdl({ model, enums, bindings, reverseSources: reverseReferenceSources(model.resourceTypes) }),
-    [INPUTS_FILE]: generateInputsSdl(model, bindings),
+    [TYPES_FILE]: generateTypesSdl({ model, enums, reverseSources: reverseReferenceSources(model.resourceTypes) }),
+    [INPUTS_FILE]: generateInputsSdl(model),
     [API_FILE]: generateApiSdl(model),
-    [ENUM_CODES_FILE]: enumCodesModule(enums),
+    [ENUM_CODES_FILE]: enumCodesModule(enums, bindings.enums, codeFieldsTable(model, bindings)),
     [RESOURCE_TYPES_FILE]: generateResourceTypesModule(model, bindings),
   };
 }

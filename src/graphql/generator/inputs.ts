@@ -1,4 +1,3 @@
-import { enumOfField, type BindingEnums } from './enums.js';
 import type { FhirModel, FieldModel, ObjectModel } from './model.js';
 import { block, sdlFile, type SdlField } from './sdl.js';
 
@@ -12,22 +11,22 @@ export function inputTypeName(name: string): string {
   return `${name}Input`;
 }
 
-function inputField(field: FieldModel, bindings: BindingEnums): SdlField {
-  const named =
-    field.kind === 'resource' ? 'JSON' : field.kind === 'object' ? inputTypeName(field.type) : (enumOfField(field, bindings) ?? field.type);
+/** A coded element takes its code as a `String` (see outputField in types.ts). */
+function inputField(field: FieldModel): SdlField {
+  const named = field.kind === 'resource' ? 'JSON' : field.kind === 'object' ? inputTypeName(field.type) : field.type;
   // `_birthDate: ElementInput`, `_given: [ElementInput]` (null items line up with `given`), no description.
   const description = field.primitiveExtension ? undefined : field.description;
   return { name: field.name, type: field.list ? `[${named}]` : named, description };
 }
 
-function inputType(object: ObjectModel, bindings: BindingEnums): string {
-  const fields = object.fields.map((field) => inputField(field, bindings));
+function inputType(object: ObjectModel): string {
+  const fields = object.fields.map(inputField);
   if (object.kind === 'resource') fields.unshift({ name: 'resourceType', type: 'String' });
   return block(`input ${inputTypeName(object.name)}`, fields, object.description);
 }
 
-export function generateInputsSdl(model: FhirModel, bindings: BindingEnums): string {
-  return sdlFile(model.objects.map((object) => inputType(object, bindings)));
+export function generateInputsSdl(model: FhirModel): string {
+  return sdlFile(model.objects.map(inputType));
 }
 
 export function inputTypeNames(model: FhirModel): string[] {

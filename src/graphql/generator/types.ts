@@ -1,4 +1,4 @@
-import { enumOfField, type BindingEnums, type EnumModel } from './enums.js';
+import type { EnumModel } from './enums.js';
 import { PRIMITIVE_ELEMENT_TYPE, type FhirModel, type FieldModel, type ObjectModel } from './model.js';
 import { referenceParamEnumName } from './references.js';
 import { block, enumBlock, sdlFile, type SdlArgument, type SdlField } from './sdl.js';
@@ -11,9 +11,8 @@ import { block, enumBlock, sdlFile, type SdlArgument, type SdlField } from './sd
 
 export interface TypesInput {
   model: FhirModel;
-  /** ResourceType, the binding enums and the reference-parameter enums, in file order. */
+  /** ResourceType and the reference-parameter enums, in file order. */
   enums: readonly EnumModel[];
-  bindings: BindingEnums;
   /** target type → source types with a reference search parameter that can point at it. */
   reverseSources: ReadonlyMap<string, readonly string[]>;
 }
@@ -54,8 +53,13 @@ const REVERSE_ARGS: readonly SdlArgument[] = [
   { name: '_sort', type: 'String' },
 ];
 
-export function outputField(field: FieldModel, bindings: BindingEnums): SdlField {
-  const named = field.kind === 'resource' ? 'Resource' : (enumOfField(field, bindings) ?? field.type);
+/**
+ * A coded element is `String` whatever its binding, as on FHIR's GraphQL page and in Medplum's schema:
+ * it reads back as its FHIR code (`entered-in-error`) and takes one as a string; the validator checks
+ * the binding on write. The TypeScript types still carry the codes (codegen.ts, codeFields).
+ */
+export function outputField(field: FieldModel): SdlField {
+  const named = field.kind === 'resource' ? 'Resource' : field.type;
   // `_given` takes no list arguments: its items line up by index with those of `given`. No description
   // either (thousands of fields): the Element type says what they are.
   if (field.primitiveExtension) return { name: field.name, type: field.list ? `[${named}]` : named };
@@ -81,7 +85,7 @@ function reverseFields(sources: readonly string[]): SdlField[] {
 }
 
 function objectType(object: ObjectModel, input: TypesInput): string {
-  const fields = object.fields.map((field) => outputField(field, input.bindings));
+  const fields = object.fields.map(outputField);
   if (object.kind === 'resource') {
     fields.unshift({ name: 'resourceType', type: 'String' });
     fields.push(...reverseFields(input.reverseSources.get(object.name) ?? []));

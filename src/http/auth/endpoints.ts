@@ -8,7 +8,7 @@ import { oauth, OAuthError } from '../../auth/oauth-errors.js';
 import { checkAuthFields } from '../../auth/request-fields.js';
 import { randomSecret, sha256Base64Url } from '../../auth/secrets.js';
 import type { AuthService } from '../../auth/service.js';
-import { clientAddress } from './token-endpoint.js';
+import { clientAddress } from '../client-address.js';
 import { TokenError } from '../../auth/tokens.js';
 import { SIGNING_ALGORITHM } from '../../auth/keys.js';
 import { grantScope } from '../../auth/scope-grant.js';
@@ -77,7 +77,7 @@ export async function userinfoHandler(c: HonoContext): Promise<Response> {
   const auth = c.get('services').auth;
   const token = bearerToken(c.req.raw);
   if (auth.external.providerOf(token)) return externalUserinfo(auth, token);
-  const identity = await authenticateRequest(auth, c.req.raw);
+  const identity = await authenticateRequest(auth, c.req.raw, () => clientAddress(c));
   return Response.json(await claimsOf(auth, identity.subject, identity.profile), { headers: { 'Cache-Control': 'no-store' } });
 }
 

@@ -3,7 +3,7 @@ import type { AuthService } from '../../auth/service.js';
 import { errors } from '../../fhir/outcome.js';
 import type { HonoContext } from '../route.js';
 import { asOutcome, loginCodeChallenge } from './endpoints.js';
-import { clientAddress } from './token-endpoint.js';
+import { clientAddress } from '../client-address.js';
 
 /**
  * `POST /auth/newuser` (MedplumClient.startNewUser): a new User with a password; answers

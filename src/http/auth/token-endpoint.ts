@@ -1,6 +1,6 @@
 import { isFhirId } from '../../fhir/ids.js';
-import { getConnInfo } from '@hono/node-server/conninfo';
 import type { HonoContext } from '../route.js';
+import { clientAddress } from '../client-address.js';
 import type { ProjectMembership } from '../../fhir/resources.js';
 import { hasSeveralCredentials, REPEATED_AUTHORIZATION } from '../../auth/authenticate.js';
 import { findUserByEmail, membershipsByExternalId, membershipsReferencing, parseReference, readAny } from '../../auth/accounts.js';
@@ -10,7 +10,8 @@ import { checkPassword, chooseMembership } from '../../auth/logins.js';
 import { oauth, OAuthError, readForm } from '../../auth/oauth-errors.js';
 import { JWT_BEARER_ASSERTION } from '../../auth/client-assertion.js';
 import { safeEqual, sha256Base64Url } from '../../auth/secrets.js';
-import { loginAge, type AuthService } from '../../auth/service.js';
+import { loginAge } from '../../auth/login-record.js';
+import type { AuthService } from '../../auth/service.js';
 import { type TokenResponse } from '../../auth/tokens.js';
 import { ADDRESS_RULE } from '../../auth/throttle.js';
 import { checkTokenForm } from '../../auth/request-fields.js';
@@ -58,14 +59,6 @@ export async function tokenHandler(c: HonoContext): Promise<Response> {
     if (error instanceof OAuthError) return error.toResponse();
     if (error instanceof TokenError) return oauth.invalidGrant(error.message).toResponse();
     throw error;
-  }
-}
-
-export function clientAddress(c: HonoContext): string {
-  try {
-    return getConnInfo(c).remote.address ?? 'unknown';
-  } catch {
-    return 'unknown';
   }
 }
 
