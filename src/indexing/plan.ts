@@ -30,6 +30,8 @@ export interface CompiledTerm {
 const NOT_INDEXED = new Set(['_id', '_lastUpdated', COMPARTMENT_PARAMETER_CODE]);
 
 const plans = new Map<string, ParamPlan[]>();
+/** Per resource type, the string parameters stored under another's code (sameRowsAs). */
+const storedAs = new Map<string, ReadonlyMap<string, string>>();
 
 /** Splits at `|` outside parentheses and string literals. */
 export function splitUnion(expression: string): string[] {
@@ -88,7 +90,39 @@ function isIndexed(param: SearchParameter): boolean {
 
 /** The plan for a resource type, uncached: use getIndexPlan. */
 export function buildPlan(resourceType: string, engine: EngineChoice = 'auto'): ParamPlan[] {
-  return getSearchParametersFor(resourceType).flatMap((param) => compileParamPlan(param, resourceType, engine) ?? []);
+  const compiled = getSearchParametersFor(resourceType).flatMap((param) => compileParamPlan(param, resourceType, engine) ?? []);
+  const same = sameRowsAs(compiled);
+  return compiled.filter((param) => !same.has(param.code));
+}
+
+/**
+ * String parameters whose expression on a type is an earlier string parameter's (R4's `phonetic`
+ * and `name` on Patient, Person, Practitioner and RelatedPerson are both `X.name`, as this server
+ * matches no sound), by code, with the earlier one's code: they would store the very same rows a
+ * second time, so only the earlier one is indexed and searches of the other read its rows
+ * (storedCode). Other kinds keep their rows: includes and compartments read reference rows by code.
+ */
+function sameRowsAs(plan: readonly ParamPlan[]): Map<string, string> {
+  const first = new Map<string, string>();
+  const same = new Map<string, string>();
+  for (const param of plan) {
+    if (param.type !== 'string') continue;
+    const key = param.terms.map((term) => term.expression).sort().join(' | ');
+    const earlier = first.get(key);
+    if (earlier === undefined) first.set(key, param.code);
+    else same.set(param.code, earlier);
+  }
+  return same;
+}
+
+/** The code under which the rows of built-in parameter `code` of `resourceType` are stored: its own, or that of the parameter with the same rows. */
+export function storedCode(resourceType: string, code: string): string {
+  let same = storedAs.get(resourceType);
+  if (!same) {
+    same = isResourceType(resourceType) ? sameRowsAs(getSearchParametersFor(resourceType).flatMap((param) => compileParamPlan(param, resourceType) ?? [])) : new Map();
+    storedAs.set(resourceType, same);
+  }
+  return same.get(code) ?? code;
 }
 
 /**
