@@ -96,21 +96,27 @@ export function buildPlan(resourceType: string, engine: EngineChoice = 'auto'): 
 }
 
 /**
- * String parameters whose expression on a type is an earlier string parameter's (R4's `phonetic`
+ * String parameters whose expression on a type is another string parameter's (R4's `phonetic`
  * and `name` on Patient, Person, Practitioner and RelatedPerson are both `X.name`, as this server
- * matches no sound), by code, with the earlier one's code: they would store the very same rows a
- * second time, so only the earlier one is indexed and searches of the other read its rows
- * (storedCode). Other kinds keep their rows: includes and compartments read reference rows by code.
+ * matches no sound), by code, with the code whose rows they read: the same rows would be stored
+ * twice, so only the code first in alphabetical order is indexed and searches of the others
+ * read its rows (storedCode). Alphabetical, not definition order, so that every type stores
+ * `name` (a search of several types has one code). Other kinds keep their rows: includes and
+ * compartments read reference rows by their own code.
  */
 function sameRowsAs(plan: readonly ParamPlan[]): Map<string, string> {
   const first = new Map<string, string>();
-  const same = new Map<string, string>();
+  const keyOf = (param: ParamPlan) => param.terms.map((term) => term.expression).sort().join(' | ');
   for (const param of plan) {
     if (param.type !== 'string') continue;
-    const key = param.terms.map((term) => term.expression).sort().join(' | ');
+    const key = keyOf(param);
     const earlier = first.get(key);
-    if (earlier === undefined) first.set(key, param.code);
-    else same.set(param.code, earlier);
+    if (earlier === undefined || param.code < earlier) first.set(key, param.code);
+  }
+  const same = new Map<string, string>();
+  for (const param of plan) {
+    const stored = param.type === 'string' ? first.get(keyOf(param)) : undefined;
+    if (stored !== undefined && stored !== param.code) same.set(param.code, stored);
   }
   return same;
 }

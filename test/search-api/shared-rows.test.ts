@@ -50,4 +50,14 @@ describe('a parameter stored under another code', () => {
     expect(await found(p, '/Practitioner?phonetic=oka')).toEqual([doctor]);
     expect(await found(p, '/Patient?general-practitioner:Practitioner.phonetic=oka')).toEqual([seen]);
   });
+
+  it('finds across types that store it under the same code', async () => {
+    const p = api.newProject();
+    const doctor = await create(p, { resourceType: 'Practitioner', name: [{ family: 'Okafor' }] });
+    const patient = await create(p, { resourceType: 'Patient', name: [{ family: 'Okonkwo' }] });
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Adeyemi' }] });
+    expect(await found(p, '?_type=Patient,Practitioner&phonetic=oko')).toEqual([patient]);
+    expect(await found(p, '?_type=Patient,Practitioner&phonetic=ok')).toEqual([doctor, patient].sort());
+    expect(await found(p, '?_type=Patient,Practitioner&name=ok')).toEqual([doctor, patient].sort());
+  });
 });
