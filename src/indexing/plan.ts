@@ -30,6 +30,8 @@ export interface CompiledTerm {
 const NOT_INDEXED = new Set(['_id', '_lastUpdated', COMPARTMENT_PARAMETER_CODE]);
 
 const plans = new Map<string, ParamPlan[]>();
+/** Per resource type, the string parameters stored under another's code (sameRowsAs). */
+const storedAs = new Map<string, ReadonlyMap<string, string>>();
 
 /** Splits at `|` outside parentheses and string literals. */
 export function splitUnion(expression: string): string[] {
@@ -88,7 +90,45 @@ function isIndexed(param: SearchParameter): boolean {
 
 /** The plan for a resource type, uncached: use getIndexPlan. */
 export function buildPlan(resourceType: string, engine: EngineChoice = 'auto'): ParamPlan[] {
-  return getSearchParametersFor(resourceType).flatMap((param) => compileParamPlan(param, resourceType, engine) ?? []);
+  const compiled = getSearchParametersFor(resourceType).flatMap((param) => compileParamPlan(param, resourceType, engine) ?? []);
+  const same = sameRowsAs(compiled);
+  return compiled.filter((param) => !same.has(param.code));
+}
+
+/**
+ * String parameters whose expression on a type is another string parameter's (R4's `phonetic`
+ * and `name` on Patient, Person, Practitioner and RelatedPerson are both `X.name`, as this server
+ * matches no sound), by code, with the code whose rows they read: the same rows would be stored
+ * twice, so only the code first in alphabetical order is indexed and searches of the others
+ * read its rows (storedCode). Alphabetical, not definition order, so that every type stores
+ * `name` (a search of several types has one code). Other kinds keep their rows: includes and
+ * compartments read reference rows by their own code.
+ */
+function sameRowsAs(plan: readonly ParamPlan[]): Map<string, string> {
+  const first = new Map<string, string>();
+  const keyOf = (param: ParamPlan) => param.terms.map((term) => term.expression).sort().join(' | ');
+  for (const param of plan) {
+    if (param.type !== 'string') continue;
+    const key = keyOf(param);
+    const earlier = first.get(key);
+    if (earlier === undefined || param.code < earlier) first.set(key, param.code);
+  }
+  const same = new Map<string, string>();
+  for (const param of plan) {
+    const stored = param.type === 'string' ? first.get(keyOf(param)) : undefined;
+    if (stored !== undefined && stored !== param.code) same.set(param.code, stored);
+  }
+  return same;
+}
+
+/** The code under which the rows of built-in parameter `code` of `resourceType` are stored: its own, or that of the parameter with the same rows. */
+export function storedCode(resourceType: string, code: string): string {
+  let same = storedAs.get(resourceType);
+  if (!same) {
+    same = isResourceType(resourceType) ? sameRowsAs(getSearchParametersFor(resourceType).flatMap((param) => compileParamPlan(param, resourceType) ?? [])) : new Map();
+    storedAs.set(resourceType, same);
+  }
+  return same.get(code) ?? code;
 }
 
 /**

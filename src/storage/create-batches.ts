@@ -65,8 +65,8 @@ export class CreateBatches {
     if (group.length > 1) {
       try {
         const recorded = group.filter((item) => item.log !== undefined).map((item) => creationOf(item.resource));
-        await insertFirstVersions(this.db, group.map((item) => item.resource), { recorded: this.changeLog && { log: this.changeLog, changes: recorded } });
-        for (const item of group) item.resolve(JSON.stringify(item.resource));
+        const texts = await insertFirstVersions(this.db, group.map((item) => item.resource), { recorded: this.changeLog && { log: this.changeLog, changes: recorded } });
+        group.forEach((item, index) => item.resolve(texts[index]));
         return;
       } catch {
         // Retried one at a time below, so each create gets its own answer.

@@ -51,8 +51,8 @@ export async function createResources(ctx: StoreContext, input: readonly NewReso
   const { resources, statement, recorded } = prepared.together;
   await ctx.db.execute(statement.sql, statement.args, { planOnce: true });
   if (recorded) ctx.changes.committed();
-  return resources.map((resource) => {
-    const text = JSON.stringify(resource);
+  return resources.map((resource, index) => {
+    const text = statement.texts[index];
     ctx.committed.written(resource, text);
     return { resource, text, created: true, changed: true };
   });

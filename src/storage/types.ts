@@ -151,7 +151,7 @@ export interface PreparedCreates {
   /** The stamped resources and the one statement that writes them; absent when they are written one by one (write hooks, write checks). */
   readonly together?: {
     readonly resources: readonly Resource[];
-    readonly statement: { readonly sql: string; readonly args: readonly unknown[] };
+    readonly statement: { readonly sql: string; readonly args: readonly unknown[]; readonly texts: readonly string[] };
     /** Whether the statement records changes in the change log (which then hears of the commit). */
     readonly recorded: boolean;
   };

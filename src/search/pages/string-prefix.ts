@@ -5,7 +5,8 @@ import type { OrderedDriver } from './ordered-matches.js';
 
 /** The PrefixRange of a filter that is a plain one-value string prefix (`Patient?name=smi`), if it is one. */
 export function prefixRangeOf(filter: Filter): PrefixRange | undefined {
-  return plainParameter(filter)?.type === 'string' ? stringPrefixRange(filter.name, filter.value) : undefined;
+  const param = plainParameter(filter);
+  return param?.type === 'string' ? stringPrefixRange(param.code, filter.value) : undefined;
 }
 
 /** The first filter that is a one-value string prefix, read in the string index's order (orderedMatchesPage), if any. */

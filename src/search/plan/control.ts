@@ -118,6 +118,6 @@ function parseSort(raw: string | undefined, types: readonly string[], parameters
       throw errors.invalid(`Cannot sort by "${code}": it is not a search parameter of ${types.join(', ')}`, '_sort');
     }
     if (!isSearchable(param)) throw errors.invalid(`Cannot sort by ${code}: ${param.type} parameters do not sort`, '_sort');
-    return { code, descending, param };
+    return { code: param.code, descending, param };
   });
 }

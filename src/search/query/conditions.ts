@@ -76,7 +76,8 @@ export function resolveParameter(name: string, types: readonly string[], paramet
     const why = param.type === 'special' ? ' (special parameters such as near need their own index)' : '';
     throw notSupported(`Search parameter "${code}" (${param.type}) is not supported by this server${why}`, name);
   }
-  if (modifier !== 'identifier') return { kind: 'indexed', code, modifier, param };
+  // The stored code: a parameter may read another's rows (findParameter).
+  if (modifier !== 'identifier') return { kind: 'indexed', code: param.code, modifier, param };
   if (param.type !== 'reference') throw unsupportedModifier(name, modifier, param.type);
   return { kind: 'reference-identifier', code, param };
 }

@@ -2,20 +2,27 @@ import { getSearchParametersFor, type SearchParameter } from '../../../fhir/defi
 import { errors } from '../../../fhir/outcome.js';
 import { isIndexedType } from '../../../indexing/add-rows.js';
 import type { ProjectParameters } from '../../../indexing/parameters.js';
+import { storedCode } from '../../../indexing/plan.js';
 
 /**
  * The definition of a parameter on every one of `types` (same kind everywhere), or a 400: a
- * built-in one, or one of the searching project's own (`parameters`).
+ * built-in one, or one of the searching project's own (`parameters`). A built-in parameter whose
+ * rows are stored under another's code (`phonetic`, stored as `name`: indexing/plan.ts) is that
+ * other's definition, so searches and sorts read the rows under its code.
  */
 export function findParameter(code: string, types: readonly string[], name = code, parameters?: ProjectParameters): SearchParameter {
   let found: SearchParameter | undefined;
   for (const type of types) {
-    const param = getSearchParametersFor(type).find((p) => p.code === code) ?? parameters?.find(type, code);
+    const stored = storedCode(type, code);
+    const param = getSearchParametersFor(type).find((p) => p.code === stored) ?? parameters?.find(type, code);
     if (!param) {
       throw errors.invalid(`Unknown search parameter "${name}" for ${type}`, name);
     }
     if (found && found.type !== param.type) {
       throw errors.invalid(`Search parameter "${name}" has different types on ${types.join(', ')}`, name);
+    }
+    if (found && found.code !== param.code) {
+      throw errors.invalid(`Search parameter "${name}" cannot be searched on ${types.join(', ')} together: search each type on its own`, name);
     }
     found ??= param;
   }
