@@ -5,7 +5,7 @@
  * fills it), one connection, no HTTP: for finding which statement of a shape is slow and why,
  * e.g. before and after ANALYZE.
  *
- *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench [ONLY=chained,date] [EXPLAIN=1] [PLAN_ONLY=1] [ALLCUSTOM=1] \
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench [ONLY=chained,date] [EXPLAIN=1] [PLAN_ONLY=1] [ALLCUSTOM=1] [TIMEOUT_MS=60000] \
  *     [EXTRA='label|Observation|date=ge2015-01-01'] npx tsx bench/search-plans.ts
  *
  * Each statement runs once untimed, then once timed. PLAN_ONLY=1 only explains each statement
@@ -21,7 +21,17 @@ import { search, searchServicesFor } from '../src/search/service.js';
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 if (!DATABASE_URL) throw new Error('Set BENCH_DATABASE_URL to the search benchmark database');
 const PROJECT = 'search-bench';
-const shapes: [string, string, string, boolean?][] = [
+/** Who searches: a member of the project (default), a super admin over every project, or a member whose AccessPolicy has criteria. */
+type Who = 'member' | 'every' | 'policy';
+/** A member whose AccessPolicy narrows both types by criteria (as bench/export.ts's policy form). */
+const POLICY = {
+  policyId: 'search-plans',
+  resources: [
+    { resourceType: 'Patient', readonly: true, criteria: 'Patient?gender=female' },
+    { resourceType: 'Observation', readonly: true, criteria: 'Observation?status=final' },
+  ],
+};
+const shapes: [string, string, string, Who?][] = [
   ['name prefix', 'Patient', 'name=smi'],
   ['identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242'],
   ['subject+code', 'Observation', 'subject=Patient/pat-4242&code=http://loinc.org|8867-4'],
@@ -33,15 +43,29 @@ const shapes: [string, string, string, boolean?][] = [
   ['sort -date', 'Observation', 'code=http://loinc.org|8867-4&_sort=-date'],
   ['total estimate', 'Observation', 'code=http://loinc.org|8867-4&_total=estimate'],
   ['total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate'],
-  ['every: identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242', true],
-  ['every: sort', 'Observation', '_sort=-_lastUpdated&_count=20', true],
-  ['every: chained', 'Observation', 'subject:Patient.identifier=MRN4242', true],
+  ['total accurate, every Observation', 'Observation', 'status=final&_total=accurate'],
+  ['every: identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242', 'every'],
+  ['every: sort', 'Observation', '_sort=-_lastUpdated&_count=20', 'every'],
+  ['every: chained', 'Observation', 'subject:Patient.identifier=MRN4242', 'every'],
+  ['every: chained name', 'Observation', 'subject:Patient.name=smith42', 'every'],
+  ['every: name prefix', 'Patient', 'name=smi', 'every'],
+  ['every: sort -date', 'Observation', 'code=http://loinc.org|8867-4&_sort=-date', 'every'],
+  ['every: total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate', 'every'],
+  ['policy: sort', 'Observation', '_sort=-_lastUpdated&_count=20', 'policy'],
+  ['policy: code', 'Observation', 'code=http://loinc.org|8867-4', 'policy'],
+  ['policy: date range', 'Observation', 'date=ge2023-03-01&date=le2023-03-01', 'policy'],
+  ['policy: sort -date', 'Observation', 'code=http://loinc.org|8867-4&_sort=-date', 'policy'],
+  ['policy: name prefix', 'Patient', 'name=smi', 'policy'],
+  ['policy: unsorted', 'Observation', '_count=20', 'policy'],
+  ['policy: total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate', 'policy'],
 ];
 if (process.env.EXTRA) { const [l, t, q] = process.env.EXTRA.split('|'); shapes.unshift([l, t, q]); }
 const only = process.env.ONLY?.split(',');
 const explain = process.env.EXPLAIN === '1';
 const client = new pg.Client({ connectionString: DATABASE_URL });
 await client.connect();
+// A shape whose plan would run for minutes is stopped and reported (TIMEOUT_MS, default 60 s).
+await client.query(`SET statement_timeout = ${Number(process.env.TIMEOUT_MS ?? 60_000)}`);
 let n = 0;
 /** A value as an SQL literal, for EXPLAIN EXECUTE (which takes no bind parameters). */
 function literal(v: unknown): string {
@@ -73,7 +97,8 @@ async function run(sql: string, args: readonly unknown[], options?: QueryOptions
   }
   return { rows: res.rows, ms, plan };
 }
-for (const [label, type, query, every] of shapes) {
+for (const [label, type, query, who = 'member'] of shapes) {
+  const every = who === 'every';
   if (only && !only.some((o) => label.startsWith(o))) continue;
   const log: string[] = [];
   const executor: SqlExecutor = {
@@ -84,11 +109,14 @@ for (const [label, type, query, every] of shapes) {
     },
     execute: async (sql: string, args: readonly unknown[] = []) => (await client.query(sql, args as unknown[])).rowCount ?? 0,
   };
-  const identity = { projectId: PROJECT, superAdmin: !!every };
+  const identity = { projectId: PROJECT, superAdmin: every, accessPolicy: who === 'policy' ? POLICY : undefined };
   const services = searchServicesFor({ database: executor, identity, config: { ...loadConfig({}), fhirBaseUrl: 'http://x/fhir/R4' } });
   const started = performance.now();
-  await search(services, type, [...new URLSearchParams(every ? query : `${query}&_project=${PROJECT}`).entries()]);
-  console.log(`${label}: ${(performance.now() - started).toFixed(1)} ms total`);
+  const failed = await search(services, type, [...new URLSearchParams(every ? query : `${query}&_project=${PROJECT}`).entries()]).then(
+    () => '',
+    (error: unknown) => ` (failed: ${String(error).slice(0, 120)})`,
+  );
+  console.log(`${label}: ${(performance.now() - started).toFixed(1)} ms total${failed}`);
   console.log(log.join('\n'));
 }
 await client.end();

@@ -109,6 +109,16 @@ const scenarios: Scenario[] = [
     query: () => `subject:Patient.identifier=MRN${1 + rand(PATIENTS)}`,
     everyProject: true,
   },
+  {
+    name: 'every project: chained by name',
+    type: 'Observation',
+    query: () => `subject:Patient.name=${encodeURIComponent(pick(FAMILIES).toLowerCase())}${rand(997)}`,
+    everyProject: true,
+  },
+  { name: 'every project: _sort=-date (by code)', type: 'Observation', query: () => `code=http://loinc.org|${pick(LOINC)}&_sort=-date`, everyProject: true },
+  { name: 'key sorted: subject and _sort=-date', type: 'Observation', query: () => `subject=Patient/pat-${1 + rand(PATIENTS)}&_sort=-date` },
+  // A count over every Observation of the project: the estimate lets it through on fresh data.
+  { name: '_total=accurate (status=final)', type: 'Observation', query: () => 'status=final&_total=accurate' },
 ];
 
 async function startFlint(): Promise<ChildProcess> {

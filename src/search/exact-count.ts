@@ -1,7 +1,9 @@
 import { everyProject } from './pages/every-project.js';
 import { filterCondition, type Filter } from './plan/filters.js';
 import type { SearchQuery } from './plan/query.js';
-import { policyCriteria } from '../identity/policy.js';
+import { typeCriteria } from '../identity/policy.js';
+import { resolveParameter } from './query/conditions.js';
+import { selectsByKey } from './query/conditions/keys.js';
 import type { CompileContext, IndexRowsCondition } from './query/conditions/types.js';
 import { dateBoundKind } from './query/conditions/date.js';
 import { indexRowsSource } from './query/conditions/shared.js';
@@ -21,25 +23,38 @@ export async function exactCountQuery(query: SearchQuery): Promise<{ sql: string
   const { services, typeList, scope, filters } = query;
   if (typeList?.length !== 1) return undefined;
   const type = typeList[0];
-  if (policyCriteria(services.identity, type)) return undefined;
+  const criteria = criteriaFilters(query, type);
+  if (!criteria) return undefined;
   if (filters.some(({ name }) => name.split(/[:.]/)[0] === '_lastUpdated')) return undefined;
   const args = new SqlArgs();
-  if (scope.projectIds !== undefined || filters.length === 0) {
-    const sql = indexCountQuery(query, type, scope, args);
+  if (scope.projectIds !== undefined || filters.length + criteria.length === 0) {
+    const sql = indexCountQuery(query, type, scope, args, criteria);
     return sql ? { sql, args: args.values } : undefined;
   }
   const projects = await services.db.query<{ id: string }>(`SELECT unnest(${everyProject('resource')}) AS id`);
   if (projects.length > MAX_PROJECTS_COUNTED_APART) {
-    const sql = indexCountQuery(query, type, scope, args);
+    const sql = indexCountQuery(query, type, scope, args, criteria);
     return sql ? { sql, args: args.values } : undefined;
   }
   const counts: string[] = [];
   for (const { id } of projects) {
-    const sql = indexCountQuery(query, type, { projectIds: [id] }, args);
+    const sql = indexCountQuery(query, type, { projectIds: [id] }, args, criteria);
     if (!sql) return undefined;
     counts.push(`(${sql})`);
   }
   return { sql: `SELECT (${counts.length > 0 ? counts.join(' + ') : '0'})::int AS n`, args: args.values };
+}
+
+/**
+ * The caller's AccessPolicy criteria for `type` as filters of the count (they are search
+ * parameters of the type, tested on the index rows as the search's own), or undefined when they
+ * cannot be: SMART scopes' alternatives (anyOf) are counted through the resource table.
+ */
+function criteriaFilters({ services }: SearchQuery, type: string): Filter[] | undefined {
+  const criteria = typeCriteria(services.identity, type);
+  if (!criteria) return [];
+  if (criteria.anyOf) return undefined;
+  return criteria.all.map(([name, value]) => ({ name, value, resolved: resolveParameter(name, [type], services.parameters) }));
 }
 
 /**
@@ -52,11 +67,21 @@ export async function exactCountQuery(query: SearchQuery): Promise<{ sql: string
  *  - No filter: every row of the type minus the deleted ones (index `resource_deleted_idx`).
  *  - Only `p=ge..&p=le..` on a date parameter: matching rows counted without de-duplication
  *    (`countDateRange`).
- *  - Otherwise: the distinct resources of one parameter's matching rows (a token or reference
- *    one when there is one: its index yields rows in resource order), the other parameters as
- *    conditions on them; the planner is free to start from any of them.
+ *  - Otherwise: the distinct resources of one parameter's matching rows (a key among the search's
+ *    parameters or the AccessPolicy's `criteria`, else a token or reference one of the search when
+ *    there is one: its index yields rows in resource order), the other parameters as conditions on
+ *    them; the planner is free to start from any of them. The criteria are broad values (a
+ *    policy's `status=final`) unless they name a key: they drive only when the search has no
+ *    parameter of its own, and are otherwise probed per counted resource (CompileContext.perRow).
  */
-function indexCountQuery({ services, filters, valueSets }: SearchQuery, type: string, scope: Scope, args: SqlArgs): string | undefined {
+function indexCountQuery(
+  { services, filters: own, valueSets }: SearchQuery,
+  type: string,
+  scope: Scope,
+  args: SqlArgs,
+  criteria: readonly Filter[],
+): string | undefined {
+  const filters = [...own, ...criteria];
   const typeArg = args.add(type);
   const inScope = (alias: string, table: string): string => {
     const scoped = scopeSql(alias, 'projectId', scope, args) ?? `${alias}."projectId" = ANY(${everyProject(table)})`;
@@ -69,18 +94,24 @@ function indexCountQuery({ services, filters, valueSets }: SearchQuery, type: st
     return `SELECT ((SELECT count(*) ${rows}) - (SELECT count(*) ${rows} AND r.deleted))::int AS n`;
   }
   const ctx: CompileContext = { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters: services.parameters };
-  const compiled = filters.map((filter) => {
+  const compiled = filters.map((filter, i) => {
     let rows: IndexRowsCondition | undefined;
-    ctx.onRows = (found) => {
+    const ofCriteria = i >= own.length;
+    const onRows = (found: IndexRowsCondition) => {
       if (found.depth === 0) rows = found;
     };
-    const sql = filterCondition(filter, [type], 'r', ctx);
-    return { sql, rows: sql.startsWith('EXISTS (') ? rows : undefined };
+    const sql = filterCondition(filter, [type], 'r', { ...ctx, onRows, perRow: ofCriteria });
+    const key = selectsByKey(filter.name, filter.value, filter.resolved);
+    return { sql, rows: sql.startsWith('EXISTS (') ? rows : undefined, key, ofCriteria };
   });
-  const dateRange = countDateRange(filters, compiled, inScope);
+  const dateRange = countDateRange(own, compiled.slice(0, own.length), inScope, compiled.slice(own.length).map((c) => c.sql));
   if (dateRange) return dateRange;
+  const searched = compiled.filter((c) => !c.ofCriteria);
   const driver =
-    compiled.find((c) => c.rows && (c.rows.table === 'token_index' || c.rows.table === 'reference_index')) ?? compiled.find((c) => c.rows);
+    compiled.find((c) => c.rows && c.key) ??
+    searched.find((c) => c.rows && (c.rows.table === 'token_index' || c.rows.table === 'reference_index')) ??
+    searched.find((c) => c.rows) ??
+    compiled.find((c) => c.rows);
   if (!driver?.rows) return undefined;
   const others = compiled.filter((c) => c !== driver).map((c) => c.sql);
   const matching = indexRowsSource(driver.rows, inScope(driver.rows.alias, driver.rows.table));
@@ -103,6 +134,7 @@ function countDateRange(
   filters: readonly Filter[],
   compiled: { sql: string; rows?: IndexRowsCondition }[],
   inScope: (alias: string, table: string) => string,
+  criteria: readonly string[],
 ): string | undefined {
   const bound = (kind: 'lower' | 'upper', name?: string): number =>
     filters.findIndex((f, i) => (name === undefined || f.name === name) && dateBoundKind(f.value) === kind && compiled[i].rows?.table === 'date_index');
@@ -113,7 +145,7 @@ function countDateRange(
   const first = compiled[low].rows!;
   const second = compiled[high].rows!;
   if (!first.condition || !second.condition) return undefined;
-  const others = compiled.filter((_, i) => i !== low && i !== high).map((c) => c.sql);
+  const others = [...compiled.filter((_, i) => i !== low && i !== high).map((c) => c.sql), ...criteria];
   const where = others.length > 0 ? ` WHERE ${others.join(' AND ')}` : '';
   const x = first.alias;
   const code = first.codeArg;

@@ -134,7 +134,7 @@ async function restrictToPolicy({ services, scope, valueSets: known }: SearchQue
       depth: 0,
       valueSets,
       parameters: services.parameters,
-    });
+    }, 'probe');
     if (!condition) {
       for (const id of ids) kept.add(`${type}/${id}`);
       continue;

@@ -27,6 +27,8 @@ export interface SearchServices {
   parameters?: ProjectParameters;
   /** Exact counts kept until a write could change them (search-cache.ts); absent: every count is taken anew. */
   searchCache?: SearchCache;
+  /** `db` is a transaction: a statement that fails aborts it, so none may be retried or answered otherwise. */
+  inTransaction?: true;
 }
 
 /** The parts of a request a search needs (a RequestContext has them all). */
@@ -72,7 +74,7 @@ export function searchServicesFor(ctx: SearchContext, options: SearchServicesOpt
     searchMaxOrValues: ctx.config.searchMaxOrValues,
   };
   const transaction = options.transaction ?? ctx.transaction;
-  if (transaction) return { db: transaction, identity: ctx.identity, config };
+  if (transaction) return { db: transaction, identity: ctx.identity, config, inTransaction: true };
   const reader = options.onPrimary || !ctx.reads ? undefined : ctx.reads.reader();
   return {
     db: reader?.db ?? ctx.database,

@@ -10,7 +10,9 @@ import { statementKey } from '../cache/search-cache.js';
  * next page), it is known exactly without a count. `estimate`: the planner's row estimate for the
  * search (EXPLAIN, no rows read), never below what the page itself proves. `accurate`: the
  * estimate first; under ACCURATE_COUNT_THRESHOLD an exact count, otherwise the estimate (or a 400
- * `too-costly` when ACCURATE_COUNT_OVER_THRESHOLD=refuse).
+ * `too-costly` when ACCURATE_COUNT_OVER_THRESHOLD=refuse). The estimate is the planner's: on data
+ * written since the last ANALYZE it can be far below the truth, and the count it lets through
+ * can then outlast the statement timeout: such a count answers as one over the threshold would.
  */
 export async function searchTotal(query: SearchQuery, result: SearchResult): Promise<SearchTotal> {
   const { offset, summary, total } = query.control;
@@ -31,16 +33,30 @@ async function counted(query: SearchQuery, mode: TotalMode, seen: number): Promi
   const estimate = Math.max(await plannerEstimate(query), seen);
   if (mode !== 'accurate') return { value: estimate, exact: false };
   const threshold = services.config.accurateCountThreshold;
-  if (estimate >= threshold) {
+  const overThreshold = (): SearchTotal => {
     if (services.config.accurateCountOverThreshold === 'refuse') throw tooCostly(estimate, threshold);
     return { value: estimate, exact: false };
-  }
+  };
+  if (estimate >= threshold) return overThreshold();
   const { sql, args } = statement ?? (await countStatement(query));
   const at = counts?.now();
-  const rows = await services.db.query<{ n: unknown }>(sql, args);
+  let rows: { n: unknown }[];
+  try {
+    rows = await services.db.query<{ n: unknown }>(sql, args);
+  } catch (error) {
+    // A count that must be exact (a measure: no threshold) or runs in a transaction (which the
+    // cancelled statement aborted) keeps the timeout's 503.
+    if (!isStatementTimeout(error) || services.inTransaction || threshold === Number.MAX_SAFE_INTEGER) throw error;
+    return overThreshold();
+  }
   const value = Number(rows[0]?.n ?? 0);
   if (counts && cacheKey && at !== undefined) counts.set(cacheKey, dependency!, at, value);
   return { value, exact: true };
+}
+
+/** The 503 `timeout` of a statement PostgreSQL cancelled at its statement_timeout (src/db/database.ts). */
+function isStatementTimeout(error: unknown): boolean {
+  return error instanceof OperationOutcomeError && error.status === 503 && error.outcome.issue[0]?.code === 'timeout';
 }
 
 function tooCostly(estimate: number, threshold: number): OperationOutcomeError {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { useTestServer } from '../helpers/server.js';
+import { projectClient, useTestServer, type ProjectClient } from '../helpers/server.js';
+import { addMemberClient } from '../auth/helpers.js';
 import { create } from './helpers.js';
 
 /**
@@ -84,4 +85,47 @@ describe('exact counts', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.total).toBe(1);
   });
+
+  it('a member whose AccessPolicy narrows the type counts only what the criteria allow', async () => {
+    const admin = api.newProject();
+    await create(admin, observation(['8867-4'], 'final'));
+    await create(admin, observation(['8867-4'], 'final'));
+    await create(admin, observation(['8867-4'], 'preliminary'));
+    await create(admin, observation(['8310-5'], 'final'));
+    const member = await memberWithCriteria(admin, ['Observation?status=final']);
+    const byCode = await member.get('/Observation?code=http://loinc.org|8867-4&_summary=count');
+    expect(byCode.status, byCode.text).toBe(200);
+    expect(byCode.body.total).toBe(2);
+    const all = await member.get('/Observation?_total=accurate&_count=1');
+    expect(all.status, all.text).toBe(200);
+    expect(all.body.total).toBe(3);
+    expect(all.body.meta.tag).toEqual([{ system: 'https://flint.dev/fhir/CodeSystem/search-total', code: 'exact' }]);
+  });
+
+  it('criteria naming a key count only the resources of that key', async () => {
+    const admin = api.newProject();
+    const mine = await create(admin, { resourceType: 'Patient', gender: 'female' });
+    const other = await create(admin, { resourceType: 'Patient', gender: 'female' });
+    for (const [patient, code] of [[mine, '8867-4'], [mine, '8310-5'], [other, '8867-4']]) {
+      await create(admin, { ...observation([code]), subject: { reference: `Patient/${patient}` } });
+    }
+    const member = await memberWithCriteria(admin, [`Observation?subject=Patient/${mine}`]);
+    const byCode = await member.get('/Observation?code=http://loinc.org|8867-4&_summary=count');
+    expect(byCode.status, byCode.text).toBe(200);
+    expect(byCode.body.total).toBe(1);
+    const all = await member.get('/Observation?_summary=count');
+    expect(all.body.total).toBe(2);
+  });
 });
+
+/** A member client of `admin`'s project whose AccessPolicy allows Observations meeting `criteria` (one rule each). */
+async function memberWithCriteria(admin: ProjectClient, criteria: string[]): Promise<ProjectClient> {
+  const policy = await admin.post('/AccessPolicy', {
+    resourceType: 'AccessPolicy',
+    name: 'narrowed',
+    resource: criteria.map((c) => ({ resourceType: 'Observation', criteria: c })),
+  });
+  expect(policy.status, policy.text).toBe(201);
+  const member = await addMemberClient(api, admin, { accessPolicy: `AccessPolicy/${policy.body.id}` });
+  return projectClient(api.fhir, admin.projectId, async () => member.token);
+}

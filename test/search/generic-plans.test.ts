@@ -115,6 +115,14 @@ describe.skipIf(!serverUrl)('generic plans made on an empty database', () => {
     expect(plan).not.toContain('Seq Scan');
   });
 
+  it('a search by ids sorted by a date reads each resource\'s own date rows by primary key', async () => {
+    const ids = Array.from({ length: 10 }, (_, i) => `d${i}`).join(',');
+    const plan = (await genericPlansOf('Observation', `_id=${ids}&_sort=-date`)).join('\n');
+    expect(plan).toMatch(/Index Scan using date_index_pkey on date_index o\s+Index Cond: \(\("resourceType" = r\."resourceType"\) AND \("resourceId" = r\.id\)\)/);
+    expect(plan).not.toContain('date_index_sort_high_idx');
+    expect(plan).not.toContain('Seq Scan');
+  });
+
   // Last: it writes rows, which the tests above must not see.
   it('a page sorted by _lastUpdated, planned once 20,000 resources arrived, reads its index in order', async () => {
     await client.query(

@@ -32,7 +32,7 @@ export function freshContext(search: DrivenSearch): CompileContext {
 export function otherConditions(search: DrivenSearch, others: readonly Filter[]): { ctx: CompileContext; where: string } {
   const ctx = freshContext(search);
   const where = [
-    ...baseConditions(search.services.identity, [search.type], search.scope, ctx),
+    ...baseConditions(search.services.identity, [search.type], search.scope, ctx, 'probe'),
     ...others.map((filter) => filterCondition(filter, [search.type], 'r', ctx)),
     ...dateRangeConditions(others, [search.type], ctx),
   ];
@@ -70,7 +70,7 @@ export function candidateConditions(search: DrivenSearch, filters: readonly Filt
       ...dateRangeConditions(onRows, [search.type], perRow, 'd'),
     ],
     onResource: [
-      ...baseConditions(search.services.identity, [search.type], search.scope, ctx, perRow),
+      ...baseConditions(search.services.identity, [search.type], search.scope, ctx, 'probe'),
       ...filters.filter(testedOnResource).map((filter) => filterCondition(filter, [search.type], 'r', ctx)),
     ],
   };

@@ -1,15 +1,30 @@
 import type { Identity } from '../../identity/identity.js';
 import { typeCriteria } from '../../identity/policy.js';
-import { compileParameter } from '../query/conditions.js';
+import { compileParameter, resolveParameter } from '../query/conditions.js';
+import { selectsByKey } from '../query/conditions/keys.js';
 import { type CompileContext } from '../query/conditions/types.js';
 import { scopeSql, type Scope } from '../../storage/project-scope.js';
 
 /**
- * What every search of `typeList` asks before its parameters: the type, the project, not deleted,
- * the AccessPolicy's criteria. `policyCtx` compiles the criteria (a driven page's resources are
- * few, read by primary key: their criteria are probed per row, see rowsExist).
+ * How AccessPolicy criteria are tested on the resources of a statement:
+ *  - 'probe': every criterion is probed per resource through its index table's primary key
+ *    (CompileContext.perRow): the statement's resources are few, read by primary key (driven
+ *    pages, included resources);
+ *  - 'probe-non-keys': a criterion that selects by a key (a reference to given resources, an
+ *    identifier: `Observation?subject=%patient`) stays a condition the planner may start from,
+ *    every other one (`Observation?status=final`) is probed per resource. A policy narrows a type
+ *    by a broad value that can never drive a page; tested through the value index, whose
+ *    resourceId comes after the system, each resource read every row of the value up to its own
+ *    (a page of a member's `Observation?_sort=-_lastUpdated` read every `status=final` row per
+ *    Observation).
  */
-export function baseConditions(identity: Identity, typeList: readonly string[] | undefined, scope: Scope, ctx: CompileContext, policyCtx = ctx): string[] {
+export type CriteriaTest = 'probe' | 'probe-non-keys';
+
+/**
+ * What every search of `typeList` asks before its parameters: the type, the project, not deleted,
+ * the AccessPolicy's criteria (tested as `criteria` says).
+ */
+export function baseConditions(identity: Identity, typeList: readonly string[] | undefined, scope: Scope, ctx: CompileContext, criteria: CriteriaTest): string[] {
   const { args } = ctx;
   const where: string[] = [];
   if (typeList) {
@@ -24,7 +39,7 @@ export function baseConditions(identity: Identity, typeList: readonly string[] |
   where.push('NOT r.deleted');
   for (const type of typeList ?? []) {
     // The AccessPolicy's criteria for a type narrow every search of it.
-    const condition = policyCondition(identity, type, policyCtx);
+    const condition = policyCondition(identity, type, ctx, criteria);
     if (!condition) continue;
     where.push(typeList?.length === 1 ? `(${condition})` : `(r."resourceType" <> ${args.add(type)} OR (${condition}))`);
   }
@@ -34,14 +49,22 @@ export function baseConditions(identity: Identity, typeList: readonly string[] |
 /**
  * The caller's AccessPolicy criteria for `type` and its SMART scopes' conditions as one SQL
  * condition on alias `r`, if any: the policy's parameters all hold, and one of the scopes' groups.
+ * `criteria`: how each is tested (CriteriaTest); without it, as any search parameter.
  */
-export function policyCondition(identity: Identity, type: string, ctx: CompileContext): string | undefined {
-  const criteria = typeCriteria(identity, type);
-  if (!criteria) return undefined;
-  const all = (params: readonly (readonly [string, string])[]) => params.map(([name, value]) => compileParameter(name, value, [type], 'r', ctx));
-  const conditions = all(criteria.all);
-  if (criteria.anyOf) {
-    conditions.push(criteria.anyOf.length === 0 ? 'FALSE' : criteria.anyOf.map((group) => `(${all(group).join(' AND ')})`).join(' OR '));
+export function policyCondition(identity: Identity, type: string, ctx: CompileContext, criteria?: CriteriaTest): string | undefined {
+  const narrowed = typeCriteria(identity, type);
+  if (!narrowed) return undefined;
+  const probed = { ...ctx, perRow: true };
+  const contextOf = (name: string, value: string): CompileContext => {
+    if (criteria === 'probe') return probed;
+    if (criteria === undefined || selectsByKey(name, value, resolveParameter(name, [type], ctx.parameters))) return ctx;
+    return probed;
+  };
+  const all = (params: readonly (readonly [string, string])[]) =>
+    params.map(([name, value]) => compileParameter(name, value, [type], 'r', contextOf(name, value)));
+  const conditions = all(narrowed.all);
+  if (narrowed.anyOf) {
+    conditions.push(narrowed.anyOf.length === 0 ? 'FALSE' : narrowed.anyOf.map((group) => `(${all(group).join(' AND ')})`).join(' OR '));
   }
   return conditions.map((condition) => `(${condition})`).join(' AND ');
 }

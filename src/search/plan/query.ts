@@ -67,7 +67,7 @@ export async function parseQuery(
   const requested = resolveFilters(params, paramTypes, parameters);
   const valueSets = await expandValueSets(services, scope, typeList, { filters: requested, types: paramTypes });
   const ctx: CompileContext = { args: new SqlArgs(), scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters };
-  const where = baseConditions(services.identity, typeList, scope, ctx);
+  const where = baseConditions(services.identity, typeList, scope, ctx, 'probe-non-keys');
   const { filters, conditions, ignored } = compileFilters(requested, paramTypes, ctx, leniency);
   where.push(...conditions, ...dateRangeConditions(filters, paramTypes, ctx));
   const planOnce = filters.some(({ name, value, resolved }) => selectsByKey(name, value, resolved));
