@@ -116,6 +116,12 @@ export interface Config {
     readonly concurrency: number;
     /** Wait before the first retry; doubled for each further one (at most a minute). */
     readonly retryBaseMs: number;
+    /**
+     * The queue this server puts its jobs in and claims jobs from (and sweeps the ended exports of):
+     * servers of one database share jobs only within a queue. Every server the same (`default`)
+     * unless configured; the tests give each server its own (docs/jobs.md).
+     */
+    readonly queue: string;
   };
   /** Bulk data export (src/bulk, docs/bulk-data.md): most resources in one NDJSON file. */
   readonly exportFileMaxResources: number;
@@ -292,6 +298,7 @@ export function loadConfig(env: Env = process.env): Config {
       pollMs: int('JOB_POLL_MS', 1_000, 50),
       concurrency: int('JOB_CONCURRENCY', 2, 1),
       retryBaseMs: int('JOB_RETRY_BASE_MS', 1_000, 0),
+      queue: jobQueue(merged.JOB_QUEUE, problems),
     },
     exportFileMaxResources: int('EXPORT_FILE_MAX_RESOURCES', 100_000, 1),
     exportFileTtlMs: int('EXPORT_FILE_TTL_MS', 24 * 60 * 60 * 1000, 1),
@@ -392,4 +399,12 @@ function namespace(raw: string | undefined, problems: string[]): string {
   if (/^[a-z0-9_]{1,40}$/.test(raw)) return raw;
   problems.push(`CACHE_NAMESPACE must be 1-40 lower-case letters, digits or _, got "${raw}"`);
   return 'flint';
+}
+
+/** JOB_QUEUE: letters, digits and `_ . : -`, as a job row stores it. */
+function jobQueue(raw: string | undefined, problems: string[]): string {
+  if (raw === undefined || raw === '') return 'default';
+  if (/^[A-Za-z0-9_.:-]{1,64}$/.test(raw)) return raw;
+  problems.push(`JOB_QUEUE must be 1-64 letters, digits or _ . : -, got "${raw}"`);
+  return 'default';
 }
