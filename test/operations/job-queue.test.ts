@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import { enqueueJob } from '../../src/operations/jobs/queue.js';
 import { ASYNC, BASE, create, poll, statusPath } from '../bulk/export-helpers.js';
-import { useTestServer } from '../helpers/server.js';
+import { testEnv, useTestServer } from '../helpers/server.js';
 
 /**
  * JOB_QUEUE (docs/jobs.md): a server claims only the jobs of its own queue. Servers sharing a
@@ -26,5 +27,10 @@ describe('job queues', () => {
     expect((await p.get(`/$export-status/${foreign}`)).status).toBe(202);
     const [row] = await db.query<{ status: string; attempts: number }>('SELECT status, attempts FROM job WHERE id = $1', [foreign]);
     expect({ status: row.status, attempts: Number(row.attempts) }).toEqual({ status: 'queued', attempts: 0 });
+  });
+
+  it('refuses to start with a JOB_QUEUE a job row cannot name, saying which setting', () => {
+    expect(() => loadConfig(testEnv({ JOB_QUEUE: 'two words' }))).toThrow(ConfigError);
+    expect(() => loadConfig(testEnv({ JOB_QUEUE: 'two words' }))).toThrow(/JOB_QUEUE must be 1-64 letters, digits or _ \. : -, got "two words"/);
   });
 });
