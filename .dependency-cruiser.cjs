@@ -45,6 +45,13 @@ module.exports = {
       to: {},
     },
     {
+      name: 'one-config-module',
+      comment: 'src/config.ts is the one configuration module: the files of src/config/ are its parts, read through it',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/config(\\.ts$|/)' },
+      to: { path: '^src/config/' },
+    },
+    {
       name: 'no-circular',
       comment: 'Modules that import each other cannot be read or replaced one at a time',
       severity: 'error',

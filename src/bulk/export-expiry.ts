@@ -44,7 +44,7 @@ export function startExportExpiry(services: Services): { close(): Promise<void> 
 /** Removes the exports that ended more than `ttlMs` ago, a batch at a time. */
 export async function sweepExpiredExports(services: Services, owner: string, ttlMs: number): Promise<void> {
   for (;;) {
-    const expired = await claimExpired(services.db, owner, ttlMs);
+    const expired = await claimExpired(services.db, services.config.jobs.queue, owner, ttlMs);
     for (const { id, projectId, content } of expired) {
       if (content !== null) await removeExport(services.auth, services.binaryStorage, projectId, JSON.parse(content) as AsyncJob);
       await services.db.execute(`DELETE FROM job WHERE id = $1 AND "leaseOwner" = $2`, [id, owner]);
@@ -54,21 +54,22 @@ export async function sweepExpiredExports(services: Services, owner: string, ttl
 }
 
 /**
- * Export jobs that ended (`done`) whose AsyncJob last changed more than `ttlMs` ago, or is gone,
- * leased to `owner`; with the AsyncJob's text while it is still there (null once deleted).
+ * Export jobs of `queue` that ended (`done`) whose AsyncJob last changed more than `ttlMs` ago, or
+ * is gone, leased to `owner`; with the AsyncJob's text while it is still there (null once deleted).
+ * Servers of another queue keep their own exports as long as their own EXPORT_FILE_TTL_MS says.
  */
-async function claimExpired(db: Database, owner: string, ttlMs: number): Promise<Expired[]> {
+async function claimExpired(db: Database, queue: string, owner: string, ttlMs: number): Promise<Expired[]> {
   return db.query<Expired>(
     `WITH claimed AS (
        UPDATE job SET "leaseOwner" = $1, "leaseUntil" = now() + $3::int * interval '1 millisecond'
        WHERE id IN (
          SELECT j.id FROM job j LEFT JOIN resource r ON r."resourceType" = 'AsyncJob' AND r.id = j.id
-         WHERE j.operation = 'export' AND j.status = 'done' AND (j."leaseUntil" IS NULL OR j."leaseUntil" < now())
+         WHERE j.queue = $4 AND j.operation = 'export' AND j.status = 'done' AND (j."leaseUntil" IS NULL OR j."leaseUntil" < now())
            AND (r.id IS NULL OR r.deleted OR r."lastUpdated" < now() - $2::int * interval '1 millisecond')
          LIMIT ${SWEEP_BATCH} FOR UPDATE OF j SKIP LOCKED)
        RETURNING id, "projectId")
      SELECT c.id, c."projectId", CASE WHEN r.deleted THEN NULL ELSE r.content::text END AS content
      FROM claimed c LEFT JOIN resource r ON r."resourceType" = 'AsyncJob' AND r.id = c.id`,
-    [owner, ttlMs, CLAIM_MS],
+    [owner, ttlMs, CLAIM_MS, queue],
   );
 }

@@ -45,6 +45,8 @@ export interface ExportRun {
   matching?: (type: string, page: PageVersions) => Promise<Set<string> | undefined>;
   /** `_elements`: each line's text rewritten; undefined copies the stored text as it is. */
   transform?: (type: string, text: string) => string;
+  /** `Type/id` of resources never written, whatever asks for them (the Binaries of Bots' code). */
+  withheld?: ReadonlySet<string>;
 }
 
 /** Rows read per statement: small enough for one statement's time, large enough to stream fast. */
@@ -109,8 +111,8 @@ async function writeOneFile(run: ExportRun, slice: Slice, afterId: string | unde
     while (page.length > 0) {
       const kept = await run.matching?.(type, pageVersions(page));
       for (const row of page) {
-        // No version at the export's time (created later, or deleted by then), or filtered out.
-        if (row.content === null || (kept && !kept.has(row.id))) continue;
+        // No version at the export's time (created later, or deleted by then), filtered out, or withheld.
+        if (row.content === null || (kept && !kept.has(row.id)) || run.withheld?.has(`${type}/${row.id}`)) continue;
         yield Buffer.from(run.transform ? run.transform(type, row.content) : row.content, 'utf8');
         yield NEWLINE;
         count++;

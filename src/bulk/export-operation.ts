@@ -6,8 +6,9 @@ import type { Group, Reference } from '../fhir/resources.js';
 import { ownOperationDefinition } from '../operations/definition.js';
 import type { Operation, OperationRequest } from '../operations/registry.js';
 import { deleteExportFiles } from './export-access.js';
-import { parseExportElements } from './export-elements.js';
+import { parseExportElements, type ElementsTransform } from './export-elements.js';
 import { projectTypes, writeExportFiles, type ExportFile, type ExportPosition } from './export-files.js';
+import { botCodeBinaries, withoutSubscriptionSecrets } from './export-withheld.js';
 import { checkTypeFilters, parseTypeFilters, typeFilterMatcher } from './type-filter.js';
 
 interface ExportInput {
@@ -81,7 +82,8 @@ function exportOperationFor(definitionFile: string, scope: ExportScope): Operati
           maxPerFile: ctx.config.exportFileMaxResources,
           signal: job.signal,
           matching: typeFilterMatcher(ctx, parseTypeFilters(input._typeFilter), request.db),
-          transform: parseExportElements(input._elements),
+          transform: withSecretsLeftOut(parseExportElements(input._elements)),
+          withheld: await botCodeBinaries(request.db, ctx.identity.projectId),
           async onFile(position) {
             await job.checkpoint(position);
             await job.progress({ transactionTime: position.transactionTime, files: position.files });
@@ -93,6 +95,14 @@ function exportOperationFor(definitionFile: string, scope: ExportScope): Operati
       if (job.signal.aborted) await deleteExportFiles(storage, job.id, done.files);
       return { transactionTime: done.transactionTime, files: done.files };
     },
+  };
+}
+
+/** Each line's text without a Subscription's secrets, then narrowed by `_elements` when it is given. */
+function withSecretsLeftOut(elements: ElementsTransform | undefined): ElementsTransform {
+  return (type, text) => {
+    const safe = withoutSubscriptionSecrets(type, text);
+    return elements ? elements(type, safe) : safe;
   };
 }
 

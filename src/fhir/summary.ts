@@ -2,7 +2,8 @@ import { getStructureDefinition } from './definitions.js';
 import { errors } from './outcome.js';
 import type { Resource } from './types.js';
 
-const SUBSETTED = { system: 'http://terminology.hl7.org/CodeSystem/v3-ObservationValue', code: 'SUBSETTED' };
+/** The tag of a resource left incomplete on purpose (`_elements`, `_summary`, secrets an export leaves out). */
+export const SUBSETTED = { system: 'http://terminology.hl7.org/CodeSystem/v3-ObservationValue', code: 'SUBSETTED' };
 const ALWAYS_KEPT = new Set(['resourceType', 'id', 'meta']);
 
 interface TopLevelElements {

@@ -33,4 +33,16 @@ describe('export expiry', () => {
     expect((await p.get(`/AsyncJob/${jobId}`)).status).toBe(410);
     expect(await api.server.services.binaryStorage.getStream(exportFileKey(jobId, 'Patient-1.ndjson'))).toBeUndefined();
   });
+
+  it('leaves an ended export of another JOB_QUEUE to the servers of that queue', async () => {
+    const p = api.newProject();
+    await create(p, { resourceType: 'Patient', name: [{ family: 'Elsewhere' }] });
+    const kept = (await exportDone(p)).status;
+    // As a server of another queue (with its own EXPORT_FILE_TTL_MS) would have left it.
+    await api.server.services.db.execute(`UPDATE job SET queue = 'elsewhere' WHERE id = $1`, [kept.split('/').pop()]);
+    const swept = (await exportDone(p)).status;
+
+    expect(await eventually(async () => (await p.get(swept)).status, 404, TTL_MS * 10)).toBe(404);
+    expect((await p.get(kept)).status).toBe(200);
+  });
 });

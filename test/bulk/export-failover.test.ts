@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { jobQueued } from '../../src/operations/jobs/worker.js';
 import { killOnceCheckpointed, sleep } from '../helpers/job-failover.js';
@@ -12,8 +13,10 @@ import { ASYNC, exportedLines, statusPath, type Json } from './export-helpers.js
  */
 
 const LEASE_MS = '2000';
+/** This file's two servers share their jobs, and no other test server takes one of them. */
+const QUEUE = `failover_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 const PER_FILE = '5';
-const api = await useTestServer({ ASYNC_JOB_STALE_MS: LEASE_MS, EXPORT_FILE_MAX_RESOURCES: PER_FILE });
+const api = await useTestServer({ ASYNC_JOB_STALE_MS: LEASE_MS, JOB_QUEUE: QUEUE, EXPORT_FILE_MAX_RESOURCES: PER_FILE });
 
 const PATIENTS = 400;
 
@@ -30,7 +33,7 @@ describe.skipIf(!process.env.DATABASE_URL)('an export whose server is killed', (
     expect(bundle.status, bundle.text).toBe(200);
     const created = bundle.body.entry.map((e: Json) => /Patient\/([^/]+)/.exec(e.response.location)![1]).sort();
 
-    const other = await startServerProcess({ ASYNC_JOB_STALE_MS: LEASE_MS, EXPORT_FILE_MAX_RESOURCES: PER_FILE });
+    const other = await startServerProcess({ ASYNC_JOB_STALE_MS: LEASE_MS, JOB_QUEUE: QUEUE, EXPORT_FILE_MAX_RESOURCES: PER_FILE });
     child = other.child;
     const onOther = projectClient(`${other.url}/fhir/R4`, p.projectId, () => p.token());
     const status = statusPath(await onOther.get('/$export?_type=Patient', ASYNC));

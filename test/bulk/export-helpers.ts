@@ -82,7 +82,7 @@ export async function queuedExport(api: TestServer, client: ProjectClient, input
   const id = created.resource.id!;
   await db.transaction(async (tx) => {
     const starter = identity ?? { projectId, superAdmin: false, projectAdmin: true };
-    await enqueueJob(tx, { id, projectId, operation: 'export', level: 'system', input, identity: starter, requestUrl: `${BASE}/$export` });
+    await enqueueJob(tx, api.server.services.config.jobs.queue, { id, projectId, operation: 'export', level: 'system', input, identity: starter, requestUrl: `${BASE}/$export` });
     await tx.execute(`UPDATE job SET "runAfter" = now() + interval '1 hour' WHERE id = $1`, [id]);
   });
   return `/$export-status/${id}`;

@@ -100,6 +100,11 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     // Likewise the job queue's polls: a job queued in this process is claimed at once all the same
     // (every worker of the process is told); the job tests set their own.
     JOB_POLL_MS: '600000',
+    // Jobs of this server only: test servers share one database, and one started with other
+    // settings (a shorter lease, smaller export files or expiry, a file's own operations) must not
+    // claim another file's jobs nor sweep its exports. Servers meant to share jobs pass the same
+    // JOB_QUEUE (the failover tests).
+    JOB_QUEUE: `test_${randomUUID().replace(/-/g, '').slice(0, 12)}`,
     // Likewise the PostgreSQL statistics keeper's statements (test/db/postgres-statistics.test.ts
     // runs its own).
     STATISTICS_INTERVAL_MS: '0',

@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LEASE_URL } from '../../src/admin/async-job.js';
@@ -8,7 +6,7 @@ import { loadConfig } from '../../src/config.js';
 import { registerOperation } from '../../src/operations/registry.js';
 import { systemTestOperation } from '../helpers/operations.js';
 import { startServer, type RunningServer } from '../../src/server.js';
-import { superAdminClient, testEnv, useTestServer, type ProjectClient, type TestResponse } from '../helpers/server.js';
+import { newDataDir, superAdminClient, testEnv, useTestServer, type ProjectClient, type TestResponse } from '../helpers/server.js';
 
 /**
  * AsyncJobs whose server stopped mid-job. A job of the queue holds a lease its server renews (a
@@ -182,9 +180,12 @@ describe('AsyncJobs whose server stopped', () => {
   }, 30_000);
 
   it('a job whose server shut down is resumed by the next server, not failed', async () => {
-    // One database for both servers: a data folder on PGlite, the test database on PostgreSQL.
-    const dataDir = mkdtempSync(join(tmpdir(), 'flint-async-recovery-'));
-    const start = () => startServer(loadConfig(testEnv({ DATA_DIR: dataDir, ASYNC_JOB_STALE_MS: '1000' })), { log: pino({ level: 'silent' }) });
+    // One database for both servers: a data folder on PGlite (already migrated: a busy machine
+    // spent most of the test's time migrating an empty one), the test database on PostgreSQL; and
+    // one job queue, so the second takes up the first's jobs.
+    const dataDir = await newDataDir();
+    const queue = `restart_${Date.now()}`;
+    const start = () => startServer(loadConfig(testEnv({ DATA_DIR: dataDir, ASYNC_JOB_STALE_MS: '1000', JOB_QUEUE: queue })), { log: pino({ level: 'silent' }) });
     const label = `stopped-${Date.now()}`;
     let second: RunningServer | undefined;
     try {

@@ -79,7 +79,7 @@ async function abandonedJob(
   // In one transaction: the queued row is never seen (and claimed) before it looks abandoned.
   await api.server.services.db.transaction(async (db) => {
     const requestUrl = `http://localhost/fhir/R4/$${operation}`;
-    await enqueueJob(db, { id, projectId, operation, level: 'system', input, identity: identity ?? { projectId, superAdmin: true }, requestUrl });
+    await enqueueJob(db, api.server.services.config.jobs.queue, { id, projectId, operation, level: 'system', input, identity: identity ?? { projectId, superAdmin: true }, requestUrl });
     await db.execute(
       `UPDATE job SET status = 'running', attempts = $4, "leaseOwner" = 'a-stopped-server', "leaseUntil" = now() + $2::int * interval '1 millisecond', checkpoint = $3::json WHERE id = $1`,
       [id, leaseMs, JSON.stringify(checkpoint), attempts],

@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { jobQueued } from '../../src/operations/jobs/worker.js';
 import { killOnceCheckpointed, sleep } from '../helpers/job-failover.js';
@@ -11,7 +12,9 @@ import { startServerProcess, superAdminClient, useTestServer } from '../helpers/
  */
 
 const LEASE_MS = '2000';
-const api = await useTestServer({ ASYNC_JOB_STALE_MS: LEASE_MS });
+/** This file's two servers share their jobs, and no other test server takes one of them. */
+const QUEUE = `failover_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+const api = await useTestServer({ ASYNC_JOB_STALE_MS: LEASE_MS, JOB_QUEUE: QUEUE });
 
 type Json = any;
 
@@ -32,7 +35,7 @@ describe.skipIf(!process.env.DATABASE_URL)('a job whose server is killed', () =>
     // Without their name rows the patients are found again only once reindexed.
     await api.server.services.db.execute(`DELETE FROM string_index WHERE "projectId" = $1`, [p.projectId]);
 
-    const other = await startServerProcess({ ASYNC_JOB_STALE_MS: LEASE_MS });
+    const other = await startServerProcess({ ASYNC_JOB_STALE_MS: LEASE_MS, JOB_QUEUE: QUEUE });
     child = other.child;
     const body = { resourceType: 'Parameters', parameter: [{ name: 'type', valueCode: 'Patient' }, { name: 'project', valueString: p.projectId }, { name: 'batchSize', valuePositiveInt: 1 }] };
     const started = await superAdminClient(other.url).post('/$reindex', body, { Prefer: 'respond-async' });

@@ -45,7 +45,7 @@ export async function acceptAsyncJob(operation: Operation, input: OperationInput
       request: requestUrl,
     });
     const asyncJob = created.resource as AsyncJob;
-    await enqueueJob(tx, {
+    await enqueueJob(tx, ctx.config.jobs.queue, {
       id: asyncJob.id!,
       projectId,
       operation: operation.definition.code,

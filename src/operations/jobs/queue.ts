@@ -43,11 +43,14 @@ interface JobRow {
   checkpoint: string | null;
 }
 
-/** Writes a queued job; in the transaction that creates its AsyncJob, so neither exists alone. */
-export async function enqueueJob(db: SqlExecutor, job: JobSpec): Promise<void> {
+/**
+ * Writes a queued job into `queue` (the JOB_QUEUE of the server that queues it); in the
+ * transaction that creates its AsyncJob, so neither exists alone.
+ */
+export async function enqueueJob(db: SqlExecutor, queue: string, job: JobSpec): Promise<void> {
   await db.execute(
-    `INSERT INTO job (id, "projectId", operation, level, "resourceType", "resourceId", input, identity, "requestUrl", status)
-     VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json, $9, 'queued')`,
+    `INSERT INTO job (id, "projectId", operation, level, "resourceType", "resourceId", input, identity, "requestUrl", status, queue)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json, $9, 'queued', $10)`,
     [
       job.id,
       job.projectId,
@@ -58,27 +61,28 @@ export async function enqueueJob(db: SqlExecutor, job: JobSpec): Promise<void> {
       JSON.stringify(job.input ?? {}),
       JSON.stringify(job.identity),
       job.requestUrl,
+      queue,
     ],
   );
 }
 
 /**
- * Claims one job for `owner` until `leaseMs` from now: a queued one whose time has come, or a
- * running one whose lease has passed (its server stopped), among those running one of
+ * Claims one job of `queue` for `owner` until `leaseMs` from now: a queued one whose time has come,
+ * or a running one whose lease has passed (its server stopped), among those running one of
  * `operations` (a server of another version may offer others). SKIP LOCKED: servers claiming at
  * the same moment take different jobs, and none waits for another.
  */
-export async function claimJob(db: SqlExecutor, owner: string, leaseMs: number, operations: readonly string[]): Promise<ClaimedJob | undefined> {
+export async function claimJob(db: SqlExecutor, queue: string, owner: string, leaseMs: number, operations: readonly string[]): Promise<ClaimedJob | undefined> {
   const rows = await db.query<JobRow>(
     `UPDATE job SET status = 'running', "leaseOwner" = $1, "leaseUntil" = now() + $2::int * interval '1 millisecond', attempts = attempts + 1
      WHERE id = (
        SELECT id FROM job
-       WHERE ((status = 'queued' AND "runAfter" <= now()) OR (status = 'running' AND "leaseUntil" < now()))
+       WHERE queue = $4 AND ((status = 'queued' AND "runAfter" <= now()) OR (status = 'running' AND "leaseUntil" < now()))
          AND operation IN (SELECT json_array_elements_text($3::json))
        ORDER BY "runAfter" LIMIT 1 FOR UPDATE SKIP LOCKED)
      RETURNING id, "projectId", operation, level, "resourceType", "resourceId", input::text AS input, identity::text AS identity,
        "requestUrl", attempts, checkpoint::text AS checkpoint`,
-    [owner, leaseMs, JSON.stringify(operations)],
+    [owner, leaseMs, JSON.stringify(operations), queue],
   );
   const row = rows[0];
   if (!row) return undefined;

@@ -34,7 +34,7 @@ export function abortLocalJob(id: string): void {
 
 export function startJobWorker(services: Services, contextFor: ContextFactory): JobWorker {
   const owner = `${hostname()}:${process.pid}:${randomUUID()}`;
-  const { pollMs, concurrency } = services.config.jobs;
+  const { pollMs, concurrency, queue } = services.config.jobs;
   const running = new Map<string, JobRun>();
   let closed = false;
   let polling: Promise<void> | undefined;
@@ -43,7 +43,7 @@ export function startJobWorker(services: Services, contextFor: ContextFactory): 
   const claimWhileRoom = async (): Promise<void> => {
     while (!closed && running.size < concurrency) {
       const known = [...new Set(listOperations().map((operation) => operation.definition.code))];
-      const job = await claimJob(services.db, owner, services.config.asyncJobStaleMs, known);
+      const job = await claimJob(services.db, queue, owner, services.config.asyncJobStaleMs, known);
       if (!job) return;
       const run = new JobRun(services, job, owner, contextFor);
       running.set(job.id, run);
