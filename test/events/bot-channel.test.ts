@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { eventually, useTestServer } from '../helpers/server.js';
+import { useOwnOutboxServer } from '../helpers/own-database.js';
+import { eventually } from '../helpers/server.js';
 import { deployedBot } from '../bots/helpers.js';
 
-const api = await useTestServer({ SUBSCRIPTION_RETRY_BASE_MS: '20' });
+const api = await useOwnOutboxServer({ SUBSCRIPTION_RETRY_BASE_MS: '20' });
 
 describe('Subscriptions whose endpoint is a Bot', () => {
   it('run the bot with the resource as input, and record the attempt', async () => {

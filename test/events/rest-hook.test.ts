@@ -1,9 +1,10 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { eventually, patientBody, useTestServer, type ProjectClient } from '../helpers/server.js';
+import { useOwnOutboxServer } from '../helpers/own-database.js';
+import { eventually, patientBody, type ProjectClient } from '../helpers/server.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 
-const api = await useTestServer({ SUBSCRIPTION_RETRY_BASE_MS: '20' });
+const api = await useOwnOutboxServer({ SUBSCRIPTION_RETRY_BASE_MS: '20' });
 const receivers: Receiver[] = [];
 afterAll(() => Promise.all(receivers.map((r) => r.close())));
 

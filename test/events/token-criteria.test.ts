@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { eventually, useTestServer, type ProjectClient } from '../helpers/server.js';
+import { useOwnOutboxServer } from '../helpers/own-database.js';
+import { eventually, type ProjectClient } from '../helpers/server.js';
 import { receiversClosedAfterAll } from '../helpers/receiver.js';
 
 /**
@@ -7,7 +8,7 @@ import { receiversClosedAfterAll } from '../helpers/receiver.js';
  * comparison a search makes. One attempt at a time and a receiver that never answers hold the
  * workers back in the second test, so that a create and the update after it are matched together.
  */
-const api = await useTestServer({ SUBSCRIPTION_CONCURRENCY: '1', SUBSCRIPTION_TIMEOUT_MS: '4000' });
+const api = await useOwnOutboxServer({ SUBSCRIPTION_CONCURRENCY: '1', SUBSCRIPTION_TIMEOUT_MS: '4000' });
 const receiver = receiversClosedAfterAll();
 
 const observation = (coding: Record<string, string>, status = 'final') => ({ resourceType: 'Observation', status, code: { coding: [coding] } });

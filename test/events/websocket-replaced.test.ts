@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { addMemberClient } from '../auth/helpers.js';
 import { receiversClosedAfterAll } from '../helpers/receiver.js';
-import { projectClient, useTestServer } from '../helpers/server.js';
+import { useOwnOutboxServer } from '../helpers/own-database.js';
+import { projectClient } from '../helpers/server.js';
 import { boundSocket, websocketSubscription, type TestSocket } from '../helpers/websocket.js';
 
 /**
@@ -9,7 +10,7 @@ import { boundSocket, websocketSubscription, type TestSocket } from '../helpers/
  * at a time and a receiver that never answers hold the workers back, so that a create and the
  * update after it are matched (and their events checked) once both are written.
  */
-const api = await useTestServer({ SUBSCRIPTION_CONCURRENCY: '1', SUBSCRIPTION_TIMEOUT_MS: '4000', WS_HEARTBEAT_MS: '0' });
+const api = await useOwnOutboxServer({ SUBSCRIPTION_CONCURRENCY: '1', SUBSCRIPTION_TIMEOUT_MS: '4000', WS_HEARTBEAT_MS: '0' });
 const receiver = receiversClosedAfterAll();
 const sockets: TestSocket[] = [];
 afterEach(() => Promise.all(sockets.splice(0).map((socket) => (socket.close(), socket.closed))));

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { afterAll } from 'vitest';
+import { useTestServer, type TestServer } from './server.js';
 
 /**
  * A PostgreSQL database of its own on the server of DATABASE_URL, for tests whose counts or locks
@@ -28,4 +30,19 @@ export async function createOwnDatabase(prefix: string): Promise<OwnDatabase> {
   const url = new URL(process.env.DATABASE_URL!);
   url.pathname = `/${name}`;
   return { url: url.toString(), drop: () => adminStatement(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+/**
+ * useTestServer for a file whose subscription worker settings (retry base, attempts at a time, a
+ * held worker) must govern its own deliveries. On PostgreSQL every test server shares one
+ * database, so any of them claims any due outbox row with its own settings, and a WebSocket event
+ * matched by a server of another cache namespace never reaches this file's sockets: such a file
+ * gets a database of its own there.
+ */
+export async function useOwnOutboxServer(overrides: Record<string, string>): Promise<TestServer> {
+  if (!process.env.DATABASE_URL) return useTestServer(overrides);
+  const own = await createOwnDatabase('flint_outbox');
+  // Registered first, so it runs after useTestServer's own afterAll has closed the server.
+  afterAll(() => own.drop());
+  return useTestServer({ ...overrides, DATABASE_URL: own.url });
 }

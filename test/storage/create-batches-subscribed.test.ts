@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRequestContext } from '../../src/access/context.js';
-import { eventually, useTestServer, type ProjectClient } from '../helpers/server.js';
+import { useOwnOutboxServer } from '../helpers/own-database.js';
+import { eventually, type ProjectClient } from '../helpers/server.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 
 /**
@@ -10,7 +11,7 @@ import { startReceiver, type Receiver } from '../helpers/receiver.js';
  * delivered once.
  */
 
-const api = await useTestServer({ CREATE_GROUPS_IN_FLIGHT: '1', SUBSCRIPTION_RETRY_BASE_MS: '20' });
+const api = await useOwnOutboxServer({ CREATE_GROUPS_IN_FLIGHT: '1', SUBSCRIPTION_RETRY_BASE_MS: '20' });
 const receivers: Receiver[] = [];
 afterAll(() => Promise.all(receivers.map((r) => r.close())));
 const BURST = 40;
