@@ -1,5 +1,6 @@
 import { COMPARTMENT_PARAMETER_CODE } from '../fhir/compartments.js';
 import { getSearchParametersFor, isResourceType, type SearchParameter } from '../fhir/definitions.js';
+import { compileExistsNotFalse } from './exists-not-false.js';
 import { compileFastPath, type Evaluator } from './fast-path.js';
 import { compileFhirPath } from './fhirpath-eval.js';
 import { isIndexedType } from './add-rows.js';
@@ -71,7 +72,7 @@ export function compileTerm(
   resourceType: string,
   engine: EngineChoice = 'auto',
 ): CompiledTerm | undefined {
-  const fast = engine === 'auto' ? compileFastPath(expression, resourceType) : undefined;
+  const fast = engine === 'auto' ? (compileFastPath(expression, resourceType) ?? compileExistsNotFalse(expression, resourceType)) : undefined;
   if (fast) return { expression, engine: 'fast', evaluate: fast };
   const slow = compileFhirPath(expression);
   return slow && { expression, engine: 'fhirpath', evaluate: slow };

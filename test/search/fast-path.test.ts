@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { compileFastPath } from '../../src/indexing/fast-path.js';
 import { compileFhirPath } from '../../src/indexing/fhirpath-eval.js';
-import { splitUnion, termAppliesTo } from '../../src/indexing/plan.js';
+import { getIndexPlan, splitUnion, termAppliesTo } from '../../src/indexing/plan.js';
 import { FHIR_TEST_CASES_R4 } from '../helpers/fixtures.js';
 
 function read(path: string): string {
@@ -82,6 +82,35 @@ describe('fast path', () => {
       'Patient.name.given.first()',
     ]) {
       expect(compileFastPath(expression, 'Patient'), expression).toBeUndefined();
+    }
+  });
+});
+
+describe('X.exists() and X != false', () => {
+  const deceased = 'Patient.deceased.exists() and Patient.deceased != false';
+
+  it('is compiled without fhirpath.js: every Patient term is on the fast path', () => {
+    const slow = getIndexPlan('Patient').flatMap((param) => param.terms.filter((term) => term.engine !== 'fast').map((term) => term.expression));
+    expect(slow).toEqual([]);
+  });
+
+  it('answers as fhirpath.js does', () => {
+    const fast = getIndexPlan('Patient').find((param) => param.code === 'deceased')!.terms[0].evaluate;
+    const slow = compileFhirPath(deceased, true)!;
+    for (const values of [
+      {},
+      { deceasedBoolean: true },
+      { deceasedBoolean: false },
+      { deceasedBoolean: null },
+      { deceasedDateTime: '2020' },
+      { deceasedDateTime: '2024-03-05T10:00:00+02:00' },
+      { deceasedBoolean: 'false' },
+      { deceasedBoolean: [false] },
+      { deceasedBoolean: [true, false] },
+      { deceasedInteger: 3 },
+    ]) {
+      const patient = { resourceType: 'Patient', ...values };
+      expect(fast(patient), JSON.stringify(values)).toEqual(slow(patient));
     }
   });
 });

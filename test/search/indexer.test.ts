@@ -145,7 +145,7 @@ describe('token parameters', () => {
     ]);
   });
 
-  it('indexes Patient.deceased as a boolean through fhirpath.js', () => {
+  it('indexes Patient.deceased as a boolean', () => {
     expect(rowsOf(patient({ deceasedDateTime: '2020-01-01' }), 'token', 'deceased')).toEqual([
       { code: 'deceased', system: null, value: 'true', text: null },
     ]);
