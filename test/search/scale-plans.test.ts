@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readMatches, type RecordSource } from '../../src/clinical/record-pages.js';
 import type { Identity } from '../../src/identity/identity.js';
@@ -22,6 +23,7 @@ const TOKEN_VALUE_INDEX = 'token_index_projectId_resourceType_code_value_system_
 /** The patient whose compartment holds the first COMPARTMENT Observations. */
 const PATIENT = 'p1';
 const COMPARTMENT = 50;
+const PATIENTS = 20000;
 
 /**
  * Plans of searches whose matches are many, on PostgreSQL tables never analyzed: each must read
@@ -34,6 +36,7 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     db = await openPlanDatabase('flint_scale_plans');
     await writeObservations(db.custom, PROJECT, OBSERVATIONS);
     await writeObservations(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, 'x-');
+    await writePatients(db.custom, PROJECT, PATIENTS);
     await db.custom.query(
       `INSERT INTO reference_index ("projectId", "resourceType", "resourceId", seq, code, "targetType", "targetId", url)
        SELECT $1, 'Observation', 'o' || g, 1, '_compartment', 'Patient', $2, NULL FROM generate_series(1, $3::int) g`,
@@ -67,6 +70,14 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     expect(answer.ids).toHaveLength(5);
   });
 
+  it('a string prefix page probes its other filters per resource of the window', async () => {
+    const answer = await db.explain(member, 'Patient', 'name=smi&birthdate=ge1980-01-01&_count=5');
+    const plan = searchPlans(answer.statements);
+    expect(plan).toMatch(/Index Scan using date_index_pkey on date_index x0/);
+    expect(plan).not.toMatch(/date_index_sort_\w+_idx on date_index x0/);
+    expect(answer.ids).toHaveLength(5);
+  });
+
   it("a patient's record probes the AccessPolicy criteria per resource of the compartment", async () => {
     const source: Omit<RecordSource, 'db'> = {
       identity: finalOnly,
@@ -84,3 +95,25 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     expect(read.map(({ id }) => id)).toEqual(Array.from({ length: COMPARTMENT }, (_, i) => `o${i + 1}`).sort().slice(0, 20));
   });
 });
+
+/** `count` Patients of `projectId` named smith<n>, each with a birthdate (one a day from 1930), as the store writes their rows. */
+async function writePatients(client: pg.Client, projectId: string, count: number): Promise<void> {
+  await client.query(
+    `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+     SELECT 'Patient', 'pat' || g, $1, gen_random_uuid(), timestamptz '2025-01-01' + g * interval '1 second', false,
+            json_build_object('resourceType', 'Patient', 'id', 'pat' || g)
+     FROM generate_series(1, $2::int) g`,
+    [projectId, count],
+  );
+  await client.query(
+    `INSERT INTO string_index ("projectId", "resourceType", "resourceId", seq, code, value, exact)
+     SELECT $1, 'Patient', 'pat' || g, 1, 'name', 'smith' || g, 'Smith' || g FROM generate_series(1, $2::int) g`,
+    [projectId, count],
+  );
+  await client.query(
+    `INSERT INTO date_index ("projectId", "resourceType", "resourceId", seq, code, start, "end")
+     SELECT $1, 'Patient', 'pat' || g, 1, 'birthdate', d, d + interval '1 day' - interval '1 millisecond'
+     FROM generate_series(1, $2::int) g, LATERAL (SELECT timestamptz '1930-01-01' + g * interval '1 day' AS d) t`,
+    [projectId, count],
+  );
+}
