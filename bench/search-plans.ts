@@ -8,11 +8,13 @@
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench [ONLY=chained,date] [EXPLAIN=1] [PLAN_ONLY=1] [ALLCUSTOM=1] [TIMEOUT_MS=60000] \
  *     [EXTRA='label|Observation|date=ge2015-01-01'] npx tsx bench/search-plans.ts
  *
- * Each statement runs once untimed, then once timed. PLAN_ONLY=1 only explains each statement
+ * Each statement runs once untimed, then once timed. Each search's line ends with its matches'
+ * count, a digest of their ids in order and its total, to compare answers across trees. PLAN_ONLY=1 only explains each statement
  * (for a plan that would run for minutes: its later statements then see no rows); ALLCUSTOM=1
  * plans every statement for its values, as the embedded database and a server with
  * DATABASE_PREPARED_STATEMENTS=0 do.
  */
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import type { SqlExecutor, QueryOptions } from '../src/db/database.js';
@@ -42,6 +44,12 @@ const shapes: [string, string, string, Who?][] = [
   ['include', 'Observation', 'code=http://loinc.org|8867-4&_include=Observation:subject'],
   ['sort -date', 'Observation', 'code=http://loinc.org|8867-4&_sort=-date'],
   ['total estimate', 'Observation', 'code=http://loinc.org|8867-4&_total=estimate'],
+  ['filters: name prefix + gender', 'Patient', 'name=smi&gender=female'],
+  ['filters: name prefix + birthdate', 'Patient', 'name=smi&birthdate=ge2010-01-01'],
+  ['filters: date range + status', 'Observation', 'date=ge2023-03-01&date=le2023-03-01&status=final'],
+  ['filters: date range + code', 'Observation', 'date=ge2023-03-01&date=le2023-03-01&code=http://loinc.org|8867-4'],
+  ['filters: code + status', 'Observation', 'code=http://loinc.org|8867-4&status=final'],
+  ['filters: code + date', 'Observation', 'code=http://loinc.org|8867-4&date=ge2024-12-01'],
   ['total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate'],
   ['total accurate, every Observation', 'Observation', 'status=final&_total=accurate'],
   ['every: identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242', 'every'],
@@ -50,6 +58,8 @@ const shapes: [string, string, string, Who?][] = [
   ['every: chained name', 'Observation', 'subject:Patient.name=smith42', 'every'],
   ['every: name prefix', 'Patient', 'name=smi', 'every'],
   ['every: sort -date', 'Observation', 'code=http://loinc.org|8867-4&_sort=-date', 'every'],
+  ['every: sort date, offset', 'Observation', 'code=http://loinc.org|8867-4&_sort=date&_offset=40&_count=20', 'every'],
+  ['every: sort -date, status', 'Observation', 'status=final&_sort=-date&_count=20', 'every'],
   ['every: total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate', 'every'],
   ['policy: sort', 'Observation', '_sort=-_lastUpdated&_count=20', 'policy'],
   ['policy: code', 'Observation', 'code=http://loinc.org|8867-4', 'policy'],
@@ -113,7 +123,8 @@ for (const [label, type, query, who = 'member'] of shapes) {
   const services = searchServicesFor({ database: executor, identity, config: { ...loadConfig({}), fhirBaseUrl: 'http://x/fhir/R4' } });
   const started = performance.now();
   const failed = await search(services, type, [...new URLSearchParams(every ? query : `${query}&_project=${PROJECT}`).entries()]).then(
-    () => '',
+    // What it answered, to compare result sets across trees: the matches' count, a digest of their ids in order, the total.
+    (result) => ` (${result.matches.length} matches ${createHash('sha1').update(result.matches.map(({ id }) => id).join(',')).digest('hex').slice(0, 10)}${result.total ? `, total ${result.total.value}` : ''})`,
     (error: unknown) => ` (failed: ${String(error).slice(0, 120)})`,
   );
   console.log(`${label}: ${(performance.now() - started).toFixed(1)} ms total${failed}`);

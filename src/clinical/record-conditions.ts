@@ -2,8 +2,7 @@ import { CLINICAL_DATE_PARAMETER } from '../fhir/clinical-dates.js';
 import { patientCompartmentTypes } from '../fhir/compartments.js';
 import { getResourceTypes } from '../fhir/definitions.js';
 import type { Identity } from '../identity/identity.js';
-import { policyAllowsType, typeCriteria } from '../identity/policy.js';
-import { policyCondition } from '../search/plan/base-conditions.js';
+import { policyAllowsType } from '../identity/policy.js';
 import { compileParameter } from '../search/query/conditions.js';
 import type { CompileContext } from '../search/query/conditions/types.js';
 
@@ -55,17 +54,6 @@ export function partTypes(identity: Identity, part: 'match' | 'include', filters
 /** `column IN (types)` (a part with no type at all is not read). */
 export function typeListCondition(column: string, types: readonly string[], ctx: CompileContext): string {
   return `${column} IN (${types.map((type) => ctx.args.add(type)).join(', ')})`;
-}
-
-/** The policy's criteria of each type in `types`, each applying to its own type only. */
-export function policyConditions(identity: Identity, types: readonly string[], ctx: CompileContext): string[] {
-  const conditions: string[] = [];
-  for (const type of types) {
-    if (!typeCriteria(identity, type)) continue;
-    const condition = policyCondition(identity, type, ctx);
-    if (condition) conditions.push(`(r."resourceType" <> ${ctx.args.add(type)} OR (${condition}))`);
-  }
-  return conditions;
 }
 
 /**

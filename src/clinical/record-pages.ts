@@ -2,13 +2,13 @@ import type { SqlExecutor } from '../db/database.js';
 import { SqlArgs } from '../db/sql-args.js';
 import type { Identity } from '../identity/identity.js';
 import { COLUMNS, queryRows } from '../search/pages/rows.js';
+import { criteriaConditions } from '../search/plan/base-conditions.js';
 import type { CompileContext } from '../search/query/conditions/types.js';
 import type { SearchRow } from '../search/service.js';
 import {
   clinicalDateConditions,
   compartmentTypes,
   partTypes,
-  policyConditions,
   sinceCondition,
   typeListCondition,
   type RecordFilters,
@@ -49,7 +49,7 @@ function compartmentConditions(source: RecordSource, ctx: CompileContext, withTy
   if (types) conditions.push(typeListCondition(typeColumn, types, ctx));
   conditions.push(...clinicalDateConditions(filters, types, ctx));
   if (withTypeFilters) conditions.push(...sinceCondition(filters, ctx));
-  conditions.push(...policyConditions(source.identity, types ?? [...compartmentTypes()], ctx));
+  conditions.push(...criteriaConditions(source.identity, types ?? [...compartmentTypes()], ctx, 'probe'));
   return conditions;
 }
 
@@ -106,7 +106,7 @@ export async function readReferenced(source: RecordSource, patientId: string, af
     `(r."resourceType", r.id) IN (${followed})`,
   ];
   if (after) conditions.push(`(r."resourceType", r.id) > (${args.add(after.resourceType)}, ${args.add(after.id)})`);
-  conditions.push(...sinceCondition(source.filters, ctx), ...policyConditions(source.identity, types, ctx));
+  conditions.push(...sinceCondition(source.filters, ctx), ...criteriaConditions(source.identity, types, ctx, 'probe'));
   const sql = `SELECT ${COLUMNS} FROM resource r WHERE ${conditions.join(' AND ')} ORDER BY r."resourceType", r.id LIMIT ${args.add(limit)}`;
   return queryRows(source.db, sql, args.values);
 }
@@ -117,7 +117,7 @@ export async function nextPatient(source: RecordSource, afterId: string | undefi
   const ctx = source.compileContext(args);
   const conditions = [`r."resourceType" = 'Patient'`, `r."projectId" = ${args.add(source.projectId)}`, 'NOT r.deleted'];
   if (afterId !== undefined) conditions.push(`r.id > ${args.add(afterId)}`);
-  conditions.push(...policyConditions(source.identity, ['Patient'], ctx));
+  conditions.push(...criteriaConditions(source.identity, ['Patient'], ctx, 'probe-non-keys'));
   const rows = await source.db.query<{ id: string }>(`SELECT r.id FROM resource r WHERE ${conditions.join(' AND ')} ORDER BY r.id LIMIT 1`, args.values);
   return rows[0]?.id;
 }

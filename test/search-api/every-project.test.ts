@@ -45,6 +45,15 @@ describe("a super admin's search of every project", () => {
     expect(pages).toEqual([...ids].reverse());
   });
 
+  it('pages by offset through the matches of every project in the order of a date parameter, each once', async () => {
+    const tag = randomUUID();
+    const years = [1971, 1944, 1999, 1958, 1966, 1987, 1950];
+    const ids = await alternate([api.newProject(), api.newProject(), api.newProject()], tag, years.length, (i) => ({ birthDate: `${years[i]}-06-01` }));
+    const byYearDescending = years.map((year, i) => ({ year, id: ids[i] })).sort((a, b) => b.year - a.year).map((p) => p.id);
+    const pages = await matchesOfEveryPage(api.superAdmin, `/Patient?_tag=${TAG_SYSTEM}|${tag}&_sort=-birthdate&_count=2`);
+    expect(pages).toEqual(byYearDescending);
+  });
+
   it('walks the matches of every project by cursor, forwards and back', async () => {
     const tag = randomUUID();
     const ids = await alternate([api.newProject(), api.newProject()], tag, 25);

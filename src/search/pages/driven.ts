@@ -27,14 +27,20 @@ export function freshContext(search: DrivenSearch): CompileContext {
 
 /**
  * The search's conditions on the resource `r` without the filters a strategy reads itself,
- * compiled anew with arguments of their own (the strategy adds its own to them).
+ * compiled anew with arguments of their own (the strategy adds its own to them). The strategy's
+ * resources are few and read by primary key, so each filter is probed per resource among its own
+ * index rows (CompileContext.perRow), as the AccessPolicy criteria are: through the value index,
+ * whose resourceId comes after the value, each resource of a `name=smi&birthdate=ge2010-01-01`
+ * page read every birthdate row of the range up to its own, and of a date range page with
+ * `status=final` every final Observation's row.
  */
 export function otherConditions(search: DrivenSearch, others: readonly Filter[]): { ctx: CompileContext; where: string } {
   const ctx = freshContext(search);
+  const perRow = { ...ctx, perRow: true };
   const where = [
     ...baseConditions(search.services.identity, [search.type], search.scope, ctx, 'probe'),
-    ...others.map((filter) => filterCondition(filter, [search.type], 'r', ctx)),
-    ...dateRangeConditions(others, [search.type], ctx),
+    ...others.map((filter) => filterCondition(filter, [search.type], 'r', perRow)),
+    ...dateRangeConditions(others, [search.type], perRow),
   ];
   return { ctx, where: where.join(' AND ') };
 }

@@ -36,6 +36,20 @@ export async function pageRows(db: SqlExecutor, page: PageStatement): Promise<Pa
   return runPage(db, sql, args, count, position?.direction === 'p', page.kept, page.planOnce);
 }
 
+/**
+ * The page of `sort`'s order among `ids` (resources of `type` that meet the search, each read by
+ * primary key): the merge of pages read elsewhere, each already the first rows of its part.
+ */
+export async function pageOfCandidates(db: SqlExecutor, page: PageShape, type: string, ids: readonly string[], sort: readonly SortKey[]): Promise<PageRows> {
+  const args = new SqlArgs();
+  const keys = sortKeys(sort, false, args);
+  const sql =
+    `SELECT ${page.columns} FROM unnest(${args.add(ids)}::text[]) c(id)` +
+    ` CROSS JOIN LATERAL (SELECT * FROM resource r WHERE r."resourceType" = ${args.add(type)} AND r.id = c.id LIMIT 1) r` +
+    `${orderBy(keys, (key) => key.expression)} LIMIT ${args.add(page.count + 1)} OFFSET ${args.add(page.offset)}`;
+  return runPage(db, sql, args, page.count, false, page.kept, false);
+}
+
 /** The rows after a cursor's position (before it, for a previous page), in keyset order. */
 function positionCondition(position: CursorPosition, multiType: boolean, args: SqlArgs): string {
   const keyColumns = multiType ? 'r."lastUpdated", r.id, r."resourceType"' : 'r."lastUpdated", r.id';

@@ -10,9 +10,14 @@ import type { DrivenSearch } from './driven.js';
  * undefined.
  */
 export function sortWindow(search: DrivenSearch, sort: readonly SortKey[]): ((ctx: CompileContext, window: number) => string) | undefined {
-  if (sort.length !== 1 || sort[0].code.startsWith('_')) return undefined;
+  if (!hasSortWindow(sort)) return undefined;
   const { code, descending, param } = sort[0];
   if (param?.type === 'date') return (ctx, window) => dateSortMatches(code, descending, search.type, search.projectId, ctx, window);
   if (param?.type === 'string') return (ctx, window) => stringSortMatches(code, descending, search.type, search.projectId, ctx, window);
   return undefined;
+}
+
+/** Whether a page in `sort`'s order can be read from its parameter's index rows (sortWindow). */
+export function hasSortWindow(sort: readonly SortKey[]): boolean {
+  return sort.length === 1 && !sort[0].code.startsWith('_') && (sort[0].param?.type === 'date' || sort[0].param?.type === 'string');
 }

@@ -9,7 +9,7 @@ import { scopeSql, type Scope } from '../../storage/project-scope.js';
  * How AccessPolicy criteria are tested on the resources of a statement:
  *  - 'probe': every criterion is probed per resource through its index table's primary key
  *    (CompileContext.perRow): the statement's resources are few, read by primary key (driven
- *    pages, included resources);
+ *    pages, included resources, a patient's record);
  *  - 'probe-non-keys': a criterion that selects by a key (a reference to given resources, an
  *    identifier: `Observation?subject=%patient`) stays a condition the planner may start from,
  *    every other one (`Observation?status=final`) is probed per resource. A policy narrows a type
@@ -37,28 +37,38 @@ export function baseConditions(identity: Identity, typeList: readonly string[] |
   const scoped = scopeSql('r', 'projectId', scope, args);
   if (scoped) where.push(scoped);
   where.push('NOT r.deleted');
-  for (const type of typeList ?? []) {
-    // The AccessPolicy's criteria for a type narrow every search of it.
+  where.push(...criteriaConditions(identity, typeList ?? [], ctx, criteria));
+  return where;
+}
+
+/**
+ * The AccessPolicy's criteria (and SMART scopes' conditions) of each type in `types` on a
+ * resource `r` that may be of any of them, each applying to its own type only; tested as
+ * `criteria` says. The one way criteria become SQL: searches, included resources and a patient's
+ * record all compile them here.
+ */
+export function criteriaConditions(identity: Identity, types: readonly string[], ctx: CompileContext, criteria: CriteriaTest): string[] {
+  const conditions: string[] = [];
+  for (const type of types) {
     const condition = policyCondition(identity, type, ctx, criteria);
     if (!condition) continue;
-    where.push(typeList?.length === 1 ? `(${condition})` : `(r."resourceType" <> ${args.add(type)} OR (${condition}))`);
+    conditions.push(types.length === 1 ? `(${condition})` : `(r."resourceType" <> ${ctx.args.add(type)} OR (${condition}))`);
   }
-  return where;
+  return conditions;
 }
 
 /**
  * The caller's AccessPolicy criteria for `type` and its SMART scopes' conditions as one SQL
  * condition on alias `r`, if any: the policy's parameters all hold, and one of the scopes' groups.
- * `criteria`: how each is tested (CriteriaTest); without it, as any search parameter.
+ * `criteria`: how each is tested (CriteriaTest).
  */
-export function policyCondition(identity: Identity, type: string, ctx: CompileContext, criteria?: CriteriaTest): string | undefined {
+export function policyCondition(identity: Identity, type: string, ctx: CompileContext, criteria: CriteriaTest): string | undefined {
   const narrowed = typeCriteria(identity, type);
   if (!narrowed) return undefined;
   const probed = { ...ctx, perRow: true };
   const contextOf = (name: string, value: string): CompileContext => {
     if (criteria === 'probe') return probed;
-    if (criteria === undefined || selectsByKey(name, value, resolveParameter(name, [type], ctx.parameters))) return ctx;
-    return probed;
+    return selectsByKey(name, value, resolveParameter(name, [type], ctx.parameters)) ? ctx : probed;
   };
   const all = (params: readonly (readonly [string, string])[]) =>
     params.map(([name, value]) => compileParameter(name, value, [type], 'r', contextOf(name, value)));

@@ -1,13 +1,14 @@
 import { dateRangePage, dateRangePair } from '../pages/date-range.js';
 import type { DrivenSearch } from '../pages/driven.js';
 import { everyProject } from '../pages/every-project.js';
+import { everyProjectSortedPage } from '../pages/every-project-windows.js';
 import { pageRows } from '../pages/general.js';
 import { growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
 import { numericDriver } from '../pages/numeric.js';
 import { orderedMatchesPage } from '../pages/ordered-matches.js';
 import { COLUMNS, KEY_COLUMNS, type PageRows, type PageShape } from '../pages/rows.js';
-import { sortWindow } from '../pages/sorted-window.js';
+import { hasSortWindow, sortWindow } from '../pages/sorted-window.js';
 import { prefixDriver, prefixRangeOf } from '../pages/string-prefix.js';
 import { tokenCodeDriver } from '../pages/token-code.js';
 import { policyCriteria } from '../../identity/policy.js';
@@ -31,17 +32,36 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
     query.typeList?.length === 1 && project !== undefined
       ? { services, type: query.typeList[0], scope: query.scope, projectId: project, ctx: query.ctx }
       : undefined;
-  const strategy = oneProject && chooseStrategy(query, oneProject, page);
+  const strategy = oneProject ? chooseStrategy(query, oneProject, page) : everyProjectStrategy(query, project, page);
   return (strategy && (await strategy())) ?? generalPage(query, page, oneProject, project);
+}
+
+/**
+ * A super admin's search of one type in every project sorted by one parameter: each project's
+ * first rows by growing windows, as a search of that project reads them (everyProjectSortedPage).
+ */
+function everyProjectStrategy(query: SearchQuery, project: string | undefined, page: PageShape): PageReader | undefined {
+  const { control, filters, typeList } = query;
+  const everyOne = query.scope.projectIds === undefined && project === undefined && !filters.some(({ name }) => name === '_project');
+  if (!everyOne || typeList?.length !== 1 || !windowedSort(query) || !hasSortWindow(control.sort)) return undefined;
+  return () =>
+    everyProjectSortedPage({ services: query.services, type: typeList[0], ctx: query.ctx, filters, sort: control.sort, where: query.where, args: query.ctx.args }, page);
+}
+
+/**
+ * Whether a sorted page may be read by growing windows: one sort key, no cursor (its own order),
+ * no key (planOnce) or string prefix, whose few matches sorting serves better than windows of
+ * the sort parameter's rows that few of them meet.
+ */
+function windowedSort({ control: { sort }, paging, planOnce, filters }: SearchQuery): boolean {
+  return sort.length === 1 && !paging.cursorMode && !planOnce && !filters.some(prefixRangeOf);
 }
 
 /** The strategy for a search of one type in one project, if one suits it. */
 function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShape): PageReader | undefined {
   const { sort } = query.control;
   if (sort.length === 0) return unsortedStrategy(query, search, page);
-  // Keys and string prefixes select few rows (sorting them is cheaper than growing windows that
-  // few rows of the sort parameter meet); cursors have their own order.
-  if (sort.length !== 1 || query.paging.cursorMode || query.planOnce || query.filters.some(prefixRangeOf)) return undefined;
+  if (!windowedSort(query)) return undefined;
   const rows = sortWindow(search, sort);
   return rows && (() => growingWindowPage(search, rows, sort[0].descending ? 'DESC' : 'ASC', query.filters, page));
 }

@@ -1,0 +1,119 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readMatches, type RecordSource } from '../../src/clinical/record-pages.js';
+import type { Identity } from '../../src/identity/identity.js';
+import type { SearchRow } from '../../src/search/result.js';
+import { openPlanDatabase, searchPlans, writeObservations, type PlanDatabase } from '../helpers/plan-database.js';
+
+const serverUrl = process.env.DATABASE_URL;
+const PROJECT = 'scale-plans';
+const OTHER_PROJECT = 'scale-plans-other';
+const OBSERVATIONS = 20000;
+
+const superAdmin: Identity = { projectId: PROJECT, superAdmin: true };
+const member: Identity = { projectId: PROJECT, superAdmin: false };
+/** A member whose AccessPolicy narrows Observation by a broad value, as policies do. */
+const finalOnly: Identity = {
+  projectId: PROJECT,
+  superAdmin: false,
+  accessPolicy: { policyId: 'final-only', resources: [{ resourceType: 'Observation', readonly: true, criteria: 'Observation?status=final' }] },
+};
+/** The value index of token rows, whose resourceId comes after value and system. */
+const TOKEN_VALUE_INDEX = 'token_index_projectId_resourceType_code_value_system_idx';
+/** The patient whose compartment holds the first COMPARTMENT Observations. */
+const PATIENT = 'p1';
+const COMPARTMENT = 50;
+const PATIENTS = 20000;
+
+/**
+ * Plans of searches whose matches are many, on PostgreSQL tables never analyzed: each must read
+ * the index rows of its page's order (or probe its filters per row) rather than every match.
+ */
+describe.skipIf(!serverUrl)('plans of searches with many matches, on data never analyzed', () => {
+  let db: PlanDatabase;
+
+  beforeAll(async () => {
+    db = await openPlanDatabase('flint_scale_plans');
+    await writeObservations(db.custom, PROJECT, OBSERVATIONS);
+    await writeObservations(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, 'x-');
+    await writePatients(db.custom, PROJECT, PATIENTS);
+    await db.custom.query(
+      `INSERT INTO reference_index ("projectId", "resourceType", "resourceId", seq, code, "targetType", "targetId", url)
+       SELECT $1, 'Observation', 'o' || g, 1, '_compartment', 'Patient', $2, NULL FROM generate_series(1, $3::int) g`,
+      [PROJECT, PATIENT, COMPARTMENT],
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it("a search of every project sorted by date reads each project's date rows in order instead of sorting its matches", async () => {
+    const plan = searchPlans(await db.plansOf(superAdmin, 'Observation', 'code=http://loinc.org|8867-4&_sort=-date&_count=10'));
+    for (const project of [PROJECT, OTHER_PROJECT]) {
+      expect(plan).toMatch(new RegExp(`Index Scan using date_index_sort_high_idx on date_index w\\s+Index Cond: \\(\\("projectId" = '${project}'::text\\)`));
+    }
+    expect(plan).not.toMatch(/lastUpdated_id_idx" on resource r\b/);
+  });
+
+  it('a search of every project sorted by date merges the projects\' pages in date order, ties by id', async () => {
+    // Both projects have an Observation of 8867-4 every 20 hours from 2023-01-01, at the same hours.
+    const answer = await db.explain(superAdmin, 'Observation', 'code=http://loinc.org|8867-4&_sort=date&_count=4&_offset=2');
+    expect(answer.ids).toEqual(['o40', 'x-o40', 'o60', 'x-o60']);
+  });
+
+  it('a date range page probes its other filters per resource of the range', async () => {
+    const answer = await db.explain(member, 'Observation', 'date=ge2023-03-01&date=le2023-03-31&status=final&_count=5');
+    const plan = searchPlans(answer.statements);
+    expect(plan).toMatch(/Index Scan using token_index_pkey on token_index x0/);
+    expect(plan).not.toContain(TOKEN_VALUE_INDEX);
+    expect(answer.ids).toHaveLength(5);
+  });
+
+  it('a string prefix page probes its other filters per resource of the window', async () => {
+    const answer = await db.explain(member, 'Patient', 'name=smi&birthdate=ge1980-01-01&_count=5');
+    const plan = searchPlans(answer.statements);
+    expect(plan).toMatch(/Index Scan using date_index_pkey on date_index x0/);
+    expect(plan).not.toMatch(/date_index_sort_\w+_idx on date_index x0/);
+    expect(answer.ids).toHaveLength(5);
+  });
+
+  it("a patient's record probes the AccessPolicy criteria per resource of the compartment", async () => {
+    const source: Omit<RecordSource, 'db'> = {
+      identity: finalOnly,
+      projectId: PROJECT,
+      filters: {},
+      compileContext: (args) => ({ args, scope: { projectIds: [PROJECT] }, fhirBase: 'http://flint.test/fhir/R4', depth: 0 }),
+    };
+    let read: SearchRow[] = [];
+    const statements = await db.capture(async (executor) => {
+      read = await readMatches({ ...source, db: executor }, PATIENT, undefined, 20);
+    });
+    const plan = statements.map(({ plan }) => plan).join('\n');
+    expect(plan).toMatch(/Index Scan using token_index_pkey on token_index x0/);
+    expect(plan).not.toContain(TOKEN_VALUE_INDEX);
+    expect(read.map(({ id }) => id)).toEqual(Array.from({ length: COMPARTMENT }, (_, i) => `o${i + 1}`).sort().slice(0, 20));
+  });
+});
+
+/** `count` Patients of `projectId` named smith<n>, each with a birthdate (one a day from 1930), as the store writes their rows. */
+async function writePatients(client: pg.Client, projectId: string, count: number): Promise<void> {
+  await client.query(
+    `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+     SELECT 'Patient', 'pat' || g, $1, gen_random_uuid(), timestamptz '2025-01-01' + g * interval '1 second', false,
+            json_build_object('resourceType', 'Patient', 'id', 'pat' || g)
+     FROM generate_series(1, $2::int) g`,
+    [projectId, count],
+  );
+  await client.query(
+    `INSERT INTO string_index ("projectId", "resourceType", "resourceId", seq, code, value, exact)
+     SELECT $1, 'Patient', 'pat' || g, 1, 'name', 'smith' || g, 'Smith' || g FROM generate_series(1, $2::int) g`,
+    [projectId, count],
+  );
+  await client.query(
+    `INSERT INTO date_index ("projectId", "resourceType", "resourceId", seq, code, start, "end")
+     SELECT $1, 'Patient', 'pat' || g, 1, 'birthdate', d, d + interval '1 day' - interval '1 millisecond'
+     FROM generate_series(1, $2::int) g, LATERAL (SELECT timestamptz '1930-01-01' + g * interval '1 day' AS d) t`,
+    [projectId, count],
+  );
+}
