@@ -33,10 +33,16 @@ interface Target {
   cpu: number;
 }
 
+/**
+ * Every server has the first one's base URL: the access token the first one issues names it as its
+ * issuer, which each server checks (with its own port's URL every other server answered 401).
+ */
+const BASE_URL = `http://127.0.0.1:${PORT}/`;
+
 function launch(tree: string, port: number): Promise<ChildProcess> {
   const child = spawn(process.execPath, serverArgs(tree), {
     cwd: tree,
-    env: { ...process.env, PORT: String(port), DATABASE_URL, LOG_LEVEL: 'info', SUPER_ADMIN_CLIENT_ID: ADMIN.id, SUPER_ADMIN_CLIENT_SECRET: ADMIN.secret },
+    env: { ...process.env, PORT: String(port), BASE_URL, DATABASE_URL, LOG_LEVEL: 'info', SUPER_ADMIN_CLIENT_ID: ADMIN.id, SUPER_ADMIN_CLIENT_SECRET: ADMIN.secret },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   return answering(child, port, `Flint of ${tree}`);
@@ -61,12 +67,17 @@ function slice(target: Target, ids: readonly string[], auth: string, seconds: nu
 }
 
 async function measure(targets: Target[], ids: readonly string[], auth: string): Promise<void> {
-  for (const target of targets) await slice(target, ids, auth, SLICE); // warm-up
+  for (const target of targets) {
+    const warmUp = await slice(target, ids, auth, SLICE);
+    if (warmUp['2xx'] === 0) throw new Error(`${target.name} answered no read (${warmUp.non2xx} answers not 2xx)`);
+  }
   for (let round = 0; round < ROUNDS; round++) {
     // Each round starts with the next server: none is always first after another's slice.
     for (const target of [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)]) {
       const before = cpuSeconds(target.child.pid!);
       const result = await slice(target, ids, auth, SLICE);
+      // A server that answers errors is not measuring reads: stop rather than print its rate.
+      if (result.non2xx + result.errors > 0) throw new Error(`${target.name}: ${result.non2xx} answers not 2xx and ${result.errors} errors`);
       target.cpu += cpuSeconds(target.child.pid!) - before;
       target.requests += result.requests.total;
       target.seconds += SLICE;
