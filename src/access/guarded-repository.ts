@@ -7,7 +7,7 @@ import { systemRepository } from '../auth/accounts.js';
 import { createBotMembership } from '../bots/membership.js';
 import type { ReadSession } from '../cache/read-your-writes.js';
 import { type Resource, isRecord } from '../fhir/types.js';
-import { Repository } from '../storage/repository.js';
+import { Repository, type StorageServices } from '../storage/repository.js';
 import { parseStored } from '../storage/versions.js';
 import type { BinaryStream } from '../storage/binary-storage.js';
 import {
@@ -75,7 +75,7 @@ export class GuardedRepository implements ResourceRepository {
 
   private repositoryAs(permission: Permission): Repository {
     const { services, who, reads, joined } = this;
-    const storage = joined ? { ...services, db: joined } : { ...services, db: reads.primary, reader: () => reads.reader() };
+    const storage = joined ? storageOf(services, joined) : storageOf(services, reads.primary, () => reads.reader());
     const writer = this.as(permission);
     return new Repository(storage, who, {
       appliesTo: (resourceType: string) => policyCriteria(writer, resourceType) !== undefined,
@@ -378,6 +378,12 @@ export class GuardedRepository implements ResourceRepository {
 }
 
 /** The identity as the searches that check each SMART permission run it (scope-access.ts, scopeUse). */
+/** What the store takes of the services, named one by one: a copy of every service cost each request more. */
+function storageOf(services: Services, db: StorageServices['db'], reader?: StorageServices['reader']): StorageServices {
+  const { config, binaryStorage, resourceCache, bus, searchCache, createBatches, changeLog } = services;
+  return { config, db, reader, binaryStorage, resourceCache, bus, searchCache, createBatches, changeLog };
+}
+
 function scopedIdentities(who: Identity): (permission: Permission) => Identity {
   if (!who.scopes) return () => who;
   const made = new Map<Permission, Identity>();
