@@ -81,7 +81,7 @@ function slice(target: Target, ids: readonly string[], auth: string, seconds: nu
 async function measure(targets: Target[], ids: readonly string[], auth: string): Promise<void> {
   for (const target of targets) {
     const warmUp = await slice(target, ids, auth, SLICE);
-    if (warmUp['2xx'] === 0) throw new Error(`${target.name} answered no read (${warmUp.non2xx} answers not 2xx)`);
+    if (warmUp['2xx'] === 0) throw new Error(`${target.name} answered no read (${warmUp.non2xx} answers not 2xx: ${JSON.stringify(warmUp.statusCodeStats)})`);
   }
   for (let round = 0; round < ROUNDS; round++) {
     // Each round starts with the next server: none is always first after another's slice.
