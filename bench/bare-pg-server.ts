@@ -2,8 +2,10 @@
  * The "bare pg" baseline of the read scenario: a minimal Node `http` server that answers
  * GET /fhir/R4/Patient/<id> with the resource's stored JSON, read by a prepared `pg` statement from
  * Flint's own resource table (same database, same rows, a pool of DATABASE_POOL_SIZE connections,
- * as Flint's reads have). No authentication, no routing beyond the path, no headers but the
- * content type: what a read by primary key costs with nothing around it.
+ * as Flint's reads have). No authentication, no routing beyond the path, no logging or metrics:
+ * what a read by primary key costs with nothing around it. Its answer has what a FHIR read's must
+ * (http.html 3.1.0.2: the version's ETag and Last-Modified) beside the content type and length,
+ * so both servers do the same work for their answers' headers.
  *
  * Run as a child process by bench/bare-pg.ts (env PORT, DATABASE_URL, DATABASE_POOL_SIZE).
  */
@@ -11,7 +13,7 @@ import { createServer } from 'node:http';
 import pg from 'pg';
 
 const PREFIX = '/fhir/R4/Patient/';
-const READ = 'SELECT content::text AS content FROM resource WHERE "resourceType" = $1 AND id = $2 AND NOT deleted';
+const READ = 'SELECT "versionId"::text AS "versionId", "lastUpdated", content::text AS content FROM resource WHERE "resourceType" = $1 AND id = $2 AND NOT deleted';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DATABASE_POOL_SIZE ?? 10) });
 
@@ -21,10 +23,21 @@ const server = createServer((req, res) => {
     res.writeHead(url === '/healthcheck' ? 200 : 404).end();
     return;
   }
-  pool.query<{ content: string }>({ name: 'bare_read', text: READ, values: ['Patient', url.slice(PREFIX.length)] }).then(
+  pool.query<{ versionId: string; lastUpdated: Date; content: string }>({ name: 'bare_read', text: READ, values: ['Patient', url.slice(PREFIX.length)] }).then(
     ({ rows }) => {
-      if (rows.length === 0) res.writeHead(404).end();
-      else res.writeHead(200, { 'content-type': 'application/fhir+json; charset=utf-8' }).end(rows[0].content);
+      if (rows.length === 0) {
+        res.writeHead(404).end();
+        return;
+      }
+      const [{ versionId, lastUpdated, content }] = rows;
+      res
+        .writeHead(200, {
+          'content-type': 'application/fhir+json; charset=utf-8',
+          etag: `W/"${versionId}"`,
+          'last-modified': lastUpdated.toUTCString(),
+          'content-length': Buffer.byteLength(content),
+        })
+        .end(content);
     },
     () => res.writeHead(500).end(),
   );

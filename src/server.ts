@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import { LogBlocks } from './http/log-blocks.js';
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
 import cluster from 'node:cluster';
@@ -68,12 +69,17 @@ const LOG_FLUSH_MS = 1000;
 /**
  * The server's log on stdout, written in blocks of 4 KB (or every LOG_FLUSH_MS) instead of one
  * system call per line: the request line of every request was a sizeable share of a read's CPU
- * (docs/benchmarks.md). What is buffered is written when the process exits, also on an uncaught
- * error; only a process killed outright (SIGKILL) loses up to LOG_FLUSH_MS of lines.
+ * (docs/benchmarks.md). Lines are gathered into blocks before pino's destination sees them
+ * (log-blocks.ts), which writes each block at once. What is buffered is written when the process
+ * exits, also on an uncaught error; only a process killed outright (SIGKILL) loses up to
+ * LOG_FLUSH_MS of lines.
  */
 function serverLogger(level: string): Logger {
-  return pino({ level }, pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: LOG_FLUSH_MS }));
+  return pino({ level }, new LogBlocks(pino.destination({ dest: 1, sync: false }), LOG_BLOCK_CHARS, LOG_FLUSH_MS));
 }
+
+/** Characters of log lines gathered before they are written (about 20 request lines). */
+const LOG_BLOCK_CHARS = 4096;
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   registerBuiltins();

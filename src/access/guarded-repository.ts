@@ -7,7 +7,7 @@ import { systemRepository } from '../auth/accounts.js';
 import { createBotMembership } from '../bots/membership.js';
 import type { ReadSession } from '../cache/read-your-writes.js';
 import { type Resource, isRecord } from '../fhir/types.js';
-import { Repository } from '../storage/repository.js';
+import { Repository, type StorageServices } from '../storage/repository.js';
 import { parseStored } from '../storage/versions.js';
 import type { BinaryStream } from '../storage/binary-storage.js';
 import {
@@ -46,12 +46,11 @@ import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../sea
  * implements every method of ResourceRepository itself, so none reaches the store unguarded.
  */
 export class GuardedRepository implements ResourceRepository {
-  /** Reads, updates and patches; writes are checked against the criteria of `u` scopes. */
-  private readonly store: Repository;
-  /** Creates: checked against the criteria of `c` scopes (the store itself without SMART scopes). */
-  private readonly creator: Repository;
   /** The identity as each SMART permission sees it (itself without resource scopes). */
   private readonly as: (permission: Permission) => Identity;
+  // Both made on first use: a plain read needs only the store, and a request may make no call.
+  private storeMade?: Repository;
+  private creatorMade?: Repository;
 
   constructor(
     private readonly services: Services,
@@ -61,9 +60,24 @@ export class GuardedRepository implements ResourceRepository {
     /** The transaction every statement joins (a transaction Bundle's entries). */
     private readonly joined?: JoinedTransaction,
   ) {
-    const storage = joined ? { ...services, db: joined } : { ...services, db: reads.primary, reader: () => reads.reader() };
     this.as = scopedIdentities(who);
-    const checkedAs = (writer: Identity) => ({
+  }
+
+  /** Reads, updates and patches; writes are checked against the criteria of `u` scopes. */
+  private get store(): Repository {
+    return (this.storeMade ??= this.repositoryAs('u'));
+  }
+
+  /** Creates: checked against the criteria of `c` scopes (the store itself without SMART scopes). */
+  private get creator(): Repository {
+    return (this.creatorMade ??= this.who.scopes ? this.repositoryAs('c') : this.store);
+  }
+
+  private repositoryAs(permission: Permission): Repository {
+    const { services, who, reads, joined } = this;
+    const storage = joined ? storageOf(services, joined) : storageOf(services, reads.primary, () => reads.reader());
+    const writer = this.as(permission);
+    return new Repository(storage, who, {
       appliesTo: (resourceType: string) => policyCriteria(writer, resourceType) !== undefined,
       verify: (tx: SqlExecutor, resource: Resource) => this.verifyWrite(tx, resource, writer),
       prepare: (db: SqlExecutor, writes: readonly PreparedWrite[]) => {
@@ -71,8 +85,6 @@ export class GuardedRepository implements ResourceRepository {
         return decideAccounts(who, db, writes, joined ? undefined : services.searchCache);
       },
     });
-    this.store = new Repository(storage, who, checkedAs(this.as('u')));
-    this.creator = who.scopes ? new Repository(storage, who, checkedAs(this.as('c'))) : this.store;
   }
 
   get cachesVersions(): boolean {
@@ -366,6 +378,12 @@ export class GuardedRepository implements ResourceRepository {
 }
 
 /** The identity as the searches that check each SMART permission run it (scope-access.ts, scopeUse). */
+/** What the store takes of the services, named one by one: a copy of every service cost each request more. */
+function storageOf(services: Services, db: StorageServices['db'], reader?: StorageServices['reader']): StorageServices {
+  const { config, binaryStorage, resourceCache, bus, searchCache, createBatches, changeLog } = services;
+  return { config, db, reader, binaryStorage, resourceCache, bus, searchCache, createBatches, changeLog };
+}
+
 function scopedIdentities(who: Identity): (permission: Permission) => Identity {
   if (!who.scopes) return () => who;
   const made = new Map<Permission, Identity>();

@@ -73,17 +73,19 @@ function chooseEncoding(acceptEncoding: string): Encoding | undefined {
 }
 
 /**
- * Writes status, headers and body (with its Content-Length), a large body a chunk at a time. A
- * string body (UTF-8, under STREAMED_FROM bytes) goes in one write.
+ * Writes status, headers (given to it: it adds Content-Length) and body, a large body a chunk at a
+ * time. A string body (UTF-8, under STREAMED_FROM bytes) goes in one write.
  */
 export function writeAnswer(response: ServerResponse, status: number, headers: Record<string, string>, body: Buffer | string, sendTimeoutMs: number, log: Logger): void {
-  const length = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength;
-  response.writeHead(status, { ...headers, 'Content-Length': String(length) });
-  armSendTimeout(response, sendTimeoutMs, log);
+  headers['Content-Length'] = String(typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength);
+  response.writeHead(status, headers);
   if (typeof body === 'string' || body.byteLength < STREAMED_FROM) {
     response.end(body);
+    // An answer the socket took whole is in the kernel's hands: no client can stall it any more.
+    if (response.writableLength > 0) armSendTimeout(response, sendTimeoutMs, log);
     return;
   }
+  armSendTimeout(response, sendTimeoutMs, log);
   let offset = 0;
   const writeChunks = (): void => {
     while (offset < body.byteLength && !response.destroyed) {

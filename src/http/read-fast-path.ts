@@ -98,20 +98,22 @@ function fhirRequestOf(path: string, headers: IncomingMessage['headers']): FhirR
 }
 
 async function send(response: ServerResponse, answer: FhirResponse, requestId: string, acceptEncoding: string | undefined, services: Services): Promise<void> {
-  const headers: Record<string, string> = { ...answer.headers, 'X-Request-Id': requestId };
   const { body } = answer;
   if (body === undefined) {
-    response.writeHead(answer.status, headers).end();
+    response.writeHead(answer.status, { ...answer.headers, 'X-Request-Id': requestId }).end();
     return;
   }
   const text = body instanceof Uint8Array ? undefined : fhirText(body, false);
-  const typed = text === undefined ? headers : { 'Content-Type': FHIR_CONTENT_TYPE, ...headers };
+  // One headers object, in the order the full path writes them: the content type, the answer's, the id.
+  const headers: Record<string, string> = text === undefined ? {} : { 'Content-Type': FHIR_CONTENT_TYPE };
+  Object.assign(headers, answer.headers);
+  headers['X-Request-Id'] = requestId;
   if (text !== undefined && acceptEncoding === undefined && text.length <= MAX_TEXT_WRITE) {
     // Sent as the string it is: Node writes it with the headers in one piece, no copy made first.
-    writeAnswer(response, answer.status, typed, text, services.config.sendTimeoutMs, services.log);
+    writeAnswer(response, answer.status, headers, text, services.config.sendTimeoutMs, services.log);
     return;
   }
   const bytes = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : Buffer.from(text!, 'utf8');
-  const encoded = await encodeForClient(bytes, typed, acceptEncoding);
+  const encoded = await encodeForClient(bytes, headers, acceptEncoding);
   writeAnswer(response, answer.status, encoded.headers, encoded.body, services.config.sendTimeoutMs, services.log);
 }

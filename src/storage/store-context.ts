@@ -55,13 +55,13 @@ export class StoreContext {
   readonly reader: () => Reader;
   readonly binaries: BinaryStorage;
   readonly cache: ResourceCache;
-  readonly committed: CommittedWrites;
-  readonly patchLimits: PatchLimits;
   readonly batches: CreateBatches | undefined;
-  readonly changes: ChangeRecorder;
+  // Made on first use: most stores serve one read and never write.
+  private committedWrites?: CommittedWrites;
+  private changeRecorder?: ChangeRecorder;
 
   constructor(
-    services: StorageServices,
+    private readonly services: StorageServices,
     readonly identity: Identity,
     /** Checked inside every write's transaction of the types it applies to (access policy criteria). */
     readonly writeCheck?: WriteCheck,
@@ -73,10 +73,19 @@ export class StoreContext {
     // Inside a joined transaction the cache may hold versions the transaction has replaced, and
     // must not learn versions before they commit.
     this.cache = services.db.joined ? commitOnly(services.resourceCache) : services.resourceCache;
-    this.committed = new CommittedWrites(services.db, this.cache, services.bus, services.searchCache);
     this.batches = services.createBatches;
-    this.changes = new ChangeRecorder(this.db, services.changeLog);
-    this.patchLimits = { maxOperations: services.config.maxPatchOperations, maxBytes: services.config.maxBodyBytes };
+  }
+
+  get committed(): CommittedWrites {
+    return (this.committedWrites ??= new CommittedWrites(this.services.db, this.cache, this.services.bus, this.services.searchCache));
+  }
+
+  get changes(): ChangeRecorder {
+    return (this.changeRecorder ??= new ChangeRecorder(this.db, this.services.changeLog));
+  }
+
+  get patchLimits(): PatchLimits {
+    return { maxOperations: this.services.config.maxPatchOperations, maxBytes: this.services.config.maxBodyBytes };
   }
 
   canSee(projectId: string): boolean {

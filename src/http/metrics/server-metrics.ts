@@ -1,4 +1,5 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { LatencyHistogram, type LatencySeries } from './latency-histogram.js';
 
 /** Counts kept by a cache as plain numbers (incremented on its own path; read at scrape time). */
 export interface CacheCounts {
@@ -41,8 +42,6 @@ export interface RequestMetrics {
 /** Latency buckets in seconds: a cached read takes well under a millisecond, a large export seconds. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-type RequestLabels = 'method' | 'route' | 'status';
-type Observer = { observe(value: number): void };
 
 /**
  * The server's Prometheus metrics (prom-client), one registry per server. Requests are counted by
@@ -51,30 +50,29 @@ type Observer = { observe(value: number): void };
  */
 export class ServerMetrics implements RequestMetrics {
   readonly registry = new Registry();
-  private readonly latency: Histogram<RequestLabels>;
-  /** One histogram child per method, route and status: labels are checked once, not per request. */
-  private readonly observers = new Map<string, Observer>();
+  private readonly latency: LatencyHistogram;
+  /** The series of each route, method and status, found without building a key per request. */
+  private readonly series = new Map<string, Map<string, Map<number, LatencySeries>>>();
 
   constructor(sources: MetricsSources) {
     collectDefaultMetrics({ register: this.registry });
-    this.latency = new Histogram({
-      name: 'flint_http_request_duration_seconds',
-      help: 'HTTP requests by method, route pattern and status: time from arrival to the answer being ready',
-      labelNames: ['method', 'route', 'status'],
-      buckets: LATENCY_BUCKETS,
-      registers: [this.registry],
-    });
+    this.latency = new LatencyHistogram(
+      'flint_http_request_duration_seconds',
+      'HTTP requests by method, route pattern and status: time from arrival to the answer being ready',
+      LATENCY_BUCKETS,
+      this.registry,
+    );
     registerSourceGauges(this.registry, sources);
   }
 
   observe(method: string, route: string, status: number, started: number): void {
-    const key = `${method} ${status} ${route}`;
-    let observer = this.observers.get(key);
-    if (observer === undefined) {
-      observer = this.latency.labels(method, route, String(status));
-      this.observers.set(key, observer);
-    }
-    observer.observe((performance.now() - started) / 1000);
+    let byMethod = this.series.get(route);
+    if (byMethod === undefined) this.series.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    let series = byStatus.get(status);
+    if (series === undefined) byStatus.set(status, (series = this.latency.series({ method, route, status: String(status) })));
+    series.observe((performance.now() - started) / 1000);
   }
 }
 
