@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.js';
-import { SECRET_URLS, type Subscription } from '../events/subscription.js';
+import { SECRET_URLS, withoutCredentials, type Subscription } from '../events/subscription.js';
 import { SUBSETTED } from '../fhir/summary.js';
 
 /**
@@ -42,12 +42,8 @@ function binaryIdOf(url: string | null): string | undefined {
 export function withoutSubscriptionSecrets(type: string, text: string): string {
   if (type !== 'Subscription' || !(text.includes('"header"') || SECRET_URLS.some((url) => text.includes(url)))) return text;
   const subscription = JSON.parse(text) as Subscription;
-  const hasHeader = subscription.channel?.header !== undefined;
-  const extension = subscription.extension?.filter((item) => !SECRET_URLS.includes(item.url ?? ''));
-  if (!hasHeader && extension?.length === subscription.extension?.length) return text;
-  const { header: _header, ...channel } = subscription.channel ?? {};
-  const result: Subscription = { ...subscription, ...(subscription.channel ? { channel } : {}), extension };
-  if (!extension?.length) delete result.extension;
+  const result = withoutCredentials(subscription);
+  if (!result) return text;
   const tags = (subscription.meta?.tag ?? []).filter((tag) => tag.code !== SUBSETTED.code);
   result.meta = { ...subscription.meta, tag: [...tags, SUBSETTED] };
   return JSON.stringify(result);
