@@ -56,13 +56,14 @@ export async function isBotCode(db: SqlExecutor, projectId: string, id: string):
 }
 
 /**
- * Items without the Bot code Binaries of the caller's project, unless the caller may see them.
- * Costs nothing when no item is a Binary.
+ * Items without the Bot code Binaries of the caller's project, unless the caller may see them
+ * (then `items` itself, as when no item is a Binary: no copy, no lookup).
  */
-export async function withoutBotCode<T extends { resourceType: string; id: string }>(db: SqlExecutor, identity: Identity, items: readonly T[]): Promise<T[]> {
-  if (seesBotCode(identity) || !items.some((item) => item.resourceType === 'Binary')) return [...items];
+export async function withoutBotCode<A extends readonly { resourceType: string; id: string }[]>(db: SqlExecutor, identity: Identity, items: A): Promise<A> {
+  if (seesBotCode(identity) || !items.some((item) => item.resourceType === 'Binary')) return items;
   const ids = await botCodeBinaryIds(db, identity.projectId);
-  return ids.size === 0 ? [...items] : items.filter((item) => item.resourceType !== 'Binary' || !ids.has(item.id));
+  // The same items, fewer of them: still an array of the caller's type.
+  return ids.size === 0 ? items : (items.filter((item) => item.resourceType !== 'Binary' || !ids.has(item.id)) as unknown as A);
 }
 
 /** Every server drops a project's set when a Bot of it is written anywhere. */
