@@ -107,11 +107,11 @@ export async function readReferenced(source: RecordSource, patientId: string, af
     typeListCondition('r."resourceType"', types, ctx),
     `(r."resourceType", r.id) IN (${followed})`,
   ];
-  if (after) conditions.push(`(r."resourceType", r.id) > (${args.add(after.resourceType)}, ${args.add(after.id)})`);
-  conditions.push(...sinceCondition(source.filters, ctx), ...policyConditions(source.identity, types, ctx));
   if (source.hiddenBinaries?.size && types.includes('Binary')) {
     conditions.push(`NOT (r."resourceType" = 'Binary' AND r.id = ANY(ARRAY(SELECT json_array_elements_text(${args.add(JSON.stringify([...source.hiddenBinaries]))}::json))))`);
   }
+  if (after) conditions.push(`(r."resourceType", r.id) > (${args.add(after.resourceType)}, ${args.add(after.id)})`);
+  conditions.push(...sinceCondition(source.filters, ctx), ...policyConditions(source.identity, types, ctx));
   const sql = `SELECT ${COLUMNS} FROM resource r WHERE ${conditions.join(' AND ')} ORDER BY r."resourceType", r.id LIMIT ${args.add(limit)}`;
   return queryRows(source.db, sql, args.values);
 }
