@@ -22,6 +22,7 @@ import { AuthService } from './auth/service.js';
 import { openInvalidationBus, type InvalidationBus } from './cache/invalidation.js';
 import { RedisStore, type SharedStore } from './cache/shared-store.js';
 import { watchSearchParameters } from './indexing/parameters.js';
+import { watchBotCode } from './storage/bot-code.js';
 import { watchProfiles } from './validation/profiles/project-profiles.js';
 import { Database } from './db/database.js';
 import { ReplicaSet } from './db/replicas.js';
@@ -136,6 +137,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     auth = await AuthService.start(storage, config);
     auth.shareThrough(bus, store);
     watchSearchParameters(bus);
+    watchBotCode(bus);
     watchProfiles(bus);
     await bootstrapSuperAdmin(auth, log);
   } catch (error) {

@@ -9,6 +9,7 @@ import type { ReadSession } from '../cache/read-your-writes.js';
 import { type Resource, isRecord } from '../fhir/types.js';
 import { Repository, type StorageServices } from '../storage/repository.js';
 import { parseStored } from '../storage/versions.js';
+import { isBotCode, seesBotCode, withoutBotCode } from '../storage/bot-code.js';
 import type { BinaryStream } from '../storage/binary-storage.js';
 import {
   ItemError,
@@ -97,6 +98,7 @@ export class GuardedRepository implements ResourceRepository {
     this.assertJoinable(resourceType);
     const version = await this.store.readVersion(resourceType, id);
     await this.assertWithinCriteria(resourceType, id, 'r');
+    await this.assertNotBotCode(resourceType, id);
     return mayHoldSecrets(resourceType) ? (await withClientSecrets(this.services, this.who, [version]))[0] : version;
   }
 
@@ -114,13 +116,13 @@ export class GuardedRepository implements ResourceRepository {
     const reader = this.as('r');
     const found = await this.store.readVersions(keys.filter((key) => policyAllowsType(reader, key.resourceType)));
     for (const hidden of await this.outsideCriteria([...found.values()], reader)) found.delete(keyOf(hidden));
-    const shown = await withClientSecrets(this.services, this.who, [...found.values()]);
+    const shown = await withClientSecrets(this.services, this.who, await withoutBotCode(this.primary, this.who, [...found.values()]));
     return new Map(shown.map((version) => [keyOf(version), version]));
   }
 
   /** Texts of versions a search found: only of types the policy allows, and within its criteria (ClientApplications as read shows them). */
   async readVersionTexts(versions: readonly VersionKey[]): Promise<Map<string, string>> {
-    const allowed = versions.filter((version) => policyAllowsType(this.who, version.resourceType));
+    const allowed = await withoutBotCode(this.primary, this.who, versions.filter((version) => policyAllowsType(this.who, version.resourceType)));
     const texts = await this.store.readVersionTexts(allowed);
     for (const hidden of await this.outsideCriteria(allowed, this.who)) texts.delete(hidden.versionId);
     const clients = allowed.flatMap((version) => {
@@ -136,6 +138,7 @@ export class GuardedRepository implements ResourceRepository {
     assertScope(this.who, resourceType, 'r');
     const version = await this.store.readHistoryVersion(resourceType, id, versionId);
     await this.assertWithinCriteria(resourceType, id, 'r');
+    await this.assertNotBotCode(resourceType, id);
     return resourceType === 'Project' ? (await withClientSecrets(this.services, this.who, [version]))[0] : version;
   }
 
@@ -143,15 +146,22 @@ export class GuardedRepository implements ResourceRepository {
     if (resourceType === undefined) return this.projectsAsSeen(await this.store.history(undefined, id, systemHistoryOptions(this.as('r'), options)));
     assertTypeAccess(this.who, resourceType, false);
     assertScope(this.who, resourceType, 'r');
-    if (id !== undefined) await this.assertWithinCriteria(resourceType, id, 'r');
-    else if (policyCriteria(this.as('r'), resourceType)) {
+    if (id !== undefined) {
+      await this.assertWithinCriteria(resourceType, id, 'r');
+      await this.assertNotBotCode(resourceType, id);
+    } else if (policyCriteria(this.as('r'), resourceType)) {
       throw errors.forbidden(`Your access policy or SMART scopes narrow ${resourceType} by criteria: read its history per resource`);
     }
     return this.projectsAsSeen(await this.store.history(resourceType, id, options));
   }
 
-  /** A history page with its Project versions as the caller may see them (their secrets for admins only). */
+  /**
+   * A history page as the caller may see it: Project versions with their secrets for admins only,
+   * and without the versions of Bot code Binaries for anyone else (a page may then hold fewer).
+   */
   private async projectsAsSeen(page: HistoryPage): Promise<HistoryPage> {
+    const versions = await withoutBotCode(this.primary, this.who, page.versions);
+    if (versions.length !== page.versions.length) page = { ...page, versions };
     const projects = page.versions.filter((version) => version.resourceType === 'Project');
     if (projects.length === 0) return page;
     const shown = new Map((await withClientSecrets(this.services, this.who, projects)).map((version) => [version.versionId, version.text]));
@@ -218,6 +228,7 @@ export class GuardedRepository implements ResourceRepository {
     this.assertJoinable(resourceType);
     this.checkMembership(resourceType, input);
     await this.assertExistingWithinCriteria(resourceType, id, 'u');
+    await this.assertNotBotCode(resourceType, id);
     if (resourceType !== 'ClientApplication' || !isRecord(input)) return this.store.updateResource(resourceType, id, input, options);
     const { secret, retiringSecret: _shownOnly, ...rest } = input;
     const result = await this.store.updateResource(resourceType, id, rest, options);
@@ -237,6 +248,7 @@ export class GuardedRepository implements ResourceRepository {
       throw errors.invalid('A ClientApplication secret cannot be patched: send it with PUT', 'ClientApplication.secret');
     }
     await this.assertExistingWithinCriteria(resourceType, id, 'u');
+    await this.assertNotBotCode(resourceType, id);
     const result = await this.store.patchResource(resourceType, id, operations, options);
     if (resourceType === 'ProjectMembership') this.checkMembership(resourceType, result.resource);
     return result;
@@ -246,6 +258,7 @@ export class GuardedRepository implements ResourceRepository {
     assertTypeAccess(this.who, resourceType, true);
     assertScope(this.who, resourceType, 'd');
     await this.assertExistingWithinCriteria(resourceType, id, 'd');
+    await this.assertNotBotCode(resourceType, id);
     return this.store.deleteResource(resourceType, id, options);
   }
 
@@ -266,6 +279,7 @@ export class GuardedRepository implements ResourceRepository {
     assertTypeAccess(this.who, 'Binary', true);
     assertScope(this.who, 'Binary', 'u');
     await this.assertExistingWithinCriteria('Binary', id, 'u');
+    await this.assertNotBotCode('Binary', id);
     return this.store.updateBinary(id, contentType, data, options);
   }
 
@@ -287,6 +301,20 @@ export class GuardedRepository implements ResourceRepository {
     const { config, searchCache } = this.services;
     const reads = from === 'primary' ? undefined : this.reads;
     return { database: this.reads.primary, reads, transaction: this.joined, identity, config, searchCache };
+  }
+
+  /** Where statements that decide access go: the request's transaction, else the primary (never behind a write the read shows). */
+  private get primary(): SqlExecutor {
+    return this.joined ?? this.reads.primary;
+  }
+
+  /**
+   * A Binary holding a Bot's code is invisible (404) to all but project admins and super admins,
+   * to read and to write alike (a write would change the code the Bot runs): src/storage/bot-code.ts.
+   */
+  private async assertNotBotCode(resourceType: string, id: string): Promise<void> {
+    if (resourceType !== 'Binary' || seesBotCode(this.who)) return;
+    if (await isBotCode(this.primary, this.who.projectId, id)) throw errors.notFound(`Binary/${id} not found`);
   }
 
   /**

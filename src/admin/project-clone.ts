@@ -14,6 +14,7 @@ import { insertFirstVersion } from '../storage/sql.js';
 import { copyIndexedConcepts } from '../terminology/indexing.js';
 import { validateResource } from '../validation/validator.js';
 import { botMembershipOf } from '../bots/membership.js';
+import { withoutCredentials, type Subscription } from '../events/subscription.js';
 import type { Operation } from '../operations/registry.js';
 
 /** SPEC 4.7 rule 1: resources scanned per type. */
@@ -44,7 +45,8 @@ interface Row {
  * scanned (at most 1000 resources per type), filtered by `resourceTypes`, `includeIds` and
  * `excludeIds` (an id in both is excluded), and copied with new ids; every reference to a cloned
  * resource (`Type/id`, absolute URLs of this server, Binary urls in attachments) is rewritten.
- * Binary bytes are copied; ClientApplications get new secrets; Bot secrets are dropped; a Bot
+ * Binary bytes are copied; ClientApplications get new secrets; Bot secrets, the Project's secret
+ * and systemSecret and Subscriptions' credentials are dropped (subscriptionCopy); a Bot
  * whose membership is not cloned gets a new one in the clone's transaction; Users are not copied
  * and memberships lose their externalId (both name one account server-wide). Each copy runs its
  * type's write hook, as any write does, so cloned CodeSystems are indexed for the terminology
@@ -100,7 +102,7 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
     if (row.resourceType === 'Bot') {
       for (const key of ['secret', 'secrets', 'runAsUser']) delete resource[key];
     }
-    resources.push({ resource, sourceResourceId: row.id, binaryFrom: row.resourceType === 'Binary' ? binaryKey(sourceId, row.id, row.versionId) : undefined });
+    resources.push({ resource: row.resourceType === 'Subscription' ? subscriptionCopy(resource) : resource, sourceResourceId: row.id, binaryFrom: row.resourceType === 'Binary' ? binaryKey(sourceId, row.id, row.versionId) : undefined });
   }
   resources.push(...botMemberships(resources.map((item) => item.resource), newProjectId));
   const hashed = await Promise.all(secrets.map(async (s) => ({ ...s, hash: await hashSecret(s.secret) })));
@@ -137,6 +139,24 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
   // New ids, so nothing was cached for them; forgotten all the same, as after any credential write.
   for (const { clientId } of hashed) auth.clientCredentials.forget(`ClientApplication/${clientId}`);
   return (await readAny(auth.db, 'Project', newProjectId))!;
+}
+
+/** Why a cloned Subscription is off: what an admin must do to turn it back on. */
+export const CLONED_WITHOUT_CREDENTIALS =
+  'Project/$clone did not copy channel.header nor the signing secret: set them, then set status to active';
+
+/**
+ * A Subscription as the clone holds it: without the credentials its endpoint is called with
+ * (SPEC 4.7: secrets are not cloned), and turned off when it had any. An active copy would call the
+ * source's endpoint without the credentials it expects: refused at every attempt, or worse taken
+ * by a receiver that does not insist on them, unable to tell the copy's notifications from the
+ * source's. One without credentials is copied as it is.
+ */
+function subscriptionCopy(resource: Resource): Resource {
+  const copy = withoutCredentials(resource as Subscription);
+  if (!copy) return resource;
+  if (copy.status !== 'active' && copy.status !== 'requested') return copy;
+  return { ...copy, status: 'off', error: CLONED_WITHOUT_CREDENTIALS } as Resource;
 }
 
 /**

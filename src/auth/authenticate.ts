@@ -75,7 +75,7 @@ export function bearerTokenOf(header: string | null | undefined): string {
  * or behind HTTP Basic client credentials (basic-auth.ts). Recently verified ones cost a map lookup.
  */
 export function authenticateRequest(auth: AuthService, request: Request, addressOf?: () => string): Promise<Identity> {
-  return authenticateAuthorization(auth, request.headers.get('authorization'), undefined, addressOf);
+  return authenticateAuthorization(auth, request.headers.get('authorization'), { addressOf });
 }
 
 /**
@@ -115,13 +115,21 @@ export interface KnownCaller extends KnownIdentity {
   readonly header: string;
 }
 
+/** What authenticateAuthorization may be given beside the header; each part is optional. */
+export interface AuthenticationOptions {
+  /** What knownCaller found for this header at admission: spares a second lookup. */
+  readonly known?: KnownCaller;
+  /** The caller's address, asked only when a wrong Basic secret is counted against it. */
+  readonly addressOf?: () => string;
+}
+
 /**
  * authenticateRequest from the Authorization header's value alone: the HTTP layer reads it from
  * Node's parsed headers, without building the fetch Headers of the whole request (a noticeable
- * share of a read's CPU; measured: see bench/RESULTS.md). `known`: what knownCaller found for
- * this header.
+ * share of a read's CPU; measured: see bench/RESULTS.md).
  */
-export async function authenticateAuthorization(auth: AuthService, header: string | null | undefined, known?: KnownCaller, addressOf?: () => string): Promise<Identity> {
+export async function authenticateAuthorization(auth: AuthService, header: string | null | undefined, options: AuthenticationOptions = {}): Promise<Identity> {
+  const { known, addressOf } = options;
   // What knownCaller found for this same header, unless the cache dropped anything since.
   if (known && known.header === header && auth.identities.stillHolds(known)) return known.identity;
   if (header && isBasic(header)) {

@@ -1,6 +1,7 @@
 import type { Database } from '../db/database.js';
-import { SECRET_URLS, type Subscription } from '../events/subscription.js';
+import { SECRET_URLS, withoutCredentials, type Subscription } from '../events/subscription.js';
 import { SUBSETTED } from '../fhir/summary.js';
+import { selectBotCodeBinaryIds } from '../storage/bot-code.js';
 
 /**
  * What an export never writes, beyond the server's own records (Bots among them): the Binaries
@@ -9,28 +10,11 @@ import { SUBSETTED } from '../fhir/summary.js';
  */
 
 /**
- * `Binary/{id}` of every Binary a Bot of the project points at as its `executableCode` or
- * `sourceCode`, in any version of the Bot (an older deployment's code holds the same keys), deleted
- * Bots included. Bots are few, so every version is read at each run of an export.
+ * `Binary/{id}` of every Binary a Bot of the project points at as its code (src/storage/bot-code.ts),
+ * read anew at each run of an export.
  */
 export async function botCodeBinaries(db: Database, projectId: string): Promise<Set<string>> {
-  const rows = await db.query<{ url: string | null }>(
-    `SELECT DISTINCT code.url FROM resource_history h,
-       LATERAL (VALUES (h.content::jsonb #>> '{executableCode,url}'), (h.content::jsonb #>> '{sourceCode,url}')) AS code(url)
-     WHERE h."projectId" = $1 AND h."resourceType" = 'Bot' AND NOT h.deleted`,
-    [projectId],
-  );
-  const binaries = new Set<string>();
-  for (const { url } of rows) {
-    const id = binaryIdOf(url);
-    if (id) binaries.add(`Binary/${id}`);
-  }
-  return binaries;
-}
-
-/** The id of a Binary an attachment URL names: `Binary/{id}`, absolute or with a `_history` version. */
-function binaryIdOf(url: string | null): string | undefined {
-  return url?.match(/(?:^|\/)Binary\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[^/]+)?$/)?.[1];
+  return new Set([...(await selectBotCodeBinaryIds(db, projectId))].map((id) => `Binary/${id}`));
 }
 
 /**
@@ -42,12 +26,8 @@ function binaryIdOf(url: string | null): string | undefined {
 export function withoutSubscriptionSecrets(type: string, text: string): string {
   if (type !== 'Subscription' || !(text.includes('"header"') || SECRET_URLS.some((url) => text.includes(url)))) return text;
   const subscription = JSON.parse(text) as Subscription;
-  const hasHeader = subscription.channel?.header !== undefined;
-  const extension = subscription.extension?.filter((item) => !SECRET_URLS.includes(item.url ?? ''));
-  if (!hasHeader && extension?.length === subscription.extension?.length) return text;
-  const { header: _header, ...channel } = subscription.channel ?? {};
-  const result: Subscription = { ...subscription, ...(subscription.channel ? { channel } : {}), extension };
-  if (!extension?.length) delete result.extension;
+  const result = withoutCredentials(subscription);
+  if (!result) return text;
   const tags = (subscription.meta?.tag ?? []).filter((tag) => tag.code !== SUBSETTED.code);
   result.meta = { ...subscription.meta, tag: [...tags, SUBSETTED] };
   return JSON.stringify(result);

@@ -12,6 +12,7 @@ import { decodePosition, encodePosition, filterSignature } from './everything-cu
 import type { RecordFilters } from './record-conditions.js';
 import type { RecordSource } from './record-pages.js';
 import { readWalkPage, type WalkPage, type WalkScope } from './record-walk.js';
+import { botCodeBinaryIds, seesBotCode } from '../storage/bot-code.js';
 
 /**
  * Patient/$everything (http://hl7.org/fhir/R4/patient-operation-everything.html): a patient's
@@ -80,6 +81,7 @@ async function recordSource(request: OperationRequest, projectId: string, filter
     identity: ctx.identity,
     projectId,
     filters,
+    hiddenBinaries: seesBotCode(ctx.identity) ? undefined : await botCodeBinaryIds(services.primary ?? services.db, projectId),
     compileContext: (args: SqlArgs) => ({ args, scope, fhirBase: ctx.config.fhirBaseUrl, depth: 0, valueSets, parameters }),
   };
 }

@@ -27,6 +27,8 @@ export interface RecordSource {
   readonly identity: Identity;
   readonly projectId: string;
   readonly filters: RecordFilters;
+  /** Binaries the caller may not see (a Bot's code: src/storage/bot-code.ts), which a record may reference. */
+  readonly hiddenBinaries?: ReadonlySet<string>;
   /** Builds the compile context of one statement (its own arguments). */
   compileContext(args: SqlArgs): CompileContext;
 }
@@ -105,6 +107,9 @@ export async function readReferenced(source: RecordSource, patientId: string, af
     typeListCondition('r."resourceType"', types, ctx),
     `(r."resourceType", r.id) IN (${followed})`,
   ];
+  if (source.hiddenBinaries?.size && types.includes('Binary')) {
+    conditions.push(`NOT (r."resourceType" = 'Binary' AND r.id = ANY(ARRAY(SELECT json_array_elements_text(${args.add(JSON.stringify([...source.hiddenBinaries]))}::json))))`);
+  }
   if (after) conditions.push(`(r."resourceType", r.id) > (${args.add(after.resourceType)}, ${args.add(after.id)})`);
   conditions.push(...sinceCondition(source.filters, ctx), ...criteriaConditions(source.identity, types, ctx, 'probe'));
   const sql = `SELECT ${COLUMNS} FROM resource r WHERE ${conditions.join(' AND ')} ORDER BY r."resourceType", r.id LIMIT ${args.add(limit)}`;

@@ -7,6 +7,7 @@ import { projectParameters, type ProjectParameters } from '../indexing/parameter
 import { search } from '../search/service.js';
 import type { SearchConfig } from '../search/search-services.js';
 import type { Change } from '../storage/change-log.js';
+import { botCodeBinaryIds } from '../storage/bot-code.js';
 import { extensionOf, FHIRPATH_CRITERIA_URL, parseCriteria, SUPPORTED_INTERACTION_URL, type Subscription } from './subscription.js';
 import { inMemoryCriteria } from './token-criteria.js';
 
@@ -60,11 +61,26 @@ export async function matchChanges(
   }
   if (versions.length === 0) return matched;
   const own = await projectParameters(db, versions[0].change.projectId);
+  const withheld = await botCodeVersions(db, versions);
   for (const group of byCriteria.values()) {
     const found = await matchingVersions(db, config, group[0], versions, own);
-    for (const index of found) matched[index].push(...group);
+    for (const index of found) if (!withheld.has(index)) matched[index].push(...group);
   }
   return matched;
+}
+
+/**
+ * The indexes of the versions that are a Bot's code (src/storage/bot-code.ts): no Subscription is
+ * for them, since a notification would carry the code to its endpoint or socket.
+ */
+async function botCodeVersions(db: SqlExecutor, versions: readonly ChangedVersion[]): Promise<Set<number>> {
+  const withheld = new Set<number>();
+  if (!versions.some(({ change }) => change.resourceType === 'Binary')) return withheld;
+  const ids = await botCodeBinaryIds(db, versions[0].change.projectId);
+  versions.forEach(({ change }, index) => {
+    if (change.resourceType === 'Binary' && ids.has(change.id)) withheld.add(index);
+  });
+  return withheld;
 }
 
 /** The indexes of the versions `subscription` is for. */

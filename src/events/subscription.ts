@@ -53,6 +53,21 @@ export function maxAttemptsOf(subscription: Subscription): number {
   return value === undefined ? DEFAULT_MAX_ATTEMPTS : Math.min(Math.max(value, 1), MAX_MAX_ATTEMPTS);
 }
 
+/**
+ * The Subscription without the credentials its endpoint is called with: `channel.header` (often
+ * an Authorization value) and the secret its deliveries are signed with. Undefined when it holds
+ * neither. What a copy of a Subscription leaves out (bulk export, Project/$clone).
+ */
+export function withoutCredentials(subscription: Subscription): Subscription | undefined {
+  const hasHeader = subscription.channel?.header !== undefined;
+  const extension = subscription.extension?.filter((item) => !SECRET_URLS.includes(item.url ?? ''));
+  if (!hasHeader && extension?.length === subscription.extension?.length) return undefined;
+  const { header: _header, ...channel } = subscription.channel ?? {};
+  const result: Subscription = { ...subscription, ...(subscription.channel ? { channel } : {}), extension };
+  if (!extension?.length) delete result.extension;
+  return result;
+}
+
 export function secretOf(subscription: Subscription): string | undefined {
   for (const url of SECRET_URLS) {
     const value = extensionOf(subscription, url)?.valueString;

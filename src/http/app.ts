@@ -26,7 +26,7 @@ import { clientAddress } from './client-address.js';
 import type { MetricsExposition, RequestMetrics } from './metrics/server-metrics.js';
 
 /** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
-const bearerAuthentication: Authenticator = (authorization, services, known, addressOf) => authenticateAuthorization(services.auth, authorization, known, addressOf);
+const bearerAuthentication: Authenticator = (authorization, services, options) => authenticateAuthorization(services.auth, authorization, options);
 
 /** What the HTTP layer reports to: request metrics, and what `GET /metrics` answers. */
 export interface HttpObservability {
@@ -89,7 +89,7 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
     log: services.log,
     config: services.config,
     getContext: async (request, requestId, addressOf) =>
-      createRequestContext(services, await authenticate(request.headers.get('authorization'), services, undefined, addressOf), requestId ?? randomUUID()),
+      createRequestContext(services, await authenticate(request.headers.get('authorization'), services, { addressOf }), requestId ?? randomUUID()),
   });
   const handle = async (c: HonoContext): Promise<Response> => {
     if (isGraphiQLVisit(c)) return graphiqlAnswer(c);
@@ -171,7 +171,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 function authentication(services: Services, authenticate: Authenticator): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const identity = await authenticate(authorizationHeader(c), services, c.get('knownCaller'), () => clientAddress(c));
+    const identity = await authenticate(authorizationHeader(c), services, { known: c.get('knownCaller'), addressOf: () => clientAddress(c) });
     const ctx = createRequestContext(services, identity, c.get('requestId'));
     c.set('ctx', ctx);
     await next();

@@ -2,7 +2,7 @@ import type { Services } from '../operations/context.js';
 import { errors } from '../fhir/outcome.js';
 import { createRequestContext } from '../access/context.js';
 import type { Identity } from '../identity/identity.js';
-import type { KnownCaller } from '../auth/authenticate.js';
+import type { AuthenticationOptions } from '../auth/authenticate.js';
 import { fhirRouter } from '../router/router.js';
 import { textBody, utf8Text } from '../router/request-body.js';
 import { StreamedBytes, type FhirMethod, type FhirRequest, type FhirResponse } from '../router/types.js';
@@ -21,7 +21,7 @@ export const FHIR_BASE_PATH = '/fhir/R4';
  * the same header (auth/authenticate.ts knownCaller); `addressOf` gives the caller's address,
  * asked only when a wrong secret must be counted against it (HTTP Basic).
  */
-export type Authenticator = (authorization: string | null, services: Services, known?: KnownCaller, addressOf?: () => string) => Promise<Identity>;
+export type Authenticator = (authorization: string | null, services: Services, options?: AuthenticationOptions) => Promise<Identity>;
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE']);
 
@@ -39,7 +39,7 @@ export function fhirRestHandler(services: Services, authenticate: Authenticator)
     const found = fhirRouter.match(req.method, req.path);
     if (found) c.set('route', `${FHIR_BASE_PATH}/${routeLabel(found.route.path)}`);
     const needsIdentity = found !== undefined && (!found.route.public || req.header('authorization') !== undefined);
-    const ctx = needsIdentity ? createRequestContext(services, await authenticate(authorizationHeader(c), services, c.get('knownCaller'), () => clientAddress(c)), c.get('requestId')) : undefined;
+    const ctx = needsIdentity ? createRequestContext(services, await authenticate(authorizationHeader(c), services, { known: c.get('knownCaller'), addressOf: () => clientAddress(c) }), c.get('requestId')) : undefined;
     if (ctx) c.set('ctx', ctx);
     const response = await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx }, found);
     // X-Request-Id goes into the answer's own header record: added to the finished Response by the

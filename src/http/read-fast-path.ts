@@ -69,7 +69,7 @@ async function answerRead(
     const known = knownCaller(services.auth, headers.authorization);
     const release = await admission.enter(laneOf(known));
     try {
-      ctx = createRequestContext(services, await authenticate(headers.authorization ?? null, services, known, () => request.socket.remoteAddress ?? 'unknown'), requestId);
+      ctx = createRequestContext(services, await authenticate(headers.authorization ?? null, services, { known, addressOf: () => request.socket.remoteAddress ?? 'unknown' }), requestId);
       const req = fhirRequestOf(path, headers);
       const answer = await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx });
       status = answer.status;

@@ -7,6 +7,7 @@ import type { SearchOptions, SearchResult } from './result.js';
 import type { SearchServices } from './search-services.js';
 import { searchTotal } from './total.js';
 import { searchWithBuiltins } from './with-builtins.js';
+import { withoutBotCode } from '../storage/bot-code.js';
 
 export { DEFAULT_COUNT, MAX_COUNT, MAX_OFFSET, MIN_CURSOR_COUNT, parseOffset } from './plan/control.js';
 export type { Paging, SearchOptions, SearchResult, SearchRow, SearchTotal } from './result.js';
@@ -46,9 +47,12 @@ async function searchStored(
   const result = emptyResult(query);
   if (readsPage(query)) {
     const page = await readPage(query, options.withoutContent ?? false);
-    result.matches = page.rows;
     Object.assign(result.paging, pageLinks(query.services.config.fhirBaseUrl, query.paging, query.control, page));
-    result.includes = await includedResources(query, result.matches);
+    // Bot code Binaries are left out of what members see (src/storage/bot-code.ts): a page may hold
+    // fewer than `_count`, and a total still counts them.
+    const db = services.primary ?? services.db;
+    result.matches = await withoutBotCode(db, services.identity, page.rows);
+    result.includes = await withoutBotCode(db, services.identity, await includedResources(query, result.matches));
   }
   if (wantsTotal(query)) result.total = await searchTotal(query, result);
   return result;
