@@ -3,8 +3,13 @@ import { errors } from '../fhir/outcome.js';
 import { scopeRefusal } from '../identity/scope-access.js';
 import type { Permission } from '../identity/scopes.js';
 
-/** Types only project admins (or super admins) may create, change or delete. */
-const ADMIN_TYPES = new Set(['ProjectMembership', 'ClientApplication', 'AccessPolicy', 'User']);
+/**
+ * Types only project admins (or super admins) may create, change or delete. A Bot runs as its own
+ * membership with the Project's secrets in `event.secrets`, which only admins see: a member who
+ * could write or deploy one could read them through it, and could hide any Binary from other
+ * members by naming it as the Bot's code.
+ */
+const ADMIN_TYPES = new Set(['ProjectMembership', 'ClientApplication', 'AccessPolicy', 'User', 'Bot']);
 /** Types written only by the server itself or a super admin. */
 const SYSTEM_TYPES = new Set(['Login', 'Project', 'AsyncJob']);
 
