@@ -33,6 +33,7 @@ export class Admission {
   /** Lanes with waiting requests, in turn order: the next turn is the first, which then goes last. */
   private readonly lanes = new Map<string, Waiter[]>();
   private readonly retryAfterSeconds: number;
+  private readonly idleListeners: (() => void)[] = [];
 
   constructor(private readonly limits: AdmissionLimits) {
     this.retryAfterSeconds = Math.max(1, Math.ceil(limits.admissionMaxWaitMs / 1000));
@@ -40,6 +41,16 @@ export class Admission {
 
   load(): AdmissionLoad {
     return { inWork: this.inWork, queued: this.queued };
+  }
+
+  /** Requests in work or waiting for their turn. */
+  inFlight(): number {
+    return this.inWork + this.queued;
+  }
+
+  /** `listener` is called each time the last request in flight ends (background work may go on). */
+  onIdle(listener: () => void): void {
+    this.idleListeners.push(listener);
   }
 
   /** A place in work for a request of `lane` (a project id): at once when there is one, else after its wait. */
@@ -67,6 +78,7 @@ export class Admission {
       released = true;
       this.inWork--;
       this.admitNext();
+      if (this.inWork === 0) for (const listener of this.idleListeners) listener();
     };
   }
 

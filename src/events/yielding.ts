@@ -1,0 +1,81 @@
+/**
+ * What the server does in the foreground, as the composition root supplies it (admission control):
+ * how many requests are in flight, and a call each time the last one ends.
+ */
+export interface Foreground {
+  inFlight(): number;
+  onIdle(listener: () => void): void;
+}
+
+/** The longest pause between two batches while the server is busy, whatever the share. */
+const MAX_PAUSE_MS = 1_000;
+/**
+ * How long the server must stay without requests before a pause ends early: clients that send
+ * their next request as soon as an answer arrives leave gaps shorter than this between requests.
+ */
+const IDLE_GRACE_MS = 2;
+
+/**
+ * Deliveries are background work. While the server has requests in flight, the batch of
+ * deliveries that just ended is followed by a pause, so that batches take at most `percent` of
+ * the time (a batch of `w` ms waits `w × (100 − percent) / percent` ms, at most a second); the
+ * outbox holds what waits, durably. A server without requests claims again at once, and a pause
+ * ends as soon as the server has had no request for a moment, so a quiet server delivers
+ * immediately and a backlog drains at full speed once a burst of writes is over.
+ */
+export class DeliveryShare {
+  private pausedUntil = 0;
+  private resumeTimer: NodeJS.Timeout | undefined;
+  private idleCheck: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly percent: number,
+    private readonly foreground: Foreground | undefined,
+    private readonly resume: () => void,
+  ) {
+    if (percent < 100) foreground?.onIdle(() => this.idle());
+  }
+
+  /** Whether requests are in flight now. */
+  busy(): boolean {
+    return this.percent < 100 && (this.foreground?.inFlight() ?? 0) > 0;
+  }
+
+  /** Whether a batch may be claimed now (no pause running). */
+  mayClaim(): boolean {
+    return this.pausedUntil === 0 || performance.now() >= this.pausedUntil;
+  }
+
+  /** A batch of deliveries took `ms`: while the server is busy, the next one waits its turn. */
+  worked(ms: number): void {
+    if (!this.busy()) return;
+    const pause = Math.min((ms * (100 - this.percent)) / this.percent, MAX_PAUSE_MS);
+    const until = performance.now() + pause;
+    if (until <= this.pausedUntil) return;
+    this.pausedUntil = until;
+    clearTimeout(this.resumeTimer);
+    this.resumeTimer = setTimeout(() => this.end(), pause);
+  }
+
+  close(): void {
+    clearTimeout(this.resumeTimer);
+    clearTimeout(this.idleCheck);
+    this.pausedUntil = 0;
+  }
+
+  private idle(): void {
+    if (this.pausedUntil === 0 || this.idleCheck) return;
+    this.idleCheck = setTimeout(() => {
+      this.idleCheck = undefined;
+      if (!this.busy()) this.end();
+    }, IDLE_GRACE_MS);
+  }
+
+  private end(): void {
+    clearTimeout(this.resumeTimer);
+    this.resumeTimer = undefined;
+    if (this.pausedUntil === 0) return;
+    this.pausedUntil = 0;
+    this.resume();
+  }
+}
