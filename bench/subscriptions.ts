@@ -19,7 +19,7 @@ import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
 import { cpuSeconds, cpuSince, cpuSnapshot } from './process-cpu.js';
 
-// Lower rates for a loaded machine: BENCH_WRITES_PER_SECOND, BENCH_SECONDS.
+// Lower rates for a loaded machine: BENCH_WRITES_PER_SECOND, BENCH_SECONDS; BENCH_ROUNDS=0 measures latency only.
 const WRITES_PER_SECOND = Number(process.env.BENCH_WRITES_PER_SECOND ?? 100);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -99,7 +99,8 @@ async function latency(): Promise<void> {
   const latencies = [...committed].map(([id, at]) => (arrivals.get(id) ?? Infinity) - at).sort((a, b) => a - b);
   const percentile = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
   const reached = [...committed.keys()].filter((id) => arrivals.has(id)).length;
-  console.log(`commit to first delivery attempt, ${WRITES_PER_SECOND} writes/s × ${SECONDS} s, ${SUBSCRIPTIONS} matching Subscriptions: p50 ${percentile(50)} ms, p95 ${percentile(95)} ms, p99 ${percentile(99)} ms (${reached}/${committed.size} resources delivered, ${requests} requests); per write with its ${SUBSCRIPTIONS} deliveries, until all arrived: CPU of this process (server and clients) ${(cpuMs / committed.size).toFixed(2)} ms, ${(statements / committed.size).toFixed(1)} SQL statements`);
+  const { requests: total, distinct } = await ask<{ requests: number; distinct: number }>('count');
+  console.log(`commit to first delivery attempt, ${WRITES_PER_SECOND} writes/s × ${SECONDS} s, ${SUBSCRIPTIONS} matching Subscriptions: p50 ${percentile(50)} ms, p95 ${percentile(95)} ms, p99 ${percentile(99)} ms (${reached}/${committed.size} resources delivered, ${requests} requests; since the start ${total} requests, ${total - distinct} of them repeats); per write with its ${SUBSCRIPTIONS} deliveries, until all arrived: CPU of this process (server and clients) ${(cpuMs / committed.size).toFixed(2)} ms, ${(statements / committed.size).toFixed(1)} SQL statements`);
 }
 
 interface Round {
@@ -154,6 +155,11 @@ const withRate = sum((r) => r.with.creates) / (ROUNDS * THROUGHPUT_SECONDS);
 const withoutRate = sum((r) => r.without.creates) / (ROUNDS * THROUGHPUT_SECONDS);
 // Sustained: the writes of a round over the time until their last delivery arrived.
 const sustained = sum((r) => r.with.creates) / (sum((r) => THROUGHPUT_SECONDS * 1000 + r.with.drainMs) / 1000);
-console.log(`creates/s at ${CLIENTS} clients over ${ROUNDS} alternating rounds: without Subscriptions ${withoutRate.toFixed(0)}, with ${SUBSCRIPTIONS} matching ${withRate.toFixed(0)} (${((100 * withRate) / withoutRate).toFixed(0)}%); with, counted until the last delivery arrived: ${sustained.toFixed(0)} (${((100 * sustained) / withoutRate).toFixed(0)}%)`);
+const drainSeconds = sum((r) => r.with.drainMs) / ROUNDS / 1000;
+const backlog = sum((r) => r.with.creates * SUBSCRIPTIONS - r.with.deliveredInRound) / ROUNDS;
+if (ROUNDS > 0) console.log(`creates/s at ${CLIENTS} clients during a ${THROUGHPUT_SECONDS} s burst, ${ROUNDS} alternating rounds: without Subscriptions ${withoutRate.toFixed(0)}, with ${SUBSCRIPTIONS} matching ${withRate.toFixed(0)} (${((100 * withRate) / withoutRate).toFixed(0)}%)`);
+if (ROUNDS > 0) console.log(`backlog left at the end of a burst: ${backlog.toFixed(0)} deliveries on average, drained in ${drainSeconds.toFixed(1)} s (${(backlog / Math.max(drainSeconds, 0.001)).toFixed(0)} deliveries/s); sustained, the burst's creates over the time until their last delivery arrived: ${sustained.toFixed(0)}/s (${((100 * sustained) / withoutRate).toFixed(0)}% of without)`);
+const whole = await ask<{ requests: number; distinct: number }>('count');
+console.log(`receiver, whole run: ${whole.requests} requests, ${whole.requests - whole.distinct} of them repeats of an event id (attempts made again)`);
 await server.close();
 receiver.disconnect();

@@ -19,8 +19,9 @@ export type { BotDelivery, EventConfig } from './attempts.js';
 const BATCH_ROWS = 100;
 const MAX_BATCHES = 8;
 /**
- * While requests are in flight: one batch at a time, of at most this many rows, each followed by
- * its pause (DeliveryShare), so deliveries come in small slices between the requests.
+ * While requests are in flight: one batch at a time, of at most this many rows; a full one (more
+ * rows wait: deliveries fall behind the writes) is followed by its pause (DeliveryShare), so a
+ * backlog is worked off in small slices between the requests.
  */
 const BUSY_BATCH_ROWS = 20;
 
@@ -108,7 +109,7 @@ export class EventWorker {
         const limit = busy ? BUSY_BATCH_ROWS : BATCH_ROWS;
         const started = performance.now();
         const rows = await claimDue(this.db, limit, this.batches.leaseMs);
-        if (rows.length > 0) this.run(rows, started);
+        if (rows.length > 0) this.run(rows, started, rows.length === limit);
         if (rows.length === limit) this.again = true;
       } while (this.again && !this.closed);
     } catch (error) {
@@ -118,10 +119,11 @@ export class EventWorker {
     }
   }
 
-  private run(rows: OutboxRow[], started: number): void {
+  /** `full`: the claim took as many rows as it could, so more wait (a backlog). */
+  private run(rows: OutboxRow[], started: number, full: boolean): void {
     const work = this.handle(rows).finally(() => {
       this.inFlight.delete(work);
-      this.share.worked(performance.now() - started);
+      if (full) this.share.worked(performance.now() - started);
       this.kick();
     });
     this.inFlight.add(work);

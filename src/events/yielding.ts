@@ -16,12 +16,14 @@ const MAX_PAUSE_MS = 1_000;
 const IDLE_GRACE_MS = 2;
 
 /**
- * Deliveries are background work. While the server has requests in flight, the batch of
- * deliveries that just ended is followed by a pause, so that batches take at most `percent` of
- * the time (a batch of `w` ms waits `w × (100 − percent) / percent` ms, at most a second); the
- * outbox holds what waits, durably. A server without requests claims again at once, and a pause
- * ends as soon as the server has had no request for a moment, so a quiet server delivers
- * immediately and a backlog drains at full speed once a burst of writes is over.
+ * Deliveries are background work. While the server has requests in flight and deliveries fall
+ * behind the writes (a claim found more rows than it may take), the batch that just ended is
+ * followed by a pause, so that batches take at most `percent` of the time (a batch of `w` ms
+ * waits `w × (100 − percent) / percent` ms, at most a second); the outbox holds what waits,
+ * durably. Deliveries that keep up are never paused, a server without requests claims again at
+ * once, and a pause ends as soon as the server has had no request for a moment: a quiet server,
+ * or one whose deliveries keep up with its writes, delivers immediately, and a backlog left by a
+ * burst of writes drains at full speed once the burst is over.
  */
 export class DeliveryShare {
   private pausedUntil = 0;
@@ -46,7 +48,7 @@ export class DeliveryShare {
     return this.pausedUntil === 0 || performance.now() >= this.pausedUntil;
   }
 
-  /** A batch of deliveries took `ms`: while the server is busy, the next one waits its turn. */
+  /** A full batch of deliveries took `ms`: while the server is busy, the next one waits its turn. */
   worked(ms: number): void {
     if (!this.busy()) return;
     const pause = Math.min((ms * (100 - this.percent)) / this.percent, MAX_PAUSE_MS);
