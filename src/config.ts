@@ -139,6 +139,7 @@ export function loadConfig(env: Env = process.env): Config {
     subscriptionPollMs: int('SUBSCRIPTION_POLL_MS', 1_000, 10),
     subscriptionConcurrency: int('SUBSCRIPTION_CONCURRENCY', 32, 1),
     subscriptionBusySharePercent: percent('SUBSCRIPTION_BUSY_SHARE_PERCENT', 20),
+    subscriptionBusyMaxMs: int('SUBSCRIPTION_BUSY_MAX_MS', 10_000),
     wsMaxConnections: int('WS_MAX_CONNECTIONS', 1_000, 1),
     wsMaxConnectionsPerProject: int('WS_MAX_CONNECTIONS_PER_PROJECT', 100, 1),
     wsMaxBindingsPerSocket: int('WS_MAX_BINDINGS_PER_SOCKET', 50, 1),

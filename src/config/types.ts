@@ -166,6 +166,11 @@ export interface Config {
    * in flight; they take all of it when it has none. 100: deliveries never yield.
    */
   readonly subscriptionBusySharePercent: number;
+  /**
+   * Subscriptions: how long deliveries keep yielding to requests while they stay behind the
+   * writes; then they compete with requests as equals until they catch up.
+   */
+  readonly subscriptionBusyMaxMs: number;
   /** WebSocket subscriptions: most sockets one server process holds, bound or not. */
   readonly wsMaxConnections: number;
   /** WebSocket subscriptions: most sockets one project holds on one server process. */

@@ -56,7 +56,7 @@ export class EventWorker {
     botDelivery?: BotDelivery,
     foreground?: Foreground,
   ) {
-    this.share = new DeliveryShare(config.subscriptionBusySharePercent, foreground, () => this.kick());
+    this.share = new DeliveryShare(config.subscriptionBusySharePercent, config.subscriptionBusyMaxMs, foreground, () => this.kick());
     // Each attempt in flight listens to it until its request ends.
     setMaxListeners(config.subscriptionConcurrency + 10, this.stopping.signal);
     this.batches = {
@@ -123,7 +123,7 @@ export class EventWorker {
   private run(rows: OutboxRow[], started: number, full: boolean): void {
     const work = this.handle(rows).finally(() => {
       this.inFlight.delete(work);
-      if (full) this.share.worked(performance.now() - started);
+      this.share.worked(performance.now() - started, full);
       this.kick();
     });
     this.inFlight.add(work);

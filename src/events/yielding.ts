@@ -23,15 +23,21 @@ const IDLE_GRACE_MS = 2;
  * durably. Deliveries that keep up are never paused, a server without requests claims again at
  * once, and a pause ends as soon as the server has had no request for a moment: a quiet server,
  * or one whose deliveries keep up with its writes, delivers immediately, and a backlog left by a
- * burst of writes drains at full speed once the burst is over.
+ * burst of writes drains at full speed once the burst is over. Deliveries that stay behind for
+ * longer than `maxYieldMs` stop yielding until they catch up, so writes that never stop cannot
+ * delay them without bound.
  */
 export class DeliveryShare {
   private pausedUntil = 0;
+  /** Since when every claim was full (deliveries behind the writes); undefined when they keep up. */
+  private behindSince: number | undefined;
   private resumeTimer: NodeJS.Timeout | undefined;
   private idleCheck: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly percent: number,
+    /** How long deliveries yield while they stay behind; then they compete with requests until they catch up. */
+    private readonly maxYieldMs: number,
     private readonly foreground: Foreground | undefined,
     private readonly resume: () => void,
   ) {
@@ -48,11 +54,17 @@ export class DeliveryShare {
     return this.pausedUntil === 0 || performance.now() >= this.pausedUntil;
   }
 
-  /** A full batch of deliveries took `ms`: while the server is busy, the next one waits its turn. */
-  worked(ms: number): void {
-    if (!this.busy()) return;
+  /**
+   * A batch of deliveries took `ms`; `full`: its claim took all the rows it could (more wait).
+   * While the server is busy, the batch after a full one waits its turn.
+   */
+  worked(ms: number, full: boolean): void {
+    const now = performance.now();
+    if (!full) this.behindSince = undefined;
+    else this.behindSince ??= now;
+    if (!full || !this.busy() || now - this.behindSince! > this.maxYieldMs) return;
     const pause = Math.min((ms * (100 - this.percent)) / this.percent, MAX_PAUSE_MS);
-    const until = performance.now() + pause;
+    const until = now + pause;
     if (until <= this.pausedUntil) return;
     this.pausedUntil = until;
     clearTimeout(this.resumeTimer);

@@ -79,4 +79,8 @@ describe('deliveries yield to requests in flight', () => {
     }
     expect(() => loadConfig(testEnv({ SUBSCRIPTION_BUSY_SHARE_PERCENT: '101' }))).toThrow(/SUBSCRIPTION_BUSY_SHARE_PERCENT must be an integer from 1 to 100, got "101"/);
   });
+
+  it('refuses a negative SUBSCRIPTION_BUSY_MAX_MS at start, naming the setting', () => {
+    expect(() => loadConfig(testEnv({ SUBSCRIPTION_BUSY_MAX_MS: '-1' }))).toThrow(/SUBSCRIPTION_BUSY_MAX_MS must be an integer >= 0, got "-1"/);
+  });
 });
