@@ -109,6 +109,7 @@ export class EventWorker {
         const limit = busy ? BUSY_BATCH_ROWS : BATCH_ROWS;
         const started = performance.now();
         const rows = await claimDue(this.db, limit, this.batches.leaseMs);
+        this.share.claimed(rows.length === limit);
         if (rows.length > 0) this.run(rows, started, rows.length === limit);
         if (rows.length === limit) this.again = true;
       } while (this.again && !this.closed);
@@ -123,7 +124,7 @@ export class EventWorker {
   private run(rows: OutboxRow[], started: number, full: boolean): void {
     const work = this.handle(rows).finally(() => {
       this.inFlight.delete(work);
-      this.share.worked(performance.now() - started, full);
+      if (full) this.share.worked(performance.now() - started);
       this.kick();
     });
     this.inFlight.add(work);

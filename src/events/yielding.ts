@@ -1,25 +1,28 @@
 /**
  * What the server does in the foreground, as the composition root supplies it (admission control):
- * how many requests are in flight, and a call each time the last one ends.
+ * how many requests are in flight, how many have arrived so far, and a call each time the last
+ * one in flight ends.
  */
 export interface Foreground {
   inFlight(): number;
+  arrivals(): number;
   onIdle(listener: () => void): void;
 }
 
 /** The longest pause between two batches while the server is busy, whatever the share. */
-const MAX_PAUSE_MS = 1_000;
+const MAX_PAUSE_MS = 5_000;
 /**
- * How long the server must stay without requests before a pause ends early: clients that send
- * their next request as soon as an answer arrives leave gaps shorter than this between requests.
+ * How long the server must stay without requests (none in flight, none arrived) before a pause
+ * ends early: clients that send their next request as soon as an answer arrives leave shorter
+ * gaps, even when a busy event loop reads their requests late.
  */
-const IDLE_GRACE_MS = 2;
+const IDLE_GRACE_MS = 10;
 
 /**
  * Deliveries are background work. While the server has requests in flight and deliveries fall
  * behind the writes (a claim found more rows than it may take), the batch that just ended is
  * followed by a pause, so that batches take at most `percent` of the time (a batch of `w` ms
- * waits `w × (100 − percent) / percent` ms, at most a second); the outbox holds what waits,
+ * waits `w × (100 − percent) / percent` ms, at most 5 s); the outbox holds what waits,
  * durably. Deliveries that keep up are never paused, a server without requests claims again at
  * once, and a pause ends as soon as the server has had no request for a moment: a quiet server,
  * or one whose deliveries keep up with its writes, delivers immediately, and a backlog left by a
@@ -33,6 +36,8 @@ export class DeliveryShare {
   private behindSince: number | undefined;
   private resumeTimer: NodeJS.Timeout | undefined;
   private idleCheck: NodeJS.Timeout | undefined;
+  /** When the last request in flight ended. */
+  private idleSince = -Infinity;
 
   constructor(
     private readonly percent: number,
@@ -44,9 +49,14 @@ export class DeliveryShare {
     if (percent < 100) foreground?.onIdle(() => this.idle());
   }
 
-  /** Whether requests are in flight now. */
+  /**
+   * Whether requests are in flight now, or were a moment ago: between the answer to one request
+   * and the next a busy server has no request in flight, and deliveries must not take that gap
+   * for a quiet server.
+   */
   busy(): boolean {
-    return this.percent < 100 && (this.foreground?.inFlight() ?? 0) > 0;
+    if (this.percent >= 100 || !this.foreground) return false;
+    return this.foreground.inFlight() > 0 || performance.now() - this.idleSince < IDLE_GRACE_MS;
   }
 
   /** Whether a batch may be claimed now (no pause running). */
@@ -54,15 +64,16 @@ export class DeliveryShare {
     return this.pausedUntil === 0 || performance.now() >= this.pausedUntil;
   }
 
-  /**
-   * A batch of deliveries took `ms`; `full`: its claim took all the rows it could (more wait).
-   * While the server is busy, the batch after a full one waits its turn.
-   */
-  worked(ms: number, full: boolean): void {
-    const now = performance.now();
+  /** A claim took all the rows it could (`full`: more wait, deliveries are behind) or fewer (they caught up). */
+  claimed(full: boolean): void {
     if (!full) this.behindSince = undefined;
-    else this.behindSince ??= now;
-    if (!full || !this.busy() || now - this.behindSince! > this.maxYieldMs) return;
+    else this.behindSince ??= performance.now();
+  }
+
+  /** A batch of a full claim took `ms`: while the server is busy, the next one waits its turn. */
+  worked(ms: number): void {
+    const now = performance.now();
+    if (this.behindSince === undefined || !this.busy() || now - this.behindSince > this.maxYieldMs) return;
     const pause = Math.min((ms * (100 - this.percent)) / this.percent, MAX_PAUSE_MS);
     const until = now + pause;
     if (until <= this.pausedUntil) return;
@@ -78,10 +89,19 @@ export class DeliveryShare {
   }
 
   private idle(): void {
-    if (this.pausedUntil === 0 || this.idleCheck) return;
+    this.idleSince = performance.now();
+    this.checkIdle();
+  }
+
+  private checkIdle(): void {
+    if (this.pausedUntil === 0 || this.idleCheck || !this.foreground) return;
+    const { foreground } = this;
+    const arrivals = foreground.arrivals();
     this.idleCheck = setTimeout(() => {
       this.idleCheck = undefined;
-      if (!this.busy()) this.end();
+      if (foreground.inFlight() > 0) return; // its end calls idle() again
+      if (foreground.arrivals() === arrivals) this.end();
+      else this.checkIdle();
     }, IDLE_GRACE_MS);
   }
 

@@ -34,6 +34,7 @@ export class Admission {
   private readonly lanes = new Map<string, Waiter[]>();
   private readonly retryAfterSeconds: number;
   private readonly idleListeners: (() => void)[] = [];
+  private arrived = 0;
 
   constructor(private readonly limits: AdmissionLimits) {
     this.retryAfterSeconds = Math.max(1, Math.ceil(limits.admissionMaxWaitMs / 1000));
@@ -41,6 +42,11 @@ export class Admission {
 
   load(): AdmissionLoad {
     return { inWork: this.inWork, queued: this.queued };
+  }
+
+  /** Requests that have asked for a place so far. */
+  arrivals(): number {
+    return this.arrived;
   }
 
   /** Requests in work or waiting for their turn. */
@@ -55,6 +61,7 @@ export class Admission {
 
   /** A place in work for a request of `lane` (a project id): at once when there is one, else after its wait. */
   enter(lane: string): Release | Promise<Release> {
+    this.arrived++;
     if (this.inWork < this.limits.admissionMaxInWork && this.queued === 0) {
       this.inWork++;
       return this.releaser();
