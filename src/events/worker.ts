@@ -24,6 +24,13 @@ const MAX_BATCHES = 8;
  * backlog is worked off in small slices between the requests.
  */
 const BUSY_BATCH_ROWS = 20;
+/**
+ * While requests are in flight, a claim of this many changes or more means deliveries fall behind
+ * the writes: fewer accumulate between two claims when deliveries keep up with writes at a
+ * steady rate, but a burst of writes gathers more, and deliveries that kept up with a burst
+ * would take the cores from it.
+ */
+const BEHIND_ROWS = 5;
 
 /**
  * The outbox's workers of one server: claim due rows in batches, changes to match (matched and
@@ -109,8 +116,9 @@ export class EventWorker {
         const limit = busy ? BUSY_BATCH_ROWS : BATCH_ROWS;
         const started = performance.now();
         const rows = await claimDue(this.db, limit, this.batches.leaseMs);
-        this.share.claimed(rows.length === limit);
-        if (rows.length > 0) this.run(rows, started, rows.length === limit);
+        const behind = rows.length >= (busy ? BEHIND_ROWS : limit);
+        this.share.claimed(behind);
+        if (rows.length > 0) this.run(rows, started, behind);
         if (rows.length === limit) this.again = true;
       } while (this.again && !this.closed);
     } catch (error) {
@@ -120,11 +128,11 @@ export class EventWorker {
     }
   }
 
-  /** `full`: the claim took as many rows as it could, so more wait (a backlog). */
-  private run(rows: OutboxRow[], started: number, full: boolean): void {
+  /** `behind`: the claim found a backlog (see BEHIND_ROWS). */
+  private run(rows: OutboxRow[], started: number, behind: boolean): void {
     const work = this.handle(rows).finally(() => {
       this.inFlight.delete(work);
-      if (full) this.share.worked(performance.now() - started);
+      if (behind) this.share.worked(performance.now() - started);
       this.kick();
     });
     this.inFlight.add(work);

@@ -1,16 +1,25 @@
 /**
  * What the server does in the foreground, as the composition root supplies it (admission control):
- * how many requests are in flight, how many have arrived so far, and a call each time the last
- * one in flight ends.
+ * how many requests are in flight, the most that were at once since the last call, how many have
+ * arrived so far, and a call each time the last one in flight ends.
  */
 export interface Foreground {
   inFlight(): number;
+  peakInFlight(): number;
   arrivals(): number;
   onIdle(listener: () => void): void;
 }
 
 /** The longest pause between two batches while the server is busy, whatever the share. */
 const MAX_PAUSE_MS = 5_000;
+/**
+ * Requests at once that make a crowd: deliveries yield only when at least this many were in
+ * flight together since the last look. A steady rate of writes that the server serves one after
+ * the other (100 writes/s) never makes one, so its deliveries never wait for it, whereas clients
+ * that keep the server saturated do: and if deliveries slow requests down until they overlap,
+ * yielding speeds them up again (it does not feed on itself).
+ */
+const CROWD = 2;
 /**
  * How long the server must stay without requests (none in flight, none arrived) before a pause
  * ends early: clients that send their next request as soon as an answer arrives leave shorter
@@ -19,8 +28,8 @@ const MAX_PAUSE_MS = 5_000;
 const IDLE_GRACE_MS = 10;
 
 /**
- * Deliveries are background work. While the server has requests in flight and deliveries fall
- * behind the writes (a claim found more rows than it may take), the batch that just ended is
+ * Deliveries are background work. While the server is crowded with requests and deliveries fall
+ * behind the writes (a claim found a backlog), the batch that just ended is
  * followed by a pause, so that batches take at most `percent` of the time (a batch of `w` ms
  * waits `w × (100 − percent) / percent` ms, at most 5 s); the outbox holds what waits,
  * durably. Deliveries that keep up are never paused, a server without requests claims again at
@@ -36,8 +45,6 @@ export class DeliveryShare {
   private behindSince: number | undefined;
   private resumeTimer: NodeJS.Timeout | undefined;
   private idleCheck: NodeJS.Timeout | undefined;
-  /** When the last request in flight ended. */
-  private idleSince = -Infinity;
 
   constructor(
     private readonly percent: number,
@@ -50,13 +57,13 @@ export class DeliveryShare {
   }
 
   /**
-   * Whether requests are in flight now, or were a moment ago: between the answer to one request
-   * and the next a busy server has no request in flight, and deliveries must not take that gap
-   * for a quiet server.
+   * Whether a crowd of requests was in flight at some moment since the last look: a busy server
+   * has gaps between an answer and the next request, and deliveries must not take such a gap for
+   * a quiet server.
    */
   busy(): boolean {
     if (this.percent >= 100 || !this.foreground) return false;
-    return this.foreground.inFlight() > 0 || performance.now() - this.idleSince < IDLE_GRACE_MS;
+    return this.foreground.peakInFlight() >= CROWD;
   }
 
   /** Whether a batch may be claimed now (no pause running). */
@@ -89,7 +96,6 @@ export class DeliveryShare {
   }
 
   private idle(): void {
-    this.idleSince = performance.now();
     this.checkIdle();
   }
 

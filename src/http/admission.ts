@@ -35,6 +35,7 @@ export class Admission {
   private readonly retryAfterSeconds: number;
   private readonly idleListeners: (() => void)[] = [];
   private arrived = 0;
+  private peak = 0;
 
   constructor(private readonly limits: AdmissionLimits) {
     this.retryAfterSeconds = Math.max(1, Math.ceil(limits.admissionMaxWaitMs / 1000));
@@ -47,6 +48,13 @@ export class Admission {
   /** Requests that have asked for a place so far. */
   arrivals(): number {
     return this.arrived;
+  }
+
+  /** The most requests in flight at once since the last call (then: those in flight now). */
+  peakInFlight(): number {
+    const peak = Math.max(this.peak, this.inFlight());
+    this.peak = this.inFlight();
+    return peak;
   }
 
   /** Requests in work or waiting for their turn. */
@@ -62,6 +70,8 @@ export class Admission {
   /** A place in work for a request of `lane` (a project id): at once when there is one, else after its wait. */
   enter(lane: string): Release | Promise<Release> {
     this.arrived++;
+    // Counted before it is admitted or queued: itself included.
+    if (this.inWork + this.queued + 1 > this.peak) this.peak = this.inWork + this.queued + 1;
     if (this.inWork < this.limits.admissionMaxInWork && this.queued === 0) {
       this.inWork++;
       return this.releaser();
