@@ -19,13 +19,13 @@ export type { BotDelivery, EventConfig } from './attempts.js';
 const BATCH_ROWS = 100;
 const MAX_BATCHES = 8;
 /**
- * While requests are in flight: one batch at a time, of at most this many rows; a full one (more
- * rows wait: deliveries fall behind the writes) is followed by its pause (DeliveryShare), so a
- * backlog is worked off in small slices between the requests.
+ * While requests crowd the server: one batch at a time, of at most this many rows; one that found
+ * a backlog (BEHIND_ROWS) is followed by its pause (DeliveryShare), so the backlog is worked off in
+ * small slices between the requests.
  */
 const BUSY_BATCH_ROWS = 20;
 /**
- * While requests are in flight, a claim of this many changes or more means deliveries fall behind
+ * While requests crowd the server, a claim of this many changes or more means deliveries fall behind
  * the writes: fewer accumulate between two claims when deliveries keep up with writes at a
  * steady rate, but a burst of writes gathers more, and deliveries that kept up with a burst
  * would take the cores from it.
@@ -37,7 +37,7 @@ const BEHIND_ROWS = 5;
  * first attempted together, deliverChanges) and deliveries to attempt again, with at most
  * SUBSCRIPTION_CONCURRENCY attempts in flight. Woken by this server's commits of recorded changes
  * and by the retries it scheduled, and every SUBSCRIPTION_POLL_MS for what other servers left (a
- * lease that passed). While the server has requests in flight, deliveries yield to them
+ * lease that passed). While requests crowd the server, deliveries yield to them
  * (SUBSCRIPTION_BUSY_SHARE_PERCENT, DeliveryShare): what waits stays in the outbox.
  */
 export class EventWorker {
@@ -98,7 +98,9 @@ export class EventWorker {
 
   /** Claims while there is room: a batch in hand and attempts waiting for a slot both count. */
   private hasRoom(busy: boolean): boolean {
-    if (busy) return this.inFlight.size === 0 && this.share.mayClaim();
+    // A pause holds whoever looks: it ends when the server has had no request for a moment.
+    if (!this.share.mayClaim()) return false;
+    if (busy) return this.inFlight.size === 0;
     return this.inFlight.size < MAX_BATCHES && this.batches.slots.queued < this.batches.config.subscriptionConcurrency;
   }
 

@@ -41,7 +41,7 @@ const IDLE_GRACE_MS = 10;
  */
 export class DeliveryShare {
   private pausedUntil = 0;
-  /** Since when every claim was full (deliveries behind the writes); undefined when they keep up. */
+  /** Since when every claim found a backlog (deliveries behind the writes); undefined when they keep up. */
   private behindSince: number | undefined;
   private resumeTimer: NodeJS.Timeout | undefined;
   private idleCheck: NodeJS.Timeout | undefined;
@@ -71,13 +71,13 @@ export class DeliveryShare {
     return this.pausedUntil === 0 || performance.now() >= this.pausedUntil;
   }
 
-  /** A claim took all the rows it could (`full`: more wait, deliveries are behind) or fewer (they caught up). */
-  claimed(full: boolean): void {
-    if (!full) this.behindSince = undefined;
+  /** A claim found a backlog (`behind`: deliveries fall behind the writes) or not (they caught up). */
+  claimed(behind: boolean): void {
+    if (!behind) this.behindSince = undefined;
     else this.behindSince ??= performance.now();
   }
 
-  /** A batch of a full claim took `ms`: while the server is busy, the next one waits its turn. */
+  /** A batch of a claim that found a backlog took `ms`: while the server is busy, the next one waits its turn. */
   worked(ms: number): void {
     const now = performance.now();
     if (this.behindSince === undefined || !this.busy() || now - this.behindSince > this.maxYieldMs) return;
