@@ -19,7 +19,8 @@ import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
 import { cpuSeconds, cpuSince, cpuSnapshot } from './process-cpu.js';
 
-// Lower rates for a loaded machine: BENCH_WRITES_PER_SECOND, BENCH_SECONDS.
+// Lower rates for a loaded machine: BENCH_WRITES_PER_SECOND, BENCH_SECONDS; BENCH_ROUNDS=0 measures latency only.
+// SUBSCRIPTION_BUSY_SHARE_PERCENT is passed to the server (docs/configuration.md).
 const WRITES_PER_SECOND = Number(process.env.BENCH_WRITES_PER_SECOND ?? 100);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -40,7 +41,7 @@ const hook = `http://127.0.0.1:${port}/hook`;
 
 const databaseUrl = process.env.DATABASE_URL;
 const server = await startServer(
-  loadConfig({ PORT: '0', DATA_DIR: 'memory://', BASE_URL: 'http://localhost/', DATABASE_URL: databaseUrl, SUPER_ADMIN_PASSWORD: 'bench-password-0123456789', LOG_LEVEL: 'silent', OUTBOUND_ALLOW_PRIVATE_ADDRESSES: 'true', ADMISSION_MAX_WAIT_MS: '600000', ADMISSION_MAX_QUEUED: '100000', ADMISSION_MAX_QUEUED_PER_PROJECT: '100000' }),
+  loadConfig({ PORT: '0', DATA_DIR: 'memory://', BASE_URL: 'http://localhost/', DATABASE_URL: databaseUrl, SUPER_ADMIN_PASSWORD: 'bench-password-0123456789', LOG_LEVEL: 'silent', OUTBOUND_ALLOW_PRIVATE_ADDRESSES: 'true', ADMISSION_MAX_WAIT_MS: '600000', ADMISSION_MAX_QUEUED: '100000', ADMISSION_MAX_QUEUED_PER_PROJECT: '100000', SUBSCRIPTION_BUSY_SHARE_PERCENT: process.env.SUBSCRIPTION_BUSY_SHARE_PERCENT }),
   { log: pino({ level: 'silent' }) },
 );
 
@@ -99,13 +100,16 @@ async function latency(): Promise<void> {
   const latencies = [...committed].map(([id, at]) => (arrivals.get(id) ?? Infinity) - at).sort((a, b) => a - b);
   const percentile = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
   const reached = [...committed.keys()].filter((id) => arrivals.has(id)).length;
-  console.log(`commit to first delivery attempt, ${WRITES_PER_SECOND} writes/s × ${SECONDS} s, ${SUBSCRIPTIONS} matching Subscriptions: p50 ${percentile(50)} ms, p95 ${percentile(95)} ms, p99 ${percentile(99)} ms (${reached}/${committed.size} resources delivered, ${requests} requests); per write with its ${SUBSCRIPTIONS} deliveries, until all arrived: CPU of this process (server and clients) ${(cpuMs / committed.size).toFixed(2)} ms, ${(statements / committed.size).toFixed(1)} SQL statements`);
+  const { requests: total, distinct } = await ask<{ requests: number; distinct: number }>('count');
+  console.log(`commit to first delivery attempt, ${WRITES_PER_SECOND} writes/s × ${SECONDS} s, ${SUBSCRIPTIONS} matching Subscriptions: p50 ${percentile(50)} ms, p95 ${percentile(95)} ms, p99 ${percentile(99)} ms (${reached}/${committed.size} resources delivered, ${requests} requests; since the start ${total} requests, ${total - distinct} of them repeats); per write with its ${SUBSCRIPTIONS} deliveries, until all arrived: CPU of this process (server and clients) ${(cpuMs / committed.size).toFixed(2)} ms, ${(statements / committed.size).toFixed(1)} SQL statements`);
 }
 
 interface Round {
   readonly creates: number;
   readonly deliveredInRound: number;
   readonly drainMs: number;
+  /** CPU ms during the burst alone (not its drain): this process, the database and the receiver. */
+  readonly burstCpuMs: number;
 }
 
 /** CLIENTS clients creating Observations for THROUGHPUT_SECONDS; with Subscriptions, then waits until every delivery arrived. */
@@ -122,6 +126,8 @@ async function round(write: Write, deliveries: number): Promise<Round> {
     }
   }));
   const deliveredInRound = (await received()) - requestsBefore;
+  const burstCpu = await cpuSince(process.pid, databaseUrl, cpuBefore);
+  const burstCpuMs = (burstCpu.server + burstCpu.database + cpuSeconds(receiver.pid!) - receiverBefore) * 1000;
   const drainStarted = performance.now();
   const all = (await delivered(requestsBefore + creates * deliveries, 120_000)) - requestsBefore;
   const drainMs = performance.now() - drainStarted;
@@ -129,8 +135,8 @@ async function round(write: Write, deliveries: number): Promise<Round> {
   const receiverCpu = cpuSeconds(receiver.pid!) - receiverBefore;
   const per = (seconds: number) => ((seconds * 1000) / creates).toFixed(2);
   const deliveryNote = deliveries === 0 ? '' : `, ${deliveredInRound} deliveries within the round (${((100 * deliveredInRound) / (creates * deliveries)).toFixed(0)}%), all ${all}/${creates * deliveries} ${drainMs.toFixed(0)} ms after it`;
-  console.log(`  ${deliveries === 0 ? 'without' : 'with   '}: ${(creates / THROUGHPUT_SECONDS).toFixed(0)} creates/s${deliveryNote}; CPU per create (deliveries included) ms: this process ${per(cpu.server)}, database ${per(cpu.database)}, receiver ${per(receiverCpu)}`);
-  return { creates, deliveredInRound, drainMs };
+  console.log(`  ${deliveries === 0 ? 'without' : 'with   '}: ${(creates / THROUGHPUT_SECONDS).toFixed(0)} creates/s${deliveryNote}; CPU per create (deliveries included) ms: this process ${per(cpu.server)}, database ${per(cpu.database)}, receiver ${per(receiverCpu)}; during the burst alone ${(burstCpuMs / creates).toFixed(2)} in all`);
+  return { creates, deliveredInRound, drainMs, burstCpuMs };
 }
 
 await latency();
@@ -154,6 +160,16 @@ const withRate = sum((r) => r.with.creates) / (ROUNDS * THROUGHPUT_SECONDS);
 const withoutRate = sum((r) => r.without.creates) / (ROUNDS * THROUGHPUT_SECONDS);
 // Sustained: the writes of a round over the time until their last delivery arrived.
 const sustained = sum((r) => r.with.creates) / (sum((r) => THROUGHPUT_SECONDS * 1000 + r.with.drainMs) / 1000);
-console.log(`creates/s at ${CLIENTS} clients over ${ROUNDS} alternating rounds: without Subscriptions ${withoutRate.toFixed(0)}, with ${SUBSCRIPTIONS} matching ${withRate.toFixed(0)} (${((100 * withRate) / withoutRate).toFixed(0)}%); with, counted until the last delivery arrived: ${sustained.toFixed(0)} (${((100 * sustained) / withoutRate).toFixed(0)}%)`);
+const drainSeconds = sum((r) => r.with.drainMs) / ROUNDS / 1000;
+const backlog = sum((r) => r.with.creates * SUBSCRIPTIONS - r.with.deliveredInRound) / ROUNDS;
+if (ROUNDS > 0) console.log(`creates/s at ${CLIENTS} clients during a ${THROUGHPUT_SECONDS} s burst, ${ROUNDS} alternating rounds: without Subscriptions ${withoutRate.toFixed(0)}, with ${SUBSCRIPTIONS} matching ${withRate.toFixed(0)} (${((100 * withRate) / withoutRate).toFixed(0)}%)`);
+if (ROUNDS > 0) console.log(`backlog left at the end of a burst: ${backlog.toFixed(0)} deliveries on average, drained in ${drainSeconds.toFixed(1)} s (${(backlog / Math.max(drainSeconds, 0.001)).toFixed(0)} deliveries/s); sustained, the burst's creates over the time until their last delivery arrived: ${sustained.toFixed(0)}/s (${((100 * sustained) / withoutRate).toFixed(0)}% of without)`);
+// On saturated cores the write rate goes as 1 / (CPU per write during the burst, every process of
+// the bench counted), whatever else runs on the machine: the load-independent reading of the ratio.
+const burstCpuWithout = sum((r) => r.without.burstCpuMs) / sum((r) => r.without.creates);
+const burstCpuWith = sum((r) => r.with.burstCpuMs) / sum((r) => r.with.creates);
+if (ROUNDS > 0) console.log(`CPU per create during the burst (this process, database, receiver): without ${burstCpuWithout.toFixed(2)} ms, with ${burstCpuWith.toFixed(2)} ms: on saturated cores, creates with Subscriptions at most ${((100 * burstCpuWithout) / burstCpuWith).toFixed(0)}% of those without`);
+const whole = await ask<{ requests: number; distinct: number }>('count');
+console.log(`receiver, whole run: ${whole.requests} requests, ${whole.requests - whole.distinct} of them repeats of an event id (attempts made again)`);
 await server.close();
 receiver.disconnect();

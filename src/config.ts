@@ -27,6 +27,13 @@ export function loadConfig(env: Env = process.env): Config {
     return value;
   };
 
+  const percent = (name: string, fallback: number): number => {
+    const value = int(name, fallback, 1);
+    if (value <= 100) return value;
+    problems.push(`${name} must be an integer from 1 to 100, got "${merged[name]}"`);
+    return fallback;
+  };
+
   const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
     const raw = merged[name];
     if (raw === undefined || raw === '') return fallback;
@@ -131,6 +138,8 @@ export function loadConfig(env: Env = process.env): Config {
     subscriptionRetryBaseMs: int('SUBSCRIPTION_RETRY_BASE_MS', 1_000, 1),
     subscriptionPollMs: int('SUBSCRIPTION_POLL_MS', 1_000, 10),
     subscriptionConcurrency: int('SUBSCRIPTION_CONCURRENCY', 32, 1),
+    subscriptionBusySharePercent: percent('SUBSCRIPTION_BUSY_SHARE_PERCENT', 20),
+    subscriptionBusyMaxMs: int('SUBSCRIPTION_BUSY_MAX_MS', 10_000),
     wsMaxConnections: int('WS_MAX_CONNECTIONS', 1_000, 1),
     wsMaxConnectionsPerProject: int('WS_MAX_CONNECTIONS_PER_PROJECT', 100, 1),
     wsMaxBindingsPerSocket: int('WS_MAX_BINDINGS_PER_SOCKET', 50, 1),

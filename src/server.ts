@@ -147,7 +147,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const readRouting = replicas && new ReadYourWrites(replicas, db, bus, log);
   const bots = new BotRunner({ config, auth, log, apiAs: botApi(() => services, config, log) });
   const services: Services = { log, ...storage, auth, bus, readRouting, bots };
-  events.deliverWith(storage, auth, botDelivery(services));
+  const admission = new Admission(config);
+  // Deliveries yield to the requests admission lets in (src/events/yielding.ts).
+  events.deliverWith(storage, auth, botDelivery(services), admission);
   // AsyncJobs no queued job stands for, whose server stopped, become `error` (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
   // Queued jobs, and jobs whose server stopped, run here as well as anywhere (src/operations/jobs).
@@ -155,7 +157,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const statistics = keepStatistics(db, config, log);
   // Ended exports' files go after EXPORT_FILE_TTL_MS, whichever server notices first (src/bulk).
   const exportExpiry = startExportExpiry(services);
-  const admission = new Admission(config);
   const metrics = new ServerMetrics(metricsSources(services, admission));
   const exposition = cluster.isWorker ? workerExposition(metrics.registry) : localExposition(metrics.registry);
   // With WORKERS, the primary serves METRICS_PORT for all of them (src/workers.ts).

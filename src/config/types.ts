@@ -161,6 +161,16 @@ export interface Config {
   readonly subscriptionPollMs: number;
   /** Subscriptions: most deliveries one server makes at once. */
   readonly subscriptionConcurrency: number;
+  /**
+   * Subscriptions: the share of time (percent) deliveries may take while the server has requests
+   * in flight; they take all of it when it has none. 100: deliveries never yield.
+   */
+  readonly subscriptionBusySharePercent: number;
+  /**
+   * Subscriptions: how long deliveries keep yielding to requests while they stay behind the
+   * writes; then they compete with requests as equals until they catch up.
+   */
+  readonly subscriptionBusyMaxMs: number;
   /** WebSocket subscriptions: most sockets one server process holds, bound or not. */
   readonly wsMaxConnections: number;
   /** WebSocket subscriptions: most sockets one project holds on one server process. */

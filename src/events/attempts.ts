@@ -13,7 +13,7 @@ export type BotDelivery = (delivery: RestHookDelivery & { projectId: string; bot
 export type EventConfig = Pick<
   Config,
   | 'fhirBaseUrl' | 'accurateCountThreshold' | 'searchMaxValueLength' | 'searchMaxParameters' | 'searchMaxOrValues'
-  | 'subscriptionTimeoutMs' | 'subscriptionRetryBaseMs' | 'subscriptionPollMs' | 'subscriptionConcurrency' | 'outboundAllowPrivateAddresses'
+  | 'subscriptionTimeoutMs' | 'subscriptionRetryBaseMs' | 'subscriptionPollMs' | 'subscriptionConcurrency' | 'subscriptionBusySharePercent' | 'subscriptionBusyMaxMs' | 'outboundAllowPrivateAddresses'
 >;
 
 /** Longest wait between two attempts of one delivery. */

@@ -9,6 +9,7 @@ import type { ChannelListener } from './change-batch.js';
 import { SubscriptionChangeLog } from './change-log.js';
 import { EventWorker, type BotDelivery } from './worker.js';
 import { WebSocketHub } from './websocket/hub.js';
+import type { Foreground } from './yielding.js';
 import { webSocketListener } from './websocket/listener.js';
 
 export interface Events {
@@ -18,8 +19,8 @@ export interface Events {
   readonly subscriptions: ActiveSubscriptions;
   /** Matches for Subscriptions of `channelType` (other than rest-hook) go to `listener`; before deliverWith. */
   onMatch(channelType: string, listener: ChannelListener): void;
-  /** Starts this server's workers, which read and write resources with `storage`. */
-  deliverWith(storage: StorageServices, auth: AuthService, botDelivery?: BotDelivery): EventWorker;
+  /** Starts this server's workers, which read and write resources with `storage` and yield to `foreground`'s requests. */
+  deliverWith(storage: StorageServices, auth: AuthService, botDelivery?: BotDelivery, foreground?: Foreground): EventWorker;
   /** The sockets of websocket Subscriptions this server holds; set by deliverWith. */
   readonly webSockets: WebSocketHub | undefined;
   close(): Promise<void>;
@@ -37,12 +38,12 @@ export function startEvents(db: Database, config: Config, log: Logger, bus: Inva
     changeLog,
     subscriptions,
     onMatch: (channelType, listener) => void channels.set(channelType, listener),
-    deliverWith(storage, auth, botDelivery) {
+    deliverWith(storage, auth, botDelivery, foreground) {
       const workerLog = log.child({ component: 'subscriptions' });
       const hub = new WebSocketHub(bus, storage, config, workerLog);
       webSockets = hub;
       channels.set('websocket', webSocketListener(hub, workerLog));
-      worker = new EventWorker(db, storage, auth, config, subscriptions, channels, workerLog, botDelivery);
+      worker = new EventWorker(db, storage, auth, config, subscriptions, channels, workerLog, botDelivery, foreground);
       worker.start();
       return worker;
     },

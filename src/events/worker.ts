@@ -11,19 +11,34 @@ import { claimDue, finish, retryLater, type OutboxRow } from './outbox.js';
 import type { RestHookDelivery } from './rest-hook.js';
 import type { Subscription } from './subscription.js';
 import { unreadVersion } from './versions.js';
+import { DeliveryShare, type Foreground } from './yielding.js';
 
 export type { BotDelivery, EventConfig } from './attempts.js';
 
 /** The most rows one claim takes, and the most claimed batches a server works on at once. */
 const BATCH_ROWS = 100;
 const MAX_BATCHES = 8;
+/**
+ * While requests crowd the server: one batch at a time, of at most this many rows; one that found
+ * a backlog (BEHIND_ROWS) is followed by its pause (DeliveryShare), so the backlog is worked off in
+ * small slices between the requests.
+ */
+const BUSY_BATCH_ROWS = 20;
+/**
+ * While requests crowd the server, a claim of this many changes or more means deliveries fall behind
+ * the writes: fewer accumulate between two claims when deliveries keep up with writes at a
+ * steady rate, but a burst of writes gathers more, and deliveries that kept up with a burst
+ * would take the cores from it.
+ */
+const BEHIND_ROWS = 5;
 
 /**
  * The outbox's workers of one server: claim due rows in batches, changes to match (matched and
  * first attempted together, deliverChanges) and deliveries to attempt again, with at most
  * SUBSCRIPTION_CONCURRENCY attempts in flight. Woken by this server's commits of recorded changes
  * and by the retries it scheduled, and every SUBSCRIPTION_POLL_MS for what other servers left (a
- * lease that passed).
+ * lease that passed). While requests crowd the server, deliveries yield to them
+ * (SUBSCRIPTION_BUSY_SHARE_PERCENT, DeliveryShare): what waits stays in the outbox.
  */
 export class EventWorker {
   private readonly inFlight = new Set<Promise<void>>();
@@ -33,6 +48,7 @@ export class EventWorker {
   private poll: NodeJS.Timeout | undefined;
   private readonly retries = new Set<NodeJS.Timeout>();
   private readonly batches: ChangeBatches;
+  private readonly share: DeliveryShare;
   /** Aborts the requests in flight when the server stops: their rows become due again when their lease passes. */
   private readonly stopping = new AbortController();
 
@@ -45,7 +61,9 @@ export class EventWorker {
     channels: ReadonlyMap<string, ChannelListener>,
     private readonly log: Logger,
     botDelivery?: BotDelivery,
+    foreground?: Foreground,
   ) {
+    this.share = new DeliveryShare(config.subscriptionBusySharePercent, config.subscriptionBusyMaxMs, foreground, () => this.kick());
     // Each attempt in flight listens to it until its request ends.
     setMaxListeners(config.subscriptionConcurrency + 10, this.stopping.signal);
     this.batches = {
@@ -72,13 +90,17 @@ export class EventWorker {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.poll);
+    this.share.close();
     for (const timer of this.retries) clearTimeout(timer);
     this.stopping.abort();
     await Promise.all(this.inFlight);
   }
 
   /** Claims while there is room: a batch in hand and attempts waiting for a slot both count. */
-  private hasRoom(): boolean {
+  private hasRoom(busy: boolean): boolean {
+    // A pause holds whoever looks: it ends when the server has had no request for a moment.
+    if (!this.share.mayClaim()) return false;
+    if (busy) return this.inFlight.size === 0;
     return this.inFlight.size < MAX_BATCHES && this.batches.slots.queued < this.batches.config.subscriptionConcurrency;
   }
 
@@ -91,10 +113,15 @@ export class EventWorker {
     try {
       do {
         this.again = false;
-        if (!this.hasRoom() || this.closed) break;
-        const rows = await claimDue(this.db, BATCH_ROWS, this.batches.leaseMs);
-        if (rows.length > 0) this.run(rows);
-        if (rows.length === BATCH_ROWS) this.again = true;
+        const busy = this.share.busy();
+        if (!this.hasRoom(busy) || this.closed) break;
+        const limit = busy ? BUSY_BATCH_ROWS : BATCH_ROWS;
+        const started = performance.now();
+        const rows = await claimDue(this.db, limit, this.batches.leaseMs);
+        const behind = rows.length >= (busy ? BEHIND_ROWS : limit);
+        this.share.claimed(behind);
+        if (rows.length > 0) this.run(rows, started, behind);
+        if (rows.length === limit) this.again = true;
       } while (this.again && !this.closed);
     } catch (error) {
       this.log.warn({ err: error }, 'claiming subscription events failed; retrying at the next poll');
@@ -103,9 +130,11 @@ export class EventWorker {
     }
   }
 
-  private run(rows: OutboxRow[]): void {
+  /** `behind`: the claim found a backlog (see BEHIND_ROWS). */
+  private run(rows: OutboxRow[], started: number, behind: boolean): void {
     const work = this.handle(rows).finally(() => {
       this.inFlight.delete(work);
+      if (behind) this.share.worked(performance.now() - started);
       this.kick();
     });
     this.inFlight.add(work);

@@ -33,6 +33,9 @@ export class Admission {
   /** Lanes with waiting requests, in turn order: the next turn is the first, which then goes last. */
   private readonly lanes = new Map<string, Waiter[]>();
   private readonly retryAfterSeconds: number;
+  private readonly idleListeners: (() => void)[] = [];
+  private arrived = 0;
+  private peak = 0;
 
   constructor(private readonly limits: AdmissionLimits) {
     this.retryAfterSeconds = Math.max(1, Math.ceil(limits.admissionMaxWaitMs / 1000));
@@ -42,8 +45,33 @@ export class Admission {
     return { inWork: this.inWork, queued: this.queued };
   }
 
+  /** Requests that have asked for a place so far. */
+  arrivals(): number {
+    return this.arrived;
+  }
+
+  /** The most requests in flight at once since the last call (then: those in flight now). */
+  peakInFlight(): number {
+    const peak = Math.max(this.peak, this.inFlight());
+    this.peak = this.inFlight();
+    return peak;
+  }
+
+  /** Requests in work or waiting for their turn. */
+  inFlight(): number {
+    return this.inWork + this.queued;
+  }
+
+  /** `listener` is called each time the last request in flight ends (background work may go on). */
+  onIdle(listener: () => void): void {
+    this.idleListeners.push(listener);
+  }
+
   /** A place in work for a request of `lane` (a project id): at once when there is one, else after its wait. */
   enter(lane: string): Release | Promise<Release> {
+    this.arrived++;
+    // Counted before it is admitted or queued: itself included.
+    if (this.inWork + this.queued + 1 > this.peak) this.peak = this.inWork + this.queued + 1;
     if (this.inWork < this.limits.admissionMaxInWork && this.queued === 0) {
       this.inWork++;
       return this.releaser();
@@ -67,6 +95,7 @@ export class Admission {
       released = true;
       this.inWork--;
       this.admitNext();
+      if (this.inWork === 0) for (const listener of this.idleListeners) listener();
     };
   }
 
