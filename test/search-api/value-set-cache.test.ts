@@ -124,9 +124,16 @@ describe('value set expansions kept between searches', () => {
     await create(p, valueSet(['dog', 'cat']));
     const identity = { projectId: p.projectId, superAdmin: false };
     const db = api.server.services.db;
-    const first = await expandForSearch(db, identity, VS, 'code:in');
+    // A terminology write of another test on the shared server starts a new memory between two
+    // calls now and then: the pair is tried up to three times, so a cache that never reuses still fails.
+    let first = await expandForSearch(db, identity, VS, 'code:in');
+    let second = await expandForSearch(db, identity, VS, 'code:in');
+    for (let tries = 1; tries < 3 && second !== first; tries++) {
+      first = second;
+      second = await expandForSearch(db, identity, VS, 'code:in');
+    }
     expect(Array.isArray(first) && first.map((m) => m.code).sort()).toEqual(['cat', 'dog']);
-    expect(await expandForSearch(db, identity, VS, 'code:in')).toBe(first);
+    expect(second).toBe(first);
     // A terminology write (here a ValueSet of another url) starts a new memory.
     await withValueSet(p, `${VS}-other`, { include: [{ system: SYSTEM, concept: [{ code: 'tree' }] }] });
     const after = await expandForSearch(db, identity, VS, 'code:in');
