@@ -80,6 +80,12 @@ export interface GraphQLHandler {
 interface ServerContext {
   requestId?: string;
   addressOf?: () => string;
+  /**
+   * The request's context, built once however many paths ask for it: a prepared operation that
+   * falls back to yoga must not authenticate the request again (a wrong Basic secret would count
+   * twice against its client and address, and cost a second scrypt run).
+   */
+  contextOf?: (request: Request) => Promise<RequestContext>;
 }
 
 /**
@@ -115,8 +121,8 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
     // of the HTTP cost of a small query). The HTTP layer limits body sizes before GraphQL sees them,
     // for REST and GraphQL alike; yoga's own limit would wrap every body in a stream to count it.
     maxRequestBodySize: false,
-    context: async ({ request, requestId, addressOf }) => {
-      const requestContext = await buildRequestContext(options, request, requestId, addressOf);
+    context: async ({ request, requestId, addressOf, contextOf }) => {
+      const requestContext = await buildRequestContext(options, request, requestId, addressOf, contextOf);
       return { requestContext, loaders: createLoaders(requestContext) };
     },
     plugins,
@@ -132,7 +138,9 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
   const handler = (async (request: Request) => yoga.fetch(request, {})) as GraphQLHandler;
   Object.defineProperty(handler, 'prepared', { value: prepared });
   handler.handle = async (http) => {
-    const serverContext = { requestId: http.requestId, addressOf: http.addressOf, waitUntil: yoga.waitUntil };
+    let built: Promise<RequestContext> | undefined;
+    const contextOf = (request: Request) => (built ??= options.getContext(request, http.requestId, http.addressOf));
+    const serverContext = { requestId: http.requestId, addressOf: http.addressOf, contextOf, waitUntil: yoga.waitUntil };
     const fast = fastPathRequest(http.method, http.headers, http.body);
     if (fast) {
       // yoga's own Request class: built around the string body, no stream (the context reads its
@@ -184,7 +192,7 @@ async function preparedAnswer(
   options: GraphQLHandlerOptions,
 ): Promise<GraphQLHttpResponse | undefined> {
   try {
-    const requestContext = await options.getContext(request, serverContext.requestId, serverContext.addressOf);
+    const requestContext = await contextOfRequest(options, request, serverContext.requestId, serverContext.addressOf, serverContext.contextOf);
     const context = { ...serverContext, request, params: fast.params, requestContext, loaders: createLoaders(requestContext) };
     const result = await operation.compiled.query(undefined, context, fast.params.variables ?? {});
     if (!('data' in result) || result.errors?.length) return undefined;
@@ -229,11 +237,23 @@ async function buildRequestContext(
   request: Request,
   requestId: string | undefined,
   addressOf: (() => string) | undefined,
+  contextOf: ServerContext['contextOf'],
 ): Promise<RequestContext> {
   try {
-    return await options.getContext(request, requestId, addressOf);
+    return await contextOfRequest(options, request, requestId, addressOf, contextOf);
   } catch (error) {
     if (error instanceof OperationOutcomeError) throw outcomeToGraphQLError(error, undefined, true);
     throw error;
   }
+}
+
+/** The request's context: the one `contextOf` built for it (handle), else a new one (a fetch call). */
+function contextOfRequest(
+  options: GraphQLHandlerOptions,
+  request: Request,
+  requestId: string | undefined,
+  addressOf: (() => string) | undefined,
+  contextOf: ServerContext['contextOf'],
+): Promise<RequestContext> {
+  return contextOf ? contextOf(request) : options.getContext(request, requestId, addressOf);
 }

@@ -91,6 +91,18 @@ describe('HTTP Basic wrong-secret throttling', () => {
     for (let i = 0; i < 10; i++) expect((await getFrom(address, clientId, `graphql-${i}`, '/fhir/R4/$graphql', query)).status).toBe(401);
     expect((await getFrom(address, clientId, 'wrong-again')).status).toBe(429);
   });
+
+  it('counts a wrong secret sent to a prepared GraphQL operation once', { timeout: 180_000 }, async () => {
+    const admin = api.newProject();
+    const { clientId } = await addMemberClient(api, admin);
+    // A query of its own, run until the server answers it as a prepared operation.
+    const query = { query: `{ PatientList(_count: 7) { id } }` };
+    for (let i = 0; i < 4; i++) expect((await admin.post('/$graphql', query, { 'Content-Type': 'application/json' })).status).toBe(200);
+    const address = loopbackAddress();
+    for (let i = 0; i < 29; i++) expect((await getFrom(address, clientId, `graphql-${i}`, '/fhir/R4/$graphql', query)).status).toBe(401);
+    expect((await getFrom(address, clientId, 'graphql-30', '/fhir/R4/$graphql', query)).status).toBe(401);
+    expect((await getFrom(address, clientId, 'wrong-again')).status).toBe(429);
+  });
 });
 
 describe.skipIf(!process.env.DATABASE_URL)('HTTP Basic throttling on two servers of one PostgreSQL database', async () => {
