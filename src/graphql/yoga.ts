@@ -122,7 +122,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
     // for REST and GraphQL alike; yoga's own limit would wrap every body in a stream to count it.
     maxRequestBodySize: false,
     context: async ({ request, requestId, addressOf, contextOf }) => {
-      const requestContext = await buildRequestContext(options, request, requestId, addressOf, contextOf);
+      const requestContext = await buildRequestContext(options, request, { requestId, addressOf, contextOf });
       return { requestContext, loaders: createLoaders(requestContext) };
     },
     plugins,
@@ -192,7 +192,7 @@ async function preparedAnswer(
   options: GraphQLHandlerOptions,
 ): Promise<GraphQLHttpResponse | undefined> {
   try {
-    const requestContext = await contextOfRequest(options, request, serverContext.requestId, serverContext.addressOf, serverContext.contextOf);
+    const requestContext = await contextOfRequest(options, request, serverContext);
     const context = { ...serverContext, request, params: fast.params, requestContext, loaders: createLoaders(requestContext) };
     const result = await operation.compiled.query(undefined, context, fast.params.variables ?? {});
     if (!('data' in result) || result.errors?.length) return undefined;
@@ -232,15 +232,9 @@ async function fromYogaResponse(response: Response): Promise<GraphQLHttpResponse
 }
 
 /** A failure to build the context (e.g. authentication) answers with the OperationOutcome's status. */
-async function buildRequestContext(
-  options: GraphQLHandlerOptions,
-  request: Request,
-  requestId: string | undefined,
-  addressOf: (() => string) | undefined,
-  contextOf: ServerContext['contextOf'],
-): Promise<RequestContext> {
+async function buildRequestContext(options: GraphQLHandlerOptions, request: Request, from: ServerContext): Promise<RequestContext> {
   try {
-    return await contextOfRequest(options, request, requestId, addressOf, contextOf);
+    return await contextOfRequest(options, request, from);
   } catch (error) {
     if (error instanceof OperationOutcomeError) throw outcomeToGraphQLError(error, undefined, true);
     throw error;
@@ -248,12 +242,6 @@ async function buildRequestContext(
 }
 
 /** The request's context: the one `contextOf` built for it (handle), else a new one (a fetch call). */
-function contextOfRequest(
-  options: GraphQLHandlerOptions,
-  request: Request,
-  requestId: string | undefined,
-  addressOf: (() => string) | undefined,
-  contextOf: ServerContext['contextOf'],
-): Promise<RequestContext> {
+function contextOfRequest(options: GraphQLHandlerOptions, request: Request, { requestId, addressOf, contextOf }: ServerContext): Promise<RequestContext> {
   return contextOf ? contextOf(request) : options.getContext(request, requestId, addressOf);
 }
