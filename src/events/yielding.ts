@@ -53,7 +53,7 @@ export class DeliveryShare {
     private readonly foreground: Foreground | undefined,
     private readonly resume: () => void,
   ) {
-    if (percent < 100) foreground?.onIdle(() => this.idle());
+    if (percent < 100) foreground?.onIdle(() => this.checkIdle());
   }
 
   /**
@@ -95,17 +95,13 @@ export class DeliveryShare {
     this.pausedUntil = 0;
   }
 
-  private idle(): void {
-    this.checkIdle();
-  }
-
   private checkIdle(): void {
     if (this.pausedUntil === 0 || this.idleCheck || !this.foreground) return;
     const { foreground } = this;
     const arrivals = foreground.arrivals();
     this.idleCheck = setTimeout(() => {
       this.idleCheck = undefined;
-      if (foreground.inFlight() > 0) return; // its end calls idle() again
+      if (foreground.inFlight() > 0) return; // its end calls checkIdle() again
       if (foreground.arrivals() === arrivals) this.end();
       else this.checkIdle();
     }, IDLE_GRACE_MS);

@@ -12,9 +12,8 @@ import type { DrivenSearch } from './driven.js';
 export function sortWindow(search: DrivenSearch, sort: readonly SortKey[]): ((ctx: CompileContext, window: number) => string) | undefined {
   if (!hasSortWindow(sort)) return undefined;
   const { code, descending, param } = sort[0];
-  if (param?.type === 'date') return (ctx, window) => dateSortMatches(code, descending, search.type, search.projectId, ctx, window);
-  if (param?.type === 'string') return (ctx, window) => stringSortMatches(code, descending, search.type, search.projectId, ctx, window);
-  return undefined;
+  const matches = param?.type === 'date' ? dateSortMatches : stringSortMatches;
+  return (ctx, window) => matches(code, descending, search.type, search.projectId, ctx, window);
 }
 
 /** Whether a page in `sort`'s order can be read from its parameter's index rows (sortWindow). */
