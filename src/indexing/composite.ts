@@ -191,13 +191,15 @@ export function collectComposites(resource: Resource, compositePlans: readonly C
   const seen = new Set<string>();
   for (const plan of compositePlans) {
     for (const element of plan.elements(root)) {
-      const values: ComponentValue[][] = [];
-      for (const component of plan.components) {
-        const list = componentValues(component, element, root);
-        if (list.length === 0) break;
-        values.push(list);
+      // Last component first: an element without the value (`value-quantity` of an Observation
+      // that has a coded value) is known before its `code` is evaluated for nothing.
+      const values: ComponentValue[][] = new Array(plan.components.length);
+      let complete = true;
+      for (let index = plan.components.length - 1; complete && index >= 0; index--) {
+        values[index] = componentValues(plan.components[index], element, root);
+        complete = values[index].length > 0;
       }
-      if (values.length < plan.components.length) continue;
+      if (!complete) continue;
       let combinations: ComponentValue[][] = [[]];
       for (const list of values) {
         combinations = combinations.flatMap((prefix) => list.map((value) => [...prefix, value])).slice(0, MAX_ROWS_PER_ELEMENT);
