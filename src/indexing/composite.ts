@@ -128,8 +128,21 @@ export function findCompositePlan(resourceType: string, code: string): Composite
   return getCompositePlans(resourceType).find((plan) => plan.code === code);
 }
 
+type ComponentField = 'system' | 'value' | 'number' | 'high' | 'start' | 'end';
+
 /** One component's value in the columns of a composite row (without the position suffix). */
-type ComponentValue = Partial<Record<'system' | 'value' | 'number' | 'high' | 'start' | 'end', string | null>>;
+type ComponentValue = Partial<Record<ComponentField, string | null>>;
+
+const COMPONENT_FIELDS: readonly ComponentField[] = ['system', 'value', 'number', 'high', 'start', 'end'];
+
+/** The column names of each component position (`value` of the second component: `value2`), named once. */
+const COLUMNS = Array.from(
+  { length: MAX_COMPONENTS },
+  (_, index) => Object.fromEntries(COMPONENT_FIELDS.map((field) => [field, `${field}${index + 1}`])) as Record<ComponentField, ComponentColumn>,
+);
+
+/** Every component column, null, in position order: the rest of a new row (the dedup key reads this order). */
+const NO_COMPONENTS = Object.fromEntries(COLUMNS.flatMap((names) => Object.values(names).map((name) => [name, null]))) as Record<ComponentColumn, null>;
 
 /** Scratch rows for componentValues (indexing is synchronous: one user at a time). */
 const scratch = emptyIndexRows();
@@ -167,11 +180,7 @@ function componentValues(component: CompositeComponent, element: Node, root: Nod
 }
 
 function emptyRow(code: string): CompositeRow {
-  const row = { code } as CompositeRow;
-  for (let n = 1; n <= MAX_COMPONENTS; n++) {
-    for (const column of ['system', 'value', 'number', 'high', 'start', 'end'] as const) row[`${column}${n}` as ComponentColumn] = null;
-  }
-  return row;
+  return { code, ...NO_COMPONENTS };
 }
 
 /** The composite rows of a resource, deduplicated. */
@@ -182,13 +191,15 @@ export function collectComposites(resource: Resource, compositePlans: readonly C
   const seen = new Set<string>();
   for (const plan of compositePlans) {
     for (const element of plan.elements(root)) {
-      const values: ComponentValue[][] = [];
-      for (const component of plan.components) {
-        const list = componentValues(component, element, root);
-        if (list.length === 0) break;
-        values.push(list);
+      // Last component first: an element without the value (`value-quantity` of an Observation
+      // that has a coded value) is known before its `code` is evaluated for nothing.
+      const values: ComponentValue[][] = new Array(plan.components.length);
+      let complete = true;
+      for (let index = plan.components.length - 1; complete && index >= 0; index--) {
+        values[index] = componentValues(plan.components[index], element, root);
+        complete = values[index].length > 0;
       }
-      if (values.length < plan.components.length) continue;
+      if (!complete) continue;
       let combinations: ComponentValue[][] = [[]];
       for (const list of values) {
         combinations = combinations.flatMap((prefix) => list.map((value) => [...prefix, value])).slice(0, MAX_ROWS_PER_ELEMENT);
@@ -196,7 +207,8 @@ export function collectComposites(resource: Resource, compositePlans: readonly C
       for (const combination of combinations) {
         const row = emptyRow(plan.code);
         combination.forEach((value, index) => {
-          for (const [column, text] of Object.entries(value)) row[`${column}${index + 1}` as ComponentColumn] = text ?? null;
+          const names = COLUMNS[index];
+          for (const [field, text] of Object.entries(value) as [ComponentField, string | null | undefined][]) row[names[field]] = text ?? null;
         });
         const key = Object.values(row).join('\u0001');
         if (seen.has(key)) continue;
