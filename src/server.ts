@@ -68,7 +68,7 @@ export interface StartOptions {
 const LOG_FLUSH_MS = 1000;
 
 /**
- * The server's log on stdout, written in blocks of 4 KB (or every LOG_FLUSH_MS) instead of one
+ * The server's log on stdout, written in blocks of 16 KB (or every LOG_FLUSH_MS) instead of one
  * system call per line: the request line of every request was a sizeable share of a read's CPU
  * (docs/benchmarks.md). Lines are gathered into blocks before pino's destination sees them
  * (log-blocks.ts), which writes each block at once. What is buffered is written when the process
@@ -79,8 +79,8 @@ function serverLogger(level: string): Logger {
   return pino({ level }, new LogBlocks(pino.destination({ dest: 1, sync: false }), LOG_BLOCK_CHARS, LOG_FLUSH_MS));
 }
 
-/** Characters of log lines gathered before they are written (about 20 request lines). */
-const LOG_BLOCK_CHARS = 4096;
+/** Characters of log lines gathered before they are written (about 80 request lines). */
+const LOG_BLOCK_CHARS = 16_384;
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   registerBuiltins();

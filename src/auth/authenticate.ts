@@ -107,7 +107,16 @@ let lastBearer: { readonly header: string | undefined; readonly token: string | 
 export function knownCaller(auth: AuthService, header: string | null | undefined): KnownCaller | undefined {
   const token = wellFormedBearer(header ?? undefined);
   const known = token === undefined ? undefined : auth.identities.lookup(token);
-  return known && { ...known, header: header! };
+  // Named fields rather than a spread: a spread's copy took V8's slow path in profiles of reads.
+  return known && { identity: known.identity, until: known.until, removals: known.removals, header: header! };
+}
+
+/**
+ * The identity knownCaller found, when it still stands for `header` (the cache dropped nothing
+ * since and it has not expired): what authenticateAuthorization answers first, without a promise.
+ */
+export function recentIdentity(auth: AuthService, header: string | null | undefined, known: KnownCaller | undefined): Identity | undefined {
+  return known && known.header === header && auth.identities.stillHolds(known) ? known.identity : undefined;
 }
 
 /** What knownCaller found, and for which Authorization header. */
@@ -130,8 +139,8 @@ export interface AuthenticationOptions {
  */
 export async function authenticateAuthorization(auth: AuthService, header: string | null | undefined, options: AuthenticationOptions = {}): Promise<Identity> {
   const { known, addressOf } = options;
-  // What knownCaller found for this same header, unless the cache dropped anything since.
-  if (known && known.header === header && auth.identities.stillHolds(known)) return known.identity;
+  const recent = recentIdentity(auth, header, known);
+  if (recent) return recent;
   if (header && isBasic(header)) {
     if (hasSeveralCredentials(header)) throw repeatedAuthorization();
     return basicIdentity(auth, header, addressOf);

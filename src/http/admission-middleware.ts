@@ -8,8 +8,8 @@ import type { AppEnv } from './route.js';
 /** Paths served whatever the load: health checks (and metrics, should they be mounted) must say how the server is, and operators must get in. */
 const BYPASS = /^\/(?:healthcheck|metrics)(?:\/|$)|^\/(?:admin|\.well-known)\//;
 
-/** Requests whose caller is not known yet (no token, or one not yet verified) share one lane. */
-const UNKNOWN_CALLER = '';
+/** Requests whose caller is not known yet (no token, or one not yet verified) share one lane: a name no project id can have. */
+const UNKNOWN_CALLER = '(unknown caller)';
 
 /**
  * Admission control in front of every handler (src/http/admission.ts). A request's lane is the
@@ -32,7 +32,10 @@ export function admissionControl(admission: Admission, auth: AuthService): Middl
   };
 }
 
-/** The admission lane of a request whose bearer token the identity cache holds (knownCaller), or of an unknown caller. */
+/**
+ * The admission lane of a request whose bearer token the identity cache holds (knownCaller): its
+ * project id as it is (no string built per request); or the lane of unknown callers.
+ */
 export function laneOf(known: KnownCaller | undefined): string {
-  return known ? `project:${known.identity.projectId}` : UNKNOWN_CALLER;
+  return known ? known.identity.projectId : UNKNOWN_CALLER;
 }

@@ -9,7 +9,7 @@ import { fhirRouter } from '../router/router.js';
 import type { FhirRequest, FhirResponse } from '../router/types.js';
 import type { Admission } from './admission.js';
 import { laneOf } from './admission-middleware.js';
-import { knownCaller } from '../auth/authenticate.js';
+import { knownCaller, recentIdentity } from '../auth/authenticate.js';
 import { FHIR_BASE_PATH, fhirText, type Authenticator } from './fhir-adapter.js';
 import { encodeForClient, writeAnswer } from './node-answers.js';
 import { logRequest, requestIdOf } from './request-log.js';
@@ -66,14 +66,20 @@ async function answerRead(
   let status = 500;
   let ctx: RequestContext | undefined;
   try {
-    const known = knownCaller(services.auth, headers.authorization);
-    const release = await admission.enter(laneOf(known));
+    const authorization = headers.authorization;
+    const known = knownCaller(services.auth, authorization);
+    // Values at hand are not awaited: an await takes a turn of the microtask queue even on a value.
+    const entered = admission.enter(laneOf(known));
+    const release = typeof entered === 'function' ? entered : await entered;
     try {
-      ctx = createRequestContext(services, await authenticate(headers.authorization ?? null, services, { known, addressOf: () => request.socket.remoteAddress ?? 'unknown' }), requestId);
-      const req = fhirRequestOf(path, headers);
-      const answer = await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx });
+      const identity =
+        recentIdentity(services.auth, authorization, known) ??
+        (await authenticate(authorization ?? null, services, { known, addressOf: () => request.socket.remoteAddress ?? 'unknown' }));
+      ctx = createRequestContext(services, identity, requestId);
+      const answer = await fhirRouter.dispatch(new ReadRequest(path, headers), { config: services.config, database: services.db, ctx });
       status = answer.status;
-      await send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services);
+      const sending = send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services);
+      if (sending) await sending;
     } finally {
       release();
     }
@@ -82,26 +88,40 @@ async function answerRead(
     if (failure.status >= 500) (ctx?.log ?? services.log).error({ err: error }, 'request failed');
     status = failure.status;
     const answer: FhirResponse = { status, headers: failure.headers ?? {}, body: failure.outcome };
-    await send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services).catch(() => response.destroy());
+    try {
+      await send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services);
+    } catch {
+      response.destroy();
+    }
   }
   metrics.observe('GET', READ_ROUTE, status, started);
   logRequest(services.log, requestId, 'GET', path, status, started);
 }
 
-function fhirRequestOf(path: string, headers: IncomingMessage['headers']): FhirRequest {
-  return {
-    method: 'GET',
-    path: path.slice(FHIR_BASE_PATH.length + 1),
-    query: new URLSearchParams(),
-    header: (name) => headerValue(headers, name) ?? undefined,
-  };
+/** The read as the FHIR router takes it: a class, one shape for every request, its header lookup a method rather than a closure. */
+class ReadRequest implements FhirRequest {
+  readonly method = 'GET';
+  readonly path: string;
+  readonly query = new URLSearchParams();
+
+  constructor(
+    url: string,
+    private readonly headers: IncomingMessage['headers'],
+  ) {
+    this.path = url.slice(FHIR_BASE_PATH.length + 1);
+  }
+
+  header(name: string): string | undefined {
+    return headerValue(this.headers, name) ?? undefined;
+  }
 }
 
-async function send(response: ServerResponse, answer: FhirResponse, requestId: string, acceptEncoding: string | undefined, services: Services): Promise<void> {
+/** Writes the answer; a promise only when it has to wait (compression). */
+function send(response: ServerResponse, answer: FhirResponse, requestId: string, acceptEncoding: string | undefined, services: Services): Promise<void> | undefined {
   const { body } = answer;
   if (body === undefined) {
     response.writeHead(answer.status, { ...answer.headers, 'X-Request-Id': requestId }).end();
-    return;
+    return undefined;
   }
   const text = body instanceof Uint8Array ? undefined : fhirText(body, false);
   // One headers object, in the order the full path writes them: the content type, the answer's, the id.
@@ -111,9 +131,10 @@ async function send(response: ServerResponse, answer: FhirResponse, requestId: s
   if (text !== undefined && acceptEncoding === undefined && text.length <= MAX_TEXT_WRITE) {
     // Sent as the string it is: Node writes it with the headers in one piece, no copy made first.
     writeAnswer(response, answer.status, headers, text, services.config.sendTimeoutMs, services.log);
-    return;
+    return undefined;
   }
   const bytes = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : Buffer.from(text!, 'utf8');
-  const encoded = await encodeForClient(bytes, headers, acceptEncoding);
-  writeAnswer(response, answer.status, encoded.headers, encoded.body, services.config.sendTimeoutMs, services.log);
+  return encodeForClient(bytes, headers, acceptEncoding).then((encoded) =>
+    writeAnswer(response, answer.status, encoded.headers, encoded.body, services.config.sendTimeoutMs, services.log),
+  );
 }
