@@ -38,7 +38,7 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
   beforeAll(async () => {
     db = await openPlanDatabase('flint_scale_plans');
     await writeObservations(db.custom, PROJECT, OBSERVATIONS);
-    await writeObservations(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, 'x-');
+    await writeObservations(db.custom, OTHER_PROJECT, OBSERVATIONS / 2, 'x-');
     await writePatients(db.custom, PROJECT, PATIENTS);
     await writeManyProjects(db.custom);
     await db.custom.query(
@@ -113,7 +113,7 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
 
 /**
  * MANY_PROJECTS projects `many-<i>` of 300 Observations each (ids `m<i>-o<n>`), every tenth of
- * code MANY_CODE, the others 2339-0; dated a minute apart, the projects' in turn: `m<i>-o<n>` at
+ * code MANY_CODE, the others 8867-4; dated a minute apart, the projects' in turn: `m<i>-o<n>` at
  * minute 40n + i of 2024.
  */
 async function writeManyProjects(client: pg.Client): Promise<void> {
@@ -126,7 +126,7 @@ async function writeManyProjects(client: pg.Client): Promise<void> {
   await client.query(
     `INSERT INTO token_index ("projectId", "resourceType", "resourceId", seq, code, system, value, text)
      SELECT 'many-' || i, 'Observation', 'm' || i || '-o' || g, 1, 'code', 'http://loinc.org',
-            CASE WHEN g % 10 = 0 THEN '${MANY_CODE.split('|')[1]}' ELSE '2339-0' END, NULL ${rows}`,
+            CASE WHEN g % 10 = 0 THEN '${MANY_CODE.split('|')[1]}' ELSE '8867-4' END, NULL ${rows}`,
   );
   await client.query(
     `INSERT INTO date_index ("projectId", "resourceType", "resourceId", seq, code, start, "end")

@@ -7,9 +7,9 @@ import type { SearchServices } from '../search-services.js';
 import { conditionsOnCandidates, conditionsOnResource, freshContext, joinByPrimaryKey, type AnyProjectSearch } from './driven.js';
 import { everyProject } from './every-project.js';
 import { pageOfCandidates, pageRows } from './general.js';
-import { growingWindows, impliedByIndexRows } from './growing-windows.js';
+import { GROWING_WINDOW_MAX, growingWindows, impliedByIndexRows } from './growing-windows.js';
 import { KEY_COLUMNS, type PageRows, type PageShape } from './rows.js';
-import { projectSortWindow, windowHoldsEveryRow, type ProjectSortWindow } from './sorted-window.js';
+import { projectSortWindow, sortRowsUpTo, type ProjectSortWindow } from './sorted-window.js';
 
 /** A search of one type over every project, sorted by one parameter (sortWindow). */
 export interface EveryProjectSorted {
@@ -24,10 +24,16 @@ export interface EveryProjectSorted {
   args: SqlArgs;
 }
 
-/** What one window statement found: the first rows of the projects it answered for, and the projects it did not. */
+/**
+ * What one window statement found: the first rows of the projects it answered for, the projects
+ * whose windows fell short among those with fewer sort rows than the largest window (`small`:
+ * the every-project statement sorts their few matches) and the others (`larger`: a larger
+ * window reads them).
+ */
 interface WindowRead {
   ids: string[];
-  short: string[];
+  small: string[];
+  larger: string[];
 }
 
 /**
@@ -35,10 +41,12 @@ interface WindowRead {
  * (`Observation?code=..&_sort=-date`), however many projects there are: one statement reads each
  * project's first offset + count + 1 resources from a window of its sort parameter's index rows,
  * the filters tested on them, as a search of that project alone reads them (growingWindowPage),
- * and keeps the first of their merge. Projects whose window fell short (few of its rows meet the
- * filters) are read again with a larger window, and past the largest by the every-project
- * statement restricted to them; a project whose window held every row it has is answered.
- * Undefined when the parameter has no sort window.
+ * and keeps the first of their merge. A project whose window held every row it has is answered
+ * by it. Of the projects whose windows fell short (few of its rows meet the filters), those with
+ * fewer rows of the sort parameter than the largest window are read by the every-project
+ * statement restricted to them, which sorts their matches (at most that many rows each, whatever
+ * its plan: its indexes lead with the project); the others with a larger window, and past the
+ * largest by that statement too. Undefined when the parameter has no sort window.
  */
 export async function everyProjectSortedPage(search: EveryProjectSorted, page: PageShape): Promise<PageRows | undefined> {
   const { services, type, sort } = search;
@@ -46,14 +54,17 @@ export async function everyProjectSortedPage(search: EveryProjectSorted, page: P
   if (!rows) return undefined;
   const each: PageShape = { count: page.offset + page.count + 1, offset: 0, columns: KEY_COLUMNS, kept: page.kept };
   const ids: string[] = [];
+  const sorted: string[] = [];
   let projects: readonly string[] | undefined;
   for (const window of growingWindows(each)) {
     const read = await windowOfProjects(search, rows, window, each.count, projects);
     ids.push(...read.ids);
-    projects = read.short;
+    sorted.push(...read.small);
+    projects = read.larger;
     if (projects.length === 0) break;
   }
-  if (projects && projects.length > 0) ids.push(...(await fallenProjectsRows(search, projects, each)));
+  sorted.push(...(projects ?? []));
+  if (sorted.length > 0) ids.push(...(await fallenProjectsRows(search, sorted, each)));
   return pageOfCandidates(services.db, page, type, ids, sort);
 }
 
@@ -61,7 +72,8 @@ export async function everyProjectSortedPage(search: EveryProjectSorted, page: P
  * One window statement over `projects` (undefined: every project, everyProject): each project's
  * first `first` resources among its window's rows that meet the search; the first `first` of
  * those of the projects that have as many, or whose window held every row they have, and the
- * other projects. Each project's window is an index scan of its own, stopped at `window` rows.
+ * other projects, small or larger (WindowRead). Each project's window is an index scan of its
+ * own, stopped at `window` rows.
  */
 async function windowOfProjects(
   search: EveryProjectSorted,
@@ -85,17 +97,19 @@ async function windowOfProjects(
     `SELECT d.id, d.first FROM (SELECT p.id AS "projectId", ${ctx.args.add(type)}::text AS "resourceType", g."resourceId" AS id, g.first` +
     ` FROM (${rows(ctx, window, 'p.id')}) g) d${resources}${candidates.length > 0 ? ` WHERE (${candidates.join(' AND ')}) IS TRUE` : ''}` +
     ` ORDER BY d.first ${direction}, d.id LIMIT ${limit}`;
+  const held = ctx.args.add(window);
   const sql =
     `WITH firsts AS MATERIALIZED (SELECT p.id AS project, u.id, u.first FROM unnest(${list}) p(id) LEFT JOIN LATERAL (${tested}) u ON true),` +
-    ` fell AS (SELECT e.project FROM firsts e GROUP BY e.project` +
-    ` HAVING count(e.id) < ${limit} AND NOT ${windowHoldsEveryRow(type, sort, ctx, window, 'e.project')})` +
-    ` SELECT t.id, NULL::text AS short FROM (SELECT e.id, e.first FROM firsts e WHERE e.id IS NOT NULL AND e.project NOT IN (SELECT s.project FROM fell s)` +
-    ` ORDER BY e.first ${direction}, e.id LIMIT ${limit}) t UNION ALL SELECT NULL, s.project FROM fell s`;
-  const read = await services.db.query<{ id: string | null; short: string | null }>(sql, ctx.args.values);
-  return {
-    ids: read.flatMap(({ id }) => (id === null ? [] : [id])),
-    short: read.flatMap(({ short }) => (short === null ? [] : [short])),
-  };
+    ` fell AS MATERIALIZED (SELECT e.project, ${sortRowsUpTo(type, sort, ctx, GROWING_WINDOW_MAX, 'e.project')} AS n` +
+    ` FROM firsts e GROUP BY e.project HAVING count(e.id) < ${limit})` +
+    ` SELECT t.id, NULL::text AS small, NULL::text AS larger FROM (SELECT e.id, e.first FROM firsts e` +
+    ` WHERE e.id IS NOT NULL AND e.project NOT IN (SELECT s.project FROM fell s WHERE s.n >= ${held})` +
+    ` ORDER BY e.first ${direction}, e.id LIMIT ${limit}) t` +
+    ` UNION ALL SELECT NULL, s.project, NULL FROM fell s WHERE s.n >= ${held} AND s.n < ${ctx.args.add(GROWING_WINDOW_MAX)}` +
+    ` UNION ALL SELECT NULL, NULL, s.project FROM fell s WHERE s.n >= ${held} AND s.n >= ${ctx.args.add(GROWING_WINDOW_MAX)}`;
+  const read = await services.db.query<{ id: string | null; small: string | null; larger: string | null }>(sql, ctx.args.values);
+  const present = (values: (string | null)[]): string[] => values.filter((value): value is string => value !== null);
+  return { ids: present(read.map(({ id }) => id)), small: present(read.map(({ small }) => small)), larger: present(read.map(({ larger }) => larger)) };
 }
 
 /** The first rows of the projects whose windows fell short, by the every-project statement over just them. */

@@ -27,13 +27,12 @@ export function projectSortWindow(type: string, sort: readonly SortKey[]): Proje
 }
 
 /**
- * Whether a project's window of `window` rows (projectSortWindow) held every row of the sort
- * parameter the project has, as an SQL condition: then its resources are all the project has,
- * however few of them meet the filters.
+ * How many rows of the sort parameter a project has (`project`: its id as an SQL expression),
+ * counted up to `bound`: fewer than a window's size, and the window held every one of them.
  */
-export function windowHoldsEveryRow(type: string, sort: readonly SortKey[], ctx: CompileContext, window: number, project: string): string {
+export function sortRowsUpTo(type: string, sort: readonly SortKey[], ctx: CompileContext, bound: number, project: string): string {
   const table = sort[0].param?.type === 'date' ? 'date_index' : 'string_index';
-  return `(SELECT count(*) FROM (SELECT 1 FROM ${table} w WHERE ${rowsOfCodeIn(project, type, sort[0].code, ctx)} LIMIT ${ctx.args.add(window)}) c) < ${ctx.args.add(window)}`;
+  return `(SELECT count(*) FROM (SELECT 1 FROM ${table} w WHERE ${rowsOfCodeIn(project, type, sort[0].code, ctx)} LIMIT ${ctx.args.add(bound)}) c)`;
 }
 
 /** Whether a page in `sort`'s order can be read from its parameter's index rows (sortWindow). */
