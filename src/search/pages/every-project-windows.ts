@@ -7,7 +7,7 @@ import type { SearchServices } from '../search-services.js';
 import { conditionsOnCandidates, conditionsOnResource, freshContext, joinByPrimaryKey, type AnyProjectSearch } from './driven.js';
 import { everyProject } from './every-project.js';
 import { pageOfCandidates, pageRows } from './general.js';
-import { GROWING_WINDOW_MAX, growingWindows, impliedByIndexRows } from './growing-windows.js';
+import { growingWindows, impliedByIndexRows } from './growing-windows.js';
 import { KEY_COLUMNS, type PageRows, type PageShape } from './rows.js';
 import { projectSortWindow, sortRowsUpTo, type ProjectSortWindow } from './sorted-window.js';
 
@@ -26,9 +26,9 @@ export interface EveryProjectSorted {
 
 /**
  * What one window statement found: the first rows of the projects it answered for, the projects
- * whose windows fell short among those with fewer sort rows than the largest window (`small`:
- * the every-project statement sorts their few matches) and the others (`larger`: a larger
- * window reads them).
+ * whose windows fell short among those with fewer sort rows than the next window would read
+ * (`small`: the every-project statement sorts their few matches instead) and the others
+ * (`larger`: the next window reads them).
  */
 interface WindowRead {
   ids: string[];
@@ -43,10 +43,10 @@ interface WindowRead {
  * the filters tested on them, as a search of that project alone reads them (growingWindowPage),
  * and keeps the first of their merge. A project whose window held every row it has is answered
  * by it. Of the projects whose windows fell short (few of its rows meet the filters), those with
- * fewer rows of the sort parameter than the largest window are read by the every-project
- * statement restricted to them, which sorts their matches (at most that many rows each, whatever
- * its plan: its indexes lead with the project); the others with a larger window, and past the
- * largest by that statement too. Undefined when the parameter has no sort window.
+ * fewer rows of the sort parameter than the next window would read are read by the every-project
+ * statement restricted to them, which sorts their matches (fewer than that many rows each,
+ * whatever its plan: its indexes lead with the project); the others by the next window, and past
+ * the largest by that statement too. Undefined when the parameter has no sort window.
  */
 export async function everyProjectSortedPage(search: EveryProjectSorted, page: PageShape): Promise<PageRows | undefined> {
   const { services, type, sort } = search;
@@ -56,8 +56,9 @@ export async function everyProjectSortedPage(search: EveryProjectSorted, page: P
   const ids: string[] = [];
   const sorted: string[] = [];
   let projects: readonly string[] | undefined;
-  for (const window of growingWindows(each)) {
-    const read = await windowOfProjects(search, rows, window, each.count, projects);
+  const windows = growingWindows(each);
+  for (const [i, window] of windows.entries()) {
+    const read = await windowOfProjects(search, rows, { size: window, next: windows[i + 1] ?? window }, each.count, projects);
     ids.push(...read.ids);
     sorted.push(...read.small);
     projects = read.larger;
@@ -72,13 +73,14 @@ export async function everyProjectSortedPage(search: EveryProjectSorted, page: P
  * One window statement over `projects` (undefined: every project, everyProject): each project's
  * first `first` resources among its window's rows that meet the search; the first `first` of
  * those of the projects that have as many, or whose window held every row they have, and the
- * other projects, small or larger (WindowRead). Each project's window is an index scan of its
- * own, stopped at `window` rows.
+ * other projects, small or larger than `window.next` (WindowRead). Each project's window is an
+ * index scan of its own, stopped at `window.size` rows; a project that fell short is counted up
+ * to `window.next` rows, no more than the next window would read of it.
  */
 async function windowOfProjects(
   search: EveryProjectSorted,
   rows: ProjectSortWindow,
-  window: number,
+  window: { size: number; next: number },
   first: number,
   projects: readonly string[] | undefined,
 ): Promise<WindowRead> {
@@ -95,18 +97,19 @@ async function windowOfProjects(
     : ` ${joinByPrimaryKey(driven, ctx, 'd.id', conditionsOnResource(driven, search.filters, ctx).join(' AND '))}`;
   const tested =
     `SELECT d.id, d.first FROM (SELECT p.id AS "projectId", ${ctx.args.add(type)}::text AS "resourceType", g."resourceId" AS id, g.first` +
-    ` FROM (${rows(ctx, window, 'p.id')}) g) d${resources}${candidates.length > 0 ? ` WHERE (${candidates.join(' AND ')}) IS TRUE` : ''}` +
+    ` FROM (${rows(ctx, window.size, 'p.id')}) g) d${resources}${candidates.length > 0 ? ` WHERE (${candidates.join(' AND ')}) IS TRUE` : ''}` +
     ` ORDER BY d.first ${direction}, d.id LIMIT ${limit}`;
-  const held = ctx.args.add(window);
+  const held = ctx.args.add(window.size);
+  const next = ctx.args.add(window.next);
   const sql =
     `WITH firsts AS MATERIALIZED (SELECT p.id AS project, u.id, u.first FROM unnest(${list}) p(id) LEFT JOIN LATERAL (${tested}) u ON true),` +
-    ` fell AS MATERIALIZED (SELECT e.project, ${sortRowsUpTo(type, sort, ctx, GROWING_WINDOW_MAX, 'e.project')} AS n` +
+    ` fell AS MATERIALIZED (SELECT e.project, ${sortRowsUpTo(type, sort, ctx, window.next, 'e.project')} AS n` +
     ` FROM firsts e GROUP BY e.project HAVING count(e.id) < ${limit})` +
     ` SELECT t.id, NULL::text AS small, NULL::text AS larger FROM (SELECT e.id, e.first FROM firsts e` +
     ` WHERE e.id IS NOT NULL AND e.project NOT IN (SELECT s.project FROM fell s WHERE s.n >= ${held})` +
     ` ORDER BY e.first ${direction}, e.id LIMIT ${limit}) t` +
-    ` UNION ALL SELECT NULL, s.project, NULL FROM fell s WHERE s.n >= ${held} AND s.n < ${ctx.args.add(GROWING_WINDOW_MAX)}` +
-    ` UNION ALL SELECT NULL, NULL, s.project FROM fell s WHERE s.n >= ${held} AND s.n >= ${ctx.args.add(GROWING_WINDOW_MAX)}`;
+    ` UNION ALL SELECT NULL, s.project, NULL FROM fell s WHERE s.n >= ${held} AND s.n < ${next}` +
+    ` UNION ALL SELECT NULL, NULL, s.project FROM fell s WHERE s.n >= ${next}`;
   const read = await services.db.query<{ id: string | null; small: string | null; larger: string | null }>(sql, ctx.args.values);
   const present = (values: (string | null)[]): string[] => values.filter((value): value is string => value !== null);
   return { ids: present(read.map(({ id }) => id)), small: present(read.map(({ small }) => small)), larger: present(read.map(({ larger }) => larger)) };
