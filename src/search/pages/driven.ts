@@ -20,8 +20,11 @@ export interface DrivenSearch {
   ctx: CompileContext;
 }
 
+/** A DrivenSearch whose statement reads several projects, each row naming its own. */
+export type AnyProjectSearch = Omit<DrivenSearch, 'projectId'>;
+
 /** The search's compile context with arguments of its own, for a statement compiled anew. */
-export function freshContext(search: DrivenSearch): CompileContext {
+export function freshContext(search: Pick<DrivenSearch, 'ctx'>): CompileContext {
   return { ...search.ctx, args: new SqlArgs(), depth: 0, onRows: undefined };
 }
 
@@ -55,7 +58,7 @@ export function otherConditions(search: DrivenSearch, others: readonly Filter[])
  * a join: planned while the tables were small (a generic plan, kept per connection), the join
  * read every resource of the type for each candidate and tested the id afterwards.
  */
-export function joinByPrimaryKey(search: DrivenSearch, ctx: CompileContext, id: string, where: string): string {
+export function joinByPrimaryKey(search: Pick<DrivenSearch, 'type'>, ctx: CompileContext, id: string, where: string): string {
   return (
     `CROSS JOIN LATERAL (SELECT * FROM resource r WHERE r."resourceType" = ${ctx.args.add(search.type)} AND r.id = ${id}` +
     ` AND (${where}) IS TRUE LIMIT 1) r`
@@ -67,19 +70,24 @@ export function joinByPrimaryKey(search: DrivenSearch, ctx: CompileContext, id: 
  * (projectId, resourceType, id) before it reads the resources `r`: the conditions on `d`, and
  * those on `r` (the base conditions and the filters testedOnResource).
  */
-export function candidateConditions(search: DrivenSearch, filters: readonly Filter[], ctx: CompileContext): { candidates: string[]; onResource: string[] } {
+export function candidateConditions(search: AnyProjectSearch, filters: readonly Filter[], ctx: CompileContext): { candidates: string[]; onResource: string[] } {
+  const candidates = conditionsOnCandidates(search, filters, ctx);
+  return { candidates, onResource: conditionsOnResource(search, filters, ctx) };
+}
+
+/** candidateConditions' conditions on the candidate rows `d`. */
+export function conditionsOnCandidates(search: AnyProjectSearch, filters: readonly Filter[], ctx: CompileContext): string[] {
   const onRows = filters.filter((filter) => !testedOnResource(filter));
   const perRow = { ...ctx, perRow: true };
-  return {
-    candidates: [
-      ...onRows.map((filter) => filterCondition(filter, [search.type], 'd', perRow)),
-      ...dateRangeConditions(onRows, [search.type], perRow, 'd'),
-    ],
-    onResource: [
-      ...baseConditions(search.services.identity, [search.type], search.scope, ctx, 'probe'),
-      ...filters.filter(testedOnResource).map((filter) => filterCondition(filter, [search.type], 'r', ctx)),
-    ],
-  };
+  return [...onRows.map((filter) => filterCondition(filter, [search.type], 'd', perRow)), ...dateRangeConditions(onRows, [search.type], perRow, 'd')];
+}
+
+/** candidateConditions' conditions on the resources `r`. */
+export function conditionsOnResource(search: AnyProjectSearch, filters: readonly Filter[], ctx: CompileContext): string[] {
+  return [
+    ...baseConditions(search.services.identity, [search.type], search.scope, ctx, 'probe'),
+    ...filters.filter(testedOnResource).map((filter) => filterCondition(filter, [search.type], 'r', ctx)),
+  ];
 }
 
 /**

@@ -1,27 +1,21 @@
-import type { SqlExecutor } from '../../db/database.js';
 import { SqlArgs } from '../../db/sql-args.js';
+import type { Scope } from '../../storage/project-scope.js';
 import type { SortKey } from '../plan/control.js';
 import type { Filter } from '../plan/filters.js';
 import type { CompileContext } from '../query/conditions/types.js';
 import type { SearchServices } from '../search-services.js';
-import type { DrivenSearch } from './driven.js';
+import { conditionsOnCandidates, conditionsOnResource, freshContext, joinByPrimaryKey, type AnyProjectSearch } from './driven.js';
 import { everyProject } from './every-project.js';
 import { pageOfCandidates, pageRows } from './general.js';
-import { growingWindowPage } from './growing-windows.js';
+import { growingWindows, impliedByIndexRows } from './growing-windows.js';
 import { KEY_COLUMNS, type PageRows, type PageShape } from './rows.js';
-import { sortWindow } from './sorted-window.js';
-
-/**
- * Up to this many projects, a super admin's search of every project sorted by a parameter reads
- * each project's first rows by growing windows (a few statements per project); beyond it, the
- * one statement over every project (everyProjectStatement) answers, sorting each project's matches.
- */
-export const EVERY_PROJECT_WINDOWS_MAX = 32;
+import { projectSortWindow, sortRowsUpTo, type ProjectSortWindow } from './sorted-window.js';
 
 /** A search of one type over every project, sorted by one parameter (sortWindow). */
 export interface EveryProjectSorted {
   services: SearchServices;
   type: string;
+  scope: Scope;
   ctx: CompileContext;
   filters: readonly Filter[];
   sort: readonly SortKey[];
@@ -31,31 +25,94 @@ export interface EveryProjectSorted {
 }
 
 /**
+ * What one window statement found: the first rows of the projects it answered for, the projects
+ * whose windows fell short among those with fewer sort rows than the next window would read
+ * (`small`: the every-project statement sorts their few matches instead) and the others
+ * (`larger`: the next window reads them).
+ */
+interface WindowRead {
+  ids: string[];
+  small: string[];
+  larger: string[];
+}
+
+/**
  * A super admin's page of every project in the order of one date or string parameter
- * (`Observation?code=..&_sort=-date`): each project's first offset + count + 1 resources in that
- * order, read as a search of that project alone reads them (growingWindowPage: the parameter's
- * index rows in order, the filters tested on them), then the page of their merge. A project whose
- * windows fall short (few of its rows meet the filters) is read by the every-project statement,
- * restricted to those projects. Undefined when the parameter has no sort window or there are more
- * than EVERY_PROJECT_WINDOWS_MAX projects.
+ * (`Observation?code=..&_sort=-date`), however many projects there are: one statement reads each
+ * project's first offset + count + 1 resources from a window of its sort parameter's index rows,
+ * the filters tested on them, as a search of that project alone reads them (growingWindowPage),
+ * and keeps the first of their merge. A project whose window held every row it has is answered
+ * by it. Of the projects whose windows fell short (few of its rows meet the filters), those with
+ * fewer rows of the sort parameter than the next window would read are read by the every-project
+ * statement restricted to them, which sorts their matches (fewer than that many rows each,
+ * whatever its plan: its indexes lead with the project); the others by the next window, and past
+ * the largest by that statement too. Undefined when the parameter has no sort window.
  */
 export async function everyProjectSortedPage(search: EveryProjectSorted, page: PageShape): Promise<PageRows | undefined> {
   const { services, type, sort } = search;
-  const projects = await projectIds(services.db);
-  if (projects.length > EVERY_PROJECT_WINDOWS_MAX) return undefined;
+  const rows = projectSortWindow(type, sort);
+  if (!rows) return undefined;
   const each: PageShape = { count: page.offset + page.count + 1, offset: 0, columns: KEY_COLUMNS, kept: page.kept };
   const ids: string[] = [];
-  const fallen: string[] = [];
-  for (const projectId of projects) {
-    const driven: DrivenSearch = { services, type, scope: { projectIds: [projectId] }, projectId, ctx: search.ctx };
-    const rows = sortWindow(driven, sort);
-    if (!rows) return undefined;
-    const read = await growingWindowPage(driven, rows, sort[0].descending ? 'DESC' : 'ASC', search.filters, each);
-    if (read) ids.push(...read.rows.map(({ id }) => id));
-    else fallen.push(projectId);
+  const sorted: string[] = [];
+  let projects: readonly string[] | undefined;
+  const windows = growingWindows(each);
+  for (const [i, window] of windows.entries()) {
+    const read = await windowOfProjects(search, rows, { size: window, next: windows[i + 1] ?? window }, each.count, projects);
+    ids.push(...read.ids);
+    sorted.push(...read.small);
+    projects = read.larger;
+    if (projects.length === 0) break;
   }
-  if (fallen.length > 0) ids.push(...(await fallenProjectsRows(search, fallen, each)));
+  sorted.push(...(projects ?? []));
+  if (sorted.length > 0) ids.push(...(await fallenProjectsRows(search, sorted, each)));
   return pageOfCandidates(services.db, page, type, ids, sort);
+}
+
+/**
+ * One window statement over `projects` (undefined: every project, everyProject): each project's
+ * first `first` resources among its window's rows that meet the search; the first `first` of
+ * those of the projects that have as many, or whose window held every row they have, and the
+ * other projects, small or larger than `window.next` (WindowRead). Each project's window is an
+ * index scan of its own, stopped at `window.size` rows; a project that fell short is counted up
+ * to `window.next` rows, no more than the next window would read of it.
+ */
+async function windowOfProjects(
+  search: EveryProjectSorted,
+  rows: ProjectSortWindow,
+  window: { size: number; next: number },
+  first: number,
+  projects: readonly string[] | undefined,
+): Promise<WindowRead> {
+  const { services, type, sort } = search;
+  const driven: AnyProjectSearch = { services, type, scope: search.scope, ctx: search.ctx };
+  const ctx = freshContext(driven);
+  const candidates = conditionsOnCandidates(driven, search.filters, ctx);
+  const direction = sort[0].descending ? 'DESC' : 'ASC';
+  const limit = ctx.args.add(first);
+  const list = projects ? `${ctx.args.add(projects)}::text[]` : everyProject('resource');
+  // Arguments only for conditions the statement holds: PostgreSQL cannot type one it never mentions.
+  const resources = impliedByIndexRows(driven, search.filters)
+    ? ''
+    : ` ${joinByPrimaryKey(driven, ctx, 'd.id', conditionsOnResource(driven, search.filters, ctx).join(' AND '))}`;
+  const tested =
+    `SELECT d.id, d.first FROM (SELECT p.id AS "projectId", ${ctx.args.add(type)}::text AS "resourceType", g."resourceId" AS id, g.first` +
+    ` FROM (${rows(ctx, window.size, 'p.id')}) g) d${resources}${candidates.length > 0 ? ` WHERE (${candidates.join(' AND ')}) IS TRUE` : ''}` +
+    ` ORDER BY d.first ${direction}, d.id LIMIT ${limit}`;
+  const held = ctx.args.add(window.size);
+  const next = ctx.args.add(window.next);
+  const sql =
+    `WITH firsts AS MATERIALIZED (SELECT p.id AS project, u.id, u.first FROM unnest(${list}) p(id) LEFT JOIN LATERAL (${tested}) u ON true),` +
+    ` fell AS MATERIALIZED (SELECT e.project, ${sortRowsUpTo(type, sort, ctx, window.next, 'e.project')} AS n` +
+    ` FROM firsts e GROUP BY e.project HAVING count(e.id) < ${limit})` +
+    ` SELECT t.id, NULL::text AS small, NULL::text AS larger FROM (SELECT e.id, e.first FROM firsts e` +
+    ` WHERE e.id IS NOT NULL AND e.project NOT IN (SELECT s.project FROM fell s WHERE s.n >= ${held})` +
+    ` ORDER BY e.first ${direction}, e.id LIMIT ${limit}) t` +
+    ` UNION ALL SELECT NULL, s.project, NULL FROM fell s WHERE s.n >= ${held} AND s.n < ${next}` +
+    ` UNION ALL SELECT NULL, NULL, s.project FROM fell s WHERE s.n >= ${next}`;
+  const read = await services.db.query<{ id: string | null; small: string | null; larger: string | null }>(sql, ctx.args.values);
+  const present = (values: (string | null)[]): string[] => values.filter((value): value is string => value !== null);
+  return { ids: present(read.map(({ id }) => id)), small: present(read.map(({ small }) => small)), larger: present(read.map(({ larger }) => larger)) };
 }
 
 /** The first rows of the projects whose windows fell short, by the every-project statement over just them. */
@@ -73,9 +130,4 @@ async function fallenProjectsRows(search: EveryProjectSorted, projects: readonly
     projects: `${args.add(projects)}::text[]`,
   });
   return read.rows.map(({ id }) => id);
-}
-
-/** Every project with resources (a loose index scan, everyProject). */
-async function projectIds(db: SqlExecutor): Promise<string[]> {
-  return (await db.query<{ id: string }>(`SELECT unnest(${everyProject('resource')}) AS id`)).map(({ id }) => id);
 }

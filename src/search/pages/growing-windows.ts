@@ -9,6 +9,22 @@ const WINDOW_GROWTH = 8;
 const GROWING_WINDOW_MAX = 6_400;
 
 /**
+ * Whether a window's rows that meet the filters stand for resources that meet the search, so that
+ * its page is cut before any resource is read: index rows stand for live resources of their
+ * project and type, unless an AccessPolicy or `_lastUpdated` tests the resource itself.
+ */
+export function impliedByIndexRows(search: Pick<DrivenSearch, 'services' | 'type'>, filters: readonly Filter[]): boolean {
+  return !policyCriteria(search.services.identity, search.type) && !filters.some(({ name }) => name.split(':')[0] === '_lastUpdated');
+}
+
+/** The windows of index rows a page reads until one yields it: the first, then eightfold each time, up to GROWING_WINDOW_MAX. */
+export function growingWindows(page: PageShape): number[] {
+  const windows: number[] = [];
+  for (let window = firstWindow(page); window <= GROWING_WINDOW_MAX; window *= WINDOW_GROWTH) windows.push(window);
+  return windows;
+}
+
+/**
  * A page read from a window of index rows in the page's order whose resources are tested against
  * `filters` before any is read:
  *  - sorted by one date or string parameter (`Observation?code=..&_sort=-date`,
@@ -34,10 +50,8 @@ export async function growingWindowPage(
   page: PageShape,
   holdsEveryRow?: (window: number) => Promise<boolean>,
 ): Promise<PageRows | undefined> {
-  // Index rows stand for live resources of their project and type: unless an AccessPolicy or
-  // `_lastUpdated` tests the resource itself, the page is cut before any resource is read.
-  const onlyImplied = !policyCriteria(search.services.identity, search.type) && !filters.some(({ name }) => name.split(':')[0] === '_lastUpdated');
-  for (let window = firstWindow(page); window <= GROWING_WINDOW_MAX; window *= WINDOW_GROWTH) {
+  const onlyImplied = impliedByIndexRows(search, filters);
+  for (const window of growingWindows(page)) {
     const ctx = freshContext(search);
     const { candidates, onResource: where } = candidateConditions(search, filters, ctx);
     const rowsOf =

@@ -45,7 +45,7 @@ function everyProjectStrategy(query: SearchQuery, project: string | undefined, p
   const everyOne = query.scope.projectIds === undefined && project === undefined && !filters.some(({ name }) => name === '_project');
   if (!everyOne || typeList?.length !== 1 || !windowedSort(query) || !hasSortWindow(control.sort)) return undefined;
   return () =>
-    everyProjectSortedPage({ services: query.services, type: typeList[0], ctx: query.ctx, filters, sort: control.sort, where: query.where, args: query.ctx.args }, page);
+    everyProjectSortedPage({ services: query.services, type: typeList[0], scope: query.scope, ctx: query.ctx, filters, sort: control.sort, where: query.where, args: query.ctx.args }, page);
 }
 
 /**

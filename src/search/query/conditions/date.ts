@@ -1,6 +1,6 @@
 import type { CompileContext, RowsOf } from './types.js';
 import { parseDateValue, splitOr, takePrefix } from '../values.js';
-import { firstOfEach, noModifier, orJoin, rowsOfCode } from './shared.js';
+import { firstOfEach, noModifier, orJoin, rowsOfCodeIn } from './shared.js';
 
 /** A date parameter's values on its index rows `x` (no modifiers). */
 export function dateParameter(name: string, modifier: string | undefined, values: readonly string[], rows: RowsOf, x: string, ctx: CompileContext): string {
@@ -69,18 +69,19 @@ export function dateBoundKind(raw: string): 'lower' | 'upper' | undefined {
 }
 
 /**
- * The resources of one project and type with rows of the date parameter `code`, each once with
+ * The resources of one project (`project`: its id as an SQL expression) and type with rows of the
+ * date parameter `code`, each once with
  * its sort value (`first`: the least COALESCE(start, end), or for a descending sort the greatest
  * COALESCE(end, start), as the general page's sort has it, src/search/pages/general.ts), in the
  * order of the page: that value, then id. The rows are read in that order from the index of
  * migration 0015, so with `window` the read stops early and is still the beginning of the whole
  * order (a resource's first row there holds its value).
  */
-export function dateSortMatches(code: string, descending: boolean, type: string, projectId: string, ctx: CompileContext, window: number): string {
+export function dateSortMatches(code: string, descending: boolean, type: string, project: string, ctx: CompileContext, window: number): string {
   const value = descending ? 'COALESCE(w."end", w.start)' : 'COALESCE(w.start, w."end")';
   const direction = descending ? 'DESC' : 'ASC';
   const rows =
-    `SELECT w."resourceId", ${value} AS v FROM date_index w WHERE ${rowsOfCode(projectId, type, code, ctx)}` +
+    `SELECT w."resourceId", ${value} AS v FROM date_index w WHERE ${rowsOfCodeIn(project, type, code, ctx)}` +
     ` AND ${value} IS NOT NULL ORDER BY ${value} ${direction}, w."resourceId" LIMIT ${ctx.args.add(window)}`;
   return firstOfEach(rows, `${descending ? 'max' : 'min'}(m.v)`, false);
 }

@@ -68,7 +68,12 @@ export function existsRows(table: string, code: string, alias: string, ctx: Comp
 
 /** The rows `w` of an index table that belong to one project, type and parameter code (the leading columns of its indexes). */
 export function rowsOfCode(projectId: string, type: string, code: string, ctx: CompileContext): string {
-  return `w."projectId" = ${ctx.args.add(projectId)} AND w."resourceType" = ${ctx.args.add(type)} AND w.code = ${ctx.args.add(code)}`;
+  return rowsOfCodeIn(ctx.args.add(projectId), type, code, ctx);
+}
+
+/** rowsOfCode with the project as an SQL expression (an argument, or a column of an outer row). */
+export function rowsOfCodeIn(project: string, type: string, code: string, ctx: CompileContext): string {
+  return `w."projectId" = ${project} AND w."resourceType" = ${ctx.args.add(type)} AND w.code = ${ctx.args.add(code)}`;
 }
 
 /**

@@ -2,7 +2,7 @@ import { normaliseForIndex } from '../../../indexing/text.js';
 import type { CompileContext, RowsOf } from './types.js';
 import { likeEscape } from '../sql-builder.js';
 import { splitOr, unescape } from '../values.js';
-import { firstOfEach, orJoin, rowsOfCode, unsupportedModifier } from './shared.js';
+import { firstOfEach, orJoin, rowsOfCode, rowsOfCodeIn, unsupportedModifier } from './shared.js';
 
 /** A string parameter's values on its index rows `x`: prefix (the default), `:exact` or `:contains`. */
 export function stringParameter(name: string, modifier: string | undefined, values: readonly string[], rows: RowsOf, x: string, ctx: CompileContext): string {
@@ -66,24 +66,26 @@ export function stringPrefixMatches(range: PrefixRange, type: string, projectId:
 }
 
 /**
- * The resources of one project and type with rows of the string parameter `code`, each once with
- * its sort value (`first`: its least value, or for a descending sort its greatest, in byte order
+ * The resources of one project (`project`: its id as an SQL expression) and type with rows of the
+ * string parameter `code`, each once with its sort value (`first`: its least value, or for a descending sort its greatest, in byte order
  * as the general page's sort compares them, src/search/pages/general.ts), read from the string
  * index in that order (`value text_pattern_ops`, then "resourceId") with a `window` of rows.
  * Ascending, that is the page's order (value, then id). Descending, the index gives ids
  * descending within a value while the page breaks ties by id ascending, so the resources of the
- * window's last value, which may have more rows beyond it, are left out: the rest are the
- * beginning of the whole order.
+ * window's last value, which may have more rows beyond it, are left out (unless the window holds
+ * fewer rows than it could: then it holds every row there is): the rest are the beginning of the
+ * whole order.
  */
-export function stringSortMatches(code: string, descending: boolean, type: string, projectId: string, ctx: CompileContext, window: number): string {
+export function stringSortMatches(code: string, descending: boolean, type: string, project: string, ctx: CompileContext, window: number): string {
   const order = descending ? 'w.value USING ~>~, w."resourceId" DESC' : 'w.value USING ~<~, w."resourceId"';
+  const limit = ctx.args.add(window);
   const rows =
-    `SELECT w."resourceId", w.value COLLATE "C" AS v FROM string_index w WHERE ${rowsOfCode(projectId, type, code, ctx)}` +
-    ` ORDER BY ${order} LIMIT ${ctx.args.add(window)}`;
+    `SELECT w."resourceId", w.value COLLATE "C" AS v FROM string_index w WHERE ${rowsOfCodeIn(project, type, code, ctx)}` +
+    ` ORDER BY ${order} LIMIT ${limit}`;
   if (!descending) return firstOfEach(rows, 'min(m.v)', false);
   return (
-    `SELECT q."resourceId", q.first FROM (SELECT m."resourceId", max(m.v) AS first, min(min(m.v)) OVER () AS last` +
-    ` FROM (${rows}) m GROUP BY m."resourceId") q WHERE q.first > q.last`
+    `SELECT q."resourceId", q.first FROM (SELECT m."resourceId", max(m.v) AS first, min(min(m.v)) OVER () AS last,` +
+    ` sum(count(*)) OVER () AS held FROM (${rows}) m GROUP BY m."resourceId") q WHERE q.first > q.last OR q.held < ${limit}`
   );
 }
 

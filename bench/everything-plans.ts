@@ -1,0 +1,73 @@
+/**
+ * Patient/$everything's statements on the search benchmark's database (bench/search-seed.ts), each
+ * timed and (EXPLAIN=1) explained, as bench/search-plans.ts does for searches: a walk of one
+ * patient's record in pages of 100 (compartment pages, then referenced-resources pages) by a
+ * member and by a member whose AccessPolicy has criteria, in this process, one connection, no
+ * HTTP. The seed writes no `_compartment` rows; bench/everything-compartments.sql adds them (and
+ * gives pat-1 about 20,000 Observations).
+ *
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_big [PATIENT=pat-1] [PAGES=5] [EXPLAIN=1] npx tsx bench/everything-plans.ts
+ */
+import pg from 'pg';
+import type { SqlExecutor } from '../src/db/database.js';
+import { readMatches, readReferenced, type After, type RecordSource } from '../src/clinical/record-pages.js';
+import type { Identity } from '../src/identity/identity.js';
+
+const DATABASE_URL = process.env.BENCH_DATABASE_URL;
+if (!DATABASE_URL) throw new Error('Set BENCH_DATABASE_URL to the search benchmark database');
+const PROJECT = 'search-bench';
+const PATIENT = process.env.PATIENT ?? 'pat-1';
+const PAGES = Number(process.env.PAGES ?? 5);
+const PAGE = 100;
+const explain = process.env.EXPLAIN === '1';
+const who: [string, Identity][] = [
+  ['member', { projectId: PROJECT, superAdmin: false }],
+  [
+    'policy (Observation?status=final)',
+    { projectId: PROJECT, superAdmin: false, accessPolicy: { policyId: 'p', resources: [{ resourceType: 'Observation', readonly: true, criteria: 'Observation?status=final' }, { resourceType: 'Patient', readonly: true }] } },
+  ],
+];
+const client = new pg.Client({ connectionString: DATABASE_URL });
+await client.connect();
+await client.query('SET plan_cache_mode = force_custom_plan');
+let n = 0;
+const literal = (v: unknown): string => (v === null || v === undefined ? 'NULL' : Array.isArray(v) ? `ARRAY[${v.map(literal).join(',')}]` : `'${String(v).replace(/'/g, "''")}'`);
+const times: string[] = [];
+const executor: SqlExecutor = {
+  query: async <R>(sql: string, args: readonly unknown[] = []) => {
+    const name = `e${++n}`;
+    await client.query({ name, text: sql, values: [...args] });
+    const started = performance.now();
+    const res = await client.query({ name, text: sql, values: [...args] });
+    times.push(`${(performance.now() - started).toFixed(1)} ms`);
+    if (explain) {
+      const e = await client.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE ${name}(${args.map(literal).join(',')})`);
+      console.log(e.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n'));
+    }
+    return res.rows as R[];
+  },
+  execute: async () => 0,
+};
+for (const [label, identity] of who) {
+  const source: RecordSource = {
+    db: executor,
+    identity,
+    projectId: PROJECT,
+    filters: {},
+    compileContext: (args) => ({ args, scope: { projectIds: [PROJECT] }, fhirBase: 'http://x/fhir/R4', depth: 0 }),
+  };
+  for (const [part, read] of [['compartment', readMatches], ['referenced', readReferenced]] as const) {
+    times.length = 0;
+    let after: After | undefined;
+    let rows = 0;
+    for (let page = 0; page < PAGES; page++) {
+      const got = await read(source, PATIENT, after, PAGE);
+      rows += got.length;
+      if (got.length < PAGE) break;
+      const last = got[got.length - 1];
+      after = { resourceType: last.resourceType, id: last.id };
+    }
+    console.log(`${label}, ${part}: ${rows} rows; pages ${times.join(', ')}`);
+  }
+}
+await client.end();
