@@ -73,7 +73,7 @@ export const lockKeys = {
 
 /** 409 naming the field; the other resource is not named (it may be in a project the caller cannot see). */
 function taken(field: UniqueField, value: string, scope: string): OperationOutcomeError {
-  const where = scope === '' ? (field.scope ? 'among the users of no project' : 'across all projects') : `among the users of ${scope}`;
+  const where = scope === '' ? (field.scope ? 'among server-wide users (those without project)' : 'across all projects') : `among the users of ${scope}`;
   const text = `Another ${field.resourceType} already has ${field.label} "${value}": it must be unique ${where}`;
   return new OperationOutcomeError(
     outcome([issue('conflict', text, field.expression)]),

@@ -20,9 +20,10 @@ export async function botCodeBinaries(db: Database, projectId: string): Promise<
 
 /**
  * A Subscription's stored text as an export writes it: without `channel.header`, the user and
- * password in `channel.endpoint`, nor the secret its deliveries are signed with, marked SUBSETTED so that an importer knows it is not whole (a
- * copy created from it would deliver without the receiver's credentials). Other resources, and
- * Subscriptions that hold neither, are copied as they are, unparsed.
+ * password in `channel.endpoint`, nor the secret its deliveries are signed with, marked SUBSETTED
+ * so that an importer knows it is not whole (a copy created from it would deliver without the
+ * receiver's credentials). Other resources, and Subscriptions that hold none, are copied as they
+ * are, unparsed.
  */
 export function withoutSubscriptionSecrets(type: string, text: string): string {
   if (type !== 'Subscription' || !(text.includes('"header"') || text.includes('@') || SECRET_URLS.some((url) => text.includes(url)))) return text;
