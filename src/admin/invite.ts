@@ -18,7 +18,8 @@ function isProfileType(type: string): type is ProfileType {
 
 /**
  * `POST /admin/projects/{projectId}/invite` (SPEC 4.3), for that project's admins and super
- * admins: creates the profile resource, the User when an email is given (reused when one exists)
+ * admins: creates the profile resource, the User when an email is given (reused when one exists:
+ * for a Patient the User scoped to this project, for anyone else the server-wide User)
  * and the ProjectMembership carrying `externalId`; 201 with the membership. An `externalId` already
  * used by any membership gives 409, also when two invites race (a lock in the transaction orders
  * them). Everything is written in one transaction: a failure part-way leaves nothing behind.
@@ -61,11 +62,12 @@ export async function inviteUser(auth: AuthService, identity: Identity, projectI
     });
     let userRef: string | undefined;
     if (email) {
-      // Under a lock on the email: concurrent invites of one new email make one User.
+      // As Medplum invites: a patient's User is scoped to the project, anyone else's is the
+      // server-wide User of the email. Under a lock on the email: concurrent invites make one User.
       const { user, created } = await writes.userByEmail(email, projectId, {
         firstName,
         lastName,
-        project: { reference: `Project/${projectId}` },
+        ...(resourceType === 'Patient' ? { project: { reference: `Project/${projectId}` } } : {}),
       });
       if (created && passwordHash) await writes.storePasswordHash(user.id, projectId, passwordHash);
       userRef = `User/${user.id}`;

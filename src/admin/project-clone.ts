@@ -14,7 +14,7 @@ import { insertFirstVersion } from '../storage/sql.js';
 import { copyIndexedConcepts } from '../terminology/indexing.js';
 import { validateResource } from '../validation/validator.js';
 import { botMembershipOf } from '../bots/membership.js';
-import { withoutCredentials, type Subscription } from '../events/subscription.js';
+import { credentialsOf, withoutCredentials, type Subscription } from '../events/subscription.js';
 import type { Operation } from '../operations/registry.js';
 
 /** SPEC 4.7 rule 1: resources scanned per type. */
@@ -142,8 +142,9 @@ export async function cloneProject(auth: AuthService, identity: Identity, source
 }
 
 /** Why a cloned Subscription is off: what an admin must do to turn it back on. */
-export const CLONED_WITHOUT_CREDENTIALS =
-  'Project/$clone did not copy channel.header nor the signing secret: set them, then set status to active';
+function clonedWithout(credentials: string[]): string {
+  return `Project/$clone did not copy ${credentials.join(', ')}: set them, then set status to active`;
+}
 
 /**
  * A Subscription as the clone holds it: without the credentials its endpoint is called with
@@ -156,7 +157,7 @@ function subscriptionCopy(resource: Resource): Resource {
   const copy = withoutCredentials(resource as Subscription);
   if (!copy) return resource;
   if (copy.status !== 'active' && copy.status !== 'requested') return copy;
-  return { ...copy, status: 'off', error: CLONED_WITHOUT_CREDENTIALS } as Resource;
+  return { ...copy, status: 'off', error: clonedWithout(credentialsOf(resource as Subscription)) } as Resource;
 }
 
 /**

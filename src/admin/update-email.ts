@@ -45,7 +45,7 @@ export const updateEmailOperation: Operation<UpdateEmailInput> = {
     instance: true,
     affectsState: true,
     parameter: [
-      { use: 'in', name: 'email', min: 1, max: '1', type: 'string', documentation: 'The new email of the User (unique across all projects)' },
+      { use: 'in', name: 'email', min: 1, max: '1', type: 'string', documentation: 'The new email of the User (unique within the User scope: server-wide, or its project)' },
       { use: 'in', name: 'updateProfileTelecom', min: 0, max: '1', type: 'boolean', documentation: "Also add the new email to the telecom of the user's profiles (the old one becomes use=old)" },
       { use: 'in', name: 'skipEmailVerification', min: 0, max: '1', type: 'boolean', documentation: 'Accepted for Medplum compatibility: Flint sends no verification email' },
       { use: 'in', name: 'signOutEverywhere', min: 0, max: '1', type: 'boolean', documentation: "Revoke every Login of the user: its tokens stop working at once" },

@@ -8,7 +8,7 @@ import { isUniqueViolation } from '../storage/db-errors.js';
 import { writeHookOf } from '../storage/write-hooks.js';
 import { insertFirstVersion } from '../storage/sql.js';
 import { validateResource } from '../validation/validator.js';
-import { findUserByEmail, readCredential, writeCredential, writeCredentialInTransaction } from './accounts.js';
+import { findUserInScope, parseReference, readCredential, writeCredential, writeCredentialInTransaction } from './accounts.js';
 import { hashSecret, randomSecret, seal, unseal } from './secrets.js';
 import type { AuthService } from './service.js';
 import { lockKeys, lockValue } from './uniqueness.js';
@@ -140,8 +140,9 @@ export class AccountWrites {
   }
 
   /**
-   * The User with this email, created (in `projectId`) when none exists. Under a lock on the
-   * email, so concurrent account writes naming one new email create one User.
+   * The User with this email in the scope `fields.project` names (a project-scoped user, or without
+   * it a server-wide one), created (stored in `projectId`) when that scope has none. Under a lock
+   * on the email, so concurrent account writes naming one new email create one User.
    */
   async userByEmail(
     email: string,
@@ -149,7 +150,7 @@ export class AccountWrites {
     fields: { firstName: string; lastName: string; project?: Reference },
   ): Promise<{ user: User & { id: string }; created: boolean }> {
     await this.lock(lockKeys.email(email));
-    const existing = await findUserByEmail(this.tx, email);
+    const existing = await findUserInScope(this.tx, email, parseReference(fields.project?.reference)?.[1]);
     if (existing) return { user: { ...existing, id: existing.id! }, created: false };
     const user = await this.create(projectId, { resourceType: 'User', id: randomUUID(), ...fields, email });
     return { user, created: true };

@@ -29,16 +29,43 @@ async function contents<K extends ResourceType>(db: SqlExecutor, sql: string, ar
   return rows.map((row) => JSON.parse(row.content) as ResourceTypeMap[K]);
 }
 
-/** Users are server-wide: an email names one User whatever project holds it. */
-export async function findUserByEmail(db: SqlExecutor, email: string): Promise<User | undefined> {
-  const users = await contents<'User'>(
+/**
+ * The project a User is scoped to (Medplum's `User.project`: a patient signed up or invited to a
+ * project), or undefined for a server-wide user (practitioners, admins). An email names at most
+ * one User per scope (uniqueness.ts).
+ */
+export function userScope(user: Pick<User, 'project'>): string | undefined {
+  return parseReference(user.project?.reference)?.[1];
+}
+
+/** The live Users with this email (case-insensitively), in every scope, oldest first. */
+function usersByEmail(db: SqlExecutor, email: string): Promise<User[]> {
+  return contents<'User'>(
     db,
     `SELECT content::text AS content FROM resource
      WHERE "resourceType" = 'User' AND NOT deleted AND lower(content->>'email') = lower($1)
-     ORDER BY "lastUpdated", id LIMIT 1`,
+     ORDER BY "lastUpdated", id`,
     [email],
   );
-  return users[0];
+}
+
+/** The User of this email in exactly this scope (a project id, or undefined: server-wide); account writes use it. */
+export async function findUserInScope(db: SqlExecutor, email: string, projectId: string | undefined): Promise<User | undefined> {
+  return (await usersByEmail(db, email)).find((user) => userScope(user) === projectId);
+}
+
+/**
+ * The User a sign-in with this email means, as Medplum's getUserByEmail finds it: the User scoped
+ * to `projectId` when one is named, else the server-wide one. Else, for Users made before emails
+ * were scoped (Flint's invites scoped every new User to the inviting project, and reused it in
+ * others), the only User of the email, whatever its scope. The sign-in then needs a membership of
+ * the User in the project it names (chooseMembership): a User is never signed in to a project it
+ * is not a member of.
+ */
+export async function findUserByEmail(db: SqlExecutor, email: string, projectId?: string): Promise<User | undefined> {
+  const users = await usersByEmail(db, email);
+  const scoped = projectId === undefined ? undefined : users.find((user) => userScope(user) === projectId);
+  return scoped ?? users.find((user) => userScope(user) === undefined) ?? (users.length === 1 ? users[0] : undefined);
 }
 
 /** Active memberships whose `field` (user, profile) references `reference`. */

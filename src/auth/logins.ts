@@ -7,14 +7,15 @@ import { ACCOUNT_RULE, ADDRESS_RULE } from './throttle.js';
 
 /**
  * Checks an email and password, slowing repeated failures per account and per address
- * (429 with Retry-After). Unknown emails and wrong passwords get the same answer.
+ * (429 with Retry-After). Unknown emails and wrong passwords get the same answer. `projectId`
+ * picks the User of that project's scope first (findUserByEmail).
  */
-export async function checkPassword(auth: AuthService, email: string, password: string, address: string): Promise<User> {
+export async function checkPassword(auth: AuthService, email: string, password: string, address: string, projectId?: string): Promise<User> {
   const accountKey = `account:${email.toLowerCase()}`;
   const addressKey = `address:${address}`;
   const wait = Math.max(auth.throttle.retryAfter(accountKey, ACCOUNT_RULE), auth.throttle.retryAfter(addressKey, ADDRESS_RULE));
   if (wait > 0) throw oauth.throttled(wait);
-  const user = email ? await findUserByEmail(auth.db, email) : undefined;
+  const user = email ? await findUserByEmail(auth.db, email, projectId) : undefined;
   const credential = user ? await readCredential(auth.db, `User/${user.id}`) : undefined;
   if (!user || !credential || !(await verifySecret(password, credential.hash))) {
     auth.throttle.fail(accountKey, ACCOUNT_RULE);

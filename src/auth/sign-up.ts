@@ -1,7 +1,7 @@
 import { jwtVerify, SignJWT } from 'jose';
 import { errors } from '../fhir/outcome.js';
 import type { ProjectMembership, User } from '../fhir/resources.js';
-import { findUserByEmail, membershipsReferencing } from './accounts.js';
+import { findUserInScope, membershipsReferencing } from './accounts.js';
 import { prepareClientSecret, withAccountWrites } from './account-writes.js';
 import { SUPER_ADMIN_PROJECT_ID } from './bootstrap.js';
 import { SIGNING_ALGORITHM } from './keys.js';
@@ -80,7 +80,7 @@ export async function startNewUser(auth: AuthService, request: NewUser): Promise
   const wait = auth.throttle.retryAfter(addressKey, ADDRESS_RULE);
   if (wait > 0) throw oauth.throttled(wait);
   if (projectId !== undefined) await checkPatientSignUp(auth, projectId, clientId);
-  const existing = await findUserByEmail(auth.db, email);
+  const existing = await findUserInScope(auth.db, email, projectId);
   const user = existing ? await resumeSignUp(auth, existing, request) : await createUser(auth, request);
   auth.throttle.fail(addressKey, ADDRESS_RULE);
   const names = existing ? { firstName: user.firstName ?? firstName, lastName: user.lastName ?? lastName } : { firstName, lastName };
@@ -118,7 +118,7 @@ async function resumeSignUp(auth: AuthService, user: User, request: NewUser): Pr
   const scope = request.projectId ? `Project/${request.projectId}` : undefined;
   if (user.project?.reference !== scope) throw emailTaken();
   try {
-    await checkPassword(auth, request.email, request.password, request.address);
+    await checkPassword(auth, request.email, request.password, request.address, request.projectId);
   } catch (error) {
     if (error instanceof OAuthError && error.status !== 429) throw emailTaken();
     throw error;

@@ -4,12 +4,14 @@ import type { Resource } from '../fhir/types.js';
 import type { WriteHook } from '../storage/write-hooks.js';
 
 /**
- * Values that name one account server-wide, whatever project holds the resource:
+ * Values that name one account, whatever project holds the resource:
  *
  * - `ProjectMembership.externalId`: SPEC 2.5 and 5 rule 7 say it "must be unique across all
  *   memberships" (it is matched against the `sub` of external tokens in every project);
- * - `User.email`, compared case-insensitively: password sign-in, token exchange and invites find
- *   the User by email across projects (accounts.ts findUserByEmail).
+ * - `User.email`, compared case-insensitively, within the User's scope as Medplum scopes it: once
+ *   among server-wide Users (no `project`: practitioners, admins) and once among the Users scoped
+ *   to each project (`project` set: a patient signed up or invited to it). Sign-in, token exchange
+ *   and invites find the User by email and project (accounts.ts findUserByEmail).
  *
  * Every write of these types checks, inside its own transaction, that no other live resource holds
  * the value. The check runs under a PostgreSQL advisory lock on the value (held until commit or
@@ -27,10 +29,12 @@ interface UniqueField {
   expression: string;
   /** The value to keep unique, normalised; undefined when the resource has none. */
   valueOf(resource: Resource): string | undefined;
-  /** SQL over `resource` (alias-free) giving the normalised value; migration 0007 indexes it. */
+  /** SQL over `resource` (alias-free) giving the normalised value; migration 0007 (externalId) and 0033 (email, scope) index it. */
   sql: string;
   /** What the value is called in messages. */
   label: string;
+  /** Where the value must be unique: the scope of the resource ('' for all projects), and its SQL. */
+  scope?: { of(resource: Resource): string; sql: string };
 }
 
 const EXTERNAL_ID: UniqueField = {
@@ -47,6 +51,10 @@ const EMAIL: UniqueField = {
   valueOf: (resource) => (typeof resource.email === 'string' && resource.email !== '' ? resource.email.toLowerCase() : undefined),
   sql: `lower(content->>'email')`,
   label: 'email',
+  scope: {
+    of: (resource) => (resource.project as { reference?: string } | undefined)?.reference ?? '',
+    sql: `coalesce(content->'project'->>'reference', '')`,
+  },
 };
 
 /**
@@ -64,8 +72,9 @@ export const lockKeys = {
 };
 
 /** 409 naming the field; the other resource is not named (it may be in a project the caller cannot see). */
-function taken(field: UniqueField, value: string): OperationOutcomeError {
-  const text = `Another ${field.resourceType} already has ${field.label} "${value}": it must be unique across all projects`;
+function taken(field: UniqueField, value: string, scope: string): OperationOutcomeError {
+  const where = scope === '' ? (field.scope ? 'among server-wide users (those without project)' : 'across all projects') : `among the users of ${scope}`;
+  const text = `Another ${field.resourceType} already has ${field.label} "${value}": it must be unique ${where}`;
   return new OperationOutcomeError(
     outcome([issue('conflict', text, field.expression)]),
     409,
@@ -76,22 +85,24 @@ function taken(field: UniqueField, value: string): OperationOutcomeError {
  * Throws 409 when a live resource other than `exceptId` holds the value. Call inside the write's
  * transaction; it takes the value's lock first.
  */
-async function assertFree(tx: SqlExecutor, field: UniqueField, value: string, exceptId: string | undefined): Promise<void> {
+async function assertFree(tx: SqlExecutor, field: UniqueField, value: string, scope: string, exceptId: string | undefined): Promise<void> {
+  // One lock per value whatever the scope: coarser than needed, and never wrong.
   await lockValue(tx, field === EMAIL ? lockKeys.email(value) : lockKeys.externalId(value));
-  // The type is written into the statement (a constant of ours) so that the partial indexes of
-  // migration 0007 match even in a generic plan.
+  // The type is written into the statement (a constant of ours) so that the partial indexes
+  // match even in a generic plan.
   const rows = await tx.query<{ id: string }>(
     `SELECT id FROM resource
-     WHERE "resourceType" = '${field.resourceType}' AND NOT deleted AND ${field.sql} = $1 AND ($2::text IS NULL OR id <> $2::text)
+     WHERE "resourceType" = '${field.resourceType}' AND NOT deleted AND ${field.sql} = $1 AND ${field.scope?.sql ?? "''"} = $3
+       AND ($2::text IS NULL OR id <> $2::text)
      LIMIT 1`,
-    [value, exceptId ?? null],
+    [value, exceptId ?? null, scope],
   );
-  if (rows.length > 0) throw taken(field, value);
+  if (rows.length > 0) throw taken(field, value, scope);
 }
 
 /** Before an invite writes anything: 409 when the externalId is already used (and it holds the lock). */
 export function assertExternalIdFree(tx: SqlExecutor, externalId: string): Promise<void> {
-  return assertFree(tx, EXTERNAL_ID, externalId, undefined);
+  return assertFree(tx, EXTERNAL_ID, externalId, '', undefined);
 }
 
 /** Write hooks that keep a User's email and a membership's externalId unique (the composition root installs them). */
@@ -100,8 +111,9 @@ export const uniquenessWriteHooks: readonly (readonly [string, WriteHook])[] = [
     [
       field.resourceType,
       async (tx, change) => {
-        const value = change.resource ? field.valueOf(change.resource) : undefined;
-        if (value !== undefined) await assertFree(tx, field, value, change.id);
+        const resource = change.resource;
+        const value = resource ? field.valueOf(resource) : undefined;
+        if (resource && value !== undefined) await assertFree(tx, field, value, field.scope?.of(resource) ?? '', change.id);
       },
     ] as const,
 );

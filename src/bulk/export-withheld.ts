@@ -6,7 +6,8 @@ import { selectBotCodeBinaryIds } from '../storage/bot-code.js';
 /**
  * What an export never writes, beyond the server's own records (Bots among them): the Binaries
  * holding a Bot's code, and the credentials a Subscription sends to its endpoint. Bot code often
- * holds the keys of the systems it calls, and `channel.header` the Authorization value of one.
+ * holds the keys of the systems it calls, and `channel.header` (or the endpoint's userinfo) the
+ * credentials of one.
  */
 
 /**
@@ -18,13 +19,14 @@ export async function botCodeBinaries(db: Database, projectId: string): Promise<
 }
 
 /**
- * A Subscription's stored text as an export writes it: without `channel.header` nor the secret
- * its deliveries are signed with, marked SUBSETTED so that an importer knows it is not whole (a
- * copy created from it would deliver without the receiver's credentials). Other resources, and
- * Subscriptions that hold neither, are copied as they are, unparsed.
+ * A Subscription's stored text as an export writes it: without `channel.header`, the user and
+ * password in `channel.endpoint`, nor the secret its deliveries are signed with, marked SUBSETTED
+ * so that an importer knows it is not whole (a copy created from it would deliver without the
+ * receiver's credentials). Other resources, and Subscriptions that hold none, are copied as they
+ * are, unparsed.
  */
 export function withoutSubscriptionSecrets(type: string, text: string): string {
-  if (type !== 'Subscription' || !(text.includes('"header"') || SECRET_URLS.some((url) => text.includes(url)))) return text;
+  if (type !== 'Subscription' || !(text.includes('"header"') || text.includes('@') || SECRET_URLS.some((url) => text.includes(url)))) return text;
   const subscription = JSON.parse(text) as Subscription;
   const result = withoutCredentials(subscription);
   if (!result) return text;

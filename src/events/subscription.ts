@@ -53,16 +53,29 @@ export function maxAttemptsOf(subscription: Subscription): number {
   return value === undefined ? DEFAULT_MAX_ATTEMPTS : Math.min(Math.max(value, 1), MAX_MAX_ATTEMPTS);
 }
 
+/** `scheme://user:password@` at the start of a URL: the userinfo ends at the authority's last `@`, as URL parsers read it. */
+const URL_USERINFO = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/;
+
+/** The credentials a Subscription's endpoint is called with, as named in a cloned copy's `error`. */
+export function credentialsOf(subscription: Subscription): string[] {
+  const found: string[] = [];
+  if (subscription.channel?.header !== undefined) found.push('channel.header');
+  if (URL_USERINFO.test(subscription.channel?.endpoint ?? '')) found.push('the user and password of channel.endpoint');
+  if (subscription.extension?.some((item) => SECRET_URLS.includes(item.url ?? ''))) found.push('the signing secret');
+  return found;
+}
+
 /**
  * The Subscription without the credentials its endpoint is called with: `channel.header` (often
- * an Authorization value) and the secret its deliveries are signed with. Undefined when it holds
- * neither. What a copy of a Subscription leaves out (bulk export, Project/$clone).
+ * an Authorization value), the userinfo of `channel.endpoint` (`https://user:password@host/...`)
+ * and the secret its deliveries are signed with. Undefined when it holds none. What a copy of a
+ * Subscription leaves out (bulk export, Project/$clone).
  */
 export function withoutCredentials(subscription: Subscription): Subscription | undefined {
-  const hasHeader = subscription.channel?.header !== undefined;
+  if (credentialsOf(subscription).length === 0) return undefined;
   const extension = subscription.extension?.filter((item) => !SECRET_URLS.includes(item.url ?? ''));
-  if (!hasHeader && extension?.length === subscription.extension?.length) return undefined;
   const { header: _header, ...channel } = subscription.channel ?? {};
+  if (channel.endpoint !== undefined) channel.endpoint = channel.endpoint.replace(URL_USERINFO, '$1');
   const result: Subscription = { ...subscription, ...(subscription.channel ? { channel } : {}), extension };
   if (!extension?.length) delete result.extension;
   return result;

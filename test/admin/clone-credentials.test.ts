@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { useTestServer, type ProjectClient } from '../helpers/server.js';
 
 /**
- * SPEC 4.7: Project/$clone does not copy secrets. A Subscription's `channel.header` and signing
- * secret are the credentials its endpoint is called with; the Project's `systemSecret` reaches
+ * SPEC 4.7: Project/$clone does not copy secrets. A Subscription's `channel.header`, the user and
+ * password in its `channel.endpoint` and its signing secret are the credentials its endpoint is
+ * called with; the Project's `systemSecret` reaches
  * system Bots. What is checked is what a super admin reads back from the clone.
  */
 
@@ -63,6 +64,24 @@ describe('Project/$clone and Subscription credentials', () => {
     const [copy] = await clonedSubscriptions(p);
     expect(copy.status).toBe('off');
     expect(copy.error).toContain('channel.header');
+  });
+
+  it('leaves out the user and password of channel.endpoint, keeping the rest of the URL', async () => {
+    const p = api.newProject();
+    await create(p, subscription({ type: 'rest-hook', endpoint: 'https://hook-user:not-for-the-clone@example.org:8443/hook?tenant=a' }));
+    const [copy] = await clonedSubscriptions(p);
+    expect(copy.channel).toEqual({ type: 'rest-hook', endpoint: 'https://example.org:8443/hook?tenant=a' });
+    expect(JSON.stringify(copy)).not.toContain('not-for-the-clone');
+    expect(JSON.stringify(copy)).not.toContain('hook-user');
+  });
+
+  it('turns off an active Subscription whose endpoint lost its user and password, naming what to set', async () => {
+    const p = api.newProject();
+    await create(p, subscription({ type: 'rest-hook', endpoint: 'https://x:y@example.org/hook' }));
+    const [copy] = await clonedSubscriptions(p);
+    expect(copy.status).toBe('off');
+    expect(copy.error).toContain('channel.endpoint');
+    expect(copy.error).not.toContain('channel.header');
   });
 
   it('keeps an active Subscription without credentials active and whole', async () => {

@@ -168,17 +168,27 @@ describe('an unfinished sign-up does not keep the email taken', () => {
   it('resumes a patient sign-up to the same project, and not as another kind of sign-up', async () => {
     const { admin } = await openProject();
     const body = userBody({ projectId: admin.projectId });
-    expect((await sendJson(api, 'POST', '/auth/newuser', body)).status).toBe(200);
+    const first = await sendJson(api, 'POST', '/auth/newuser', body);
+    expect(first.status).toBe(200);
+    // Without a project it is another scope: the server-wide User of the email, not the patient's.
     const { projectId: _projectId, ...withoutProject } = body;
-    expect((await sendJson(api, 'POST', '/auth/newuser', withoutProject)).status).toBe(409);
+    const serverWide = await sendJson(api, 'POST', '/auth/newuser', withoutProject);
+    expect(serverWide.status).toBe(200);
+    expect(partialSubject(serverWide.body.login)).not.toBe(partialSubject(first.body.login));
     const again = await sendJson(api, 'POST', '/auth/newuser', body);
     expect(again.status).toBe(200);
+    expect(partialSubject(again.body.login)).toBe(partialSubject(first.body.login));
     const finished = await sendJson(api, 'POST', '/auth/newpatient', { login: again.body.login, projectId: admin.projectId });
     expect(finished.status).toBe(200);
     const me = await getJson(api, '/auth/me', bearer(await codeToken(finished.body.code)));
     expect(me.body.profile.resourceType).toBe('Patient');
   });
 });
+
+/** The User a partial login (a signed JWT) is for. */
+function partialSubject(login: string): string {
+  return JSON.parse(Buffer.from(login.split('.')[1], 'base64url').toString()).sub;
+}
 
 async function codeToken(code: string): Promise<string> {
   const res = await api.raw('/oauth2/token', {

@@ -7,7 +7,7 @@ import { ASYNC, create, exportDone, exportedLines, idsOf, manifestOf, type Json 
 /**
  * What an export leaves out besides the server's own records: the Binaries holding a Bot's code
  * (they hold the keys a Bot's code calls with, as the Bot does) and a Subscription's
- * `channel.header` and signing secret (the credentials its endpoint is called with).
+ * `channel.header`, endpoint userinfo and signing secret (the credentials its endpoint is called with).
  */
 
 const api = await useTestServer();
@@ -119,6 +119,15 @@ describe('Subscription credentials in a bulk export', () => {
     const [exported] = await exportedSubscriptions(p);
     expect(exported.extension).toEqual([{ url: MAX_ATTEMPTS_URL, valueInteger: 3 }]);
     expect(JSON.stringify(exported)).not.toContain('not-for-export');
+  });
+
+  it('writes channel.endpoint without its user and password, marked SUBSETTED', async () => {
+    const p = api.newProject();
+    await create(p, subscription({ type: 'rest-hook', endpoint: 'https://hook-user:not-for-export@example.org/hook' }));
+    const [exported] = await exportedSubscriptions(p);
+    expect(exported.channel).toEqual({ type: 'rest-hook', endpoint: 'https://example.org/hook' });
+    expect(JSON.stringify(exported)).not.toContain('not-for-export');
+    expect(exported.meta.tag.map((tag: Json) => tag.code)).toEqual(['SUBSETTED']);
   });
 
   it('writes a Subscription without header nor secret as stored, not marked', async () => {

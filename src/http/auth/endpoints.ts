@@ -213,7 +213,7 @@ async function issueCode(auth: AuthService, email: string, password: string, req
   checkAuthFields({ email, password, projectId, clientId, codeChallenge, scope, launch: request.launch }, auth.config.authMaxFieldLength);
   const launch = request.launch !== undefined ? await usableLaunch(auth.db, request.launch) : undefined;
   if (launch && projectId && projectId !== launchProject(launch)) throw oauth.invalidRequest('The launch was made in another project than the one named');
-  const user = await checkPassword(auth, email, password, request.address);
+  const user = await checkPassword(auth, email, password, request.address, await signInProject(auth, request, launch));
   const membership = launch ? await launchMembership(auth, `User/${user.id}`, launch) : await chooseMembership(auth, `User/${user.id}`, projectId);
   if (launch) await bindLaunch(auth.db, launch);
   const secret = randomSecret();
@@ -232,6 +232,17 @@ async function issueCode(auth: AuthService, email: string, password: string, req
     { code: sha256Base64Url(secret), ...(launch ? { launch: { reference: `SmartAppLaunch/${launch.id}` } } : {}) },
   );
   return { login: login.id!, code: `${login.id}.${secret}` };
+}
+
+/**
+ * The project whose scoped User an email names at sign-in (findUserByEmail), as Medplum takes it:
+ * the one named, else the launch's, else the client application's.
+ */
+async function signInProject(auth: AuthService, request: CodeRequest, launch: SmartAppLaunch | undefined): Promise<string | undefined> {
+  if (request.projectId) return request.projectId;
+  if (launch) return launchProject(launch);
+  const client = request.clientId && isFhirId(request.clientId) ? await readAny(auth.db, 'ClientApplication', request.clientId) : undefined;
+  return client?.meta?.project;
 }
 
 /** The user's membership in the project a launch was made in; no other project's launch is usable. */

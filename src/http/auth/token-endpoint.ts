@@ -143,8 +143,9 @@ async function passwordGrant(auth: AuthService, c: HonoContext, form: URLSearchP
   const email = form.get('username');
   const password = form.get('password');
   if (!email || !password) throw oauth.invalidRequest('username and password are required');
-  const user = await checkPassword(auth, email, password, address);
-  const membership = await chooseMembership(auth, `User/${user.id}`, form.get('project') ?? undefined);
+  const projectId = form.get('project') ?? undefined;
+  const user = await checkPassword(auth, email, password, address, projectId);
+  const membership = await chooseMembership(auth, `User/${user.id}`, projectId);
   const login = await auth.createLogin({
     authMethod: 'password',
     subject: `User/${user.id}`,
@@ -218,7 +219,7 @@ async function tokenExchange(auth: AuthService, form: URLSearchParams, c: HonoCo
     memberships = await membershipsByExternalId(auth.db, userinfo.sub, projectId);
   } else {
     if (typeof userinfo.email !== 'string') throw oauth.invalidGrant('The identity provider returned no email');
-    const user = await findUserByEmail(auth.db, userinfo.email);
+    const user = await findUserByEmail(auth.db, userinfo.email, projectId);
     memberships = user ? (await membershipsReferencing(auth.db, 'user', `User/${user.id}`)).filter((m) => m.meta?.project === projectId) : [];
   }
   if (memberships.length !== 1) {
