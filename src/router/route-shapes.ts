@@ -2,6 +2,8 @@ import type { FhirRoute, RouteMatch } from './types.js';
 
 /** Most path shapes remembered; a shape seen after that is matched by the trie every time. */
 const MAX_SHAPES = 2_000;
+/** Most first segments whose shape is remembered (types and operation names: few in use). */
+const MAX_FIRST_SEGMENTS = 1_000;
 /** Longest path (in segments) whose shape is remembered: the table's routes have at most four. */
 const MAX_SEGMENTS = 6;
 
@@ -37,6 +39,8 @@ export class RouteShapes {
   /** By position: the parameter patterns of routes there. */
   private readonly patterns: RegExp[][] = [];
   private readonly roots = new Map<string, ShapeStep>();
+  /** The shapes of first segments seen: a type or an operation name, tested against the patterns once. */
+  private readonly firstShapes = new Map<string, string | number>();
   private remembered = 0;
   private readonly usable: boolean;
 
@@ -95,6 +99,16 @@ export class RouteShapes {
   }
 
   private shapeOf(segment: string, position: number): string | number {
+    if (position !== 0) return this.testedShapeOf(segment, position);
+    let shape = this.firstShapes.get(segment);
+    if (shape === undefined) {
+      shape = this.testedShapeOf(segment, 0);
+      if (this.firstShapes.size < MAX_FIRST_SEGMENTS) this.firstShapes.set(segment, shape);
+    }
+    return shape;
+  }
+
+  private testedShapeOf(segment: string, position: number): string | number {
     if (this.literals.has(segment)) return segment;
     const patterns = this.patterns[position];
     let accepted = segment === '' ? 0 : 1;
