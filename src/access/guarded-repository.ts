@@ -97,8 +97,11 @@ export class GuardedRepository implements ResourceRepository {
     assertScope(this.who, resourceType, 'r');
     this.assertJoinable(resourceType);
     const version = await this.store.readVersion(resourceType, id);
-    await this.assertWithinCriteria(resourceType, id, 'r');
-    await this.assertNotBotCode(resourceType, id);
+    // Each check is awaited only when it has work to do: most reads have neither.
+    const criteria = this.assertWithinCriteria(resourceType, id, 'r');
+    if (criteria) await criteria;
+    const botCode = this.assertNotBotCode(resourceType, id);
+    if (botCode) await botCode;
     return mayHoldSecrets(resourceType) ? (await withClientSecrets(this.services, this.who, [version]))[0] : version;
   }
 
@@ -312,9 +315,11 @@ export class GuardedRepository implements ResourceRepository {
    * A Binary holding a Bot's code is invisible (404) to all but project admins and super admins,
    * to read and to write alike (a write would change the code the Bot runs): src/storage/bot-code.ts.
    */
-  private async assertNotBotCode(resourceType: string, id: string): Promise<void> {
-    if (resourceType !== 'Binary' || seesBotCode(this.who)) return;
-    if (await isBotCode(this.primary, this.who.projectId, id)) throw errors.notFound(`Binary/${id} not found`);
+  private assertNotBotCode(resourceType: string, id: string): Promise<void> | undefined {
+    if (resourceType !== 'Binary' || seesBotCode(this.who)) return undefined;
+    return isBotCode(this.primary, this.who.projectId, id).then((botCode) => {
+      if (botCode) throw errors.notFound(`Binary/${id} not found`);
+    });
   }
 
   /**
@@ -331,11 +336,12 @@ export class GuardedRepository implements ResourceRepository {
    * A resource outside the caller's AccessPolicy criteria for its type is invisible (404), as a
    * resource of another project is. The check is the search engine's, so it cannot disagree with it.
    */
-  private async assertWithinCriteria(resourceType: string, id: string, permission: Permission, from: 'reader' | 'primary' = 'reader'): Promise<void> {
+  private assertWithinCriteria(resourceType: string, id: string, permission: Permission, from: 'reader' | 'primary' = 'reader'): Promise<void> | undefined {
     const who = this.as(permission);
-    if (!policyCriteria(who, resourceType)) return;
-    const within = await this.idsWithinCriteria(who, resourceType, [id], from);
-    if (!within.has(id)) throw errors.notFound(`${resourceType}/${id} not found`);
+    if (!policyCriteria(who, resourceType)) return undefined;
+    return this.idsWithinCriteria(who, resourceType, [id], from).then((within) => {
+      if (!within.has(id)) throw errors.notFound(`${resourceType}/${id} not found`);
+    });
   }
 
   /** The versions outside the AccessPolicy criteria of their type (one search per type that has criteria). */

@@ -56,6 +56,7 @@ interface NameableConfig {
  * and the like stay on the simple protocol).
  */
 export function preparingClient(names: StatementNames, perConnection: number): typeof pg.Client {
+  const NamedQuery = layoutRememberingQuery(new Map());
   return class PreparingClient extends pg.Client {
     private readonly prepared = new Set<string>();
 
@@ -66,7 +67,7 @@ export function preparingClient(names: StatementNames, perConnection: number): t
         if (name !== undefined && (this.prepared.has(name) || this.prepared.size < perConnection)) {
           this.prepared.add(name);
           const callback: unknown = rest[1];
-          if (rest[0] === undefined && typeof callback === 'function' && onlyTextAndValues(config)) return super.query(namedQuery(config, name, callback));
+          if (rest[0] === undefined && typeof callback === 'function' && onlyTextAndValues(config)) return super.query(namedQuery(NamedQuery, config, name, callback));
           return (super.query as (...args: unknown[]) => unknown)({ ...config, name }, ...rest);
         }
       }
@@ -75,14 +76,79 @@ export function preparingClient(names: StatementNames, perConnection: number): t
   };
 }
 
+/** What pg's row description says of a column (pg-protocol's Field), as far as a layout depends on it. */
+interface FieldLike {
+  readonly name: string;
+  readonly dataTypeID: number;
+  readonly format: string;
+}
+
+/** The parts of pg's Query and Result (pg/lib/query.js, result.js) a remembered layout sets. */
+interface QueryInternals {
+  name?: string;
+  _accumulateRows: boolean;
+  _result: { fields: readonly FieldLike[]; _parsers: unknown; _prebuiltEmptyResultObject: unknown };
+}
+
+/** How pg reads a statement's rows: its columns, a parser for each, and the empty row it copies for each row. */
+interface RowLayout {
+  readonly fields: readonly FieldLike[];
+  readonly parsers: unknown;
+  readonly emptyRow: unknown;
+}
+
+type QueryClass = new (text: unknown, values: unknown, callback: unknown) => pg.Query & { name?: string };
+
+/**
+ * pg's Query, made to remember how it read the rows of each named statement. PostgreSQL describes
+ * the columns again at every execution, and pg builds the rows' layout from each description anew:
+ * a parser looked up per column and an empty row built key by key in dictionary mode, with
+ * every column name a new string that V8 must look up in its string table (together more than
+ * the rest of pg's work on a read by id, in profiles). A description with the same columns as the
+ * statement's last (names, types and formats) takes that layout again; any other is read as pg
+ * reads it and becomes the statement's layout. Only for statements of one command, with a callback
+ * (rows are then always kept), which namedQuery makes.
+ */
+function layoutRememberingQuery(layouts: Map<string, RowLayout>): QueryClass {
+  // pg's type declarations leave out the message handlers a Query implements.
+  const Query = pg.Query as unknown as new (text: unknown, values: unknown, callback: unknown) => { handleRowDescription(message: { fields: FieldLike[] }): void };
+  return class LayoutRememberingQuery extends Query {
+    override handleRowDescription(message: { fields: FieldLike[] }): void {
+      const query = this as unknown as QueryInternals;
+      const name = query.name!;
+      const known = layouts.get(name);
+      if (known === undefined || !sameFields(known.fields, message.fields)) {
+        super.handleRowDescription(message);
+        const result = query._result;
+        layouts.set(name, { fields: result.fields, parsers: result._parsers, emptyRow: result._prebuiltEmptyResultObject });
+        return;
+      }
+      const result = query._result;
+      result.fields = known.fields;
+      result._parsers = known.parsers;
+      result._prebuiltEmptyResultObject = known.emptyRow;
+      query._accumulateRows = true;
+    }
+  } as unknown as QueryClass;
+}
+
+function sameFields(known: readonly FieldLike[], fields: readonly FieldLike[]): boolean {
+  if (known.length !== fields.length) return false;
+  for (let i = 0; i < fields.length; i++) {
+    const a = known[i];
+    const b = fields[i];
+    if (a.name !== b.name || a.dataTypeID !== b.dataTypeID || a.format !== b.format) return false;
+  }
+  return true;
+}
+
 /**
  * A statement of text and values as pg's Query made from the text itself: pg copies every config
  * object it is given, property descriptors and all (twice with the copy that adds the name), which
  * showed in profiles of reads by id; a Query object is taken as it is. Only for configs with
  * nothing else (rowMode and types shape the Query's result when it is made).
  */
-function namedQuery(config: NameableConfig, name: string, callback: unknown): pg.Query {
-  const Query = pg.Query as unknown as new (text: unknown, values: unknown, callback: unknown) => pg.Query & { name?: string };
+function namedQuery(Query: QueryClass, config: NameableConfig, name: string, callback: unknown): pg.Query {
   const query = new Query(config.text, config.values, callback);
   query.name = name;
   return query;

@@ -1,5 +1,6 @@
 import { toOperationOutcomeError } from '../fhir/outcome.js';
 import type { OperationOutcome, Resource } from '../fhir/types.js';
+import { httpDate } from './http-date.js';
 import { StreamedBytes, type FhirResponse } from './types.js';
 
 export interface VersionHeaders {
@@ -11,7 +12,7 @@ export interface VersionHeaders {
 export function versionHeaders(version: VersionHeaders): Record<string, string> {
   return {
     ETag: `W/"${version.versionId}"`,
-    'Last-Modified': new Date(version.lastUpdated).toUTCString(),
+    'Last-Modified': httpDate(version.lastUpdated),
   };
 }
 

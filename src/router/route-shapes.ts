@@ -2,6 +2,8 @@ import type { FhirRoute, RouteMatch } from './types.js';
 
 /** Most path shapes remembered; a shape seen after that is matched by the trie every time. */
 const MAX_SHAPES = 2_000;
+/** Most first segments whose shape is remembered (types and operation names: few in use). */
+const MAX_FIRST_SEGMENTS = 1_000;
 /** Longest path (in segments) whose shape is remembered: the table's routes have at most four. */
 const MAX_SEGMENTS = 6;
 
@@ -12,47 +14,66 @@ interface Remembered {
 }
 
 /**
+ * One step of the remembered shapes: the next segment's shape (a literal segment itself, else the
+ * number that says which parameter patterns accept it) leads to the next step; a path that ends
+ * here has `match` (null: no route serves it).
+ */
+interface ShapeStep {
+  readonly next: Map<string | number, ShapeStep>;
+  match?: Remembered | null;
+}
+
+/**
  * Remembers which route serves each *shape* of path, so that the trie router's walk (several
  * microseconds a request, the most frequent of which differ only in their ids) runs once per shape.
  * A segment's shape is the segment itself when the table names it literally, else which of the
- * table's parameter patterns accept it: two paths of one shape are served by the same route
- * with the same parameters, because the trie decides by nothing else. That holds while every
- * route is a list of literal segments and one-segment parameters (no wildcard, no optional
- * parameter, no pattern that can match a `/`); a table with anything else is never remembered.
+ * parameter patterns of routes at its position accept it: two paths of one shape are served by
+ * the same route with the same parameters, because the trie decides by nothing else (it tries a
+ * segment only against the patterns of routes at its position). That holds while every route is
+ * a list of literal segments and one-segment parameters (no wildcard, no optional parameter, no
+ * pattern that can match a `/`); a table with anything else is never remembered. Shapes are kept
+ * as steps by segment, so that a lookup builds no key.
  */
 export class RouteShapes {
   private readonly literals = new Set<string>();
-  private readonly patterns: RegExp[] = [];
-  private readonly shapes = new Map<string, Remembered | null>();
+  /** By position: the parameter patterns of routes there. */
+  private readonly patterns: RegExp[][] = [];
+  private readonly roots = new Map<string, ShapeStep>();
+  /** The shapes of first segments seen: a type or an operation name, tested against the patterns once. */
+  private readonly firstShapes = new Map<string, string | number>();
+  private remembered = 0;
   private readonly usable: boolean;
 
   constructor(routes: readonly FhirRoute[]) {
-    const sources = new Set<string>();
+    const sources: Set<string>[] = [];
     let usable = true;
     for (const route of routes) {
-      for (const segment of route.path.split('/')) {
+      route.path.split('/').forEach((segment, position) => {
         const param = /^:([^{}]+)(?:\{(.+)\})?$/.exec(segment);
         if (!param) {
           if (segment.includes('*') || segment.includes(':')) usable = false;
           this.literals.add(segment);
         } else if (param[2] !== undefined) {
           if (!oneSegmentPattern(param[2])) usable = false;
-          sources.add(param[2]);
+          (sources[position] ??= new Set()).add(param[2]);
         } else if (param[1].endsWith('?')) usable = false;
-      }
+      });
     }
-    for (const source of sources) this.patterns.push(new RegExp(`^(?:${source})$`));
-    this.usable = usable && this.patterns.length <= 30;
+    for (let position = 0; position < MAX_SEGMENTS; position++) {
+      this.patterns.push([...(sources[position] ?? [])].map((source) => new RegExp(`^(?:${source})$`)));
+    }
+    this.usable = usable && this.patterns.every((atPosition) => atPosition.length <= 30);
   }
 
   /** The remembered match of `path` (undefined: not remembered, null: no route serves it). */
   lookup(method: string, path: string): RouteMatch | null | undefined {
+    if (!this.usable) return undefined;
     const segments = path.split('/');
-    const key = this.keyOf(method, segments);
-    if (key === undefined) return undefined;
-    const found = this.shapes.get(key);
-    if (found === undefined) return undefined;
-    if (found === null) return null;
+    if (segments.length > MAX_SEGMENTS) return undefined;
+    let step = this.roots.get(method);
+    for (let i = 0; i < segments.length && step !== undefined; i++) step = step.next.get(this.shapeOf(segments[i], i));
+    const found = step?.match;
+    if (found === undefined || found === null) return found;
     const params: Record<string, string> = {};
     for (let i = 0; i < found.names.length; i++) {
       const name = found.names[i];
@@ -63,25 +84,36 @@ export class RouteShapes {
 
   /** Remembers what the trie matched for `path`. */
   remember(method: string, path: string, match: RouteMatch | undefined): void {
-    const key = this.keyOf(method, path.split('/'));
-    if (key === undefined || this.shapes.size >= MAX_SHAPES) return;
-    this.shapes.set(key, match ? { route: match.route, names: match.route.path.split('/').map(paramName) } : null);
+    const segments = path.split('/');
+    if (!this.usable || segments.length > MAX_SEGMENTS || this.remembered >= MAX_SHAPES) return;
+    let step = this.roots.get(method);
+    if (step === undefined) this.roots.set(method, (step = { next: new Map() }));
+    for (let i = 0; i < segments.length; i++) {
+      const shape = this.shapeOf(segments[i], i);
+      let next: ShapeStep | undefined = step.next.get(shape);
+      if (next === undefined) step.next.set(shape, (next = { next: new Map() }));
+      step = next;
+    }
+    if (step.match === undefined) this.remembered++;
+    step.match = match ? { route: match.route, names: match.route.path.split('/').map(paramName) } : null;
   }
 
-  private keyOf(method: string, segments: readonly string[]): string | undefined {
-    if (!this.usable) return undefined;
-    if (segments.length > MAX_SEGMENTS) return undefined;
-    let key = method;
-    for (const segment of segments) {
-      if (this.literals.has(segment)) {
-        key += `/=${segment}`;
-        continue;
-      }
-      let accepted = segment === '' ? 0 : 1;
-      for (let i = 0; i < this.patterns.length; i++) if (this.patterns[i].test(segment)) accepted |= 2 << i;
-      key += `/${accepted}`;
+  private shapeOf(segment: string, position: number): string | number {
+    if (position !== 0) return this.testedShapeOf(segment, position);
+    let shape = this.firstShapes.get(segment);
+    if (shape === undefined) {
+      shape = this.testedShapeOf(segment, 0);
+      if (this.firstShapes.size < MAX_FIRST_SEGMENTS) this.firstShapes.set(segment, shape);
     }
-    return key;
+    return shape;
+  }
+
+  private testedShapeOf(segment: string, position: number): string | number {
+    if (this.literals.has(segment)) return segment;
+    const patterns = this.patterns[position];
+    let accepted = segment === '' ? 0 : 1;
+    for (let i = 0; i < patterns.length; i++) if (patterns[i].test(segment)) accepted |= 2 << i;
+    return accepted;
   }
 }
 

@@ -49,10 +49,20 @@ export class FhirRouter implements EntryRouter {
   }
 
   /**
-   * Runs a request; failures are thrown as OperationOutcomeErrors. `caller.ctx` is absent for a
-   * request without a token, which only public routes serve.
+   * Runs a request; failures are thrown as OperationOutcomeErrors (as a rejected promise, never
+   * synchronously). `caller.ctx` is absent for a request without a token, which only public routes
+   * serve. Not an async function: one that returns the handler's promise waits two more turns of
+   * the microtask queue for it.
    */
-  async dispatch(req: FhirRequest, caller: PublicCaller, found = this.match(req.method, req.path)): Promise<FhirResponse> {
+  dispatch(req: FhirRequest, caller: PublicCaller, found?: RouteMatch): Promise<FhirResponse> {
+    try {
+      return this.run(req, caller, found ?? this.match(req.method, req.path));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private run(req: FhirRequest, caller: PublicCaller, found: RouteMatch | undefined): Promise<FhirResponse> {
     if (!found) throw notFound(req.method, req.path);
     const { route, params } = found;
     if (route.public) return route.handler(req, params, caller);

@@ -1,6 +1,5 @@
 import { ID_PATTERN } from '../fhir/ids.js';
 import type { SqlExecutor } from '../db/database.js';
-import type { Reader } from '../db/replicas.js';
 import { isResourceType } from '../fhir/definitions.js';
 import { errors } from '../fhir/outcome.js';
 import { projectOf } from './current-rows.js';
@@ -13,20 +12,21 @@ import { assertType, type StoreContext } from './store-context.js';
 
 /** The repository's reads: current versions (through the cache), exact versions, history and Binary bytes. */
 
-/** Reads the current version as stored text (the read hot path: no parse, no re-serialise). */
+/**
+ * Reads the current version as stored text (the read hot path: no parse, no re-serialise). A
+ * replica's version may be older than one this server has cached or will learn: it never fills the cache.
+ */
 export async function readVersion(ctx: StoreContext, resourceType: string, id: string, from: 'reader' | 'primary'): Promise<StoredVersion> {
   assertType(resourceType);
   if (!ID_PATTERN.test(id)) throw errors.notFound(`${resourceType}/${id} not found`);
-  const version = ctx.cache.get(resourceType, id) ?? (await loadCurrent(ctx, resourceType, id, from === 'primary' ? { db: ctx.db, replica: false } : ctx.reader()));
+  let version = ctx.cache.get(resourceType, id);
+  if (version === undefined) {
+    const reader = from === 'primary' ? { db: ctx.db, replica: false } : ctx.reader();
+    version = await selectCurrent(reader.db, resourceType, id);
+    if (version && !reader.replica) ctx.cache.fill(version);
+  }
   if (!version || !ctx.canSee(version.projectId)) throw errors.notFound(`${resourceType}/${id} not found`);
   if (version.deleted) throw errors.gone(`${resourceType}/${id} was deleted`);
-  return version;
-}
-
-/** A replica's version may be older than one this server has cached or will learn: it never fills the cache. */
-async function loadCurrent(ctx: StoreContext, resourceType: string, id: string, reader: Reader): Promise<StoredVersion | undefined> {
-  const version = await selectCurrent(reader.db, resourceType, id);
-  if (version && !reader.replica) ctx.cache.fill(version);
   return version;
 }
 

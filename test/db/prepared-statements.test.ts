@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { StatementNames } from '../../src/db/prepared-statements.js';
+import pg from 'pg';
+import { preparingClient, StatementNames } from '../../src/db/prepared-statements.js';
 import { useTestServer, type TestServer } from '../helpers/server.js';
 
 describe('statement names', () => {
@@ -130,5 +131,32 @@ describe.skipIf(!process.env.DATABASE_URL)('prepared statements on PostgreSQL', 
       expect(third).toEqual(first);
       expect(await preparedOnServer(api)).toEqual([]);
     });
+  });
+});
+
+describe.skipIf(!process.env.DATABASE_URL)('rows of a named statement', () => {
+  it('reads every execution with its own values and columns, each column as its type', async () => {
+    const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 1, Client: preparingClient(new StatementNames(), 10) });
+    try {
+      const text = 'SELECT $1::int AS n, $2::text AS t, $3::boolean AS b, $4::timestamptz AS at, NULL::text AS nothing';
+      const other = 'SELECT $1::text AS n, $1::int + 1 AS later';
+      const answers = [];
+      for (let i = 0; i < 4; i++) {
+        const result = await pool.query({ text, values: [i, `text ${i}`, i % 2 === 0, `2026-01-0${i + 1}T00:00:00Z`] });
+        answers.push({ fields: result.fields.map((field) => field.name), rows: result.rows });
+        const second = await pool.query({ text: other, values: [String(i)] });
+        answers.push({ fields: second.fields.map((field) => field.name), rows: second.rows });
+      }
+      expect(answers).toEqual(
+        [0, 1, 2, 3].flatMap((i) => [
+          { fields: ['n', 't', 'b', 'at', 'nothing'], rows: [{ n: i, t: `text ${i}`, b: i % 2 === 0, at: new Date(`2026-01-0${i + 1}T00:00:00Z`), nothing: null }] },
+          { fields: ['n', 'later'], rows: [{ n: String(i), later: i + 1 }] },
+        ]),
+      );
+      const named = await pool.query<{ name: string }>('SELECT name FROM pg_prepared_statements WHERE statement IN ($1, $2)', [text, other]);
+      expect(named.rows.map((row) => row.name)).toEqual([expect.stringMatching(/^flint_\d+$/), expect.stringMatching(/^flint_\d+$/)]);
+    } finally {
+      await pool.end();
+    }
   });
 });

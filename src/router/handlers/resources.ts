@@ -12,12 +12,13 @@ import { createFrom, securityContextFrom, writeResponse } from './writes.js';
 
 /** The instance interactions: read, vread, create, update, patch and delete (http.html 3.1.0.2-3.1.0.7). */
 
-export async function readHandler(req: FhirRequest, { type, id }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  return respondWithVersion(req, ctx, await ctx.repo.readVersion(type!, id!));
+// Reads continue with `then`: an async function's promise resolved with respondWithVersion's would add turns of the microtask queue.
+export function readHandler(req: FhirRequest, { type, id }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
+  return ctx.repo.readVersion(type!, id!).then((version) => respondWithVersion(req, ctx, version));
 }
 
-export async function vreadHandler(req: FhirRequest, { type, id, vid }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  return respondWithVersion(req, ctx, await ctx.repo.readHistoryVersion(type!, id!, vid!));
+export function vreadHandler(req: FhirRequest, { type, id, vid }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
+  return ctx.repo.readHistoryVersion(type!, id!, vid!).then((version) => respondWithVersion(req, ctx, version));
 }
 
 export async function createHandler(req: FhirRequest, { type }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
@@ -56,8 +57,11 @@ export async function deleteHandler(req: FhirRequest, { type, id }: RouteParams,
   return outcomeResponse(allOk(`Deleted ${type}/${id}`), 200);
 }
 
-/** Sends a stored version: the stored text as is unless subsetting or Binary bytes are asked for. */
-export async function respondWithVersion(req: FhirRequest, ctx: RequestContext, version: StoredVersion): Promise<FhirResponse> {
+/**
+ * Sends a stored version: the stored text as is unless subsetting or Binary bytes are asked for.
+ * Only a Binary's bytes are waited for; every other answer is made at once. Failures are thrown.
+ */
+export function respondWithVersion(req: FhirRequest, ctx: RequestContext, version: StoredVersion): FhirResponse | Promise<FhirResponse> {
   const headers = versionHeaders(version);
   const ifNoneMatch = req.header('if-none-match');
   if (matchesIfNoneMatch(ifNoneMatch, headers.ETag)) return emptyResponse(304, headers);
