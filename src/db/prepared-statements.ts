@@ -120,7 +120,10 @@ function layoutRememberingQuery(layouts: Map<string, RowLayout>): QueryClass {
       if (known === undefined || !sameFields(known.fields, message.fields)) {
         super.handleRowDescription(message);
         const result = query._result;
-        layouts.set(name, { fields: result.fields, parsers: result._parsers, emptyRow: result._prebuiltEmptyResultObject });
+        // A pg whose Result no longer keeps these parts is read as it reads itself, never from a stale layout.
+        if (Array.isArray(result._parsers) && typeof result._prebuiltEmptyResultObject === 'object' && result._prebuiltEmptyResultObject !== null) {
+          layouts.set(name, { fields: result.fields, parsers: result._parsers, emptyRow: result._prebuiltEmptyResultObject });
+        }
         return;
       }
       const result = query._result;
