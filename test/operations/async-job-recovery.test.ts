@@ -192,6 +192,9 @@ describe('AsyncJobs whose server stopped', () => {
       const first = await start();
       const path = await startWaitingJob(superAdminClient(first.url), label);
       await pollJob(superAdminClient(first.url), path, (j) => j.status === 'active');
+      // Active is written before the handler starts: a server closing in between hands back a job
+      // it never ran, and the handler would start only once.
+      while ((starts.get(label) ?? 0) < 1) await sleep(20);
       // The server stops while the job runs: it hands the job back to the queue.
       await first.close();
       second = await start();
