@@ -81,6 +81,12 @@ function taken(field: UniqueField, value: string, scope: string): OperationOutco
   );
 }
 
+/** 400: the resource names a scope other than the project it is written in. */
+function foreignScope(field: UniqueField, scope: string, projectId: string): OperationOutcomeError {
+  const text = `${field.resourceType}.project is ${scope}, but the ${field.resourceType} is written in Project/${projectId}: a project-scoped ${field.resourceType} names the project that holds it`;
+  return new OperationOutcomeError(outcome([issue('invalid', text, `${field.resourceType}.project`)]), 400);
+}
+
 /**
  * Throws 409 when a live resource other than `exceptId` holds the value. Call inside the write's
  * transaction; it takes the value's lock first.
@@ -112,8 +118,13 @@ export const uniquenessWriteHooks: readonly (readonly [string, WriteHook])[] = [
       field.resourceType,
       async (tx, change) => {
         const resource = change.resource;
-        const value = resource ? field.valueOf(resource) : undefined;
-        if (resource && value !== undefined) await assertFree(tx, field, value, field.scope?.of(resource) ?? '', change.id);
+        if (!resource) return;
+        const scope = field.scope?.of(resource) ?? '';
+        // A scope is the project the resource is stored in: naming another would let one project's
+        // admin take an email in the scope of a project it does not administer.
+        if (scope !== '' && scope !== `Project/${change.projectId}`) throw foreignScope(field, scope, change.projectId);
+        const value = field.valueOf(resource);
+        if (value !== undefined) await assertFree(tx, field, value, scope, change.id);
       },
     ] as const,
 );

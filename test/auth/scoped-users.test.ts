@@ -64,6 +64,17 @@ describe('User.email is unique per scope', () => {
     expect((await second.post('/User', user())).status).toBe(409);
     expect(await usersWith(email)).toHaveLength(3);
   });
+
+  it("refuses a User scoped to a project other than the one it is written in (400 naming User.project), writing nothing", async () => {
+    const admin = api.newProject();
+    const other = api.newProject();
+    const email = `${randomUUID()}@example.org`;
+    const res = await admin.post('/User', { resourceType: 'User', firstName: 'S', lastName: 'Quat', email, project: { reference: `Project/${other.projectId}` } });
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body.issue[0]).toMatchObject({ code: 'invalid', expression: ['User.project'] });
+    expect(await usersWith(email)).toHaveLength(0);
+    expect((await other.post('/User', { resourceType: 'User', firstName: 'S', lastName: 'Cope', email, project: { reference: `Project/${other.projectId}` } })).status).toBe(201);
+  });
 });
 
 describe('signing up and in with an email used in another scope', () => {
