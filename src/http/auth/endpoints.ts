@@ -14,7 +14,7 @@ import { SIGNING_ALGORITHM } from '../../auth/keys.js';
 import { grantScope } from '../../auth/scope-grant.js';
 import { SMART_CAPABILITIES, SMART_SCOPES_SUPPORTED } from '../../auth/smart-discovery.js';
 import { bindLaunch, launchProject, usableLaunch } from '../../auth/launches.js';
-import type { ProjectMembership, SmartAppLaunch } from '../../fhir/resources.js';
+import type { ClientApplication, ProjectMembership, SmartAppLaunch } from '../../fhir/resources.js';
 import { ASSERTION_ALGORITHMS } from '../../auth/client-assertion.js';
 
 const GRANT_TYPES = [
@@ -206,6 +206,8 @@ interface CodeRequest {
   launch?: string;
   address: string;
   userAgent?: string;
+  /** The client application `clientId` names, when the caller has read it already. */
+  client?: ClientApplication;
 }
 
 async function issueCode(auth: AuthService, email: string, password: string, request: CodeRequest): Promise<{ login: string; code: string }> {
@@ -241,7 +243,7 @@ async function issueCode(auth: AuthService, email: string, password: string, req
 async function signInProject(auth: AuthService, request: CodeRequest, launch: SmartAppLaunch | undefined): Promise<string | undefined> {
   if (request.projectId) return request.projectId;
   if (launch) return launchProject(launch);
-  const client = request.clientId && isFhirId(request.clientId) ? await readAny(auth.db, 'ClientApplication', request.clientId) : undefined;
+  const client = request.client ?? (request.clientId && isFhirId(request.clientId) ? await readAny(auth.db, 'ClientApplication', request.clientId) : undefined);
   return client?.meta?.project;
 }
 
@@ -320,6 +322,7 @@ export async function authorizeHandler(c: HonoContext): Promise<Response> {
       launch: launchId,
       address: clientAddress(c),
       userAgent: c.req.header('user-agent'),
+      client,
     });
     return back({ code });
   } catch (error) {
