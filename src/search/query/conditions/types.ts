@@ -67,4 +67,11 @@ export type ResolvedParameter =
   | { readonly kind: 'id' | 'lastUpdated' | 'project'; readonly modifier: string | undefined }
   | { readonly kind: 'composite'; readonly code: string; readonly modifier: string | undefined }
   | { readonly kind: 'reference-identifier'; readonly code: string; readonly param: SearchParameter }
-  | { readonly kind: 'indexed'; readonly code: string; readonly modifier: string | undefined; readonly param: SearchParameter };
+  | {
+      readonly kind: 'indexed';
+      readonly code: string;
+      /** The codes whose rows it reads (parameterCodes): `code`, and more for a union parameter. */
+      readonly codes: readonly string[];
+      readonly modifier: string | undefined;
+      readonly param: SearchParameter;
+    };
