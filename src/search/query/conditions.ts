@@ -9,7 +9,7 @@ import { compileFilter, ENDS_WITH_MODIFIER, type FilterCompiler } from './condit
 import { findParameter, isSearchable, parameterCodes } from './conditions/lookup.js';
 import { numberParameter, quantityParameter } from './conditions/number-quantity.js';
 import { compileReferenceIdentifier, referenceParameter } from './conditions/reference.js';
-import { codesArg, missingCondition, notSupported, rowsExist, unsupportedModifier } from './conditions/shared.js';
+import { codesArg, missingCondition, notSupported, rowsExist, rowsOfCodes, unsupportedModifier } from './conditions/shared.js';
 import { compileId, compileLastUpdated, compileProject } from './conditions/special.js';
 import { stringParameter } from './conditions/string.js';
 import { tokenParameter } from './conditions/token.js';
@@ -136,10 +136,11 @@ function compileIndexed(
   const kind = KINDS[param.type];
   if (!kind) throw errors.invalid(`Search parameter "${name}" (${param.type}) is not supported by this server`, name);
   const codeArg = codesArg(codes, ctx.args);
+  const table = rowsOfCodes(kind.table, codes, ctx);
   const x = `x${ctx.depth}`;
   const rowsOf: RowsOf = (condition) => {
-    ctx.onRows?.({ table: kind.table, codeArg, condition, alias: x, depth: ctx.depth });
-    return rowsExist(kind.table, codeArg, alias, x, condition, ctx.perRow);
+    ctx.onRows?.({ table, indexTable: kind.table, codeArg, condition, alias: x, depth: ctx.depth });
+    return rowsExist(table, codeArg, alias, x, condition, ctx.perRow);
   };
   if (modifier === 'missing') return missingCondition(name, value, () => rowsOf(undefined));
   const values = splitOr(value);

@@ -72,6 +72,18 @@ export function codesArg(codes: readonly string[], args: SqlArgs): string {
   return codes.length === 1 ? args.add(codes[0]) : `ANY(${args.add([...codes], 'text[]')})`;
 }
 
+/**
+ * The rows of `table` a parameter reads: the table itself for one code; for a union parameter's
+ * codes, each code's rows as a branch of a UNION ALL. With `code = ANY(...)` over the table, a
+ * planner without statistics seeks the value index by project, type and value alone, skipping
+ * the code column (all Patient string rows for `name:exact`); each branch's code is exact, so
+ * each seeks its own rows.
+ */
+export function rowsOfCodes(table: string, codes: readonly string[], ctx: CompileContext): string {
+  if (codes.length === 1) return table;
+  return `(${codes.map((code) => `SELECT * FROM ${table} WHERE code = ${ctx.args.add(code)}`).join(' UNION ALL ')})`;
+}
+
 /** EXISTS over the rows of `table` with `code` that belong to the resource `alias`. */
 export function existsRows(table: string, code: string, alias: string, ctx: CompileContext, condition: string | undefined): string {
   return rowsExist(table, ctx.args.add(code), alias, `x${ctx.depth}`, condition, ctx.perRow);

@@ -38,7 +38,10 @@ export interface CompileContext {
 
 /** `EXISTS (row of table with code and condition)`, the shape of a plain parameter's condition. */
 export interface IndexRowsCondition {
+  /** The rows read: an index table, or for a union parameter a UNION ALL of its codes' rows of it (rowsOfCodes). */
   table: string;
+  /** The index table itself. */
+  indexTable: string;
   /** The placeholder holding the parameter's code. */
   codeArg: string;
   /** The condition on the row, over the columns of `alias`. */
