@@ -8,8 +8,15 @@
  * gender, birthDate (1930-2019). Observations: subject (Patient, ~10 per patient), status, category,
  * one of 20 LOINC codes, effectiveDateTime spread over 2020-2024, valueQuantity. lastUpdated
  * advances one second per 7 resources, so many resources share a lastUpdated.
+ *
+ * BENCH_ROW_LAYOUT=union writes the rows of this tree's indexer, where union parameters store only
+ * what no other parameter holds (src/indexing/union-rows.ts: no `name` rows for a name of family
+ * and given only, no `combo-code` or `combo-value-quantity` rows); by default the layout before
+ * that, with those rows, as a database written by an older server holds them.
  */
 import pg from 'pg';
+
+const UNION_LAYOUT = process.env.BENCH_ROW_LAYOUT === 'union';
 
 export const FAMILIES = [
   'Smith', 'Johnson', 'Williams', 'Brown', 'Jones', 'Garcia', 'Miller', 'Davis', 'Rodriguez', 'Martinez',
@@ -91,7 +98,7 @@ async function insertPatients(client: pg.Client, projectId: string, idPrefix: st
      SELECT $1, 'Patient', id, s.seq, s.code, translate(lower(s.v), 'ü', 'u'), s.v FROM gen_p,
        LATERAL (VALUES (1, 'name', family), (2, 'name', given1), (3, 'name', given2), (4, 'family', family),
                        (5, 'given', given1), (6, 'given', given2)) AS s(seq, code, v)
-     WHERE s.seq < 3 OR given1 <> given2 OR s.seq NOT IN (3, 6)`,
+     WHERE (s.seq < 3 OR given1 <> given2 OR s.seq NOT IN (3, 6)) AND NOT (${UNION_LAYOUT} AND s.code = 'name')`,
     [projectId],
   );
   await client.query(
@@ -146,7 +153,8 @@ async function insertObservations(client: pg.Client, projectId: string, idPrefix
        LATERAL (VALUES (1, 'code', 'http://loinc.org', code), (2, 'combo-code', 'http://loinc.org', code),
                        (3, 'status', NULL, 'final'),
                        (4, 'category', 'http://terminology.hl7.org/CodeSystem/observation-category', 'vital-signs'))
-         AS s(seq, code, system, value)`,
+         AS s(seq, code, system, value)
+     WHERE NOT (${UNION_LAYOUT} AND s.code LIKE 'combo-%')`,
     [projectId],
   );
   await client.query(
@@ -163,7 +171,8 @@ async function insertObservations(client: pg.Client, projectId: string, idPrefix
   await client.query(
     `INSERT INTO quantity_index ("projectId", "resourceType", "resourceId", seq, code, value, system, unit)
      SELECT $1, 'Observation', id, s.seq, s.code, val, 'http://unitsofmeasure.org', 'kg' FROM gen_o,
-       LATERAL (VALUES (1, 'value-quantity'), (2, 'combo-value-quantity')) AS s(seq, code)`,
+       LATERAL (VALUES (1, 'value-quantity'), (2, 'combo-value-quantity')) AS s(seq, code)
+     WHERE NOT (${UNION_LAYOUT} AND s.code LIKE 'combo-%')`,
     [projectId],
   );
   await client.query('COMMIT');

@@ -68,6 +68,17 @@ const shapes: [string, string, string, Who?][] = [
   ['policy: name prefix', 'Patient', 'name=smi', 'policy'],
   ['policy: unsorted', 'Observation', '_count=20', 'policy'],
   ['policy: total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate', 'policy'],
+  ['union: name exact', 'Patient', 'name:exact=Smith42'],
+  ['union: name prefix + sort', 'Patient', 'name=smi&_sort=name'],
+  ['union: sort name', 'Patient', '_sort=name&_count=20'],
+  ['union: sort -name', 'Patient', '_sort=-name&_count=20'],
+  ['union: name prefix, offset', 'Patient', 'name=smi&_offset=200&_count=20'],
+  ['union: combo-code', 'Observation', 'combo-code=http://loinc.org|8867-4'],
+  ['union: combo-code + status', 'Observation', 'combo-code=http://loinc.org|8867-4&status=final'],
+  ['union: combo-code + sort -date', 'Observation', 'combo-code=http://loinc.org|8867-4&_sort=-date'],
+  ['union: combo-value-quantity', 'Observation', 'combo-value-quantity=gt99'],
+  ['union: combo-code total accurate', 'Observation', 'combo-code=http://loinc.org|8867-4&_total=accurate'],
+  ['union: every: name prefix + sort', 'Patient', 'name=smi&_sort=name', 'every'],
 ];
 if (process.env.EXTRA) { const [l, t, q] = process.env.EXTRA.split('|'); shapes.unshift([l, t, q]); }
 const only = process.env.ONLY?.split(',');

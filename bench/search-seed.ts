@@ -6,6 +6,9 @@
  *
  *   createdb -h 127.0.0.1 -U postgres flint_search_big
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_big npx tsx bench/search-seed.ts
+ *
+ * BENCH_PATIENTS and BENCH_OBSERVATIONS change the sizes (the second project a tenth of them);
+ * BENCH_ROW_LAYOUT: bench/search-data.ts.
  */
 import pg from 'pg';
 import type { SqlExecutor } from '../src/db/database.js';
@@ -36,5 +39,7 @@ await migrate({
   },
 });
 await pool.end();
-console.log(await generate(url, 'search-bench', 100_000, 1_000_000, ''));
-console.log(await generate(url, 'search-bench-other', 10_000, 100_000, 'o-'));
+const patients = Number(process.env.BENCH_PATIENTS ?? 100_000);
+const observations = Number(process.env.BENCH_OBSERVATIONS ?? 1_000_000);
+console.log(await generate(url, 'search-bench', patients, observations, ''));
+console.log(await generate(url, 'search-bench-other', patients / 10, observations / 10, 'o-'));

@@ -1,6 +1,6 @@
 import type { Resource } from '../fhir/types.js';
 import { collectRows } from '../indexing/collect.js';
-import { getIndexPlan, type ParamPlan } from '../indexing/plan.js';
+import { getEvaluationPlan, type ParamPlan } from '../indexing/plan.js';
 import type { ProjectParameters } from '../indexing/parameters.js';
 import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES } from '../indexing/text.js';
 import { splitOr, splitPipe, unescape } from '../search/query/values.js';
@@ -32,7 +32,7 @@ export type InMemoryCriteria = (resource: Resource) => boolean;
  */
 export function inMemoryCriteria(resourceType: string, params: readonly [string, string][], own: ProjectParameters): InMemoryCriteria | undefined {
   if (params.length === 0) return undefined;
-  const plans = getIndexPlan(resourceType);
+  const plans = getEvaluationPlan(resourceType);
   const terms: TokenTerm[] = [];
   for (const [name, value] of params) {
     const plan = plans.find((candidate) => candidate.code === name);

@@ -4,6 +4,7 @@ import { dateRange } from './dates.js';
 import { parseCanonical, parseReference } from './references.js';
 import { capUtf8, clean, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise, normaliseForIndex } from './text.js';
 import type { TypedValue } from './typed-value.js';
+import { ADDRESS_PARTS, NAME_PARTS } from './union-rows.js';
 
 /**
  * Values to index rows, by search parameter type and the value's FHIR type, following
@@ -12,7 +13,7 @@ import type { TypedValue } from './typed-value.js';
  */
 
 type Json = Record<string, unknown>;
-type RowAdder = (rows: IndexRows, code: string, type: string | undefined, value: unknown) => void;
+type RowAdder = (rows: IndexRows, code: string, type: string | undefined, value: unknown, omitParts?: ReadonlySet<string>) => void;
 
 const QUANTITY_TYPES = new Set(['Quantity', 'Age', 'Duration', 'Distance', 'Count', 'SimpleQuantity', 'MoneyQuantity']);
 const CONTACT_POINT_SYSTEMS = new Set(['phone', 'fax', 'email', 'pager', 'url', 'sms', 'other']);
@@ -56,19 +57,19 @@ function typeOf(item: TypedValue): string | undefined {
 
 // string ------------------------------------------------------------------------------------------
 
-const NAME_PARTS = ['text', 'family', 'given', 'prefix', 'suffix'];
-const ADDRESS_PARTS = ['text', 'line', 'city', 'district', 'state', 'postalCode', 'country'];
-
 function pushString(rows: IndexRows, code: string, raw: unknown): void {
   const exact = clean(raw);
   if (exact) rows.string.push({ code, value: normaliseForIndex(exact), exact });
 }
 
-const addString: RowAdder = (rows, code, type, value) => {
+const addString: RowAdder = (rows, code, type, value, omitParts) => {
   if (typeof value === 'string') return pushString(rows, code, value);
   if (!isJson(value)) return;
   const parts = type === 'HumanName' ? NAME_PARTS : type === 'Address' ? ADDRESS_PARTS : [];
-  for (const part of parts) for (const text of list(value[part])) pushString(rows, code, text);
+  for (const part of parts) {
+    if (omitParts?.has(part)) continue;
+    for (const text of list(value[part])) pushString(rows, code, text);
+  }
 };
 
 // token -------------------------------------------------------------------------------------------
@@ -267,13 +268,13 @@ export function isIndexedType(type: SearchParameter['type']): boolean {
   return type in ADDERS;
 }
 
-/** Adds the rows for one value of search parameter `code` of type `paramType`. */
-export function addRows(rows: IndexRows, code: string, paramType: SearchParameter['type'], item: TypedValue): void {
+/** Adds the rows for one value of search parameter `code` of type `paramType` (without `omitParts` of a HumanName or Address: other parameters hold them). */
+export function addRows(rows: IndexRows, code: string, paramType: SearchParameter['type'], item: TypedValue, omitParts?: ReadonlySet<string>): void {
   const type = typeOf(item);
   // Data types are capitalised, primitives are not: a string where a HumanName belongs (or an
   // object where a code belongs) is malformed, and indexing it by shape would invent meaning.
   if (type !== undefined && isCapitalised(type) !== isJson(item.value)) return;
-  ADDERS[paramType]?.(rows, code, type, item.value);
+  ADDERS[paramType]?.(rows, code, type, item.value, omitParts);
 }
 
 function isCapitalised(type: string): boolean {

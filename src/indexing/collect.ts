@@ -8,7 +8,7 @@ export function collectRows(resource: Resource, plan: readonly ParamPlan[]): Ind
   const rows = emptyIndexRows();
   for (const param of plan) {
     for (const term of param.terms) {
-      for (const item of term.evaluate(resource)) addRows(rows, param.code, param.type, item);
+      for (const item of term.evaluate(resource)) addRows(rows, param.code, param.type, item, term.omitParts);
     }
   }
   return dedupe(rows);

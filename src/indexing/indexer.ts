@@ -4,7 +4,7 @@ import { emptyIndexRows, type IndexRows } from './row-types.js';
 import { collectRows } from './collect.js';
 import { collectComposites, getCompositePlans } from './composite.js';
 import { addCompartmentRows } from './compartment-rows.js';
-import { getIndexPlan, type ParamPlan } from './plan.js';
+import { getIndexPlan, storedCodes, type ParamPlan } from './plan.js';
 import { COMPARTMENT_PARAMETER_CODE, patientCompartmentParams } from '../fhir/compartments.js';
 import type { ProjectParameters } from './parameters.js';
 
@@ -62,7 +62,8 @@ export function buildIndexRowsOf(resource: Resource, parameters: ProjectParamete
   let plan = byCodes.get(codes);
   if (!plan) {
     // The compartment rows are read from the rows of the Patient-compartment parameters.
-    const wanted = new Set([...codes, ...(compartment ? patientCompartmentParams(resource.resourceType) : [])]);
+    // A union parameter's other values are the rows of the parameters it reads (union-rows.ts).
+    const wanted = new Set([...codes, ...(compartment ? patientCompartmentParams(resource.resourceType) : [])].flatMap((code) => storedCodes(resource.resourceType, code)));
     plan = full.filter((param) => wanted.has(param.code));
     byCodes.set(codes, plan);
   }

@@ -4,6 +4,7 @@ import { compileExistsNotFalse } from './exists-not-false.js';
 import { compileFastPath, type Evaluator } from './fast-path.js';
 import { compileFhirPath } from './fhirpath-eval.js';
 import { isIndexedType } from './add-rows.js';
+import { findUnionParameters, type UnionParameter } from './union-rows.js';
 
 /**
  * Per resource type, the search parameters to index and how to evaluate each, compiled once.
@@ -25,14 +26,25 @@ export interface CompiledTerm {
   expression: string;
   engine: 'fast' | 'fhirpath';
   evaluate: Evaluator;
+  /** Parts of its HumanName or Address values whose rows other parameters store (union-rows.ts). */
+  omitParts?: ReadonlySet<string>;
 }
 
 /** Parameters the resource table answers itself, and `_compartment`, computed in code (compartment-rows.ts). */
 const NOT_INDEXED = new Set(['_id', '_lastUpdated', COMPARTMENT_PARAMETER_CODE]);
 
-const plans = new Map<string, ParamPlan[]>();
-/** Per resource type, the string parameters stored under another's code (sameRowsAs). */
-const storedAs = new Map<string, ReadonlyMap<string, string>>();
+/** Per resource type: what it evaluates, what it stores, and under which codes (built on first use). */
+interface TypePlans {
+  /** Every indexed parameter's full terms (those with another's rows left out: sameRowsAs). */
+  evaluated: readonly ParamPlan[];
+  /** What a write stores: union parameters with only their own terms (union-rows.ts). */
+  stored: readonly ParamPlan[];
+  /** The string parameters stored under another's code (sameRowsAs). */
+  sameAs: ReadonlyMap<string, string>;
+  unions: ReadonlyMap<string, UnionParameter<CompiledTerm>>;
+}
+
+const typePlans = new Map<string, TypePlans>();
 
 /** Splits at `|` outside parentheses and string literals. */
 export function splitUnion(expression: string): string[] {
@@ -91,9 +103,29 @@ function isIndexed(param: SearchParameter): boolean {
 
 /** The plan for a resource type, uncached: use getIndexPlan. */
 export function buildPlan(resourceType: string, engine: EngineChoice = 'auto'): ParamPlan[] {
+  return [...plansOf(resourceType, engine).stored];
+}
+
+function plansOf(resourceType: string, engine: EngineChoice): TypePlans {
   const compiled = getSearchParametersFor(resourceType).flatMap((param) => compileParamPlan(param, resourceType, engine) ?? []);
-  const same = sameRowsAs(compiled);
-  return compiled.filter((param) => !same.has(param.code));
+  const sameAs = sameRowsAs(compiled);
+  const evaluated = compiled.filter((param) => !sameAs.has(param.code));
+  const unions = findUnionParameters(evaluated);
+  const stored = evaluated.flatMap((param) => {
+    const union = unions.get(param.code);
+    if (!union) return [param];
+    return union.ownTerms.length > 0 ? [{ ...param, terms: [...union.ownTerms] }] : [];
+  });
+  return { evaluated, stored, sameAs, unions };
+}
+
+function cachedPlans(resourceType: string): TypePlans {
+  let found = typePlans.get(resourceType);
+  if (!found) {
+    found = plansOf(resourceType, 'auto');
+    typePlans.set(resourceType, found);
+  }
+  return found;
 }
 
 /**
@@ -124,12 +156,20 @@ function sameRowsAs(plan: readonly ParamPlan[]): Map<string, string> {
 
 /** The code under which the rows of built-in parameter `code` of `resourceType` are stored: its own, or that of the parameter with the same rows. */
 export function storedCode(resourceType: string, code: string): string {
-  let same = storedAs.get(resourceType);
-  if (!same) {
-    same = isResourceType(resourceType) ? sameRowsAs(getSearchParametersFor(resourceType).flatMap((param) => compileParamPlan(param, resourceType) ?? [])) : new Map();
-    storedAs.set(resourceType, same);
-  }
-  return same.get(code) ?? code;
+  if (!isResourceType(resourceType)) return code;
+  return cachedPlans(resourceType).sameAs.get(code) ?? code;
+}
+
+/**
+ * The codes whose rows hold the values of built-in parameter `code` of `resourceType`: its stored
+ * code and, for a union parameter, the codes of the parameters that hold its other values
+ * (union-rows.ts). A search reads rows of any of them.
+ */
+export function storedCodes(resourceType: string, code: string): readonly string[] {
+  if (!isResourceType(resourceType)) return [code];
+  const plans = cachedPlans(resourceType);
+  const stored = plans.sameAs.get(code) ?? code;
+  return plans.unions.get(stored)?.codes ?? [stored];
 }
 
 /**
@@ -145,12 +185,12 @@ export function compileParamPlan(param: SearchParameter, resourceType: string, e
   return terms.length > 0 ? { code: param.code, type: param.type, terms } : undefined;
 }
 
-/** The compiled parameters for a resource type (built on first use, then cached). */
+/** The compiled parameters for a resource type as a write stores them (built on first use, then cached). */
 export function getIndexPlan(resourceType: string): readonly ParamPlan[] {
-  let plan = plans.get(resourceType);
-  if (!plan) {
-    plan = buildPlan(resourceType);
-    plans.set(resourceType, plan);
-  }
-  return plan;
+  return cachedPlans(resourceType).stored;
+}
+
+/** Every parameter of a type with all its terms, union parameters whole: to test a resource against a parameter's values in memory. */
+export function getEvaluationPlan(resourceType: string): readonly ParamPlan[] {
+  return cachedPlans(resourceType).evaluated;
 }

@@ -109,7 +109,7 @@ function indexCountQuery(
   const searched = compiled.filter((c) => !c.ofCriteria);
   const driver =
     compiled.find((c) => c.rows && c.key) ??
-    searched.find((c) => c.rows && (c.rows.table === 'token_index' || c.rows.table === 'reference_index')) ??
+    searched.find((c) => c.rows && (c.rows.indexTable === 'token_index' || c.rows.indexTable === 'reference_index')) ??
     searched.find((c) => c.rows) ??
     compiled.find((c) => c.rows);
   if (!driver?.rows) return undefined;
@@ -137,7 +137,7 @@ function countDateRange(
   criteria: readonly string[],
 ): string | undefined {
   const bound = (kind: 'lower' | 'upper', name?: string): number =>
-    filters.findIndex((f, i) => (name === undefined || f.name === name) && dateBoundKind(f.value) === kind && compiled[i].rows?.table === 'date_index');
+    filters.findIndex((f, i) => (name === undefined || f.name === name) && dateBoundKind(f.value) === kind && compiled[i].rows?.indexTable === 'date_index');
   const low = bound('lower');
   if (low < 0) return undefined;
   const high = bound('upper', filters[low].name);

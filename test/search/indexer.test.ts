@@ -18,17 +18,19 @@ describe('string parameters', () => {
     ]);
   });
 
-  it('indexes every part of a HumanName for name, skipping empty parts', () => {
+  it('indexes the parts of a HumanName no other parameter holds for name (family and given have their own), skipping empty parts', () => {
     expect(rowsOf(resource, 'string', 'name')).toEqual([
       { code: 'name', value: 'dr. jose gonzalez', exact: 'Dr. José Gonzàlez' },
-      { code: 'name', value: 'gonzalez', exact: 'Gonzàlez' },
-      { code: 'name', value: 'jose', exact: 'José' },
-      { code: 'name', value: 'ann', exact: 'Ann' },
       { code: 'name', value: 'dr.', exact: 'Dr.' },
+    ]);
+    expect(rowsOf(resource, 'string', 'family')).toEqual([{ code: 'family', value: 'gonzalez', exact: 'Gonzàlez' }]);
+    expect(rowsOf(resource, 'string', 'given')).toEqual([
+      { code: 'given', value: 'jose', exact: 'José' },
+      { code: 'given', value: 'ann', exact: 'Ann' },
     ]);
   });
 
-  it('indexes every part of an Address for address, and each part for its own parameter', () => {
+  it('indexes each covered part of an Address for its own parameter, and the rest for address', () => {
     const rows = buildIndexRows(
       patient({
         address: [
@@ -46,7 +48,7 @@ describe('string parameters', () => {
       }),
     );
     const byCode = (code: string) => rows.string.filter((row) => row.code === code).map((row) => row.value);
-    expect(byCode('address')).toEqual(['1 rue de l’eglise, geneve', '1 rue de l’eglise', 'geneve', 'ge', '1204', 'ch']);
+    expect(byCode('address')).toEqual(['1 rue de l’eglise, geneve', '1 rue de l’eglise', 'ge']);
     expect(byCode('address-city')).toEqual(['geneve']);
     expect(byCode('address-state')).toEqual(['geneve']);
     expect(byCode('address-postalcode')).toEqual(['1204']);

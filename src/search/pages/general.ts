@@ -3,6 +3,7 @@ import { errors } from '../../fhir/outcome.js';
 import type { SortKey } from '../plan/control.js';
 import type { CursorPosition } from '../query/cursor.js';
 import { SqlArgs } from '../../db/sql-args.js';
+import { codesArg } from '../query/conditions/shared.js';
 import { everyProjectStatement, orderBy, type OrderKey } from './every-project.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
 
@@ -106,7 +107,7 @@ function sortExpression(key: SortKey, args: SqlArgs): string {
   const agg = key.descending ? 'max' : 'min';
   const from = (table: string, column: string): string =>
     `(SELECT ${agg}(s.v) FROM (SELECT ${column} AS v FROM ${table} o WHERE o."resourceType" = r."resourceType" AND o."resourceId" = r.id` +
-    ` AND (o."projectId" = r."projectId" AND o.code = ${args.add(key.code)}) IS TRUE ORDER BY o.seq OFFSET 0) s)`;
+    ` AND (o."projectId" = r."projectId" AND o.code = ${codesArg(key.codes ?? [key.code], args)}) IS TRUE ORDER BY o.seq OFFSET 0) s)`;
   switch (key.param?.type) {
     case 'string':
       // Byte order, the string index's (text_pattern_ops), whatever the database's collation.

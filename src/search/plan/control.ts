@@ -2,7 +2,7 @@ import type { SearchParameter } from '../../fhir/definitions.js';
 import { errors } from '../../fhir/outcome.js';
 import { parseSummary, type SummaryMode } from '../../fhir/summary.js';
 import type { ProjectParameters } from '../../indexing/parameters.js';
-import { findParameter, isSearchable } from '../query/conditions/lookup.js';
+import { findParameter, isSearchable, parameterCodes } from '../query/conditions/lookup.js';
 import type { Leniency } from './leniency.js';
 
 /** The result-control parameters of a search (`_count`, `_sort`, `_total`...), which are not filters. */
@@ -36,6 +36,8 @@ export interface SortKey {
   descending: boolean;
   /** The parameter sorted by; absent for `_id` and `_lastUpdated`, columns of the resource. */
   param?: SearchParameter;
+  /** The codes whose rows hold its values (parameterCodes), with `param`. */
+  codes?: readonly string[];
 }
 
 export interface ResultControl {
@@ -118,6 +120,6 @@ function parseSort(raw: string | undefined, types: readonly string[], parameters
       throw errors.invalid(`Cannot sort by "${code}": it is not a search parameter of ${types.join(', ')}`, '_sort');
     }
     if (!isSearchable(param)) throw errors.invalid(`Cannot sort by ${code}: ${param.type} parameters do not sort`, '_sort');
-    return { code: param.code, descending, param };
+    return { code: param.code, descending, param, codes: parameterCodes(code, types, code, parameters) };
   });
 }

@@ -6,10 +6,10 @@ import { compileChain, compileHas } from './conditions/chain-has.js';
 import { compileComposite } from './conditions/composite.js';
 import { dateParameter } from './conditions/date.js';
 import { compileFilter, ENDS_WITH_MODIFIER, type FilterCompiler } from './conditions/filter.js';
-import { findParameter, isSearchable } from './conditions/lookup.js';
+import { findParameter, isSearchable, parameterCodes } from './conditions/lookup.js';
 import { numberParameter, quantityParameter } from './conditions/number-quantity.js';
 import { compileReferenceIdentifier, referenceParameter } from './conditions/reference.js';
-import { missingCondition, notSupported, rowsExist, unsupportedModifier } from './conditions/shared.js';
+import { codesArg, missingCondition, notSupported, rowsExist, rowsOfCodes, unsupportedModifier } from './conditions/shared.js';
 import { compileId, compileLastUpdated, compileProject } from './conditions/special.js';
 import { stringParameter } from './conditions/string.js';
 import { tokenParameter } from './conditions/token.js';
@@ -77,7 +77,7 @@ export function resolveParameter(name: string, types: readonly string[], paramet
     throw notSupported(`Search parameter "${code}" (${param.type}) is not supported by this server${why}`, name);
   }
   // The stored code: a parameter may read another's rows (findParameter).
-  if (modifier !== 'identifier') return { kind: 'indexed', code: param.code, modifier, param };
+  if (modifier !== 'identifier') return { kind: 'indexed', code: param.code, codes: parameterCodes(code, types, name, parameters), modifier, param };
   if (param.type !== 'reference') throw unsupportedModifier(name, modifier, param.type);
   return { kind: 'reference-identifier', code, param };
 }
@@ -114,7 +114,7 @@ export function compileResolved(
     case 'reference-identifier':
       return compileReferenceIdentifier(name, resolved.code, value, alias, ctx);
     case 'indexed':
-      return compileIndexed(name, resolved.code, resolved.modifier, resolved.param, value, alias, ctx);
+      return compileIndexed(name, resolved.codes, resolved.modifier, resolved.param, value, alias, ctx);
   }
 }
 
@@ -126,7 +126,7 @@ const FILTER_COMPILER: FilterCompiler = {
 /** A parameter of an indexed kind: a test of its index rows that belong to the resource `alias`. */
 function compileIndexed(
   name: string,
-  code: string,
+  codes: readonly string[],
   modifier: string | undefined,
   param: SearchParameter,
   value: string,
@@ -135,11 +135,12 @@ function compileIndexed(
 ): string {
   const kind = KINDS[param.type];
   if (!kind) throw errors.invalid(`Search parameter "${name}" (${param.type}) is not supported by this server`, name);
-  const codeArg = ctx.args.add(code);
+  const codeArg = codesArg(codes, ctx.args);
+  const table = rowsOfCodes(kind.table, codes, ctx);
   const x = `x${ctx.depth}`;
   const rowsOf: RowsOf = (condition) => {
-    ctx.onRows?.({ table: kind.table, codeArg, condition, alias: x, depth: ctx.depth });
-    return rowsExist(kind.table, codeArg, alias, x, condition, ctx.perRow);
+    ctx.onRows?.({ table, indexTable: kind.table, codeArg, condition, alias: x, depth: ctx.depth });
+    return rowsExist(table, codeArg, alias, x, condition, ctx.perRow);
   };
   if (modifier === 'missing') return missingCondition(name, value, () => rowsOf(undefined));
   const values = splitOr(value);

@@ -104,7 +104,7 @@ function reportChainRows(
       `SELECT ${ri}p.* FROM unnest(${idsOf(key)}) AS ${ri}g(id) CROSS JOIN LATERAL (SELECT * FROM reference_index ${ri}p` +
       ` WHERE ${ri}p."projectId" = ${projectArg} AND ${ri}p."targetType" = ${key.typeArg} AND ${ri}p."targetId" = ${ri}g.id AND ${ri}p.code = ${codeArg} OFFSET 0) ${ri}p`,
   );
-  ctx.onRows!({ table: `(${probes.join(' UNION ALL ')})`, codeArg, condition: undefined, alias: ri, depth: ctx.depth });
+  ctx.onRows!({ table: `(${probes.join(' UNION ALL ')})`, indexTable: 'reference_index', codeArg, condition: undefined, alias: ri, depth: ctx.depth });
 }
 
 /**

@@ -2,7 +2,7 @@ import { getSearchParametersFor, type SearchParameter } from '../../../fhir/defi
 import { errors } from '../../../fhir/outcome.js';
 import { isIndexedType } from '../../../indexing/add-rows.js';
 import type { ProjectParameters } from '../../../indexing/parameters.js';
-import { storedCode } from '../../../indexing/plan.js';
+import { getIndexPlan, storedCode, storedCodes } from '../../../indexing/plan.js';
 
 /**
  * The definition of a parameter on every one of `types` (same kind everywhere), or a 400: a
@@ -28,6 +28,24 @@ export function findParameter(code: string, types: readonly string[], name = cod
   }
   if (!found) throw errors.invalid(`Unknown search parameter "${name}"`, name);
   return found;
+}
+
+/**
+ * The codes whose rows a search of parameter `code` on `types` reads: its stored code, and for a
+ * union parameter the codes of the parameters holding its other values (indexing/union-rows.ts).
+ * Types whose codes differ (`name` of Patient and Person: Person has no `family`) are searched
+ * with every type's codes, so a code must store no rows on a type it is not one of the codes of
+ * there; else a 400 as for parameters of different codes.
+ */
+export function parameterCodes(code: string, types: readonly string[], name = code, parameters?: ProjectParameters): readonly string[] {
+  const lists = types.map((type) => storedCodes(type, code));
+  if (lists.length === 1) return lists[0];
+  const all = [...new Set(lists.flat())];
+  for (const [at, type] of types.entries()) {
+    const stray = all.find((other) => !lists[at].includes(other) && (getIndexPlan(type).some((p) => p.code === other) || parameters?.find(type, other)));
+    if (stray !== undefined) throw errors.invalid(`Search parameter "${name}" cannot be searched on ${types.join(', ')} together: search each type on its own`, name);
+  }
+  return all;
 }
 
 /** Whether a parameter can be searched (indexed kinds plus the resource columns); composites: findCompositePlan. */

@@ -2,7 +2,7 @@ import type { SearchParameter } from '../../../fhir/definitions.js';
 import { errors } from '../../../fhir/outcome.js';
 import type { CompileContext, RowsOf } from './types.js';
 import { parseNumberValue, splitOr, splitPipe, unescape, type Prefix } from '../values.js';
-import { firstOfEach, noModifier, orJoin, rowsOfCode } from './shared.js';
+import { firstOfEach, noModifier, orderedRowsOfCode, orJoin, rowsOfCode } from './shared.js';
 
 /** A number parameter's values on its index rows `x` (no modifiers); a Range keeps its high in `high`. */
 export function numberParameter(name: string, modifier: string | undefined, values: readonly string[], rows: RowsOf, x: string, ctx: CompileContext): string {
@@ -128,9 +128,11 @@ export function numericRangeMatches(
 ): string {
   const condition =
     table === 'number_index' ? numberCondition(name, value, 'w.value', ctx) : quantityCondition(name, value, { ...quantityColumns('w'), high: undefined }, ctx);
-  const inOrder = window === undefined ? '' : ` ORDER BY w.value, w."resourceId" LIMIT ${ctx.args.add(window)}`;
+  const select = (codeRows: string) => `SELECT w."resourceId", w.value FROM ${table} w WHERE ${codeRows} AND ${condition}`;
   const rows =
-    `SELECT w."resourceId", w.value FROM ${table} w WHERE ${rowsOfCode(projectId, type, name, ctx)} AND ${condition}${inOrder}`;
+    window === undefined
+      ? select(rowsOfCode(projectId, type, name, ctx))
+      : orderedRowsOfCode(ctx.args.add(projectId), type, name, ctx, select, 'w.value, w."resourceId"', 'u.value, u."resourceId"', ctx.args.add(window));
   return firstOfEach(rows, 'min(m.value)', true);
 }
 

@@ -1,5 +1,7 @@
 import { isResourceType } from '../../../fhir/definitions.js';
 import { errors, issue, OperationOutcomeError, outcome } from '../../../fhir/outcome.js';
+import type { SqlArgs } from '../../../db/sql-args.js';
+import { storedCodes } from '../../../indexing/plan.js';
 import type { CompileContext, IndexRowsCondition } from './types.js';
 
 /** Modifiers FHIR R4 defines (or a resource type, for references): others are reported as unknown. */
@@ -61,19 +63,59 @@ export function rowsExist(table: string, codeArg: string, alias: string, x: stri
   );
 }
 
+/**
+ * What a row's code is compared with (`x.code = ${codesArg}`): one code as an argument; the
+ * several codes of a union parameter (indexing/union-rows.ts) as ANY of an array, one match
+ * whichever of them holds the value.
+ */
+export function codesArg(codes: readonly string[], args: SqlArgs): string {
+  return codes.length === 1 ? args.add(codes[0]) : `ANY(${args.add([...codes], 'text[]')})`;
+}
+
+/**
+ * The rows of `table` a parameter reads: the table itself for one code; for a union parameter's
+ * codes, each code's rows as a branch of a UNION ALL. With `code = ANY(...)` over the table, a
+ * planner without statistics seeks the value index by project, type and value alone, skipping
+ * the code column (all Patient string rows for `name:exact`); each branch's code is exact, so
+ * each seeks its own rows.
+ */
+export function rowsOfCodes(table: string, codes: readonly string[], ctx: CompileContext): string {
+  if (codes.length === 1) return table;
+  return `(${codes.map((code) => `SELECT * FROM ${table} WHERE code = ${ctx.args.add(code)}`).join(' UNION ALL ')})`;
+}
+
 /** EXISTS over the rows of `table` with `code` that belong to the resource `alias`. */
 export function existsRows(table: string, code: string, alias: string, ctx: CompileContext, condition: string | undefined): string {
   return rowsExist(table, ctx.args.add(code), alias, `x${ctx.depth}`, condition, ctx.perRow);
 }
 
-/** The rows `w` of an index table that belong to one project, type and parameter code (the leading columns of its indexes). */
+/**
+ * The rows `w` of an index table that belong to one project, type and parameter code (the leading
+ * columns of its indexes); of every code a union parameter reads (storedCodes).
+ */
 export function rowsOfCode(projectId: string, type: string, code: string, ctx: CompileContext): string {
   return rowsOfCodeIn(ctx.args.add(projectId), type, code, ctx);
 }
 
 /** rowsOfCode with the project as an SQL expression (an argument, or a column of an outer row). */
 export function rowsOfCodeIn(project: string, type: string, code: string, ctx: CompileContext): string {
-  return `w."projectId" = ${project} AND w."resourceType" = ${ctx.args.add(type)} AND w.code = ${ctx.args.add(code)}`;
+  return `w."projectId" = ${project} AND w."resourceType" = ${ctx.args.add(type)} AND w.code = ${codesArg(storedCodes(type, code), ctx.args)}`;
+}
+
+/**
+ * `select` (a SELECT of rows `w`, given the condition that picks one project's, type's and code's
+ * rows) read in `order` up to `limit` rows (an argument), as an index on (project, type, code,
+ * the ordered columns) reads them. A union parameter's codes each get such a window, merged in
+ * the same order (`merged`: `order` on the select's output columns, alias `u`): each window is
+ * still read from its index in order, and the first `limit` rows of all codes are among the first
+ * `limit` of each.
+ */
+export function orderedRowsOfCode(project: string, type: string, code: string, ctx: CompileContext, select: (rows: string) => string, order: string, merged: string, limit: string): string {
+  const typeArg = ctx.args.add(type);
+  const window = (one: string) => `${select(`w."projectId" = ${project} AND w."resourceType" = ${typeArg} AND w.code = ${ctx.args.add(one)}`)} ORDER BY ${order} LIMIT ${limit}`;
+  const codes = storedCodes(type, code);
+  if (codes.length === 1) return window(codes[0]);
+  return `SELECT * FROM (${codes.map((one) => `(${window(one)})`).join(' UNION ALL ')}) u ORDER BY ${merged} LIMIT ${limit}`;
 }
 
 /**

@@ -2,7 +2,7 @@ import { normaliseForIndex } from '../../../indexing/text.js';
 import type { CompileContext, RowsOf } from './types.js';
 import { likeEscape } from '../sql-builder.js';
 import { splitOr, unescape } from '../values.js';
-import { firstOfEach, orJoin, rowsOfCode, rowsOfCodeIn, unsupportedModifier } from './shared.js';
+import { firstOfEach, orderedRowsOfCode, orJoin, rowsOfCode, unsupportedModifier } from './shared.js';
 
 /** A string parameter's values on its index rows `x`: prefix (the default), `:exact` or `:contains`. */
 export function stringParameter(name: string, modifier: string | undefined, values: readonly string[], rows: RowsOf, x: string, ctx: CompileContext): string {
@@ -56,10 +56,12 @@ export function stringPrefixRange(code: string, value: string): PrefixRange | un
  */
 export function stringPrefixMatches(range: PrefixRange, type: string, projectId: string, ctx: CompileContext, window?: number): string {
   const { args } = ctx;
-  const inOrder = window === undefined ? '' : ` ORDER BY w.value USING ~<~, w."resourceId" LIMIT ${args.add(window)}`;
+  const bounds = ` AND w.value ~>=~ ${args.add(range.lower)} AND w.value ~<~ ${args.add(range.upper)}`;
+  const select = (codeRows: string) => `SELECT w."resourceId", w.value FROM string_index w WHERE ${codeRows}${bounds}`;
   const rows =
-    `SELECT w."resourceId", w.value FROM string_index w WHERE ${rowsOfCode(projectId, type, range.code, ctx)}` +
-    ` AND w.value ~>=~ ${args.add(range.lower)} AND w.value ~<~ ${args.add(range.upper)}${inOrder}`;
+    window === undefined
+      ? select(rowsOfCode(projectId, type, range.code, ctx))
+      : orderedRowsOfCode(args.add(projectId), type, range.code, ctx, select, 'w.value USING ~<~, w."resourceId"', 'u.value USING ~<~, u."resourceId"', args.add(window));
   // min under "C" is text_pattern_ops' byte order. Ordered here, before the page's join to the
   // resources, so that the join keeps this order and stops at the page.
   return firstOfEach(rows, 'min(m.value COLLATE "C")', true);
@@ -78,10 +80,10 @@ export function stringPrefixMatches(range: PrefixRange, type: string, projectId:
  */
 export function stringSortMatches(code: string, descending: boolean, type: string, project: string, ctx: CompileContext, window: number): string {
   const order = descending ? 'w.value USING ~>~, w."resourceId" DESC' : 'w.value USING ~<~, w."resourceId"';
+  const merged = descending ? 'u.v USING ~>~, u."resourceId" DESC' : 'u.v USING ~<~, u."resourceId"';
   const limit = ctx.args.add(window);
-  const rows =
-    `SELECT w."resourceId", w.value COLLATE "C" AS v FROM string_index w WHERE ${rowsOfCodeIn(project, type, code, ctx)}` +
-    ` ORDER BY ${order} LIMIT ${limit}`;
+  const select = (codeRows: string) => `SELECT w."resourceId", w.value COLLATE "C" AS v FROM string_index w WHERE ${codeRows}`;
+  const rows = orderedRowsOfCode(project, type, code, ctx, select, order, merged, limit);
   if (!descending) return firstOfEach(rows, 'min(m.v)', false);
   return (
     `SELECT q."resourceId", q.first FROM (SELECT m."resourceId", max(m.v) AS first, min(min(m.v)) OVER () AS last,` +

@@ -3,7 +3,7 @@ import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise }
 import type { CompileContext, RowsOf } from './types.js';
 import { likeEscape } from '../sql-builder.js';
 import { splitOr, splitPipe, unescape } from '../values.js';
-import { firstOfEach, orJoin, rowsOfCode, unsupportedModifier } from './shared.js';
+import { firstOfEach, orderedRowsOfCode, orJoin, rowsOfCode, unsupportedModifier } from './shared.js';
 
 /** Columns a token condition reads: token_index's own, or a composite row's component. */
 export interface TokenColumns {
@@ -104,8 +104,12 @@ export function isOneTokenCode(value: string): boolean {
  * stringPrefixMatches does for a prefix. A value without a system sorts last, as in the index.
  */
 export function tokenCodeMatches(name: string, value: string, type: string, projectId: string, ctx: CompileContext, window?: number): string {
-  const inOrder = window === undefined ? '' : ` ORDER BY w.system, w."resourceId" LIMIT ${ctx.args.add(window)}`;
-  const rows = `SELECT w."resourceId", w.system FROM token_index w WHERE ${tokenCodeRows(name, value, type, projectId, ctx)}${inOrder}`;
+  const condition = tokenCondition(name, undefined, value, tokenColumns('w'), ctx);
+  const select = (codeRows: string) => `SELECT w."resourceId", w.system FROM token_index w WHERE ${codeRows} AND ${condition}`;
+  const rows =
+    window === undefined
+      ? select(rowsOfCode(projectId, type, name, ctx))
+      : orderedRowsOfCode(ctx.args.add(projectId), type, name, ctx, select, 'w.system, w."resourceId"', 'u.system, u."resourceId"', ctx.args.add(window));
   return firstOfEach(rows, 'min(m.system)', true);
 }
 

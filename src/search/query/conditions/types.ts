@@ -38,7 +38,10 @@ export interface CompileContext {
 
 /** `EXISTS (row of table with code and condition)`, the shape of a plain parameter's condition. */
 export interface IndexRowsCondition {
+  /** The rows read: an index table, or for a union parameter a UNION ALL of its codes' rows of it (rowsOfCodes). */
   table: string;
+  /** The index table itself. */
+  indexTable: string;
   /** The placeholder holding the parameter's code. */
   codeArg: string;
   /** The condition on the row, over the columns of `alias`. */
@@ -67,4 +70,11 @@ export type ResolvedParameter =
   | { readonly kind: 'id' | 'lastUpdated' | 'project'; readonly modifier: string | undefined }
   | { readonly kind: 'composite'; readonly code: string; readonly modifier: string | undefined }
   | { readonly kind: 'reference-identifier'; readonly code: string; readonly param: SearchParameter }
-  | { readonly kind: 'indexed'; readonly code: string; readonly modifier: string | undefined; readonly param: SearchParameter };
+  | {
+      readonly kind: 'indexed';
+      readonly code: string;
+      /** The codes whose rows it reads (parameterCodes): `code`, and more for a union parameter. */
+      readonly codes: readonly string[];
+      readonly modifier: string | undefined;
+      readonly param: SearchParameter;
+    };
