@@ -5,6 +5,7 @@ import type { Filter } from '../plan/filters.js';
 import type { CompileContext } from '../query/conditions/types.js';
 import type { SearchServices } from '../search-services.js';
 import { conditionsOnCandidates, conditionsOnResource, freshContext, joinByPrimaryKey, type AnyProjectSearch } from './driven.js';
+import { fewCodeRowsPage } from './every-project-codes.js';
 import { everyProject } from './every-project.js';
 import { pageOfCandidates, pageRows } from './general.js';
 import { growingWindows, impliedByIndexRows } from './growing-windows.js';
@@ -41,28 +42,31 @@ interface WindowRead {
  * (`Observation?code=..&_sort=-date`), however many projects there are: one statement reads each
  * project's first offset + count + 1 resources from a window of its sort parameter's index rows,
  * the filters tested on them, as a search of that project alone reads them (growingWindowPage),
- * and keeps the first of their merge. A project whose window held every row it has is answered
- * by it. Of the projects whose windows fell short (few of its rows meet the filters), those with
- * fewer rows of the sort parameter than the next window would read are read by the every-project
- * statement restricted to them, which sorts their matches (fewer than that many rows each,
- * whatever its plan: its indexes lead with the project); the others by the next window, and past
- * the largest by that statement too. Undefined when the parameter has no sort window.
+ * and keeps the first of their merge. Of the projects whose windows fell short (few of its rows
+ * meet the filters, or it has few rows), those with fewer rows of the sort parameter than the next
+ * window would read are read by the every-project statement restricted to them, which sorts their
+ * matches (fewer than that many rows each, whatever its plan: its indexes lead with the project;
+ * and its matches without a sort value, which no window holds, come last); the others by the next
+ * window, and past the largest by that statement too. With a token code among the filters, the
+ * projects with few rows of the code are read from those rows first (fewCodeRowsPage) and the
+ * windows read only the others. Undefined when the parameter has no sort window.
  */
 export async function everyProjectSortedPage(search: EveryProjectSorted, page: PageShape): Promise<PageRows | undefined> {
   const { services, type, sort } = search;
   const rows = projectSortWindow(type, sort);
   if (!rows) return undefined;
   const each: PageShape = { count: page.offset + page.count + 1, offset: 0, columns: KEY_COLUMNS, kept: page.kept };
-  const ids: string[] = [];
-  const sorted: string[] = [];
-  let projects: readonly string[] | undefined;
   const windows = growingWindows(each);
+  const few = await fewCodeRowsPage(search, each.count, windows[0]);
+  const ids: string[] = [...(few?.ids ?? [])];
+  const sorted: string[] = [];
+  let projects: readonly string[] | undefined = few?.others;
   for (const [i, window] of windows.entries()) {
+    if (projects?.length === 0) break;
     const read = await windowOfProjects(search, rows, { size: window, next: windows[i + 1] ?? window }, each.count, projects);
     ids.push(...read.ids);
     sorted.push(...read.small);
     projects = read.larger;
-    if (projects.length === 0) break;
   }
   sorted.push(...(projects ?? []));
   if (sorted.length > 0) ids.push(...(await fallenProjectsRows(search, sorted, each)));
@@ -72,8 +76,8 @@ export async function everyProjectSortedPage(search: EveryProjectSorted, page: P
 /**
  * One window statement over `projects` (undefined: every project, everyProject): each project's
  * first `first` resources among its window's rows that meet the search; the first `first` of
- * those of the projects that have as many, or whose window held every row they have, and the
- * other projects, small or larger than `window.next` (WindowRead). Each project's window is an
+ * those of the projects that have as many, and the other projects, small or larger than
+ * `window.next` (WindowRead). Each project's window is an
  * index scan of its own, stopped at `window.size` rows; a project that fell short is counted up
  * to `window.next` rows, no more than the next window would read of it.
  */
@@ -99,16 +103,15 @@ async function windowOfProjects(
     `SELECT d.id, d.first FROM (SELECT p.id AS "projectId", ${ctx.args.add(type)}::text AS "resourceType", g."resourceId" AS id, g.first` +
     ` FROM (${rows(ctx, window.size, 'p.id')}) g) d${resources}${candidates.length > 0 ? ` WHERE (${candidates.join(' AND ')}) IS TRUE` : ''}` +
     ` ORDER BY d.first ${direction}, d.id LIMIT ${limit}`;
-  const held = ctx.args.add(window.size);
   const next = ctx.args.add(window.next);
   const sql =
     `WITH firsts AS MATERIALIZED (SELECT p.id AS project, u.id, u.first FROM unnest(${list}) p(id) LEFT JOIN LATERAL (${tested}) u ON true),` +
     ` fell AS MATERIALIZED (SELECT e.project, ${sortRowsUpTo(type, sort, ctx, window.next, 'e.project')} AS n` +
     ` FROM firsts e GROUP BY e.project HAVING count(e.id) < ${limit})` +
     ` SELECT t.id, NULL::text AS small, NULL::text AS larger FROM (SELECT e.id, e.first FROM firsts e` +
-    ` WHERE e.id IS NOT NULL AND e.project NOT IN (SELECT s.project FROM fell s WHERE s.n >= ${held})` +
+    ` WHERE e.id IS NOT NULL AND e.project NOT IN (SELECT s.project FROM fell s)` +
     ` ORDER BY e.first ${direction}, e.id LIMIT ${limit}) t` +
-    ` UNION ALL SELECT NULL, s.project, NULL FROM fell s WHERE s.n >= ${held} AND s.n < ${next}` +
+    ` UNION ALL SELECT NULL, s.project, NULL FROM fell s WHERE s.n < ${next}` +
     ` UNION ALL SELECT NULL, NULL, s.project FROM fell s WHERE s.n >= ${next}`;
   const read = await services.db.query<{ id: string | null; small: string | null; larger: string | null }>(sql, ctx.args.values);
   const present = (values: (string | null)[]): string[] => values.filter((value): value is string => value !== null);

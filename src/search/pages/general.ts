@@ -91,7 +91,8 @@ function sortKeys(sort: readonly SortKey[], multiType: boolean, args: SqlArgs): 
 }
 
 /**
- * The SQL expression a sort key orders by: a resource column or the min/max of its index rows,
+ * The SQL expression a sort key orders by (`row`: the resource, or a row of its projectId,
+ * resourceType and id): a resource column or the min/max of its index rows,
  * read through the table's primary key (resourceType, resourceId, seq): the resource's own rows.
  * The project and code are one `IS TRUE` expression so that no index on the value can serve the
  * aggregate: PostgreSQL answers a min/max from an index in the value's order, and the sort indexes
@@ -101,13 +102,13 @@ function sortKeys(sort: readonly SortKey[], multiType: boolean, args: SqlArgs): 
  * read in seq order, the primary key's: planned on empty tables (a generic plan, kept per
  * connection), a whole scan of a sort index cost the same and was taken.
  */
-function sortExpression(key: SortKey, args: SqlArgs): string {
-  if (key.code === '_id') return 'r.id';
-  if (key.code === '_lastUpdated') return 'r."lastUpdated"';
+export function sortExpression(key: SortKey, args: SqlArgs, row = 'r'): string {
+  if (key.code === '_id') return `${row}.id`;
+  if (key.code === '_lastUpdated') return `${row}."lastUpdated"`;
   const agg = key.descending ? 'max' : 'min';
   const from = (table: string, column: string): string =>
-    `(SELECT ${agg}(s.v) FROM (SELECT ${column} AS v FROM ${table} o WHERE o."resourceType" = r."resourceType" AND o."resourceId" = r.id` +
-    ` AND (o."projectId" = r."projectId" AND o.code = ${codesArg(key.codes ?? [key.code], args)}) IS TRUE ORDER BY o.seq OFFSET 0) s)`;
+    `(SELECT ${agg}(s.v) FROM (SELECT ${column} AS v FROM ${table} o WHERE o."resourceType" = ${row}."resourceType" AND o."resourceId" = ${row}.id` +
+    ` AND (o."projectId" = ${row}."projectId" AND o.code = ${codesArg(key.codes ?? [key.code], args)}) IS TRUE ORDER BY o.seq OFFSET 0) s)`;
   switch (key.param?.type) {
     case 'string':
       // Byte order, the string index's (text_pattern_ops), whatever the database's collation.

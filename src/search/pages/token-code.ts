@@ -19,10 +19,9 @@ export interface TokenCodeDriver extends OrderedDriver {
  * take growing windows, then the general statement (growingWindowPage).
  */
 export function tokenCodeDriver(search: DrivenSearch, filters: readonly Filter[]): TokenCodeDriver | undefined {
-  const at = filters.findIndex((filter) => plainParameter(filter)?.type === 'token' && isOneTokenCode(filter.value));
-  if (at < 0) return undefined;
-  const { name, value } = filters[at];
-  const others = filters.filter((_, i) => i !== at);
+  const code = tokenCodeFilter(filters);
+  if (!code) return undefined;
+  const { filter: { name, value }, others } = code;
   return {
     matches: (ctx, window) => tokenCodeMatches(name, value, search.type, search.projectId, ctx, window),
     others,
@@ -33,4 +32,10 @@ export function tokenCodeDriver(search: DrivenSearch, filters: readonly Filter[]
       return row.n < window;
     },
   };
+}
+
+/** The first filter of the search on one token code (isOneTokenCode), and the others. */
+export function tokenCodeFilter(filters: readonly Filter[]): { filter: Filter; others: Filter[] } | undefined {
+  const at = filters.findIndex((filter) => plainParameter(filter)?.type === 'token' && isOneTokenCode(filter.value));
+  return at < 0 ? undefined : { filter: filters[at], others: filters.filter((_, i) => i !== at) };
 }
