@@ -41,7 +41,7 @@ const executor: SqlExecutor = {
     const res = await client.query({ name, text: sql, values: [...args] });
     times.push(`${(performance.now() - started).toFixed(1)} ms`);
     if (explain) {
-      const e = await client.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE ${name}(${args.map(literal).join(',')})`);
+      const e = await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE ${name}(${args.map(literal).join(',')})`);
       console.log(e.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n'));
     }
     return res.rows as R[];

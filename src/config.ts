@@ -125,6 +125,7 @@ export function loadConfig(env: Env = process.env): Config {
     exportFileMaxResources: int('EXPORT_FILE_MAX_RESOURCES', 100_000, 1),
     exportFileTtlMs: int('EXPORT_FILE_TTL_MS', 24 * 60 * 60 * 1000, 1),
     statisticsIntervalMs: int('STATISTICS_INTERVAL_MS', 60_000),
+    statisticsVacuum: oneOf('STATISTICS_VACUUM', ['on', 'off'] as const, 'on') === 'on',
     statementTimeoutMs: int('STATEMENT_TIMEOUT_MS', 10_000),
     writeStatementTimeoutMs: int('WRITE_STATEMENT_TIMEOUT_MS', 10_000),
     bulkStatementTimeoutMs: int('BULK_STATEMENT_TIMEOUT_MS', 600_000),

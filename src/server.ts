@@ -29,6 +29,7 @@ import { ReplicaSet } from './db/replicas.js';
 import { ReadYourWrites } from './cache/read-your-writes.js';
 import { migrate } from './db/migrate.js';
 import { PostgresStatistics } from './db/postgres-statistics.js';
+import { pgVacuumSession } from './db/postgres-vacuum.js';
 import { createHttpHandlers } from './http/app.js';
 import { BotRunner } from './bots/runner.js';
 import { routeBotCall } from './router/bot-calls.js';
@@ -256,10 +257,11 @@ async function openReplicas(db: Database, config: Config, log: Logger): Promise<
   );
 }
 
-/** On PostgreSQL, the search tables are analyzed when they changed enough, whatever autovacuum does (db/postgres-statistics.ts). */
+/** On PostgreSQL, the search tables are analyzed when they changed enough, and vacuumed when STATISTICS_VACUUM says so, whatever autovacuum does (db/postgres-statistics.ts). */
 function keepStatistics(db: Database, config: Config, log: Logger): { close(): Promise<void> } {
   if (db.kind !== 'postgres') return { close: async () => undefined };
-  const keeper = new PostgresStatistics(db, config.statisticsIntervalMs, (error) => log.warn({ err: error }, 'analyzing the search tables failed'));
+  const vacuumSession = config.statisticsVacuum && config.databaseUrl ? pgVacuumSession(config.databaseUrl) : undefined;
+  const keeper = new PostgresStatistics(db, config.statisticsIntervalMs, (error) => log.warn({ err: error }, 'analyzing or vacuuming the search tables failed'), vacuumSession);
   keeper.start();
   return keeper;
 }

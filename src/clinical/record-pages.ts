@@ -95,24 +95,25 @@ export async function readReferenced(source: RecordSource, patientId: string, af
   if (types.length === 0) return [];
   const args = new SqlArgs();
   const ctx = source.compileContext(args);
+  const followedConditions = [compartmentRows(source, patientId, args), ...compartmentConditions(source, ctx, false)];
+  followedConditions.push(`ref.code <> '_compartment'`, 'ref."targetId" IS NOT NULL', typeListCondition('ref."targetType"', types, ctx));
+  if (after) followedConditions.push(`(ref."targetType", ref."targetId") > (${args.add(after.resourceType)}, ${args.add(after.id)})`);
+  // MATERIALIZED: the record's targets are read once per page, whatever the statistics say. Planned
+  // as a semi-join, a project whose statistics show few resources of the followed types got the
+  // record's whole join run again for each such resource (minutes once some were written).
   // The inner `r` (the referencing resource) hides the outer one inside the subquery.
-  const followed = `SELECT ref."targetType", ref."targetId" FROM reference_index c
+  const followed = `SELECT DISTINCT ref."targetType", ref."targetId" FROM reference_index c
       JOIN resource r ON r."resourceType" = c."resourceType" AND r.id = c."resourceId"
       JOIN reference_index ref ON ref."resourceType" = c."resourceType" AND ref."resourceId" = c."resourceId"
-      WHERE ${[compartmentRows(source, patientId, args), ...compartmentConditions(source, ctx, false)].join(' AND ')}
-        AND ref.code <> '_compartment' AND ref."targetId" IS NOT NULL AND ${typeListCondition('ref."targetType"', types, ctx)}`;
-  const conditions = [
-    `r."projectId" = ${args.add(source.projectId)}`,
-    'NOT r.deleted',
-    typeListCondition('r."resourceType"', types, ctx),
-    `(r."resourceType", r.id) IN (${followed})`,
-  ];
+      WHERE ${followedConditions.join(' AND ')}`;
+  const conditions = [`r."projectId" = ${args.add(source.projectId)}`, 'NOT r.deleted'];
   if (source.hiddenBinaries?.size && types.includes('Binary')) {
     conditions.push(`NOT (r."resourceType" = 'Binary' AND r.id = ANY(ARRAY(SELECT json_array_elements_text(${args.add(JSON.stringify([...source.hiddenBinaries]))}::json))))`);
   }
-  if (after) conditions.push(`(r."resourceType", r.id) > (${args.add(after.resourceType)}, ${args.add(after.id)})`);
   conditions.push(...sinceCondition(source.filters, ctx), ...criteriaConditions(source.identity, types, ctx, 'probe'));
-  const sql = `SELECT ${COLUMNS} FROM resource r WHERE ${conditions.join(' AND ')} ORDER BY r."resourceType", r.id LIMIT ${args.add(limit)}`;
+  const sql = `WITH followed AS MATERIALIZED (${followed})
+    SELECT ${COLUMNS} FROM followed f JOIN resource r ON r."resourceType" = f."targetType" AND r.id = f."targetId"
+    WHERE ${conditions.join(' AND ')} ORDER BY r."resourceType", r.id LIMIT ${args.add(limit)}`;
   return queryRows(source.db, sql, args.values);
 }
 

@@ -132,6 +132,8 @@ export interface Config {
   readonly exportFileTtlMs: number;
   /** PostgreSQL: how often one server analyzes the search tables that changed enough since their last ANALYZE (0: never). */
   readonly statisticsIntervalMs: number;
+  /** PostgreSQL: whether those rounds also VACUUM a search table whose pages are mostly not all-visible (db/postgres-vacuum.ts). */
+  readonly statisticsVacuum: boolean;
   /**
    * PostgreSQL `statement_timeout` of reads, history, searches and GraphQL queries: every statement
    * outside a transaction (the connections' own setting). 0: none. Cancelled: 503 `timeout`.

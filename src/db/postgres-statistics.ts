@@ -1,5 +1,6 @@
 import type { SqlExecutor, TransactionKind } from './database.js';
 import { ANALYZED_TABLES } from './plan-statistics.js';
+import { vacuumMostDue, type VacuumSession } from './postgres-vacuum.js';
 
 /**
  * Planner statistics on PostgreSQL, whatever autovacuum does. Search plans are written not to
@@ -9,6 +10,8 @@ import { ANALYZED_TABLES } from './plan-statistics.js';
  * every `intervalMs` one server (the one that takes the advisory lock; the others skip the round)
  * reads the change counts PostgreSQL keeps (pg_stat_user_tables) and analyzes each search table
  * whose changes since its last ANALYZE passed autovacuum's own threshold, 50 + 10% of its rows.
+ * With `vacuum` (STATISTICS_VACUUM=on), each round also starts a VACUUM of the most due table when
+ * none is running (postgres-vacuum.ts); it runs on a connection of its own, beside the rounds.
  */
 
 const BASE_THRESHOLD = 50;
@@ -19,11 +22,16 @@ const LOCK_KEY = 7_246_201_883;
 export class PostgresStatistics {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
+  private vacuuming: Promise<unknown> | undefined;
+  private vacuumPid: number | undefined;
+  private closed = false;
 
   constructor(
-    private readonly db: { transaction<T>(work: (tx: SqlExecutor) => Promise<T>, kind?: TransactionKind): Promise<T> },
+    private readonly db: SqlExecutor & { transaction<T>(work: (tx: SqlExecutor) => Promise<T>, kind?: TransactionKind): Promise<T> },
     private readonly intervalMs: number,
     private readonly onError: (error: unknown) => void,
+    /** Opens the session a VACUUM runs on; absent: the keeper never vacuums. */
+    private readonly vacuumSession?: () => Promise<VacuumSession>,
   ) {}
 
   start(): void {
@@ -32,13 +40,35 @@ export class PostgresStatistics {
       this.running ??= this.analyzeDue()
         .catch(this.onError)
         .finally(() => (this.running = undefined));
+      if (this.vacuumSession) {
+        this.vacuuming ??= this.vacuumDue()
+          .catch((error: unknown) => this.closed || this.onError(error))
+          .finally(() => (this.vacuuming = undefined));
+      }
     }, this.intervalMs);
     this.timer.unref();
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.timer);
-    await this.running;
+    // A VACUUM of a large table can run for minutes: cancelled, it keeps the pages it marked.
+    if (this.vacuumPid !== undefined) await this.db.query('SELECT pg_cancel_backend($1::int)', [this.vacuumPid]).catch(() => undefined);
+    await Promise.all([this.running, this.vacuuming]);
+  }
+
+  /** Vacuums the most due search table (postgres-vacuum.ts); its name, or undefined (none due, no vacuum session, or another server's round). */
+  async vacuumDue(): Promise<string | undefined> {
+    if (!this.vacuumSession || this.closed) return undefined;
+    const session = await this.vacuumSession();
+    this.vacuumPid = session.pid;
+    try {
+      return await vacuumMostDue(session, ANALYZED_TABLES);
+    } finally {
+      this.vacuumPid = undefined;
+      // Ending the session releases its advisory lock.
+      await session.end().catch(() => undefined);
+    }
   }
 
   /** Analyzes the search tables that are due; the tables it analyzed (none when another server holds the round). */
@@ -54,7 +84,8 @@ export class PostgresStatistics {
         [[...ANALYZED_TABLES], BASE_THRESHOLD, SCALE_FACTOR],
       );
       // One table at a time: each ANALYZE samples at most 30,000 rows, whatever the table's size.
-      for (const { table } of due) await tx.execute(`ANALYZE "${table}"`);
+      // SKIP_LOCKED: a table being vacuumed (which analyzes it too) is left for the next round.
+      for (const { table } of due) await tx.execute(`ANALYZE (SKIP_LOCKED) "${table}"`);
       return due.map(({ table }) => table);
     }, 'bulk');
   }
