@@ -30,11 +30,16 @@ export async function checkPassword(auth: AuthService, email: string, password: 
   return user;
 }
 
-/** The membership a user logs in through: the one of `projectId`, or the only one they have. */
+/**
+ * The membership a user logs in through: the one of `projectId`, or the only one they have. A
+ * membership is of the project that stores it, which its `project` (when given) must name too: one
+ * stored elsewhere before writes were held to that would otherwise land a sign-in naming one
+ * project in another.
+ */
 export async function chooseMembership(auth: AuthService, subject: string, projectId: string | undefined): Promise<ProjectMembership> {
   const memberships = await membershipsReferencing(auth.db, 'user', subject);
   if (projectId) {
-    const match = memberships.find((m) => m.meta?.project === projectId || parseReference(m.project?.reference)?.[1] === projectId);
+    const match = memberships.find((m) => m.meta?.project === projectId && (m.project?.reference === undefined || parseReference(m.project.reference)?.[1] === projectId));
     if (!match) throw oauth.invalidRequest(`You are not a member of project ${projectId}`);
     return match;
   }
