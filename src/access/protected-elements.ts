@@ -14,7 +14,8 @@ import { ItemError } from '../storage/types.js';
  *   unique server-wide, so a project admin who could write one could take any email before its
  *   owner signs up, or change the account of someone who is a member elsewhere too. Project admins
  *   make them through invites (which reuse the email's User when there is one); any other create,
- *   update or patch that writes a User without `project`, or changes one that had none, is 403.
+ *   update or patch that writes a User without `project`, or changes one that had none, is 403
+ *   (and so is a delete: GuardedRepository.deleteResource).
  */
 export function assertProtectedElementsKept(identity: Identity, writes: readonly PreparedWrite[]): void {
   if (identity.superAdmin) return;
@@ -28,19 +29,20 @@ function refusalOf(input: Resource, existing: Resource | undefined): OperationOu
   if (input.resourceType === 'Bot' && isSystemBot(input) !== isSystemBot(existing)) {
     return errors.forbidden('Only a super admin can set or change Bot.system', 'Bot.system');
   }
-  if (input.resourceType === 'User' && (isServerWide(input) || (existing !== undefined && isServerWide(existing)))) {
-    return errors.forbidden(
-      'Only a super admin can write a server-wide User (one without User.project): invite practitioners with /admin/projects/{id}/invite, or give the User the project it is stored in',
-      'User.project',
-    );
-  }
+  if (input.resourceType === 'User' && (isServerWide(input) || (existing !== undefined && isServerWide(existing)))) return serverWideUserRefusal('write');
   return undefined;
+}
+
+/** 403: a server-wide User is written (or deleted: it may be a member of other projects) by a super admin only. */
+export function serverWideUserRefusal(what: 'write' | 'delete'): OperationOutcomeError {
+  const how = what === 'write' ? ': invite practitioners with /admin/projects/{id}/invite, or give the User the project it is stored in' : ': remove its membership of your project instead';
+  return errors.forbidden(`Only a super admin can ${what} a server-wide User (one without User.project)${how}`, 'User.project');
 }
 
 function isSystemBot(resource: object | undefined): boolean {
   return (resource as { system?: unknown } | undefined)?.system === true;
 }
 
-function isServerWide(user: Resource): boolean {
+export function isServerWide(user: Resource): boolean {
   return (user.project as { reference?: unknown } | undefined)?.reference === undefined;
 }

@@ -73,6 +73,17 @@ describe('server-wide Users are written by super admins only', () => {
     expectRefused(unscope);
   });
 
+  it('refuses a project admin’s delete of a server-wide User, and takes that of a User scoped to its project', async () => {
+    const admin = api.newProject();
+    const user = await invitedUser(admin);
+    const refused = await admin.delete(`/User/${user.id}`);
+    expectRefused(refused);
+    expect(refused.body.issue[0].diagnostics ?? refused.body.issue[0].details?.text).toMatch(/delete/);
+    expect((await tokenRequest(api, { grant_type: 'password', username: user.email, password: PASSWORD })).status).toBe(200);
+    const scoped = await admin.post('/User', { ...serverWide(`${randomUUID()}@example.org`), project: { reference: `Project/${admin.projectId}` } });
+    expect((await admin.delete(`/User/${scoped.body.id}`)).status).toBeLessThan(300);
+  });
+
   it('refuses the entry of a batch and a whole transaction that create one', async () => {
     const admin = api.newProject();
     const email = `${randomUUID()}@example.org`;
