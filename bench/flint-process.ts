@@ -1,6 +1,7 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { buildTree } from './tree-build.js';
 
 /** A client application the benchmark server is started with (SUPER_ADMIN_CLIENT_ID/SECRET). */
 export interface BenchClient {
@@ -17,7 +18,7 @@ export const FLINT_NODE_FLAGS = ['--max-semi-space-size=64', '--min-semi-space-s
 
 /**
  * The node arguments that run the server of the source tree `tree` as `npm start` does: its
- * JavaScript build (compiled here first) when the tree has one, else `src/main.ts` through tsx (older
+ * JavaScript build (compiled here first when its sources changed: tree-build.ts) when the tree has one, else `src/main.ts` through tsx (older
  * trees, so an A/B against them runs each as its own `npm start` did). BENCH_NODE_FLAGS: extra flags
  * for the server only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
  */
@@ -25,7 +26,7 @@ export function serverArgs(tree = '.'): string[] {
   const extra = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
   const build = resolve(tree, 'scripts', 'build-dist.mjs');
   if (!existsSync(build)) return [...FLINT_NODE_FLAGS, ...extra, '--import', 'tsx', 'src/main.ts'];
-  execFileSync(process.execPath, [build], { cwd: tree, stdio: 'inherit' });
+  buildTree(tree);
   return [...FLINT_NODE_FLAGS, ...extra, 'dist/main.js'];
 }
 

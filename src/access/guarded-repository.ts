@@ -37,7 +37,7 @@ import type { Permission } from '../identity/scopes.js';
 import { assertScope, assertTypeAccess } from './type-access.js';
 import { systemHistoryOptions } from './system-history.js';
 import { decideAccounts } from './write-accounts.js';
-import { assertProtectedElementsKept } from './protected-elements.js';
+import { assertProtectedElementsKept, isServerWide, serverWideUserRefusal } from './protected-elements.js';
 import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../search/service.js';
 
 /**
@@ -262,7 +262,19 @@ export class GuardedRepository implements ResourceRepository {
     assertScope(this.who, resourceType, 'd');
     await this.assertExistingWithinCriteria(resourceType, id, 'd');
     await this.assertNotBotCode(resourceType, id);
+    if (resourceType === 'User' && !this.who.superAdmin) await this.assertNotServerWideUser(id);
     return this.store.deleteResource(resourceType, id, options);
+  }
+
+  /** A server-wide User may be a member of other projects: only a super admin deletes one. */
+  private async assertNotServerWideUser(id: string): Promise<void> {
+    let user: Resource;
+    try {
+      user = parseStored(await this.store.readVersion('User', id, 'primary'));
+    } catch {
+      return; // missing or deleted: the delete answers as it does for any type
+    }
+    if (isServerWide(user)) throw serverWideUserRefusal('delete');
   }
 
   /** Admins only: an expunge cannot be undone, so a policy's write access is not enough. */

@@ -8,14 +8,18 @@ import { ACCOUNT_RULE, ADDRESS_RULE } from './throttle.js';
 /**
  * Checks an email and password, slowing repeated failures per account and per address
  * (429 with Retry-After). Unknown emails and wrong passwords get the same answer. `projectId`
- * picks the User of that project's scope first (findUserByEmail).
+ * picks the User of that project's scope first (findUserByEmail). The account is the User the
+ * email means there, not the email: a patient account's failures must not lock out the
+ * practitioner (server-wide User) with the same email, nor the other way round.
  */
 export async function checkPassword(auth: AuthService, email: string, password: string, address: string, projectId?: string): Promise<User> {
-  const accountKey = `account:${email.toLowerCase()}`;
   const addressKey = `address:${address}`;
-  const wait = Math.max(auth.throttle.retryAfter(accountKey, ACCOUNT_RULE), auth.throttle.retryAfter(addressKey, ADDRESS_RULE));
-  if (wait > 0) throw oauth.throttled(wait);
+  const addressWait = auth.throttle.retryAfter(addressKey, ADDRESS_RULE);
+  if (addressWait > 0) throw oauth.throttled(addressWait);
   const user = email ? await findUserByEmail(auth.db, email, projectId) : undefined;
+  const accountKey = user ? `account:User/${user.id}` : `account:${projectId ?? ''}:${email.toLowerCase()}`;
+  const accountWait = auth.throttle.retryAfter(accountKey, ACCOUNT_RULE);
+  if (accountWait > 0) throw oauth.throttled(accountWait);
   const credential = user ? await readCredential(auth.db, `User/${user.id}`) : undefined;
   if (!user || !credential || !(await verifySecret(password, credential.hash))) {
     auth.throttle.fail(accountKey, ACCOUNT_RULE);
@@ -26,11 +30,16 @@ export async function checkPassword(auth: AuthService, email: string, password: 
   return user;
 }
 
-/** The membership a user logs in through: the one of `projectId`, or the only one they have. */
+/**
+ * The membership a user logs in through: the one of `projectId`, or the only one they have. A
+ * membership is of the project that stores it, which its `project` (when given) must name too: one
+ * stored elsewhere before writes were held to that would otherwise land a sign-in naming one
+ * project in another.
+ */
 export async function chooseMembership(auth: AuthService, subject: string, projectId: string | undefined): Promise<ProjectMembership> {
   const memberships = await membershipsReferencing(auth.db, 'user', subject);
   if (projectId) {
-    const match = memberships.find((m) => m.meta?.project === projectId || parseReference(m.project?.reference)?.[1] === projectId);
+    const match = memberships.find((m) => m.meta?.project === projectId && (m.project?.reference === undefined || parseReference(m.project.reference)?.[1] === projectId));
     if (!match) throw oauth.invalidRequest(`You are not a member of project ${projectId}`);
     return match;
   }

@@ -4,6 +4,10 @@ import type { Resource } from '../fhir/types.js';
 import type { WriteHook } from '../storage/write-hooks.js';
 
 /**
+ * A User or ProjectMembership that names a project (`project`) names the one that stores it: 400
+ * naming the field otherwise, for every writer (super admins and the server's own account writes
+ * included), checked in the write's transaction.
+ *
  * Values that name one account, whatever project holds the resource:
  *
  * - `ProjectMembership.externalId`: SPEC 2.5 and 5 rule 7 say it "must be unique across all
@@ -35,7 +39,12 @@ interface UniqueField {
   label: string;
   /** Where the value must be unique: the scope of the resource ('' for all projects), and its SQL. */
   scope?: { of(resource: Resource): string; sql: string };
+  /** The project the resource names as its own ('' for none): it must be the project that stores it. */
+  home(resource: Resource): string;
 }
+
+const projectOf = (resource: Resource): string => (resource.project as { reference?: string } | undefined)?.reference ?? '';
+
 
 const EXTERNAL_ID: UniqueField = {
   resourceType: 'ProjectMembership',
@@ -43,6 +52,9 @@ const EXTERNAL_ID: UniqueField = {
   valueOf: (resource) => (typeof resource.externalId === 'string' && resource.externalId !== '' ? resource.externalId : undefined),
   sql: `content->>'externalId'`,
   label: 'externalId',
+  // A membership grants access to the project that stores it (sign-in lands there): naming another
+  // would send a sign-in that names the other project into this one.
+  home: projectOf,
 };
 
 const EMAIL: UniqueField = {
@@ -52,9 +64,11 @@ const EMAIL: UniqueField = {
   sql: `lower(content->>'email')`,
   label: 'email',
   scope: {
-    of: (resource) => (resource.project as { reference?: string } | undefined)?.reference ?? '',
+    of: projectOf,
     sql: `coalesce(content->'project'->>'reference', '')`,
   },
+  // One project's admin could otherwise take an email in the scope of a project it does not administer.
+  home: projectOf,
 };
 
 /**
@@ -81,9 +95,10 @@ function taken(field: UniqueField, value: string, scope: string): OperationOutco
   );
 }
 
-/** 400: the resource names a scope other than the project it is written in. */
-function foreignScope(field: UniqueField, scope: string, projectId: string): OperationOutcomeError {
-  const text = `${field.resourceType}.project is ${scope}, but the ${field.resourceType} is written in Project/${projectId}: a project-scoped ${field.resourceType} names the project that holds it`;
+/** 400: the resource names a project other than the one it is written in. */
+function foreignProject(field: UniqueField, named: string, projectId: string): OperationOutcomeError {
+  const what = field.resourceType === 'User' ? 'a project-scoped User' : 'a ProjectMembership';
+  const text = `${field.resourceType}.project is ${named}, but the ${field.resourceType} is written in Project/${projectId}: ${what} names the project that holds it`;
   return new OperationOutcomeError(outcome([issue('invalid', text, `${field.resourceType}.project`)]), 400);
 }
 
@@ -119,10 +134,9 @@ export const uniquenessWriteHooks: readonly (readonly [string, WriteHook])[] = [
       async (tx, change) => {
         const resource = change.resource;
         if (!resource) return;
+        const home = field.home(resource);
+        if (home !== '' && home !== `Project/${change.projectId}`) throw foreignProject(field, home, change.projectId);
         const scope = field.scope?.of(resource) ?? '';
-        // A scope is the project the resource is stored in: naming another would let one project's
-        // admin take an email in the scope of a project it does not administer.
-        if (scope !== '' && scope !== `Project/${change.projectId}`) throw foreignScope(field, scope, change.projectId);
         const value = field.valueOf(resource);
         if (value !== undefined) await assertFree(tx, field, value, scope, change.id);
       },

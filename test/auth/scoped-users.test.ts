@@ -54,14 +54,15 @@ describe('User.email is unique per scope', () => {
     const second = api.newProject();
     const email = `${randomUUID()}@example.org`;
     const user = (project?: string) => ({ resourceType: 'User', firstName: 'S', lastName: 'Cope', email, ...(project ? { project: { reference: `Project/${project}` } } : {}) });
-    expect((await first.post('/User', user())).status).toBe(201);
+    // Server-wide Users are written by super admins (test/auth/server-wide-users.test.ts).
+    expect((await api.superAdmin.post('/User', user())).status).toBe(201);
     expect((await first.post('/User', user(first.projectId))).status).toBe(201);
     expect((await second.post('/User', user(second.projectId))).status).toBe(201);
     const clash = await first.post('/User', { ...user(first.projectId), email: email.toUpperCase() });
     expect(clash.status, JSON.stringify(clash.body)).toBe(409);
     expect(clash.body.issue[0]).toMatchObject({ code: 'conflict', expression: ['User.email'] });
     expect(clash.body.issue[0].diagnostics ?? clash.body.issue[0].details?.text).toContain(`Project/${first.projectId}`);
-    expect((await second.post('/User', user())).status).toBe(409);
+    expect((await api.superAdmin.post('/User', user())).status).toBe(409);
     expect(await usersWith(email)).toHaveLength(3);
   });
 

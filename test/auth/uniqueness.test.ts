@@ -124,21 +124,21 @@ describe('ProjectMembership.externalId is unique across all memberships', () => 
   });
 });
 
-describe('User.email is unique across all projects, whatever its case', () => {
+// Server-wide Users are written by super admins (test/auth/server-wide-users.test.ts); the email
+// of a project-scoped User is unique within its project (test/auth/scoped-users.test.ts).
+describe('User.email is unique among server-wide Users, whatever its case', () => {
   const user = (email: string) => ({ resourceType: 'User', firstName: 'Uma', lastName: 'Nique', email });
+  const admin = api.superAdmin;
 
-  it('refuses a second User with the email, in any project and any case (409 naming the field)', async () => {
-    const first = api.newProject();
-    const second = api.newProject();
+  it('refuses a second User with the email, in any case (409 naming the field)', async () => {
     const email = `${randomUUID()}@example.org`;
-    expect((await first.post('/User', user(email))).status).toBe(201);
-    expectConflictOn(await first.post('/User', user(email)), 'User.email');
-    expectConflictOn(await second.post('/User', user(email.toUpperCase())), 'User.email');
+    expect((await admin.post('/User', user(email))).status).toBe(201);
+    expectConflictOn(await admin.post('/User', user(email)), 'User.email');
+    expectConflictOn(await admin.post('/User', user(email.toUpperCase())), 'User.email');
     expect(await usersWith(email)).toHaveLength(1);
   });
 
   it('refuses an update that takes another User email', async () => {
-    const admin = api.newProject();
     const taken = `${randomUUID()}@example.org`;
     expect((await admin.post('/User', user(taken))).status).toBe(201);
     const mine = (await admin.post('/User', user(`${randomUUID()}@example.org`))).body;
@@ -147,10 +147,8 @@ describe('User.email is unique across all projects, whatever its case', () => {
   });
 
   it('lets exactly one of 6 concurrent creates of one email succeed; the others get 409', async () => {
-    const projects = [api.newProject(), api.newProject()];
-    await Promise.all(projects.map((p) => p.token()));
     const email = `${randomUUID()}@example.org`;
-    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => projects[i % 2].post('/User', user(i % 2 ? email : email.toUpperCase()))));
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => admin.post('/User', user(i % 2 ? email : email.toUpperCase()))));
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
     expect(await usersWith(email)).toHaveLength(1);
   });
