@@ -30,7 +30,10 @@ export interface QueryOptions {
    * (whose conversion of each value and debug logging of each statement are a share of a read's
    * CPU: docs/benchmarks.md): text, uuid and boolean columns as strings and booleans, timestamptz
    * as a Date (toInstant reads both forms). Only for statements whose columns are of those types.
-   * Ignored inside transactions and on the embedded database.
+   * Ignored inside transactions and on the embedded database. On `execute`, the statement goes
+   * to the pool the same way (its arguments as pg sends them: strings, numbers, null): a create's
+   * statement carries its resources and index rows as JSON texts, which the adapter would also
+   * keep in its debug history of the last 100 statements, past the young generation.
    */
   pgValues?: boolean;
 }
@@ -150,6 +153,8 @@ export class Database implements TransactionalSql {
 
   execute(sql: string, args: readonly unknown[] = [], options: QueryOptions = {}): Promise<number> {
     this.statementCount++;
+    const pool = options.pgValues ? (this.namedPools.get(options.planOnce ? 'plan_once' : 'main') ?? this.namedPools.get('main')) : undefined;
+    if (pool) return runPgExecute(pool, sql, args, this.timeouts?.statementTimeoutMs);
     return runExecute(options.planOnce ? this.planOnceAdapter : this.adapter, sql, args, this.timeouts?.statementTimeoutMs);
   }
 
@@ -334,6 +339,14 @@ async function runQuery<R>(queryable: SqlQueryable, sql: string, args: readonly 
 async function runPgQuery<R>(pool: pg.Pool, sql: string, args: readonly unknown[], timeoutMs: number | undefined): Promise<R[]> {
   try {
     return (await pool.query({ text: sql, values: args as unknown[] })).rows as R[];
+  } catch (error) {
+    throw cancelledAsOutcome(error, timeoutMs);
+  }
+}
+
+async function runPgExecute(pool: pg.Pool, sql: string, args: readonly unknown[], timeoutMs: number | undefined): Promise<number> {
+  try {
+    return (await pool.query({ text: sql, values: args as unknown[] })).rowCount ?? 0;
   } catch (error) {
     throw cancelledAsOutcome(error, timeoutMs);
   }

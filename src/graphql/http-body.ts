@@ -90,7 +90,8 @@ function isIncomingMessage(value: unknown): value is IncomingMessage {
   return typeof value === 'object' && value !== null && typeof (value as IncomingMessage).on === 'function' && 'readableDidRead' in value;
 }
 
-function readIncoming(incoming: IncomingMessage, maxBytes: number): Promise<Buffer> {
+/** The body of a Node request nothing has read yet, refused with 413 beyond `maxBytes` (its declared length is not checked here). */
+export function readIncoming(incoming: IncomingMessage, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => new BodyReader(incoming, maxBytes, resolve, reject).start());
 }
 

@@ -17,7 +17,8 @@ import { bodyResponse, outcomeResponse } from './responses.js';
 import { admissionControl } from './admission-middleware.js';
 import { responseCompression } from './compression.js';
 import { Admission } from './admission.js';
-import { readFastPath } from './read-fast-path.js';
+import { readFastPath, type DirectAnswering, type FastPath } from './read-fast-path.js';
+import { createFastPath } from './create-fast-path.js';
 import type { HttpHandlers } from './transport.js';
 import { ROUTES } from './routes.js';
 import { logRequest, requestIdOf } from './request-log.js';
@@ -41,8 +42,15 @@ export interface HttpObservability {
 export function createHttpHandlers(services: Services, admission: Admission, observability: HttpObservability): HttpHandlers {
   return {
     fetch: createApp(services, admission, observability).fetch,
-    fastPath: readFastPath(services, admission, bearerAuthentication, observability.metrics),
+    fastPath: directPaths({ services, admission, authenticate: bearerAuthentication, metrics: observability.metrics }),
   };
+}
+
+/** Reads by id and creates, answered without the application (read-fast-path.ts, create-fast-path.ts). */
+function directPaths(answering: DirectAnswering): FastPath {
+  const read = readFastPath(answering);
+  const create = createFastPath(answering);
+  return (request, response) => read(request, response) || create(request, response);
 }
 
 /** Builds the HTTP application: one route table, one error shape (OperationOutcome). */

@@ -41,26 +41,39 @@ const READ_PATH = /^\/fhir\/R4\/([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})$/;
  * (`Origin`, which needs CORS headers) and Binary reads (raw bytes, possibly large) take the full
  * path; test/rest/read-fast-path.test.ts compares both ways.
  */
-export function readFastPath(services: Services, admission: Admission, authenticate: Authenticator, metrics: RequestMetrics): FastPath {
+export function readFastPath(answering: DirectAnswering): FastPath {
   return (request, response) => {
     if (request.method !== 'GET' || request.headers.origin !== undefined) return false;
     const match = READ_PATH.exec(request.url ?? '');
     if (!match || match[1] === 'Binary' || !isResourceType(match[1])) return false;
-    void answerRead(services, admission, authenticate, metrics, request, response);
+    const headers = incomingHeaders(request);
+    void answerDirectly(answering, request, response, new ReadRequest(request.url!, headers), headers, READ_ROUTE);
     return true;
   };
 }
 
-async function answerRead(
-  services: Services,
-  admission: Admission,
-  authenticate: Authenticator,
-  metrics: RequestMetrics,
+/** What a request answered straight from Node's objects needs of the server. */
+export interface DirectAnswering {
+  readonly services: Services;
+  readonly admission: Admission;
+  readonly authenticate: Authenticator;
+  readonly metrics: RequestMetrics;
+}
+
+/**
+ * Answers `fhirRequest` as the full path would after Hono's layers: admission control,
+ * authentication, request context, the FHIR router, the answer (compressed when asked), its
+ * metrics (under `route`) and log line. `headers`: Node's, as incomingHeaders gives them.
+ */
+export async function answerDirectly(
+  { services, admission, authenticate, metrics }: DirectAnswering,
   request: IncomingMessage,
   response: ServerResponse,
+  fhirRequest: FhirRequest,
+  headers: IncomingMessage['headers'],
+  route: string,
 ): Promise<void> {
   const started = performance.now();
-  const headers = incomingHeaders(request);
   const requestId = requestIdOf(headerValue(headers, 'x-request-id') ?? undefined);
   const path = request.url!;
   let status = 500;
@@ -76,7 +89,7 @@ async function answerRead(
         recentIdentity(services.auth, authorization, known) ??
         (await authenticate(authorization ?? null, services, { known, addressOf: () => request.socket.remoteAddress ?? 'unknown' }));
       ctx = createRequestContext(services, identity, requestId);
-      const answer = await fhirRouter.dispatch(new ReadRequest(path, headers), { config: services.config, database: services.db, ctx });
+      const answer = await fhirRouter.dispatch(fhirRequest, { config: services.config, database: services.db, ctx });
       status = answer.status;
       const sending = send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services);
       if (sending) await sending;
@@ -94,8 +107,8 @@ async function answerRead(
       response.destroy();
     }
   }
-  metrics.observe('GET', READ_ROUTE, status, started);
-  logRequest(services.log, requestId, 'GET', path, status, started);
+  metrics.observe(fhirRequest.method, route, status, started);
+  logRequest(services.log, requestId, fhirRequest.method, path, status, started);
 }
 
 /** The read as the FHIR router takes it: a class, one shape for every request, its header lookup a method rather than a closure. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Resource } from '../fhir/types.js';
 import { validateResource } from '../validation/validator.js';
-import { firstVersionsStatement, insertFirstVersions } from './sql.js';
+import { FIRST_VERSIONS, firstVersionsStatement, insertFirstVersions } from './sql.js';
 import { binaryKey } from './binary-storage.js';
 import { ItemError, isPrepared, type NewResource, type PreparedCreates, type WriteResult } from './types.js';
 import { writeHookOf } from './write-hooks.js';
@@ -49,7 +49,7 @@ export async function createResources(ctx: StoreContext, input: readonly NewReso
   const prepared = isPrepared(input) ? input : await prepareCreates(ctx, input);
   if (!prepared.together) return createEach(ctx, prepared.items);
   const { resources, statement, recorded } = prepared.together;
-  await ctx.db.execute(statement.sql, statement.args, { planOnce: true });
+  await ctx.db.execute(statement.sql, statement.args, FIRST_VERSIONS);
   if (recorded) ctx.changes.committed();
   return resources.map((resource, index) => {
     const text = statement.texts[index];

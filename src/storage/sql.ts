@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '../db/database.js';
+import type { QueryOptions, SqlExecutor } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
 import type { StoredVersion } from './types.js';
 import type { IndexRows } from '../indexing/row-types.js';
@@ -75,6 +75,12 @@ export function indexDeleteClauses(placeholders: { type: string; id: string }): 
 }
 
 /**
+ * How first versions are sent: an insert of given rows, whose plan is the same whatever the values
+ * (planned once per connection), straight to the pool (its arguments are texts).
+ */
+export const FIRST_VERSIONS: QueryOptions = { planOnce: true, pgValues: true };
+
+/**
  * Writes the first version of a stamped resource (id and meta set): resource row, history row and
  * index rows in one statement, which is atomic on its own. Returns the stored JSON text.
  * `parameters`: the project's own SearchParameters to index too (none when not given).
@@ -82,13 +88,12 @@ export function indexDeleteClauses(placeholders: { type: string; id: string }): 
 export async function insertFirstVersion(executor: SqlExecutor, resource: Resource, parameters?: ProjectParameters, log?: ChangeLog): Promise<string> {
   const { text, args, clauses } = versionWrite(resource, resource.meta!.project!, parameters);
   clauses.push(...changeClauses(log && { log, changes: [creationOf(resource)] }, args));
-  // An insert of given rows: its plan is the same whatever the values (planned once per connection).
   await executor.execute(
     `WITH ${clauses.join(',\n')}
      INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
      VALUES ($1, $2, $3, $4::uuid, $5::timestamptz, false, $6::json)`,
     args,
-    { planOnce: true },
+    FIRST_VERSIONS,
   );
   return text;
 }
@@ -129,7 +134,7 @@ export interface FirstVersionsOptions {
  */
 export async function insertFirstVersions(executor: SqlExecutor, resources: readonly Resource[], options: FirstVersionsOptions = {}): Promise<string[]> {
   const { sql, args, texts } = await firstVersionsStatement(executor, resources, options);
-  await executor.execute(sql, args, { planOnce: true });
+  await executor.execute(sql, args, FIRST_VERSIONS);
   return texts;
 }
 
