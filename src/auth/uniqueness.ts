@@ -45,7 +45,6 @@ interface UniqueField {
 
 const projectOf = (resource: Resource): string => (resource.project as { reference?: string } | undefined)?.reference ?? '';
 
-
 const EXTERNAL_ID: UniqueField = {
   resourceType: 'ProjectMembership',
   expression: 'ProjectMembership.externalId',
