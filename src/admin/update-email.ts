@@ -70,8 +70,8 @@ export const updateEmailOperation: Operation<UpdateEmailInput> = {
 
 /**
  * The User the caller may change: its own; any for a super admin; one stored in their project for
- * its admins (a project admin reads and writes those Users already). Others: 403, or 404 for a
- * User the caller cannot see.
+ * its admins (a project admin reads and writes those Users already), unless it is a member of other
+ * projects too. Others: 403, or 404 for a User the caller cannot see.
  */
 async function userToChange(ctx: RequestContext, id: string): Promise<User> {
   const { identity } = ctx;
@@ -84,7 +84,22 @@ async function userToChange(ctx: RequestContext, id: string): Promise<User> {
     throw errors.forbidden("Only super admins, project admins (for their project's users) and the user itself can change a user's email");
   }
   if (!policyAllowsWrite(identity, 'User')) throw errors.forbidden('Your access policy does not let you change User resources');
-  return asResourceOf(await ctx.repo.readResource('User', id), 'User');
+  const user = asResourceOf(await ctx.repo.readResource('User', id), 'User');
+  if (!identity.superAdmin) await assertOnlyMemberHere(ctx, user);
+  return user;
+}
+
+/**
+ * A project admin changes the email of a server-wide User (one without `project`, as invites make
+ * them) only while it is a member of no other project: the email signs in everywhere, so whoever
+ * sets it could reset the password and enter the other projects as that user.
+ */
+async function assertOnlyMemberHere(ctx: RequestContext, user: User): Promise<void> {
+  if (user.project?.reference !== undefined) return;
+  const memberships = await membershipsReferencing(ctx.auth.db, 'user', `User/${user.id}`);
+  if (memberships.some((membership) => membership.meta?.project !== ctx.identity.projectId)) {
+    throw errors.forbidden("Only a super admin or the user itself can change the email of a user who is a member of other projects too", 'User.email');
+  }
 }
 
 /**

@@ -122,6 +122,25 @@ describe('User/$update-email', () => {
     expect(res.body.issue[0].code).toBe('forbidden');
   });
 
+  it("is 403 for a project admin when the user is a member of another project too, and changes nothing", async () => {
+    const admin = api.newProject();
+    const user = await invitedUser(admin);
+    const other = api.newProject();
+    const invited = await sendJson(
+      api,
+      'POST',
+      `/admin/projects/${other.projectId}/invite`,
+      { resourceType: 'Practitioner', firstName: 'Ada', lastName: 'Lovelace', externalId: randomUUID(), email: user.email },
+      bearer(await other.token()),
+    );
+    expect(invited.status, JSON.stringify(invited.body)).toBe(201);
+    expect(invited.body.user.reference).toBe(`User/${user.userId}`);
+    const res = await updateEmail(await admin.token(), user.userId, parameters(`${randomUUID()}@example.org`));
+    expect(res.status).toBe(403);
+    expect(res.body.issue[0].expression).toEqual(['User.email']);
+    expect((await admin.get(`/User/${user.userId}`)).body.email).toBe(user.email);
+  });
+
   it("is 404 for an unknown user and for another project's user", async () => {
     const admin = api.newProject();
     const other = await invitedUser(api.newProject());
