@@ -1,6 +1,6 @@
 import type { SqlExecutor, TransactionKind } from './database.js';
 import { ANALYZED_TABLES } from './plan-statistics.js';
-import { vacuumMostDue, type VacuumSession } from './postgres-vacuum.js';
+import { vacuumCandidates, vacuumMostDue, type VacuumSession } from './postgres-vacuum.js';
 
 /**
  * Planner statistics on PostgreSQL, whatever autovacuum does. Search plans are written not to
@@ -60,6 +60,8 @@ export class PostgresStatistics {
   /** Vacuums the most due search table (postgres-vacuum.ts); its name, or undefined (none due, no vacuum session, or another server's round). */
   async vacuumDue(): Promise<string | undefined> {
     if (!this.vacuumSession || this.closed) return undefined;
+    // Most rounds find nothing due: asked on the pool, so that only a VACUUM opens a connection of its own.
+    if ((await vacuumCandidates(this.db, ANALYZED_TABLES)).length === 0) return undefined;
     const session = await this.vacuumSession();
     this.vacuumPid = session.pid;
     try {
