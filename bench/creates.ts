@@ -24,6 +24,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { typicalObservation, typicalPatient } from './fixtures.js';
 import { answering, clientCredentialsToken, newProjectClient, serverArgs, stopFlint } from './flint-process.js';
+import { sampleBackendWaits } from './backend-waits.js';
 import { machineSnapshot, machineTimeSince } from './machine-time.js';
 import { cpuSince, cpuSnapshot } from './process-cpu.js';
 
@@ -103,14 +104,18 @@ async function measure(label: string, child: ChildProcess, databaseUrl: string, 
   const commitsBefore = await commits(databaseUrl);
   const before = await cpuSnapshot(child.pid!, databaseUrl);
   const machineBefore = machineSnapshot();
+  const waits = await sampleBackendWaits(databaseUrl, new URL(databaseUrl).pathname.slice(1));
   const result = await load(body, auth, `/fhir/R4/${type}`, DURATION);
+  const waited = await waits();
   const machine = machineTimeSince(machineBefore, { server: [child.pid!], database: [...before.database.keys()], loadGenerator: [process.pid] });
   const used = await cpuSince(child.pid!, databaseUrl, before);
   const committed = (await commits(databaseUrl)) - commitsBefore;
   const served = Math.max(1, result.requests.total);
   const us = (seconds: number) => Math.round((seconds * 1e6) / served);
   const machineParts = [machine.named.loadGenerator, machine.postgresOwn, machine.otherProcesses, machine.interrupts, machine.idle, machine.total];
-  return `| ${label} | ${Math.round(result.requests.average)} | ${result.errors + result.non2xx} | ${us(used.server)} | ${us(used.database)} | ${(committed / served).toFixed(2)} | ${machineParts.map(us).join(' | ')} |`;
+  const backends = [waited.running, waited.walFlush, waited.otherWaits].map((n) => n.toFixed(1)).join(' / ');
+  const wal = `${(waited.walBytes / served / 1024).toFixed(1)} (${(waited.fullPageImages / served).toFixed(1)})`;
+  return `| ${label} | ${Math.round(result.requests.average)} | ${result.errors + result.non2xx} | ${us(used.server)} | ${us(used.database)} | ${(committed / served).toFixed(2)} | ${machineParts.map(us).join(' | ')} | ${backends} | ${wal} |`;
 }
 
 async function runVariant(variant: Variant, receiverUrl: string): Promise<string[]> {
@@ -150,10 +155,10 @@ async function main(): Promise<void> {
     '',
     `${cpus().length} cores, Node ${process.version}; autocannon in the bench process, 16 connections, ${WARMUP} s warm-up, ${DURATION} s measured, ${ROUNDS} rounds; variants ${VARIANTS.map((v) => `${v.name} = ${v.tree}${Object.keys(v.env).length ? ` (${Object.entries(v.env).map(([k, v]) => `${k}=${v}`).join(', ')})` : ''}`).join('; ')}; load average at start ${loadavg()[0].toFixed(1)}.`,
     '',
-    'Per create, µs: server and database (its backends) CPU; the rest of the machine\'s time (cores × wall time, last column): the bench process (load generator), PostgreSQL\'s own processes (WAL writer, checkpointer, background writer: cluster-wide), every other process, interrupts (irq, softirq, steal), idle (with I/O wait).',
+    'Per create, µs: server and database (its backends) CPU; the rest of the machine\'s time (cores × wall time: machine): the bench process (load generator), PostgreSQL\'s own processes (WAL writer, checkpointer, background writer: cluster-wide), every other process, interrupts (irq, softirq, steal), idle (with I/O wait). Backends: how many of the database\'s backends were, on average, running a statement / waiting for the WAL flush of a commit / waiting on anything else (bench/backend-waits.ts). WAL: KB the whole cluster wrote per create (full-page images per create): every database\'s, so only a quiet machine\'s figure is the creates\' own.',
     '',
-    '| variant: scenario | req/s | errors | server CPU µs/create | database CPU µs/create | commits/create | load generator | PostgreSQL own | other processes | interrupts | idle | machine |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| variant: scenario | req/s | errors | server CPU µs/create | database CPU µs/create | commits/create | load generator | PostgreSQL own | other processes | interrupts | idle | machine | backends | WAL |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   console.log(header.join('\n'));
   const rows: string[] = [];
