@@ -3,8 +3,10 @@
  * Observations at 16 connections, an A/B of source trees or settings on a shared machine. Each
  * variant of BENCH_VARIANTS runs its own server in turn, round after round (BENCH_ROUNDS, default
  * 2), on the same database; per scenario it prints requests per second, and per create the CPU
- * time of the server process and of the database's backends, and the database's commits (from
- * pg_stat_database: fewer than one when creates are written together).
+ * time of the server process and of the database's backends, the database's commits (from
+ * pg_stat_database: fewer than one when creates are written together), and where the rest of the
+ * machine's time went (bench/machine-time.ts: on a quiet machine, its idle part is what the create
+ * pipeline leaves unused).
  *
  * BENCH_VARIANTS: `name=tree[ KEY=VALUE...]` separated by `;`, e.g.
  * `main=/work/main;this=.;this-1=. CREATE_GROUPS_IN_FLIGHT=1` (default `this=.`).
@@ -22,6 +24,8 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { typicalObservation, typicalPatient } from './fixtures.js';
 import { answering, clientCredentialsToken, newProjectClient, serverArgs, stopFlint } from './flint-process.js';
+import { sampleBackendWaits } from './backend-waits.js';
+import { machineSnapshot, machineTimeSince } from './machine-time.js';
 import { cpuSince, cpuSnapshot } from './process-cpu.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
@@ -99,12 +103,19 @@ async function measure(label: string, child: ChildProcess, databaseUrl: string, 
   await load(body, auth, `/fhir/R4/${type}`, WARMUP);
   const commitsBefore = await commits(databaseUrl);
   const before = await cpuSnapshot(child.pid!, databaseUrl);
+  const machineBefore = machineSnapshot();
+  const waits = await sampleBackendWaits(databaseUrl, new URL(databaseUrl).pathname.slice(1));
   const result = await load(body, auth, `/fhir/R4/${type}`, DURATION);
+  const waited = await waits();
+  const machine = machineTimeSince(machineBefore, { server: [child.pid!], database: [...before.database.keys()], loadGenerator: [process.pid] });
   const used = await cpuSince(child.pid!, databaseUrl, before);
   const committed = (await commits(databaseUrl)) - commitsBefore;
   const served = Math.max(1, result.requests.total);
   const us = (seconds: number) => Math.round((seconds * 1e6) / served);
-  return `| ${label} | ${Math.round(result.requests.average)} | ${result.errors + result.non2xx} | ${us(used.server)} | ${us(used.database)} | ${(committed / served).toFixed(2)} |`;
+  const machineParts = [machine.named.loadGenerator, machine.postgresOwn, machine.otherProcesses, machine.interrupts, machine.idle, machine.total];
+  const backends = [waited.running, waited.walFlush, waited.otherWaits].map((n) => n.toFixed(1)).join(' / ');
+  const wal = `${(waited.walBytes / served / 1024).toFixed(1)} (${(waited.fullPageImages / served).toFixed(1)})`;
+  return `| ${label} | ${Math.round(result.requests.average)} | ${result.errors + result.non2xx} | ${us(used.server)} | ${us(used.database)} | ${(committed / served).toFixed(2)} | ${machineParts.map(us).join(' | ')} | ${backends} | ${wal} |`;
 }
 
 async function runVariant(variant: Variant, receiverUrl: string): Promise<string[]> {
@@ -144,8 +155,10 @@ async function main(): Promise<void> {
     '',
     `${cpus().length} cores, Node ${process.version}; autocannon in the bench process, 16 connections, ${WARMUP} s warm-up, ${DURATION} s measured, ${ROUNDS} rounds; variants ${VARIANTS.map((v) => `${v.name} = ${v.tree}${Object.keys(v.env).length ? ` (${Object.entries(v.env).map(([k, v]) => `${k}=${v}`).join(', ')})` : ''}`).join('; ')}; load average at start ${loadavg()[0].toFixed(1)}.`,
     '',
-    '| variant: scenario | req/s | errors | server CPU µs/create | database CPU µs/create | commits/create |',
-    '|---|---:|---:|---:|---:|---:|',
+    'Per create, µs: server and database (its backends) CPU; the rest of the machine\'s time (cores × wall time: machine): the bench process (load generator), PostgreSQL\'s own processes (WAL writer, checkpointer, background writer: cluster-wide), every other process, interrupts (irq, softirq, steal), idle (with I/O wait). Backends: how many of the database\'s backends were, on average, running a statement / waiting for the WAL flush of a commit / waiting on anything else (bench/backend-waits.ts). WAL: KB the whole cluster wrote per create (full-page images per create): every database\'s, so only a quiet machine\'s figure is the creates\' own.',
+    '',
+    '| variant: scenario | req/s | errors | server CPU µs/create | database CPU µs/create | commits/create | load generator | PostgreSQL own | other processes | interrupts | idle | machine | backends | WAL |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   console.log(header.join('\n'));
   const rows: string[] = [];

@@ -1,4 +1,5 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { newId } from '../storage/ids.js';
 import type { SqlExecutor } from '../db/database.js';
 import type { Change } from '../storage/change-log.js';
 
@@ -25,7 +26,7 @@ const COLUMNS = '"id", "projectId", "resourceType", "resourceId", "versionId", "
 export async function insertChange(tx: SqlExecutor, change: Change): Promise<void> {
   await tx.execute(
     'INSERT INTO "event_outbox" ("id", "projectId", "resourceType", "resourceId", "versionId", "interaction") VALUES ($1, $2, $3, $4, $5, $6)',
-    [randomUUID(), change.projectId, change.resourceType, change.id, change.versionId, change.interaction],
+    [newId(), change.projectId, change.resourceType, change.id, change.versionId, change.interaction],
   );
 }
 
@@ -41,7 +42,7 @@ export function insertChangesFromJson(json: string): string {
 
 /** A change as insertChangesFromJson reads it, with the id of its outbox row. */
 export function changeRow(change: Change): Record<string, unknown> {
-  return { id: randomUUID(), projectId: change.projectId, resourceType: change.resourceType, resourceId: change.id, versionId: change.versionId, interaction: change.interaction };
+  return { id: newId(), projectId: change.projectId, resourceType: change.resourceType, resourceId: change.id, versionId: change.versionId, interaction: change.interaction };
 }
 
 /** Claims up to `limit` due rows for `leaseMs`. */
@@ -124,7 +125,7 @@ export async function insertDeliveries(
 ): Promise<string[]> {
   const ids: string[] = [];
   for (const subscriptionId of subscriptionIds) {
-    const id = randomUUID();
+    const id = newId();
     ids.push(id);
     await tx.execute(
       'INSERT INTO "event_outbox" ("id", "projectId", "resourceType", "resourceId", "versionId", "interaction", "subscriptionId") VALUES ($1, $2, $3, $4, $5, $6, $7)',

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Identity } from '../identity/identity.js';
 import type { Resource } from '../fhir/types.js';
 import type { BinaryStream } from './binary-storage.js';
@@ -8,6 +7,7 @@ import { StoreContext, type StorageServices } from './store-context.js';
 import * as reads from './resource-reads.js';
 import * as creates from './resource-creates.js';
 import * as updates from './resource-updates.js';
+import { newId } from './ids.js';
 
 export type { StorageServices } from './store-context.js';
 
@@ -68,7 +68,7 @@ export class Repository implements ResourceRepository {
     return reads.readBinaryStream(this.ctx, version);
   }
 
-  createResource(resourceType: string, input: unknown, id: string = randomUUID()): Promise<WriteResult> {
+  createResource(resourceType: string, input: unknown, id: string = newId()): Promise<WriteResult> {
     return creates.createResource(this.ctx, resourceType, input, id);
   }
 
@@ -80,7 +80,7 @@ export class Repository implements ResourceRepository {
     return creates.prepareCreates(this.ctx, items);
   }
 
-  createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}, id: string = randomUUID()): Promise<WriteResult> {
+  createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}, id: string = newId()): Promise<WriteResult> {
     return creates.createBinary(this.ctx, contentType, data, extra, id);
   }
 
@@ -89,7 +89,7 @@ export class Repository implements ResourceRepository {
   }
 
   updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {
-    return updates.update(this.ctx, resourceType, id, input, options, randomUUID(), false);
+    return updates.update(this.ctx, resourceType, id, input, options, newId(), false);
   }
 
   updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {

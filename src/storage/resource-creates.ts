@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Resource } from '../fhir/types.js';
 import { validateResource } from '../validation/validator.js';
 import { FIRST_VERSIONS, firstVersionsStatement, insertFirstVersions } from './sql.js';
@@ -8,6 +7,7 @@ import { writeHookOf } from './write-hooks.js';
 import { creationOf, type Change, type ChangeLog } from './change-log.js';
 import { insertNewResource } from './create-batches.js';
 import { assertType, type StoreContext } from './store-context.js';
+import { newId } from './ids.js';
 
 /**
  * The repository's creates. A plain create is one statement, grouped with others that arrive at
@@ -19,7 +19,7 @@ export async function createResource(ctx: StoreContext, resourceType: string, in
   assertType(resourceType);
   validateResource(input, { expectedType: resourceType });
   const completed = await ctx.completeAndCheck(ctx.db, input, ctx.identity.projectId);
-  const resource = ctx.stamp(await ctx.prepared(ctx.db, completed, undefined), id, randomUUID());
+  const resource = ctx.stamp(await ctx.prepared(ctx.db, completed, undefined), id, newId());
   const inTransaction = writeHookOf(resourceType) !== undefined || ctx.checksWrites(resourceType);
   let recorded = false;
   let text: string;
@@ -71,7 +71,7 @@ export async function prepareCreates(ctx: StoreContext, items: readonly NewResou
   }
   const writes = inputs.map((input) => ({ input, existing: undefined }));
   const decided = ctx.writeCheck?.prepare ? await ctx.writeCheck.prepare(ctx.db, writes) : inputs;
-  const resources = decided.map((input, index) => ctx.stamp(input, items[index].id ?? randomUUID(), randomUUID()));
+  const resources = decided.map((input, index) => ctx.stamp(input, items[index].id ?? newId(), newId()));
   if (resources.some((resource) => writeHookOf(resource.resourceType) !== undefined || ctx.checksWrites(resource.resourceType))) {
     return { items };
   }
@@ -91,7 +91,7 @@ async function createEach(ctx: StoreContext, items: readonly NewResource[]): Pro
   const results: WriteResult[] = [];
   for (const [index, item] of items.entries()) {
     try {
-      results.push(await createResource(ctx, item.resourceType, item.input, item.id ?? randomUUID()));
+      results.push(await createResource(ctx, item.resourceType, item.input, item.id ?? newId()));
     } catch (error) {
       throw new ItemError(index, error);
     }
@@ -103,7 +103,7 @@ async function createEach(ctx: StoreContext, items: readonly NewResource[]): Pro
 export async function createBinary(ctx: StoreContext, contentType: string, data: Uint8Array, extra: Partial<Resource>, id: string): Promise<WriteResult> {
   const input: Resource = { ...extra, resourceType: 'Binary', contentType };
   validateResource(input);
-  const resource = ctx.stamp(input, id, randomUUID());
+  const resource = ctx.stamp(input, id, newId());
   await ctx.binaries.put(binaryKey(ctx.identity.projectId, resource.id!, resource.meta!.versionId!), ctx.identity.projectId, contentType, data, ctx.db.joined);
   const text = await insertNewResource(ctx.db, resource);
   ctx.committed.written(resource, text);
@@ -118,7 +118,7 @@ export async function createBinary(ctx: StoreContext, contentType: string, data:
  */
 export async function insertServerBuilt(ctx: StoreContext, resources: readonly Resource[], indexed: ReadonlySet<string>): Promise<void> {
   if (resources.length === 0) return;
-  const stamped = resources.map((resource) => ctx.stamp(resource, randomUUID(), randomUUID()));
+  const stamped = resources.map((resource) => ctx.stamp(resource, newId(), newId()));
   await insertFirstVersions(ctx.db, stamped, { indexed });
   for (const resource of stamped) ctx.committed.announced(resource.resourceType, ctx.identity.projectId, resource.id!);
 }

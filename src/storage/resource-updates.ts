@@ -1,5 +1,4 @@
 import { ID_PATTERN } from '../fhir/ids.js';
-import { randomUUID } from 'node:crypto';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import { validateResource } from '../validation/validator.js';
@@ -12,6 +11,7 @@ import { expungeRows, lockForExpunge } from './expunge.js';
 import { insertNewResource } from './create-batches.js';
 import { checkVersion, nextInstant, sameContent } from './versions.js';
 import { assertType, type StoreContext } from './store-context.js';
+import { newId } from './ids.js';
 
 /**
  * The repository's writes of existing resources: update (and update-as-create), patch, delete and
@@ -20,7 +20,7 @@ import { assertType, type StoreContext } from './store-context.js';
 
 /** Replaces a Binary's bytes (a raw PUT): always a new version, since the bytes are not in the JSON. */
 export async function updateBinary(ctx: StoreContext, id: string, contentType: string, data: Uint8Array, options: WriteOptions): Promise<WriteResult> {
-  const versionId = randomUUID();
+  const versionId = newId();
   const input: Resource = { resourceType: 'Binary', id, contentType };
   validateResource(input);
   // Bytes first, under the new version's key: a failed write leaves unreferenced bytes, never a
@@ -99,7 +99,7 @@ export async function patchResource(ctx: StoreContext, resourceType: string, id:
     const completed = await ctx.completeAndCheck(tx, patched, current.projectId);
     const next = await ctx.prepared(tx, completed, before);
     if (sameContent(before, next)) return { resource: before, text: current.content, created: false, changed: false };
-    const resource = ctx.stamp(next, id, randomUUID(), current.projectId, current);
+    const resource = ctx.stamp(next, id, newId(), current.projectId, current);
     const text = await replaceVersion(tx, resource, current.projectId);
     recorded = await ctx.afterWrite(tx, resource, 'update');
     return { resource, text, created: false, changed: true };
@@ -122,7 +122,7 @@ export async function deleteResource(ctx: StoreContext, resourceType: string, id
       resourceType,
       id,
       projectId: current.projectId,
-      versionId: randomUUID(),
+      versionId: newId(),
       lastUpdated: nextInstant(current),
       deleted: true,
       text: null,

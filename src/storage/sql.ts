@@ -39,6 +39,10 @@ export const INDEX_TABLES: Record<keyof IndexRows, { table: string; columns: [st
 
 export const INDEX_TABLE_NAMES = Object.values(INDEX_TABLES).map((t) => t.table);
 
+const INDEX_KINDS = Object.keys(INDEX_TABLES) as (keyof IndexRows)[];
+/** Each index table's column lists, made once (columnsOf). */
+const COLUMNS = Object.fromEntries(INDEX_KINDS.map((kind) => [kind, columnsOf(INDEX_TABLES[kind])])) as Record<keyof IndexRows, { names: string; recordType: string }>;
+
 /**
  * CTE clauses inserting every non-empty kind of index row, each from one JSON parameter, so a
  * whole write is one statement. `$type`, `$id`, `$project` are the placeholders of those values.
@@ -48,16 +52,34 @@ export function indexInsertClauses(
   placeholders: { type: string; id: string; project: string },
   args: unknown[],
 ): string[] {
-  const clauses: string[] = [];
-  for (const [kind, spec] of Object.entries(INDEX_TABLES) as [keyof IndexRows, (typeof INDEX_TABLES)[keyof IndexRows]][]) {
-    const list = rows[kind];
+  const firstArg = args.length + 1;
+  return indexInsertClausesOf(pushIndexArgs(rows, args), placeholders, firstArg);
+}
+
+/** Adds the JSON parameter of each non-empty kind of `rows` to `args`; returns those kinds, a bit each (INDEX_KINDS order). */
+function pushIndexArgs(rows: IndexRows, args: unknown[]): number {
+  let kinds = 0;
+  for (let k = 0; k < INDEX_KINDS.length; k++) {
+    const list = rows[INDEX_KINDS[k]];
     if (list.length === 0) continue;
     args.push(JSON.stringify(list));
-    const { names, recordType } = columnsOf(spec);
+    kinds |= 1 << k;
+  }
+  return kinds;
+}
+
+/** The clauses of indexInsertClauses for the kinds given as bits, whose parameters start at `firstArg`. */
+function indexInsertClausesOf(kinds: number, placeholders: { type: string; id: string; project: string }, firstArg: number): string[] {
+  const clauses: string[] = [];
+  let arg = firstArg;
+  for (let k = 0; k < INDEX_KINDS.length; k++) {
+    if ((kinds & (1 << k)) === 0) continue;
+    const kind = INDEX_KINDS[k];
+    const { names, recordType } = COLUMNS[kind];
     clauses.push(
-      `i_${kind} AS (INSERT INTO ${spec.table} ("projectId", "resourceType", "resourceId", seq, ${names}) ` +
+      `i_${kind} AS (INSERT INTO ${INDEX_TABLES[kind].table} ("projectId", "resourceType", "resourceId", seq, ${names}) ` +
         `SELECT ${placeholders.project}, ${placeholders.type}, ${placeholders.id}, (row_number() OVER ())::int, ${names} ` +
-        `FROM json_to_recordset($${args.length}::json) AS x(${recordType}))`,
+        `FROM json_to_recordset($${arg++}::json) AS x(${recordType}))`,
     );
   }
   return clauses;
@@ -86,16 +108,17 @@ export const FIRST_VERSIONS: QueryOptions = { planOnce: true, pgValues: true };
  * `parameters`: the project's own SearchParameters to index too (none when not given).
  */
 export async function insertFirstVersion(executor: SqlExecutor, resource: Resource, parameters?: ProjectParameters, log?: ChangeLog): Promise<string> {
-  const { text, args, clauses } = versionWrite(resource, resource.meta!.project!, parameters);
-  clauses.push(...changeClauses(log && { log, changes: [creationOf(resource)] }, args));
-  await executor.execute(
-    `WITH ${clauses.join(',\n')}
-     INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
-     VALUES ($1, $2, $3, $4::uuid, $5::timestamptz, false, $6::json)`,
-    args,
-    FIRST_VERSIONS,
-  );
+  const { text, args, kinds } = versionArgs(resource, resource.meta!.project!, parameters);
+  const changes = changeClauses(log && { log, changes: [creationOf(resource)] }, args);
+  const sql = changes.length === 0 ? textOf(FIRST_VERSION_TEXTS, kinds, () => firstVersionSql(kinds, [])) : firstVersionSql(kinds, changes);
+  await executor.execute(sql, args, FIRST_VERSIONS);
   return text;
+}
+
+function firstVersionSql(kinds: number, changes: string[]): string {
+  return `WITH ${[...versionClauses(kinds), ...changes].join(',\n')}
+     INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+     VALUES ($1, $2, $3, $4::uuid, $5::timestamptz, false, $6::json)`;
 }
 
 /**
@@ -107,15 +130,26 @@ export function versionWrite(
   projectId: string,
   parameters?: ProjectParameters,
 ): { text: string; args: unknown[]; clauses: string[] } {
+  const { text, args, kinds } = versionArgs(resource, projectId, parameters);
+  return { text, args, clauses: versionClauses(kinds) };
+}
+
+/** versionWrite's arguments, and the kinds of index rows among them (a bit each). */
+function versionArgs(resource: Resource, projectId: string, parameters?: ProjectParameters): { text: string; args: unknown[]; kinds: number } {
   const meta = resource.meta!;
   const text = JSON.stringify(resource);
   const args: unknown[] = [resource.resourceType, resource.id, projectId, meta.versionId, meta.lastUpdated, text];
-  const clauses = [
+  const kinds = pushIndexArgs(buildIndexRows(resource, parameters), args);
+  return { text, args, kinds };
+}
+
+/** versionWrite's clauses for index rows of `kinds` (its arguments from $7). */
+function versionClauses(kinds: number): string[] {
+  return [
     `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
            VALUES ($4::uuid, $1, $2, $3, $5::timestamptz, false, $6::json))`,
-    ...indexInsertClauses(buildIndexRows(resource, parameters), { type: '$1', id: '$2', project: '$3' }, args),
+    ...indexInsertClausesOf(kinds, { type: '$1', id: '$2', project: '$3' }, 7),
   ];
-  return { text, args, clauses };
 }
 
 /** What a first-versions statement writes besides the versions: changes to record, index codes to keep. */
@@ -151,7 +185,8 @@ export async function firstVersionsStatement(
 ): Promise<{ sql: string; args: unknown[]; texts: string[] }> {
   const texts: string[] = [];
   const versions: string[] = [];
-  const rowsByKind = new Map<keyof IndexRows, string[]>();
+  // Each kind's rows of every resource, by INDEX_KINDS position.
+  const rowsByKind: (string[] | undefined)[] = [];
   for (const resource of resources) {
     const meta = resource.meta!;
     const projectId = meta.project!;
@@ -161,42 +196,65 @@ export async function firstVersionsStatement(
     const owner = JSON.stringify({ projectId, resourceType: resource.resourceType, resourceId: resource.id }).slice(0, -1);
     const parameters = await projectParameters(reader, projectId);
     const rows = indexed ? buildIndexRowsOf(resource, parameters, indexed) : buildIndexRows(resource, parameters);
-    for (const kind of INDEX_KINDS) {
-      const list = indexed ? rows[kind].filter((row) => indexed.has(row.code)) : rows[kind];
+    for (let k = 0; k < INDEX_KINDS.length; k++) {
+      const list = indexed ? rows[INDEX_KINDS[k]].filter((row) => indexed.has(row.code)) : rows[INDEX_KINDS[k]];
       if (list.length === 0) continue;
-      let target = rowsByKind.get(kind);
-      if (!target) rowsByKind.set(kind, (target = []));
+      const target = (rowsByKind[k] ??= []);
       // Every row has a code, so its JSON has a member to follow the owner's.
       for (let index = 0; index < list.length; index++) target.push(`${owner},"seq":${index + 1},${JSON.stringify(list[index]).slice(1)}`);
     }
   }
   const args: unknown[] = [`[${versions.join(',')}]`];
+  let kinds = 0;
+  for (let k = 0; k < INDEX_KINDS.length; k++) {
+    const rows = rowsByKind[k];
+    if (rows === undefined) continue;
+    args.push(`[${rows.join(',')}]`);
+    kinds |= 1 << k;
+  }
+  const changes = changeClauses(recorded, args);
+  const sql = changes.length === 0 ? textOf(FIRST_VERSIONS_TEXTS, kinds, () => firstVersionsSql(kinds, [])) : firstVersionsSql(kinds, changes);
+  return { sql, args, texts };
+}
+
+/** The text of firstVersionsStatement for index rows of `kinds` (a bit each, their parameters from $2), then `changes`. */
+function firstVersionsSql(kinds: number, changes: string[]): string {
   const clauses = [
     `v AS (SELECT * FROM json_to_recordset($1::json) AS x("resourceType" text, id text, "projectId" text, "versionId" uuid, "lastUpdated" timestamptz, content json))`,
     `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
            SELECT "versionId", "resourceType", id, "projectId", "lastUpdated", false, content FROM v)`,
   ];
-  for (const [kind, rows] of rowsByKind) {
-    const spec = INDEX_TABLES[kind];
-    args.push(`[${rows.join(',')}]`);
-    const { names, recordType } = columnsOf(spec);
+  let arg = 2;
+  for (let k = 0; k < INDEX_KINDS.length; k++) {
+    if ((kinds & (1 << k)) === 0) continue;
+    const kind = INDEX_KINDS[k];
+    const { names, recordType } = COLUMNS[kind];
     clauses.push(
-      `i_${kind} AS (INSERT INTO ${spec.table} ("projectId", "resourceType", "resourceId", seq, ${names}) ` +
+      `i_${kind} AS (INSERT INTO ${INDEX_TABLES[kind].table} ("projectId", "resourceType", "resourceId", seq, ${names}) ` +
         `SELECT "projectId", "resourceType", "resourceId", seq, ${names} ` +
-        `FROM json_to_recordset($${args.length}::json) AS x("projectId" text, "resourceType" text, "resourceId" text, seq int, ${recordType}))`,
+        `FROM json_to_recordset($${arg++}::json) AS x("projectId" text, "resourceType" text, "resourceId" text, seq int, ${recordType}))`,
     );
   }
-  clauses.push(...changeClauses(recorded, args));
-  return {
-    sql: `WITH ${clauses.join(',\n')}
+  clauses.push(...changes);
+  return `WITH ${clauses.join(',\n')}
      INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
-     SELECT "resourceType", id, "projectId", "versionId", "lastUpdated", false, content FROM v`,
-    args,
-    texts,
-  };
+     SELECT "resourceType", id, "projectId", "versionId", "lastUpdated", false, content FROM v`;
 }
 
-const INDEX_KINDS = Object.keys(INDEX_TABLES) as (keyof IndexRows)[];
+/**
+ * Statement texts of first versions by the kinds of index rows they write (a bit each), made once:
+ * a create then sends the same string each time, whose hash V8 keeps, so finding its prepared
+ * statement's name costs a lookup instead of building and hashing a text of a few kilobytes.
+ */
+const FIRST_VERSION_TEXTS = new Map<number, string>();
+const FIRST_VERSIONS_TEXTS = new Map<number, string>();
+
+function textOf(texts: Map<number, string>, kinds: number, build: () => string): string {
+  let text = texts.get(kinds);
+  if (text === undefined) texts.set(kinds, (text = build()));
+  return text;
+}
+
 
 /**
  * `members` (JSON object members, already serialised) added to the JSON object of `fields`. A

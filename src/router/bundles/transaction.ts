@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../storage/ids.js';
 import type { RequestContext } from '../../operations/context.js';
 import { errors } from '../../fhir/outcome.js';
 import type { Resource } from '../../fhir/types.js';
@@ -128,7 +128,7 @@ async function assignIds(tx: RequestContext, entries: PlannedEntry[], answered: 
         continue;
       }
     }
-    const id = randomUUID();
+    const id = newId();
     entry.request = { ...request, assignedId: id, header: (name) => (name === 'if-none-exist' ? undefined : request.header(name)) };
     if (fullUrl) ids.set(fullUrl, `${type}/${id}`);
   }
@@ -151,7 +151,7 @@ async function conditionalUpdateTarget(tx: RequestContext, entry: PlannedEntry, 
   }
   const bodyId = entry.resource?.id;
   if (typeof bodyId === 'string') return bodyId;
-  const id = randomUUID();
+  const id = newId();
   entry.request = { ...request, assignedId: id };
   return id;
 }
