@@ -2,7 +2,8 @@
  * `npx tsx bench/create-pairs.ts` (PostgreSQL): the database's CPU time per create of two source
  * trees' create statements (src/storage/sql.ts with each tree's indexer), measured side by side:
  * each tree writes to a database of its own (BENCH_TREES and BENCH_DATABASE_URLS, comma-separated,
- * in the same order; fresh databases migrated alike), and the trees take turns in chunks of
+ * in the same order; fresh databases migrated alike, or one tree named twice on databases whose
+ * schemas differ), and the trees take turns in chunks of
  * BENCH_CHUNK creates (default 400), so both see the same load over time and databases of the same
  * size. bench/create-statements.ts runs one setting after the other on one database, where the
  * later setting meets a larger database and another moment's load: on a shared machine that
@@ -28,6 +29,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const GROUP = Number(process.env.BENCH_GROUP ?? 4);
 
 interface Side {
+  /** The tree and its database's name: one tree may be measured on databases of different schemas. */
   tree: string;
   db: Database;
   backend: number;
@@ -48,10 +50,12 @@ async function open(tree: string, url: string): Promise<Side> {
   const db = await Database.open({ databaseUrl: url, dataDir: '', databasePoolSize: 1, databasePreparedStatements: 1 });
   // Creates go to the pool that plans once (sql.ts, FIRST_VERSIONS): its one connection is the backend measured.
   const [{ pid }] = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', [], SAME_BACKEND);
-  return { tree, db, backend: pid, insertFirstVersions: sql.insertFirstVersions, seconds: new Map() };
+  return { tree: `${tree} ${new URL(url).pathname.slice(1)}`, db, backend: pid, insertFirstVersions: sql.insertFirstVersions, seconds: new Map() };
 }
 
 async function chunk(side: Side, kind: string, make: () => Resource): Promise<void> {
+  // The pool replaces a connection idle for 10 s (the other trees' turns under load): ask again.
+  [{ pid: side.backend }] = await side.db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', [], SAME_BACKEND);
   const before = cpuSeconds(side.backend);
   for (let done = 0; done < CHUNK; done += GROUP) await side.insertFirstVersions(side.db, Array.from({ length: GROUP }, make));
   side.seconds.set(kind, (side.seconds.get(kind) ?? 0) + cpuSeconds(side.backend) - before);
