@@ -94,7 +94,7 @@ function pushCodeableConcept(rows: IndexRows, code: string, concept: Json): void
   if (clean(concept.text)) pushToken(rows, code, null, null, concept.text);
 }
 
-const addToken: RowAdder = (rows, code, type, value) => {
+const addToken: RowAdder = (rows, code, type, value, omitParts) => {
   if (typeof value === 'string') return pushToken(rows, code, null, value, null);
   if (typeof value === 'boolean') return pushToken(rows, code, null, String(value), null);
   if (typeof value === 'number') return pushToken(rows, code, null, String(value), null);
@@ -108,7 +108,9 @@ const addToken: RowAdder = (rows, code, type, value) => {
       return pushToken(rows, code, value.system, value.value, (value.type as Json | undefined)?.text);
     case 'ContactPoint':
       // search.html maps ContactPoint to ContactPoint.value only: the system (phone, email) is no
-      // namespace for the value, and the parameters split by system with `where(system=...)`.
+      // namespace for the value, and the parameters split by system with `where(system=...)`
+      // (`omitParts`: the systems whose parameters store these rows, union-rows.ts).
+      if (typeof value.system === 'string' && omitParts?.has(value.system)) return;
       if (clean(value.value)) pushToken(rows, code, null, value.value, null);
       return;
   }
@@ -268,7 +270,10 @@ export function isIndexedType(type: SearchParameter['type']): boolean {
   return type in ADDERS;
 }
 
-/** Adds the rows for one value of search parameter `code` of type `paramType` (without `omitParts` of a HumanName or Address: other parameters hold them). */
+/**
+ * Adds the rows for one value of search parameter `code` of type `paramType` (without `omitParts`
+ * of a HumanName or Address, nor a ContactPoint of a system in `omitParts`: other parameters hold them).
+ */
 export function addRows(rows: IndexRows, code: string, paramType: SearchParameter['type'], item: TypedValue, omitParts?: ReadonlySet<string>): void {
   const type = typeOf(item);
   // Data types are capitalised, primitives are not: a string where a HumanName belongs (or an

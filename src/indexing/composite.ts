@@ -31,6 +31,9 @@ export interface CompositePlan {
   code: string;
   components: CompositeComponent[];
   elements(root: Node): Node[];
+  /** Its element expressions (`Observation`, `Observation.component`), and its components' kinds and expressions: what its rows depend on. */
+  terms: readonly string[];
+  shape: string;
 }
 
 /** Kinds a component can have: those the row layout of CompositeRow holds. */
@@ -89,6 +92,7 @@ export function compileComposite(param: SearchParameter, resourceType: string): 
   const elements = compileNodePath(terms.join(' | '), resourceType);
   if (!elements) return undefined;
   const compiled: CompositeComponent[] = [];
+  const shape: string[] = [];
   for (const component of components) {
     const definition = definitionOf(component.definition);
     if (!definition || !COMPONENT_KINDS.has(definition.type)) return undefined;
@@ -105,22 +109,62 @@ export function compileComposite(param: SearchParameter, resourceType: string): 
       evaluate = (element) => path.run([element]);
     }
     compiled.push({ code: definition.code, type: definition.type, evaluate });
+    shape.push(`${definition.type} ${expression}`);
   }
-  return { code: param.code, components: compiled, elements: (root) => elements.run([root]) };
+  return { code: param.code, components: compiled, elements: (root) => elements.run([root]), terms, shape: shape.join('$') };
 }
 
-const plans = new Map<string, CompositePlan[]>();
+/** A type's composite plans: every one a search may use, those a write evaluates, and the codes each search reads. */
+interface TypeComposites {
+  all: readonly CompositePlan[];
+  stored: readonly CompositePlan[];
+  codes: ReadonlyMap<string, readonly string[]>;
+}
+
+const plans = new Map<string, TypeComposites>();
+
+function compositesOf(resourceType: string): TypeComposites {
+  let found = plans.get(resourceType);
+  if (!found) {
+    const all = getSearchParametersFor(resourceType).flatMap((param) => (param.type === 'composite' ? (compileComposite(param, resourceType) ?? []) : []));
+    const codes = unionCodes(all);
+    found = { all, stored: all.filter((plan) => !codes.has(plan.code)), codes };
+    plans.set(resourceType, found);
+  }
+  return found;
+}
+
+/**
+ * Composites whose rows other composites hold whole, with those composites' codes (own code
+ * first): each of its element expressions is the only one of another composite with the same
+ * components (`combo-code-value-quantity`, `Observation | Observation.component`, is
+ * `code-value-quantity` on the Observation and `component-code-value-quantity` on each
+ * component), so it stores no rows and its searches read theirs, as union-rows.ts does for the
+ * other kinds.
+ */
+function unionCodes(all: readonly CompositePlan[]): Map<string, string[]> {
+  const unions = new Map<string, string[]>();
+  for (const plan of all) {
+    if (plan.terms.length < 2) continue;
+    const parts = plan.terms.map((term) => all.find((other) => other.terms.length === 1 && other.terms[0] === term && other.shape === plan.shape));
+    if (parts.every((part) => part !== undefined)) unions.set(plan.code, [plan.code, ...parts.map((part) => part!.code)]);
+  }
+  return unions;
+}
 
 /** The composite parameters of a resource type that are indexed (compiled once, then cached). */
 export function getCompositePlans(resourceType: string): readonly CompositePlan[] {
-  let list = plans.get(resourceType);
-  if (!list) {
-    list = getSearchParametersFor(resourceType).flatMap((param) =>
-      param.type === 'composite' ? (compileComposite(param, resourceType) ?? []) : [],
-    );
-    plans.set(resourceType, list);
-  }
-  return list;
+  return compositesOf(resourceType).all;
+}
+
+/** The composite plans a write of the type evaluates: those whose rows no other composites hold. */
+export function storedCompositePlans(resourceType: string): readonly CompositePlan[] {
+  return compositesOf(resourceType).stored;
+}
+
+/** The codes whose rows a search of composite `code` on the type reads: its own, and its parts' (unionCodes). */
+export function compositeCodes(resourceType: string, code: string): readonly string[] {
+  return compositesOf(resourceType).codes.get(code) ?? [code];
 }
 
 /** The plan of composite `code` on `resourceType`, if it is indexed. */

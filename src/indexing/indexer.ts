@@ -2,7 +2,7 @@ import { isResourceType } from '../fhir/definitions.js';
 import type { Resource } from '../fhir/types.js';
 import { emptyIndexRows, type IndexRows } from './row-types.js';
 import { collectRows } from './collect.js';
-import { collectComposites, getCompositePlans } from './composite.js';
+import { collectComposites, storedCompositePlans } from './composite.js';
 import { addCompartmentRows } from './compartment-rows.js';
 import { getIndexPlan, storedCodes, type ParamPlan } from './plan.js';
 import { COMPARTMENT_PARAMETER_CODE, patientCompartmentParams } from '../fhir/compartments.js';
@@ -39,7 +39,7 @@ export function buildIndexRows(resource: Resource, parameters?: ProjectParameter
   const plan = parameters ? parameters.indexPlan(resource.resourceType) : getIndexPlan(resource.resourceType);
   const rows = collectRows(resource, plan);
   addCompartmentRows(resource, rows);
-  rows.composite = collectComposites(resource, getCompositePlans(resource.resourceType));
+  rows.composite = collectComposites(resource, storedCompositePlans(resource.resourceType));
   return rows;
 }
 

@@ -26,7 +26,7 @@ export interface CompiledTerm {
   expression: string;
   engine: 'fast' | 'fhirpath';
   evaluate: Evaluator;
-  /** Parts of its HumanName or Address values whose rows other parameters store (union-rows.ts). */
+  /** Parts of its HumanName or Address values, or ContactPoint systems, whose rows other parameters store (union-rows.ts). */
   omitParts?: ReadonlySet<string>;
 }
 

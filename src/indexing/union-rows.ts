@@ -9,7 +9,9 @@
  * (unionCodes). Rows stored before this (a `name` row for every part) then answer the same: a
  * value found under two codes is still one match, and its least or greatest value is the same.
  * Found from the definitions, not listed: a parameter covers another when each of its terms is
- * one of the other's terms, or a part of a HumanName or Address one of them gives.
+ * one of the other's terms, a part of a HumanName or Address one of them gives, or the
+ * ContactPoints of one system among those it gives (Patient's `phone` is
+ * `Patient.telecom.where(system='phone')`, so `telecom` stores rows only for the other systems).
  */
 
 /** The kinds whose parameters may read other parameters' rows (reference rows are read by code by includes and compartments). */
@@ -30,6 +32,8 @@ interface Parameter<T extends Term> {
 export const NAME_PARTS = ['text', 'family', 'given', 'prefix', 'suffix'] as const;
 export const ADDRESS_PARTS = ['text', 'line', 'city', 'district', 'state', 'postalCode', 'country'] as const;
 const PARTS = new Set<string>([...NAME_PARTS, ...ADDRESS_PARTS]);
+/** A term's ContactPoints of one system (`Patient.telecom.where(system='phone')`): the term and the system, its part. */
+const CONTACT_POINTS_OF_SYSTEM = /^(.+)\.where\(system\s*=\s*'([a-z]+)'\)$/;
 
 export interface UnionParameter<T extends Term> {
   /** Its own code first, then the codes of the parameters that hold the rest of its values. */
@@ -61,8 +65,13 @@ function covers(part: Parameter<Term>, whole: Parameter<Term>): boolean {
   return inside && !(part.terms.length === whole.terms.length && part.terms.every((term) => terms.has(term.expression)));
 }
 
-/** The term of `terms` and part name that `expression` is (`Patient.name.family`: `Patient.name`, `family`), if it is one. */
+/**
+ * The term of `terms` and part name that `expression` is (`Patient.name.family`: `Patient.name`,
+ * `family`; `Patient.telecom.where(system='phone')`: `Patient.telecom`, `phone`), if it is one.
+ */
 function partOf(expression: string, terms: ReadonlySet<string>): { term: string; part: string } | undefined {
+  const ofSystem = CONTACT_POINTS_OF_SYSTEM.exec(expression);
+  if (ofSystem) return terms.has(ofSystem[1]) ? { term: ofSystem[1], part: ofSystem[2] } : undefined;
   const dot = expression.lastIndexOf('.');
   if (dot < 0) return undefined;
   const term = expression.slice(0, dot);

@@ -4,8 +4,8 @@ import { create, createInBatches, found, matchesByOffset, matchIds, sorted } fro
 
 /**
  * A parameter whose values are the union of other parameters' values (Patient `name`: `family`,
- * `given` and a name's text, prefix and suffix; Observation `combo-code`: `code` and
- * `component-code`) stores rows only for the values no other parameter holds, and is searched,
+ * `given` and a name's text, prefix and suffix; `telecom`: `phone`, `email` and the ContactPoints
+ * of other systems; Observation `combo-code`: `code` and `component-code`) stores rows only for the values no other parameter holds, and is searched,
  * sorted and chained through from the rows of every code it reads (src/indexing/union-rows.ts).
  * Rows written before (a `name` row for every part) answer the same.
  */
@@ -60,6 +60,61 @@ describe('union parameters: what a write stores', () => {
     const obs = await create(p, observation('8480-6', ['8462-4']));
     const tokens = await api.server.services.db.query<{ code: string }>(`SELECT DISTINCT code FROM token_index WHERE "resourceId" = $1 AND code LIKE 'combo-%'`, [obs]);
     expect(tokens).toEqual([]);
+  });
+});
+
+const reachable = {
+  resourceType: 'Patient',
+  telecom: [
+    { system: 'phone', value: '+44 1865 000111' },
+    { system: 'email', value: 'ann@example.org' },
+    { system: 'fax', value: '+44 1865 000999' },
+    { system: 'pager', value: 'pager-17' },
+  ],
+};
+
+async function tokenRows(id: string, code: string): Promise<string[]> {
+  const rows = await api.server.services.db.query<{ value: string }>(`SELECT value FROM token_index WHERE "resourceId" = $1 AND code = $2 ORDER BY value`, [id, code]);
+  return rows.map((row) => row.value);
+}
+
+describe('union parameters: telecom', () => {
+  it('stores telecom rows only for ContactPoints of systems no other parameter holds', async () => {
+    const p = api.newProject();
+    const id = await create(p, reachable);
+    expect(await tokenRows(id, 'telecom')).toEqual(['+44 1865 000999', 'pager-17']);
+    expect(await tokenRows(id, 'phone')).toEqual(['+44 1865 000111']);
+    expect(await tokenRows(id, 'email')).toEqual(['ann@example.org']);
+  });
+
+  it('finds telecom by a value of any system, with missing, not and sorts', async () => {
+    const p = api.newProject();
+    const a = await create(p, reachable);
+    const b = await create(p, { resourceType: 'Patient', telecom: [{ system: 'email', value: 'bo@example.org' }] });
+    const c = await create(p, { resourceType: 'Patient', gender: 'other' });
+    expect(await found(p, '/Patient?telecom=%2B44 1865 000111')).toEqual([a]);
+    expect(await found(p, '/Patient?telecom=bo@example.org,pager-17')).toEqual(sorted(a, b));
+    expect(await found(p, '/Patient?telecom=%2B44 1865 000999')).toEqual([a]);
+    expect(await found(p, '/Patient?phone=%2B44 1865 000999')).toEqual([]);
+    expect(await found(p, '/Patient?telecom:missing=true')).toEqual([c]);
+    expect(await found(p, '/Patient?telecom:missing=false')).toEqual(sorted(a, b));
+    expect(await found(p, '/Patient?telecom:not=ann@example.org')).toEqual(sorted(b, c));
+    // Least value: a '+44 1865 000111', b 'bo@example.org'; greatest: a 'pager-17'.
+    expect(matchIds(await p.get('/Patient?_sort=telecom'))).toEqual([a, b, c]);
+    expect(matchIds(await p.get('/Patient?_sort=-telecom'))).toEqual([a, b, c]);
+    expect((await p.get('/Patient?telecom=ann@example.org,bo@example.org&_total=accurate')).body.total).toBe(2);
+  });
+
+  it('answers the same on telecom rows written before for every system', async () => {
+    const p = api.newProject();
+    const a = await create(p, reachable);
+    await api.server.services.db.query(
+      `INSERT INTO token_index ("projectId", "resourceType", "resourceId", seq, code, value)` +
+        ` SELECT "projectId", "resourceType", id, 1000 + n, 'telecom', v FROM resource, unnest($2::text[]) WITH ORDINALITY AS u(v, n) WHERE id = $1`,
+      [a, ['+44 1865 000111', 'ann@example.org']],
+    );
+    expect(matchIds(await p.get('/Patient?telecom=ann@example.org'))).toEqual([a]);
+    expect((await p.get('/Patient?telecom=ann@example.org,%2B44 1865 000111&_total=accurate')).body.total).toBe(1);
   });
 });
 

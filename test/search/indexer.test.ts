@@ -89,18 +89,16 @@ describe('token parameters', () => {
     ]);
   });
 
-  it('indexes ContactPoint values without their system, split by system for phone and email', () => {
+  it('indexes ContactPoint values without their system, split by system for phone and email, telecom storing the other systems', () => {
     const resource = patient({
       telecom: [
         { system: 'phone', value: '+41 44 123 45 67', use: 'home' },
         { system: 'email', value: 'Anna@Example.org' },
         { system: 'fax', use: 'work' },
+        { system: 'pager', value: '17' },
       ],
     });
-    expect(rowsOf(resource, 'token', 'telecom')).toEqual([
-      { code: 'telecom', system: null, value: '+41 44 123 45 67', text: null },
-      { code: 'telecom', system: null, value: 'Anna@Example.org', text: null },
-    ]);
+    expect(rowsOf(resource, 'token', 'telecom')).toEqual([{ code: 'telecom', system: null, value: '17', text: null }]);
     expect(rowsOf(resource, 'token', 'phone')).toEqual([
       { code: 'phone', system: null, value: '+41 44 123 45 67', text: null },
     ]);

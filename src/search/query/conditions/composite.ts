@@ -1,7 +1,7 @@
 import type { SearchParameter } from '../../../fhir/definitions.js';
 import { errors } from '../../../fhir/outcome.js';
 import { MAX_COMPONENTS } from '../../../indexing/row-types.js';
-import { findCompositePlan, type CompositePlan } from '../../../indexing/composite.js';
+import { compositeCodes, findCompositePlan, type CompositePlan } from '../../../indexing/composite.js';
 import { normaliseForIndex } from '../../../indexing/text.js';
 import type { CompileContext } from './types.js';
 import { likeEscape } from '../sql-builder.js';
@@ -9,7 +9,7 @@ import { splitComponents, splitOr, unescape } from '../values.js';
 import { dateCondition } from './date.js';
 import { numberCondition, quantityCondition } from './number-quantity.js';
 import { referenceCondition } from './reference.js';
-import { existsRows, missingCondition, notSupported, orJoin, unsupportedModifier } from './shared.js';
+import { codesArg, missingCondition, notSupported, orJoin, rowsExist, rowsOfCodes, unsupportedModifier } from './shared.js';
 import { tokenCondition } from './token.js';
 import { uriCondition } from './uri.js';
 
@@ -37,9 +37,11 @@ export function compileComposite(
   if (plans.some((plan) => plan.components.map((component) => component.type).join() !== kinds.join())) {
     throw errors.invalid(`Composite search parameter "${code}" has different components on ${types.join(', ')}`, name);
   }
-  if (modifier === 'missing') return missingCondition(name, value, () => existsRows('composite_index', code, alias, ctx, undefined));
-  if (modifier !== undefined) throw unsupportedModifier(name, modifier, 'composite');
   const x = `x${ctx.depth}`;
+  const codes = [...new Set(types.flatMap((type) => compositeCodes(type, code)))];
+  const rows = (condition: string | undefined) => rowsExist(rowsOfCodes('composite_index', codes, ctx), codesArg(codes, ctx.args), alias, x, condition, ctx.perRow);
+  if (modifier === 'missing') return missingCondition(name, value, () => rows(undefined));
+  if (modifier !== undefined) throw unsupportedModifier(name, modifier, 'composite');
   const usage = plans[0].components.map((component) => component.code).join('$');
   const alternatives = splitOr(value).map((alternative) => {
     const parts = splitComponents(alternative);
@@ -56,7 +58,7 @@ export function compileComposite(
       })
       .join(' AND ');
   });
-  return existsRows('composite_index', code, alias, ctx, orJoin(alternatives));
+  return rows(orJoin(alternatives));
 }
 
 /** One component's condition on the columns of its position `n` (index-rows.ts, CompositeRow). */
