@@ -70,11 +70,13 @@ function criteriaFilters({ services }: SearchQuery, type: string): Filter[] | un
  *    (`countDateRange`).
  *  - Otherwise: the distinct resources of one parameter's matching rows (a key among the search's
  *    parameters or the AccessPolicy's `criteria`, else a token or reference one of the search when
- *    there is one: its index yields rows in resource order), the other parameters as conditions on
- *    them; the planner is free to start from any of them. A parameter with one row per resource
- *    at most (`status`, `subject`: indexing/single-row.ts) counts its rows as they are. The criteria are broad values (a
- *    policy's `status=final`) unless they name a key: they drive only when the search has no
- *    parameter of its own, and are otherwise probed per counted resource (CompileContext.perRow).
+ *    there is one: its index yields rows in resource order), the other parameters and criteria
+ *    probed per driving row through that resource's own index rows (CompileContext.perRow): as a
+ *    semi-join, a planner without statistics read every row of a value without a system (all
+ *    400,000 `status=final` rows) once per driving row. A driver with one row per resource at
+ *    most (`status`, `subject`: indexing/single-row.ts) counts its rows as they are. The criteria
+ *    are broad values (a policy's `status=final`) unless they name a key: they drive only when
+ *    the search has no parameter of its own.
  */
 function indexCountQuery(
   { services, filters: own, valueSets }: SearchQuery,
@@ -102,7 +104,7 @@ function indexCountQuery(
     const onRows = (found: IndexRowsCondition) => {
       if (found.depth === 0) rows = found;
     };
-    const sql = filterCondition(filter, [type], 'r', { ...ctx, onRows, perRow: ofCriteria });
+    const sql = filterCondition(filter, [type], 'r', { ...ctx, onRows, perRow: true });
     const key = selectsByKey(filter.name, filter.value, filter.resolved);
     return { sql, rows: sql.startsWith('EXISTS (') ? rows : undefined, key, ofCriteria, oneRow: oneRowPerResource(filter, type) };
   });
