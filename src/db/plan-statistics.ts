@@ -90,6 +90,8 @@ export class PlanStatistics {
     if (!due && !check) return false;
     const run = due ? this.analyze().then(() => true) : this.analyzeOutgrown();
     this.running = run.finally(() => (this.running = undefined));
+    // Awaited here, so that a failed run is the caller's error rather than an unhandled rejection.
+    await this.running;
     return run;
   }
 
