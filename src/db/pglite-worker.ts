@@ -18,7 +18,7 @@ const adapter = (await new PrismaPGlite(pglite).connect()) as unknown as SqlDriv
 const transactions = new Map<number, Transaction>();
 // PGlite has no autovacuum: planner statistics are kept up to date here (plan-statistics.ts).
 const statistics = new PlanStatistics({
-  query: async <R>(sql: string) => (await pglite.query<R>(sql)).rows,
+  query: async <R>(sql: string, args?: readonly unknown[]) => (await pglite.query<R>(sql, args ? [...args] : undefined)).rows,
   exec: async (sql: string) => {
     await pglite.exec(sql);
   },

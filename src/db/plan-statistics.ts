@@ -1,3 +1,5 @@
+import { MIN_ROWS, outgrownTypes } from './rare-types.js';
+
 /**
  * Planner statistics for the embedded database. PostgreSQL's autovacuum analyzes a table once
  * about a tenth of it has changed; PGlite runs no autovacuum (nor collects the change counts it
@@ -9,7 +11,9 @@
  * last ANALYZE have been written, the search tables are analyzed once writes pause (QUIET_MS with
  * none, or at most MAX_DELAY_MS after the first pending one), table by table so that queries
  * waiting in between are not held up for the whole run. A database opened with rows but never
- * analyzed is analyzed soon after start.
+ * analyzed is analyzed soon after start. After every MIN_ROWS writes below that, the tables in
+ * which a resource type's rows outgrew what the statistics believe are analyzed (rare-types.ts,
+ * the rule PostgreSQL's keeper applies too): a rare type arriving in a big database.
  */
 
 /** Tables the search statements read (the others are small or have their own access paths). */
@@ -33,7 +37,7 @@ const BASE_THRESHOLD = 50;
 const SCALE_FACTOR = 0.1;
 
 export interface StatisticsDatabase {
-  query<R>(sql: string): Promise<R[]>;
+  query<R>(sql: string, args?: readonly unknown[]): Promise<R[]>;
   exec(sql: string): Promise<void>;
 }
 
@@ -41,8 +45,11 @@ export class PlanStatistics {
   private pendingWrites = 0;
   private rowsAtLastAnalyze = 0;
   private firstPendingAt: number | undefined;
+  /** pendingWrites when the search tables were last checked for outgrown types (rare-types.ts). */
+  private checkedAt = 0;
+  private readonly outgrownRows = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private running: Promise<unknown> | undefined;
   private closed = false;
 
   constructor(
@@ -72,15 +79,20 @@ export class PlanStatistics {
     await this.running;
   }
 
-  /** Runs the check now (tests and the timer). */
+  /** Runs the check now (tests and the timer); whether it analyzed. */
   async analyzeIfDue(): Promise<boolean> {
     if (this.running) await this.running;
+    if (this.closed) return false;
     const due = this.pendingWrites >= BASE_THRESHOLD + SCALE_FACTOR * this.rowsAtLastAnalyze;
-    if (!due || this.closed) return false;
-    const run = this.analyze();
+    // Below the 10% rule, a rare type's rows may still have outgrown what the statistics believe:
+    // checked once per MIN_ROWS writes, as PostgreSQL's keeper checks after that many changes.
+    const check = !due && this.pendingWrites - this.checkedAt >= MIN_ROWS;
+    if (!due && !check) return false;
+    const run = due ? this.analyze().then(() => true) : this.analyzeOutgrown();
     this.running = run.finally(() => (this.running = undefined));
+    // Awaited here, so that a failed run is the caller's error rather than an unhandled rejection.
     await this.running;
-    return true;
+    return run;
   }
 
   private schedule(delay: number): void {
@@ -101,17 +113,36 @@ export class PlanStatistics {
       this.reset(row?.rows ?? 0, started);
       return;
     }
+    await this.analyzeTables(ANALYZED_TABLES);
+    this.reset(row.rows ?? 0, started);
+  }
+
+  /** Analyzes the tables in which a resource type outgrew its statistics (rare-types.ts); whether there were any. */
+  private async analyzeOutgrown(): Promise<boolean> {
+    this.checkedAt = this.pendingWrites;
+    const due: string[] = [];
+    for (const table of ANALYZED_TABLES) {
+      const outgrown = await outgrownTypes(this.db, table, this.outgrownRows);
+      for (const { type, rows } of outgrown) this.outgrownRows.set(`${table}|${type}`, rows);
+      if (outgrown.length > 0) due.push(table);
+    }
+    if (due.length === 0) return false;
+    await this.analyzeTables(due);
+    return true;
+  }
+
+  private async analyzeTables(tables: readonly string[]): Promise<void> {
     await this.db.exec(`SET default_statistics_target = ${STATISTICS_TARGET}`);
     try {
-      for (const table of ANALYZED_TABLES) await this.db.exec(`ANALYZE ${table}`);
+      for (const table of tables) await this.db.exec(`ANALYZE ${table}`);
     } finally {
       await this.db.exec('RESET default_statistics_target');
     }
-    this.reset(row.rows ?? 0, started);
   }
 
   /** After a run: writes noted while it ran still count towards the next one. */
   private reset(rows: number, counted = this.pendingWrites): void {
+    this.checkedAt = 0;
     this.pendingWrites = Number.isFinite(counted) ? Math.max(0, this.pendingWrites - counted) : 0;
     this.firstPendingAt = this.pendingWrites > 0 ? Date.now() : undefined;
     this.rowsAtLastAnalyze = rows;

@@ -1,5 +1,6 @@
 import type { SqlExecutor, TransactionKind } from './database.js';
 import { ANALYZED_TABLES } from './plan-statistics.js';
+import { MIN_ROWS, outgrownTypes } from './rare-types.js';
 import { vacuumCandidates, vacuumMostDue, type VacuumSession } from './postgres-vacuum.js';
 
 /**
@@ -9,7 +10,9 @@ import { vacuumCandidates, vacuumMostDue, type VacuumSession } from './postgres-
  * other databases would keep the statistics of an empty database for ever. This is the second line:
  * every `intervalMs` one server (the one that takes the advisory lock; the others skip the round)
  * reads the change counts PostgreSQL keeps (pg_stat_user_tables) and analyzes each search table
- * whose changes since its last ANALYZE passed autovacuum's own threshold, 50 + 10% of its rows.
+ * whose changes since its last ANALYZE passed autovacuum's own threshold, 50 + 10% of its rows,
+ * or in which a resource type's rows outgrew what the statistics believe of it (rare-types.ts: a
+ * few thousand rows of a type the last ANALYZE did not see in a big table).
  * With `vacuum` (STATISTICS_VACUUM=on), each round also starts a VACUUM of the most due table when
  * none is running (postgres-vacuum.ts); it runs on a connection of its own, beside the rounds.
  */
@@ -25,6 +28,8 @@ export class PostgresStatistics {
   private vacuuming: Promise<unknown> | undefined;
   private vacuumPid: number | undefined;
   private closed = false;
+  /** Rows of each `table|type` when it last outgrew the table's statistics (rare-types.ts). */
+  private readonly outgrownRows = new Map<string, number>();
 
   constructor(
     private readonly db: SqlExecutor & { transaction<T>(work: (tx: SqlExecutor) => Promise<T>, kind?: TransactionKind): Promise<T> },
@@ -78,17 +83,30 @@ export class PostgresStatistics {
     return this.db.transaction(async (tx) => {
       const [lock] = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1::bigint) AS locked', [LOCK_KEY]);
       if (!lock?.locked) return [];
-      const due = await tx.query<{ table: string }>(
-        `SELECT relname::text AS "table" FROM pg_stat_user_tables
+      const tables = await tx.query<{ table: string; changed: boolean; due: boolean }>(
+        `SELECT relname::text AS "table", n_mod_since_analyze >= $4::int AS changed,
+                n_mod_since_analyze > $2::int + $3::float8 * n_live_tup AS due
+         FROM pg_stat_user_tables
          WHERE schemaname = current_schema() AND relname = ANY($1::text[])
-           AND n_mod_since_analyze > $2::int + $3::float8 * n_live_tup
          ORDER BY relname`,
-        [[...ANALYZED_TABLES], BASE_THRESHOLD, SCALE_FACTOR],
+        [[...ANALYZED_TABLES], BASE_THRESHOLD, SCALE_FACTOR, MIN_ROWS],
       );
+      const due: string[] = [];
+      for (const { table, changed, due: changedEnough } of tables) {
+        // Without MIN_ROWS changes since its last ANALYZE, no type can have outgrown a table's statistics by that many.
+        if (changedEnough || (changed && (await this.typesOutgrew(tx, table)))) due.push(table);
+      }
       // One table at a time: each ANALYZE samples at most 30,000 rows, whatever the table's size.
       // SKIP_LOCKED: a table being vacuumed (which analyzes it too) is left for the next round.
-      for (const { table } of due) await tx.execute(`ANALYZE (SKIP_LOCKED) "${table}"`);
-      return due.map(({ table }) => table);
+      for (const table of due) await tx.execute(`ANALYZE (SKIP_LOCKED) "${table}"`);
+      return due;
     }, 'bulk');
+  }
+
+  /** Whether some resource type's rows in `table` outgrew what its statistics believe (rare-types.ts); remembers their rows. */
+  private async typesOutgrew(tx: SqlExecutor, table: string): Promise<boolean> {
+    const outgrown = await outgrownTypes(tx, table, this.outgrownRows);
+    for (const { type, rows } of outgrown) this.outgrownRows.set(`${table}|${type}`, rows);
+    return outgrown.length > 0;
   }
 }

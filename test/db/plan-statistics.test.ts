@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ANALYZED_TABLES, PlanStatistics } from '../../src/db/plan-statistics.js';
+import { migrate } from '../../src/db/migrate.js';
+import { openPGlite } from '../../src/db/pglite.js';
 
 /** A database stand-in: the resource table's state, and the statements run. */
 function fakeDatabase(state: { analyzed: boolean; rows: number }) {
@@ -21,7 +23,7 @@ function fakeDatabase(state: { analyzed: boolean; rows: number }) {
 }
 
 const open: PlanStatistics[] = [];
-function statisticsOf(db: ReturnType<typeof fakeDatabase>['db']): PlanStatistics {
+function statisticsOf(db: ConstructorParameters<typeof PlanStatistics>[0]): PlanStatistics {
   const statistics = new PlanStatistics(db);
   open.push(statistics);
   return statistics;
@@ -75,4 +77,56 @@ describe('planner statistics of the embedded database', () => {
       expect(fake.analyzes()).toEqual([]);
     }
   });
+});
+
+describe('planner statistics of the embedded database, on the embedded database', () => {
+  it('analyzes the tables in which a type the statistics did not see reaches 500 rows, far below 10% of the resources', async () => {
+    const pglite = await openPGlite('memory://');
+    const db = {
+      query: async <R>(sql: string, args: readonly unknown[] = []) => (await pglite.query<R>(sql, [...args])).rows,
+      exec: async (sql: string) => void (await pglite.exec(sql)),
+    };
+    await migrate({
+      transaction: (work) =>
+        pglite.transaction((tx) =>
+          work({
+            query: async <R>(sql: string, args: readonly unknown[] = []) => (await tx.query<R>(sql, [...args])).rows,
+            execute: async (sql: string, args: readonly unknown[] = []) => (await tx.query(sql, [...args])).affectedRows ?? 0,
+          }),
+        ),
+    });
+    const insert = async (type: string, count: number) => {
+      await db.query(
+        `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+         SELECT $2::text, gen_random_uuid()::text, 'p', gen_random_uuid(), now(), false, json_build_object('resourceType', $2::text)
+         FROM generate_series(1, $1::int)`,
+        [count, type],
+      );
+      for (let i = 0; i < count; i++) statistics.noteWrite();
+    };
+    const believedPractitioners = async () => {
+      const [row] = await db.query<{ 'QUERY PLAN': { Plan: { 'Plan Rows': number } }[] }>(
+        `EXPLAIN (FORMAT JSON) SELECT 1 FROM resource WHERE "resourceType" = 'Practitioner'`,
+      );
+      return row['QUERY PLAN'][0].Plan['Plan Rows'];
+    };
+    const statistics = statisticsOf(db);
+    try {
+      await insert('Patient', 20_000);
+      expect(await statistics.analyzeIfDue()).toBe(true);
+
+      await insert('Practitioner', 400);
+      expect(await statistics.analyzeIfDue()).toBe(false);
+      await insert('Practitioner', 200);
+      expect(await believedPractitioners()).toBeLessThan(10);
+      expect(await statistics.analyzeIfDue()).toBe(true);
+      expect(await believedPractitioners()).toBeGreaterThan(300);
+
+      await insert('Practitioner', 1_000);
+      expect(await statistics.analyzeIfDue()).toBe(false);
+    } finally {
+      await statistics.close();
+      await pglite.close();
+    }
+  }, 120_000);
 });

@@ -30,11 +30,15 @@ describe.skipIf(!serverUrl)('planner statistics on PostgreSQL', () => {
   });
 
   async function insertPatients(count: number): Promise<void> {
+    await insertResources('Patient', count);
+  }
+
+  async function insertResources(type: string, count: number): Promise<void> {
     await db.execute(
       `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
-       SELECT 'Patient', gen_random_uuid()::text, 'p', gen_random_uuid(), now(), false, '{"resourceType":"Patient"}'::json
+       SELECT $2::text, gen_random_uuid()::text, 'p', gen_random_uuid(), now(), false, json_build_object('resourceType', $2::text)
        FROM generate_series(1, $1::int)`,
-      [count],
+      [count, type],
     );
   }
 
@@ -64,5 +68,26 @@ describe.skipIf(!serverUrl)('planner statistics on PostgreSQL', () => {
     const other = new PostgresStatistics(db, 0, () => undefined);
     const [mine, theirs] = await Promise.all([keeper.analyzeDue(), other.analyzeDue()]);
     expect([mine, theirs].filter((tables) => tables.length > 0)).toEqual([['resource']]);
+  });
+
+  it('analyzes a table in which a type its statistics did not see reaches 500 rows, far below 10% of the table, then waits for it to grow fourfold', async () => {
+    // 10% of the table is then over 3,000 rows: the first rule stays silent below.
+    await insertPatients(30_000);
+    await changesCounted(30_000);
+    expect(await keeper.analyzeDue()).toEqual(['resource']);
+
+    await insertResources('Practitioner', 400);
+    await changesCounted(400);
+    expect(await keeper.analyzeDue()).toEqual([]);
+    await insertResources('Practitioner', 200);
+    await changesCounted(600);
+    expect(await keeper.analyzeDue()).toEqual(['resource']);
+
+    await insertResources('Practitioner', 1_000);
+    await changesCounted(1_000);
+    expect(await keeper.analyzeDue()).toEqual([]);
+    await insertResources('Practitioner', 1_000);
+    await changesCounted(2_000);
+    expect(await keeper.analyzeDue()).toEqual(['resource']);
   });
 });

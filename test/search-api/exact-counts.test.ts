@@ -47,6 +47,33 @@ describe('exact counts', () => {
     expect(res.body.total).toBe(2);
   });
 
+  it('a code held in two systems by one resource counts it once when searched without a system', async () => {
+    const p = api.newProject();
+    const codings = [
+      { system: 'http://loinc.org', code: '8867-4' },
+      { system: 'http://example.org/local-codes', code: '8867-4' },
+    ];
+    await create(p, { resourceType: 'Observation', status: 'final', code: { coding: codings } });
+    await create(p, observation(['8867-4']));
+    const res = await p.get('/Observation?code=8867-4&_summary=count');
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.total).toBe(2);
+  });
+
+  it('a parameter of one value per resource counts its current values, after updates and deletes', async () => {
+    const p = api.newProject();
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await create(p, observation(['8867-4'], 'final')));
+    await create(p, observation(['8867-4'], 'preliminary'));
+    expect((await p.put(`/Observation/${ids[0]}`, { ...observation(['8867-4'], 'amended'), id: ids[0] })).status).toBe(200);
+    expect((await p.delete(`/Observation/${ids[1]}`)).status).toBe(200);
+    const final = await p.get('/Observation?status=final&_summary=count');
+    expect(final.status, final.text).toBe(200);
+    expect(final.body.total).toBe(1);
+    const either = await p.get('/Observation?status=final,amended&_summary=count');
+    expect(either.body.total).toBe(2);
+  });
+
   it('every parameter of the search applies to the count', async () => {
     const p = api.newProject();
     await create(p, observation(['8867-4'], 'final'));
