@@ -6,19 +6,23 @@
  * e.g. before and after ANALYZE.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench [ONLY=chained,date] [EXPLAIN=1] [PLAN_ONLY=1] [ALLCUSTOM=1] [TIMEOUT_MS=60000] \
- *     [EXTRA='label|Observation|date=ge2015-01-01'] npx tsx bench/search-plans.ts
+ *     [EXTRA='label|Observation|date=ge2015-01-01[|every]'] [BENCH_TREE=/work/wt-base] npx tsx bench/search-plans.ts
  *
  * Each statement runs once untimed, then once timed. Each search's line ends with its matches'
  * count, a digest of their ids in order and its total, to compare answers across trees. PLAN_ONLY=1 only explains each statement
  * (for a plan that would run for minutes: its later statements then see no rows); ALLCUSTOM=1
  * plans every statement for its values, as the embedded database and a server with
- * DATABASE_PREPARED_STATEMENTS=0 do.
+ * DATABASE_PREPARED_STATEMENTS=0 do. BENCH_TREE runs the search service of another checkout (its
+ * src/) on these shapes, so that shapes added here compare against an older tree.
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { loadConfig } from '../src/config.js';
 import type { SqlExecutor, QueryOptions } from '../src/db/database.js';
-import { search, searchServicesFor } from '../src/search/service.js';
+
+// BENCH_TREE: another checkout whose search service runs these shapes (an A/B against its sources).
+const tree = process.env.BENCH_TREE ?? new URL('..', import.meta.url).pathname;
+const { loadConfig } = (await import(`${tree}/src/config.js`)) as typeof import('../src/config.js');
+const { search, searchServicesFor } = (await import(`${tree}/src/search/service.js`)) as typeof import('../src/search/service.js');
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 if (!DATABASE_URL) throw new Error('Set BENCH_DATABASE_URL to the search benchmark database');
@@ -61,6 +65,11 @@ const shapes: [string, string, string, Who?][] = [
   ['every: sort date, offset', 'Observation', 'code=http://loinc.org|8867-4&_sort=date&_offset=40&_count=20', 'every'],
   ['every: sort -date, status', 'Observation', 'status=final&_sort=-date&_count=20', 'every'],
   ['every: total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate', 'every'],
+  ['every: sort date, status, offset', 'Observation', 'status=final&_sort=date&_offset=40&_count=20', 'every'],
+  ['every: sort -date alone', 'Observation', '_sort=-date&_count=20', 'every'],
+  ['every: sort -date, status, code', 'Observation', 'status=final&code=http://loinc.org|8867-4&_sort=-date&_count=20', 'every'],
+  ['every: sort family, gender', 'Patient', 'gender=female&_sort=family&_count=20', 'every'],
+  ['every: sort -family', 'Patient', '_sort=-family&_count=20', 'every'],
   ['policy: sort', 'Observation', '_sort=-_lastUpdated&_count=20', 'policy'],
   ['policy: code', 'Observation', 'code=http://loinc.org|8867-4', 'policy'],
   ['policy: date range', 'Observation', 'date=ge2023-03-01&date=le2023-03-01', 'policy'],
@@ -80,7 +89,7 @@ const shapes: [string, string, string, Who?][] = [
   ['union: combo-code total accurate', 'Observation', 'combo-code=http://loinc.org|8867-4&_total=accurate'],
   ['union: every: name prefix + sort', 'Patient', 'name=smi&_sort=name', 'every'],
 ];
-if (process.env.EXTRA) { const [l, t, q] = process.env.EXTRA.split('|'); shapes.unshift([l, t, q]); }
+if (process.env.EXTRA) { const [l, t, q, w] = process.env.EXTRA.split('|'); shapes.unshift([l, t, q, w as Who | undefined]); }
 const only = process.env.ONLY?.split(',');
 const explain = process.env.EXPLAIN === '1';
 const client = new pg.Client({ connectionString: DATABASE_URL });

@@ -2,7 +2,6 @@ import type { SortKey } from '../plan/control.js';
 import type { Filter } from '../plan/filters.js';
 import { tokenCodeRowsIn } from '../query/conditions/token.js';
 import { conditionsOnCandidates, conditionsOnResource, freshContext, joinByPrimaryKey, type AnyProjectSearch } from './driven.js';
-import { everyProject } from './every-project.js';
 import { sortExpression } from './general.js';
 import { impliedByIndexRows } from './growing-windows.js';
 import { tokenCodeFilter } from './token-code.js';
@@ -30,13 +29,13 @@ export interface FewCodeRowsRead {
  * and has its matches sorted after all. A project whose code is common costs `few` index rows,
  * as many as its window reads. Undefined when no filter is one token code.
  */
-export async function fewCodeRowsPage(search: EveryProjectCodeSearch, first: number, few: number): Promise<FewCodeRowsRead | undefined> {
+export async function fewCodeRowsPage(search: EveryProjectCodeSearch, first: number, few: number, projects: readonly string[]): Promise<FewCodeRowsRead | undefined> {
   const code = tokenCodeFilter(search.filters);
   if (!code) return undefined;
   const { services, type, sort } = search;
   const { name, value } = code.filter;
   const ctx = freshContext(search);
-  const counted = `SELECT p.id AS project, ARRAY(${tokenCodeRowsIn(name, value, type, 'p.id', ctx, few)}) AS ids FROM unnest(${everyProject('resource')}) p(id)`;
+  const counted = `SELECT p.id AS project, ARRAY(${tokenCodeRowsIn(name, value, type, 'p.id', ctx, few)}) AS ids FROM unnest(${ctx.args.add(projects)}::text[]) p(id)`;
   const bound = ctx.args.add(few);
   const candidates = conditionsOnCandidates(search, code.others, ctx);
   // Arguments only for conditions the statement holds: PostgreSQL cannot type one it never mentions.
