@@ -27,6 +27,9 @@ const PATIENTS = 20000;
 /** More projects than the every-project sorted page once read one at a time (32), and the code only their Observations have. */
 const MANY_PROJECTS = 40;
 const MANY_CODE = 'http://loinc.org|29463-7';
+/** A code only PROJECT's first RARE_ROWS Observations have, besides their own. */
+const RARE_CODE = 'http://loinc.org|rare-1';
+const RARE_ROWS = 30;
 
 /**
  * Plans of searches whose matches are many, on PostgreSQL tables never analyzed: each must read
@@ -41,6 +44,11 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     await writeObservations(db.custom, OTHER_PROJECT, OBSERVATIONS / 2, 'x-');
     await writePatients(db.custom, PROJECT, PATIENTS);
     await writeManyProjects(db.custom);
+    await db.custom.query(
+      `INSERT INTO token_index ("projectId", "resourceType", "resourceId", seq, code, system, value, text)
+       SELECT $1, 'Observation', 'o' || g, 3, 'code', $2, $3, NULL FROM generate_series(1, $4::int) g`,
+      [PROJECT, ...RARE_CODE.split('|'), RARE_ROWS],
+    );
     await db.custom.query(
       `INSERT INTO reference_index ("projectId", "resourceType", "resourceId", seq, code, "targetType", "targetId", url)
        SELECT $1, 'Observation', 'o' || g, 1, '_compartment', 'Patient', $2, NULL FROM generate_series(1, $3::int) g`,
@@ -95,6 +103,23 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     // Neither a window of each project's date rows with the filter tested on each, nor a count of each project's status rows.
     expect(answer.statements.some(({ sql }) => sql.includes('WITH firsts') || sql.includes('WITH counted'))).toBe(false);
     expect(answer.ids).toEqual(['o19995', 'o19994', 'o19993', 'o19992', 'o19991']);
+  });
+
+  it("a search in one project by a common token code and a rare one reads the rare code's rows, whichever comes first", async () => {
+    const answer = await db.explain(member, 'Observation', `status=final&code=${RARE_CODE}&_count=5`);
+    // The codes' rows are counted (up to a bound) to choose; the page reads only the rare code's.
+    const reads = searchPlans(answer.statements.filter(({ sql }) => !sql.startsWith('SELECT count(*)')));
+    expect(reads).toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = 'rare-1'::text/);
+    expect(reads).not.toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = 'final'::text/);
+    expect(answer.ids).toEqual(['o1', 'o10', 'o11', 'o12', 'o13']);
+  });
+
+  it("a search of many projects sorted by date by a common token code and a rare one reads each project's rows of the rare code", async () => {
+    const answer = await db.explain(superAdmin, 'Observation', `status=final&code=${MANY_CODE}&_sort=-date&_count=5`);
+    const counted = searchPlans(answer.statements.filter(({ sql }) => sql.startsWith('WITH counted')));
+    expect(counted).toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = '29463-7'::text/);
+    expect(counted).not.toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = 'final'::text/);
+    expect(answer.ids).toEqual(['m39-o300', 'm38-o300', 'm37-o300', 'm36-o300', 'm35-o300']);
   });
 
   it('a date range page probes its other filters per resource of the range', async () => {

@@ -49,14 +49,15 @@ interface HeadsRead {
  * When the safe candidates are too few, the heads that bound them grow (the others already reach
  * past them). The filters' rarity is a bounded exact count, no statistics: once `firstWindow`
  * safe candidates have been probed without a page of matches (a rare filter, such as a code a
- * twentieth of the rows have; or fewer, all probed, whose matches show that rate: tooRare), or a head would outgrow that many rows, or every row was read and
- * the matches with a sort value are fewer than a page (the last page; those without one come
- * last), undefined: the windows answer.
+ * twentieth of the rows have; or fewer, all probed, whose matches show that rate: tooRare), or
+ * a head would outgrow that many rows, or every row was read and the matches with a sort value
+ * are fewer than a page (the last page; those without one come last), undefined: the windows
+ * answer.
  */
 export async function mergedHeadsRows(search: EveryProjectSorted, rows: ProjectSortWindow, each: PageShape, projects: readonly string[]): Promise<string[] | undefined> {
   if (projects.length === 0) return undefined;
   const budget = firstWindow(each);
-  const first = Math.min(budget, Math.max(HEAD_MIN, Math.ceil((HEAD_MIN * each.count) / Math.max(1, projects.length))));
+  const first = Math.min(budget, Math.max(HEAD_MIN, Math.ceil((HEAD_MIN * each.count) / projects.length)));
   const heads = new Map(projects.map((project) => [project, first]));
   for (;;) {
     const read = await readHeads(search, rows, heads, { first: each.count, budget });
