@@ -156,7 +156,7 @@ for (const [label, type, query, who = 'member'] of shapes) {
   );
   console.log(`${label}: ${(performance.now() - started).toFixed(1)} ms total${failed}`);
   console.log(log.join('\n'));
-  if (repeat > 0) console.log(`${label}: ${await cpuPerSearch(type, every ? query : `${query}&_project=${PROJECT}`, identity)}`);
+  if (repeat > 0 && !failed.includes('failed:')) console.log(`${label}: ${await cpuPerSearch(type, every ? query : `${query}&_project=${PROJECT}`, identity)}`);
 }
 
 /**
