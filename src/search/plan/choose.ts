@@ -67,9 +67,9 @@ function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShap
 }
 
 /**
- * A page without _sort: a string prefix's, a date range's, a token code's (the rarest of several), a lone number
- * comparison's (each in its index's order); the last three only without a key, whose few rows
- * the general statement reads best.
+ * A page without _sort: a string prefix's, a date range's, a token code's (the rarest of
+ * several), a lone number comparison's (each in its index's order); the last three only without
+ * a key, whose few rows the general statement reads best.
  */
 function unsortedStrategy({ filters, planOnce }: SearchQuery, search: DrivenSearch, page: PageShape): PageReader | undefined {
   const prefix = prefixDriver(search, filters);
