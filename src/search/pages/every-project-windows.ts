@@ -64,8 +64,8 @@ export async function everyProjectSortedPage(search: EveryProjectSorted, page: P
  * One window statement over `projects`: each project's first `first` resources among its
  * window's rows that meet the search; the first `first` of those of the projects that have as
  * many, and the other projects, small or larger than `window.next` (WindowRead). Each project's
- * window is an index scan of its own, stopped at `window.size` rows; a project that fell short is counted up
- * to `window.next` rows, no more than the next window would read of it.
+ * window is an index scan of its own, stopped at `window.size` rows; a project that fell short
+ * is counted up to `window.next` rows, no more than the next window would read of it.
  */
 async function windowOfProjects(
   search: EveryProjectSorted,
