@@ -6,19 +6,25 @@
  * e.g. before and after ANALYZE.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench [ONLY=chained,date] [EXPLAIN=1] [PLAN_ONLY=1] [ALLCUSTOM=1] [TIMEOUT_MS=60000] \
- *     [EXTRA='label|Observation|date=ge2015-01-01'] npx tsx bench/search-plans.ts
+ *     [EXTRA='label|Observation|date=ge2015-01-01[|every]'] [BENCH_TREE=/work/wt-base] npx tsx bench/search-plans.ts
  *
  * Each statement runs once untimed, then once timed. Each search's line ends with its matches'
  * count, a digest of their ids in order and its total, to compare answers across trees. PLAN_ONLY=1 only explains each statement
  * (for a plan that would run for minutes: its later statements then see no rows); ALLCUSTOM=1
  * plans every statement for its values, as the embedded database and a server with
- * DATABASE_PREPARED_STATEMENTS=0 do.
+ * DATABASE_PREPARED_STATEMENTS=0 do. REPEAT=n then runs each search n more times and prints its
+ * CPU per search (cpuPerSearch). BENCH_TREE runs the search service of another checkout (its
+ * src/) on these shapes, so that shapes added here compare against an older tree.
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { loadConfig } from '../src/config.js';
 import type { SqlExecutor, QueryOptions } from '../src/db/database.js';
-import { search, searchServicesFor } from '../src/search/service.js';
+import { cpuSeconds } from './process-cpu.js';
+
+// BENCH_TREE: another checkout whose search service runs these shapes (an A/B against its sources).
+const tree = process.env.BENCH_TREE ?? new URL('..', import.meta.url).pathname;
+const { loadConfig } = (await import(`${tree}/src/config.js`)) as typeof import('../src/config.js');
+const { search, searchServicesFor } = (await import(`${tree}/src/search/service.js`)) as typeof import('../src/search/service.js');
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 if (!DATABASE_URL) throw new Error('Set BENCH_DATABASE_URL to the search benchmark database');
@@ -50,6 +56,10 @@ const shapes: [string, string, string, Who?][] = [
   ['filters: date range + code', 'Observation', 'date=ge2023-03-01&date=le2023-03-01&code=http://loinc.org|8867-4'],
   ['filters: code + status', 'Observation', 'code=http://loinc.org|8867-4&status=final'],
   ['filters: code + date', 'Observation', 'code=http://loinc.org|8867-4&date=ge2024-12-01'],
+  ['codes: status + code', 'Observation', 'status=final&code=http://loinc.org|8867-4'],
+  ['codes: status + category + code', 'Observation', 'status=final&category=vital-signs&code=http://loinc.org|8867-4&_count=20'],
+  ['codes: status + absent code', 'Observation', 'status=final&code=http://loinc.org|0000-0'],
+  ['codes: status + code, offset', 'Observation', 'status=final&code=http://loinc.org|8867-4&_offset=200&_count=20'],
   ['total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate'],
   ['total accurate, every Observation', 'Observation', 'status=final&_total=accurate'],
   ['every: identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242', 'every'],
@@ -61,6 +71,11 @@ const shapes: [string, string, string, Who?][] = [
   ['every: sort date, offset', 'Observation', 'code=http://loinc.org|8867-4&_sort=date&_offset=40&_count=20', 'every'],
   ['every: sort -date, status', 'Observation', 'status=final&_sort=-date&_count=20', 'every'],
   ['every: total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate', 'every'],
+  ['every: sort date, status, offset', 'Observation', 'status=final&_sort=date&_offset=40&_count=20', 'every'],
+  ['every: sort -date alone', 'Observation', '_sort=-date&_count=20', 'every'],
+  ['every: sort -date, status, code', 'Observation', 'status=final&code=http://loinc.org|8867-4&_sort=-date&_count=20', 'every'],
+  ['every: sort family, gender', 'Patient', 'gender=female&_sort=family&_count=20', 'every'],
+  ['every: sort -family', 'Patient', '_sort=-family&_count=20', 'every'],
   ['policy: sort', 'Observation', '_sort=-_lastUpdated&_count=20', 'policy'],
   ['policy: code', 'Observation', 'code=http://loinc.org|8867-4', 'policy'],
   ['policy: date range', 'Observation', 'date=ge2023-03-01&date=le2023-03-01', 'policy'],
@@ -80,8 +95,9 @@ const shapes: [string, string, string, Who?][] = [
   ['union: combo-code total accurate', 'Observation', 'combo-code=http://loinc.org|8867-4&_total=accurate'],
   ['union: every: name prefix + sort', 'Patient', 'name=smi&_sort=name', 'every'],
 ];
-if (process.env.EXTRA) { const [l, t, q] = process.env.EXTRA.split('|'); shapes.unshift([l, t, q]); }
+if (process.env.EXTRA) { const [l, t, q, w] = process.env.EXTRA.split('|'); shapes.unshift([l, t, q, w as Who | undefined]); }
 const only = process.env.ONLY?.split(',');
+const repeat = Number(process.env.REPEAT ?? 0);
 const explain = process.env.EXPLAIN === '1';
 const client = new pg.Client({ connectionString: DATABASE_URL });
 await client.connect();
@@ -113,7 +129,7 @@ async function run(sql: string, args: readonly unknown[], options?: QueryOptions
   const ms = performance.now() - started;
   let plan: string | undefined;
   if (explain) {
-    const e = await client.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE ${name}(${args.map(literal).join(',')})`).catch((err) => ({ rows: [{ 'QUERY PLAN': String(err) }] }));
+    const e = await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE ${name}(${args.map(literal).join(',')})`).catch((err) => ({ rows: [{ 'QUERY PLAN': String(err) }] }));
     plan = e.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
   }
   return { rows: res.rows, ms, plan };
@@ -140,5 +156,29 @@ for (const [label, type, query, who = 'member'] of shapes) {
   );
   console.log(`${label}: ${(performance.now() - started).toFixed(1)} ms total${failed}`);
   console.log(log.join('\n'));
+  if (repeat > 0 && !failed.includes('failed:')) console.log(`${label}: ${await cpuPerSearch(type, every ? query : `${query}&_project=${PROJECT}`, identity)}`);
+}
+
+/**
+ * REPEAT=n: the search run n more times as the server runs it (each statement once, planned for
+ * its values unless planOnce), and the CPU it took per search: this process's (the search
+ * service) and the database backend's (from /proc, so the machine's load does not count).
+ */
+async function cpuPerSearch(type: string, params: string, identity: Parameters<typeof searchServicesFor>[0]['identity']): Promise<string> {
+  const executor: SqlExecutor = {
+    query: async <R>(sql: string, args: readonly unknown[] = [], options?: QueryOptions) =>
+      (await client.query(options?.planOnce ? { text: sql, values: args as unknown[], name: `r${createHash('sha1').update(sql).digest('hex')}` } : { text: sql, values: args as unknown[] })).rows as R[],
+    execute: async (sql: string, args: readonly unknown[] = []) => (await client.query(sql, args as unknown[])).rowCount ?? 0,
+  };
+  await client.query('SET plan_cache_mode = auto; SET enable_seqscan = on; SET enable_bitmapscan = on');
+  const services = searchServicesFor({ database: executor, identity, config: { ...loadConfig({}), fhirBaseUrl: 'http://x/fhir/R4' } });
+  const [{ pid }] = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
+  const backend = cpuSeconds(pid);
+  const node = process.cpuUsage();
+  const started = performance.now();
+  for (let i = 0; i < repeat; i++) await search(services, type, [...new URLSearchParams(params).entries()]);
+  const used = process.cpuUsage(node);
+  const per = (seconds: number) => ((seconds * 1000) / repeat).toFixed(1);
+  return `${repeat} runs, per search: ${per((performance.now() - started) / 1000)} ms wall, backend CPU ${per(cpuSeconds(pid) - backend)} ms, search service CPU ${per((used.user + used.system) / 1e6)} ms`;
 }
 await client.end();

@@ -100,3 +100,25 @@ describe('a search by a token code and other filters', () => {
     expect(await found(p, '/Observation?code=http://loinc.org|8867-4&status=amended')).toEqual([...amended].sort());
   });
 });
+
+describe('a search by several token codes', () => {
+  it('finds the resources that have every code on every page, whichever code comes first', async () => {
+    const p = api.newProject();
+    await createMany(p, 110, observation({ system: 'http://loinc.org', code: '8867-4' }));
+    const rare = await createMany(p, 7, observation({ system: 'http://loinc.org', code: '2339-0' }));
+    await createMany(p, 3, withStatus('amended', observation({ system: 'http://loinc.org', code: '2339-0' })));
+    const expected = [...rare].sort();
+    for (const query of ['status=final&code=http://loinc.org|2339-0', 'code=http://loinc.org|2339-0&status=final']) {
+      const pages: string[] = [];
+      for (let offset = 0; offset < 10; offset += 3) pages.push(...matchIds(await p.get(`/Observation?${query}&_count=3&_offset=${offset}`)));
+      expect(pages, query).toEqual(expected);
+    }
+  });
+
+  it('finds nothing when a later code has no rows, and every match when each code is common', async () => {
+    const p = api.newProject();
+    const all = await createMany(p, 30, observation({ system: 'http://loinc.org', code: '8867-4' }));
+    expect(await found(p, '/Observation?status=final&code=http://loinc.org|0000-0')).toEqual([]);
+    expect(await found(p, '/Observation?status=final&code=http://loinc.org|8867-4&_count=50')).toEqual([...all].sort());
+  });
+});

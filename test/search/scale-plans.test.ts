@@ -27,6 +27,9 @@ const PATIENTS = 20000;
 /** More projects than the every-project sorted page once read one at a time (32), and the code only their Observations have. */
 const MANY_PROJECTS = 40;
 const MANY_CODE = 'http://loinc.org|29463-7';
+/** A code only PROJECT's first RARE_ROWS Observations have, besides their own. */
+const RARE_CODE = 'http://loinc.org|rare-1';
+const RARE_ROWS = 30;
 
 /**
  * Plans of searches whose matches are many, on PostgreSQL tables never analyzed: each must read
@@ -41,6 +44,11 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     await writeObservations(db.custom, OTHER_PROJECT, OBSERVATIONS / 2, 'x-');
     await writePatients(db.custom, PROJECT, PATIENTS);
     await writeManyProjects(db.custom);
+    await db.custom.query(
+      `INSERT INTO token_index ("projectId", "resourceType", "resourceId", seq, code, system, value, text)
+       SELECT $1, 'Observation', 'o' || g, 3, 'code', $2, $3, NULL FROM generate_series(1, $4::int) g`,
+      [PROJECT, ...RARE_CODE.split('|'), RARE_ROWS],
+    );
     await db.custom.query(
       `INSERT INTO reference_index ("projectId", "resourceType", "resourceId", seq, code, "targetType", "targetId", url)
        SELECT $1, 'Observation', 'o' || g, 1, '_compartment', 'Patient', $2, NULL FROM generate_series(1, $3::int) g`,
@@ -66,8 +74,10 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
 
   it("a search of more projects than a few statements each could read reads every project's date rows in order, a statement for all of them", async () => {
     const answer = await db.explain(superAdmin, 'Observation', 'code=http://loinc.org|8867-4&_sort=-date&_count=5');
-    // One statement per window size, not per project.
-    expect(answer.statements.filter(({ sql }) => sql.includes('date_index w')).length).toBeLessThanOrEqual(3);
+    // One statement per window size, not per project (and before them, one per round of the merged heads).
+    const dated = answer.statements.filter(({ sql }) => sql.includes('date_index w'));
+    expect(dated.filter(({ sql }) => !sql.startsWith('WITH heads')).length).toBeLessThanOrEqual(3);
+    expect(dated.filter(({ sql }) => sql.startsWith('WITH heads')).length).toBeLessThanOrEqual(3);
     expect(searchPlans(answer.statements)).toMatch(/Index Scan using date_index_sort_high_idx on date_index w\s+Index Cond: \(\("projectId" = p(_\d+)?\.id\)/);
     expect(answer.ids).toEqual(['o20000', 'o19980', 'o19960', 'o19940', 'o19920']);
   });
@@ -76,13 +86,40 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     const answer = await db.explain(superAdmin, 'Observation', `code=${MANY_CODE}&_sort=-date&_count=5`);
     const plan = searchPlans(answer.statements);
     expect(plan).toMatch(new RegExp(`Index (Only )?Scan using "?${TOKEN_VALUE_INDEX}"? on token_index w(_\\d+)?\\s+Index Cond: \\(\\("projectId" = p(_\\d+)?\\.id\\)`));
-    expect(plan).not.toMatch(/date_index_sort_\w+_idx on date_index w/);
+    // Date rows are read only by the merged heads (a few of each project) that showed the code rare.
+    expect(answer.statements.filter(({ sql }) => sql.includes('date_index w')).every(({ sql }) => sql.startsWith('WITH heads'))).toBe(true);
     expect(answer.ids).toEqual(['m39-o300', 'm38-o300', 'm37-o300', 'm36-o300', 'm35-o300']);
   });
 
   it('a search of many projects by date merges every project\'s first rows, those of projects with fewer matches than the page included', async () => {
     const answer = await db.explain(superAdmin, 'Observation', `code=${MANY_CODE}&_sort=-date&_count=4&_offset=38`);
     expect(answer.ids).toEqual(['m1-o300', 'm0-o300', 'm39-o290', 'm38-o290']);
+  });
+
+  it('a search of many projects sorted by date with a filter most rows meet probes it on the merged first rows of every project, in order, until the page is full', async () => {
+    const answer = await db.explain(superAdmin, 'Observation', 'status=final&_sort=-date&_count=5&_offset=5');
+    // The filter is tested above the merged rows' sort and limit: per row, in the page's order, until the page's rows are found.
+    expect(searchPlans(answer.statements)).toMatch(/Filter: \(\(SubPlan \d+\) IS TRUE\)\s+->  Limit\s+->  Sort\s+Sort Key: h\.first DESC, h\.id/);
+    // Neither a window of each project's date rows with the filter tested on each, nor a count of each project's status rows.
+    expect(answer.statements.some(({ sql }) => sql.includes('WITH firsts') || sql.includes('WITH counted'))).toBe(false);
+    expect(answer.ids).toEqual(['o19995', 'o19994', 'o19993', 'o19992', 'o19991']);
+  });
+
+  it("a search in one project by a common token code and a rare one reads the rare code's rows, whichever comes first", async () => {
+    const answer = await db.explain(member, 'Observation', `status=final&code=${RARE_CODE}&_count=5`);
+    // The codes' rows are counted (up to a bound) to choose; the page reads only the rare code's.
+    const reads = searchPlans(answer.statements.filter(({ sql }) => !sql.startsWith('SELECT count(*)')));
+    expect(reads).toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = 'rare-1'::text/);
+    expect(reads).not.toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = 'final'::text/);
+    expect(answer.ids).toEqual(['o1', 'o10', 'o11', 'o12', 'o13']);
+  });
+
+  it("a search of many projects sorted by date by a common token code and a rare one reads each project's rows of the rare code", async () => {
+    const answer = await db.explain(superAdmin, 'Observation', `status=final&code=${MANY_CODE}&_sort=-date&_count=5`);
+    const counted = searchPlans(answer.statements.filter(({ sql }) => sql.startsWith('WITH counted')));
+    expect(counted).toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = '29463-7'::text/);
+    expect(counted).not.toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = 'final'::text/);
+    expect(answer.ids).toEqual(['m39-o300', 'm38-o300', 'm37-o300', 'm36-o300', 'm35-o300']);
   });
 
   it('a date range page probes its other filters per resource of the range', async () => {
@@ -121,7 +158,7 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
 
 /**
  * MANY_PROJECTS projects `many-<i>` of 300 Observations each (ids `m<i>-o<n>`), every tenth of
- * code MANY_CODE, the others 8867-4; dated a minute apart, the projects' in turn: `m<i>-o<n>` at
+ * code MANY_CODE, the others 8867-4, all final; dated a minute apart, the projects' in turn: `m<i>-o<n>` at
  * minute 40n + i of 2024.
  */
 async function writeManyProjects(client: pg.Client): Promise<void> {
@@ -133,8 +170,9 @@ async function writeManyProjects(client: pg.Client): Promise<void> {
   );
   await client.query(
     `INSERT INTO token_index ("projectId", "resourceType", "resourceId", seq, code, system, value, text)
-     SELECT 'many-' || i, 'Observation', 'm' || i || '-o' || g, 1, 'code', 'http://loinc.org',
-            CASE WHEN g % 10 = 0 THEN '${MANY_CODE.split('|')[1]}' ELSE '8867-4' END, NULL ${rows}`,
+     SELECT 'many-' || i, 'Observation', 'm' || i || '-o' || g, s.seq, s.code, s.system, s.value, NULL ${rows},
+       LATERAL (VALUES (1, 'code', 'http://loinc.org', CASE WHEN g % 10 = 0 THEN '${MANY_CODE.split('|')[1]}' ELSE '8867-4' END), (2, 'status', NULL, 'final'))
+         AS s(seq, code, system, value)`,
   );
   await client.query(
     `INSERT INTO date_index ("projectId", "resourceType", "resourceId", seq, code, start, "end")

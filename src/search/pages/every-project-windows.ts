@@ -1,29 +1,11 @@
 import { SqlArgs } from '../../db/sql-args.js';
-import type { Scope } from '../../storage/project-scope.js';
-import type { SortKey } from '../plan/control.js';
-import type { Filter } from '../plan/filters.js';
-import type { CompileContext } from '../query/conditions/types.js';
-import type { SearchServices } from '../search-services.js';
 import { conditionsOnCandidates, conditionsOnResource, freshContext, joinByPrimaryKey, type AnyProjectSearch } from './driven.js';
 import { fewCodeRowsPage } from './every-project-codes.js';
-import { everyProject } from './every-project.js';
+import { everyProjectId, mergedHeadsRows, type EveryProjectSorted } from './every-project-heads.js';
 import { pageOfCandidates, pageRows } from './general.js';
 import { growingWindows, impliedByIndexRows } from './growing-windows.js';
 import { KEY_COLUMNS, type PageRows, type PageShape } from './rows.js';
 import { projectSortWindow, sortRowsUpTo, type ProjectSortWindow } from './sorted-window.js';
-
-/** A search of one type over every project, sorted by one parameter (sortWindow). */
-export interface EveryProjectSorted {
-  services: SearchServices;
-  type: string;
-  scope: Scope;
-  ctx: CompileContext;
-  filters: readonly Filter[];
-  sort: readonly SortKey[];
-  /** The search's general statement: its conditions on the resource `r` and their arguments. */
-  where: string;
-  args: SqlArgs;
-}
 
 /**
  * What one window statement found: the first rows of the projects it answered for, the projects
@@ -49,44 +31,48 @@ interface WindowRead {
  * and its matches without a sort value, which no window holds, come last); the others by the next
  * window, and past the largest by that statement too. With a token code among the filters, the
  * projects with few rows of the code are read from those rows first (fewCodeRowsPage) and the
- * windows read only the others. Undefined when the parameter has no sort window.
+ * windows read only the others. Before all of that, filters that most rows meet are probed on the
+ * merged heads of every project's sort rows (mergedHeadsRows), which answer with a few rows of
+ * each project. Undefined when the parameter has no sort window.
  */
 export async function everyProjectSortedPage(search: EveryProjectSorted, page: PageShape): Promise<PageRows | undefined> {
   const { services, type, sort } = search;
   const rows = projectSortWindow(type, sort);
   if (!rows) return undefined;
   const each: PageShape = { count: page.offset + page.count + 1, offset: 0, columns: KEY_COLUMNS, kept: page.kept };
+  const every = await everyProjectId(services.db);
+  const merged = await mergedHeadsRows(search, rows, each, every);
+  if (merged) return pageOfCandidates(services.db, page, type, merged, sort);
   const windows = growingWindows(each);
-  const few = await fewCodeRowsPage(search, each.count, windows[0]);
+  const few = await fewCodeRowsPage(search, each.count, windows[0], every);
   const ids: string[] = [...(few?.ids ?? [])];
   const sorted: string[] = [];
-  let projects: readonly string[] | undefined = few?.others;
+  let projects: readonly string[] = few?.others ?? every;
   for (const [i, window] of windows.entries()) {
-    if (projects?.length === 0) break;
+    if (projects.length === 0) break;
     const read = await windowOfProjects(search, rows, { size: window, next: windows[i + 1] ?? window }, each.count, projects);
     ids.push(...read.ids);
     sorted.push(...read.small);
     projects = read.larger;
   }
-  sorted.push(...(projects ?? []));
+  sorted.push(...projects);
   if (sorted.length > 0) ids.push(...(await fallenProjectsRows(search, sorted, each)));
   return pageOfCandidates(services.db, page, type, ids, sort);
 }
 
 /**
- * One window statement over `projects` (undefined: every project, everyProject): each project's
- * first `first` resources among its window's rows that meet the search; the first `first` of
- * those of the projects that have as many, and the other projects, small or larger than
- * `window.next` (WindowRead). Each project's window is an
- * index scan of its own, stopped at `window.size` rows; a project that fell short is counted up
- * to `window.next` rows, no more than the next window would read of it.
+ * One window statement over `projects`: each project's first `first` resources among its
+ * window's rows that meet the search; the first `first` of those of the projects that have as
+ * many, and the other projects, small or larger than `window.next` (WindowRead). Each project's
+ * window is an index scan of its own, stopped at `window.size` rows; a project that fell short
+ * is counted up to `window.next` rows, no more than the next window would read of it.
  */
 async function windowOfProjects(
   search: EveryProjectSorted,
   rows: ProjectSortWindow,
   window: { size: number; next: number },
   first: number,
-  projects: readonly string[] | undefined,
+  projects: readonly string[],
 ): Promise<WindowRead> {
   const { services, type, sort } = search;
   const driven: AnyProjectSearch = { services, type, scope: search.scope, ctx: search.ctx };
@@ -94,7 +80,7 @@ async function windowOfProjects(
   const candidates = conditionsOnCandidates(driven, search.filters, ctx);
   const direction = sort[0].descending ? 'DESC' : 'ASC';
   const limit = ctx.args.add(first);
-  const list = projects ? `${ctx.args.add(projects)}::text[]` : everyProject('resource');
+  const list = `${ctx.args.add(projects)}::text[]`;
   // Arguments only for conditions the statement holds: PostgreSQL cannot type one it never mentions.
   const resources = impliedByIndexRows(driven, search.filters)
     ? ''

@@ -6,7 +6,7 @@ import { runPage, type PageRows, type PageShape } from './rows.js';
 
 /** Growing windows grow this many times when they fall short, up to the most rows read before the general statement answers. */
 const WINDOW_GROWTH = 8;
-const GROWING_WINDOW_MAX = 6_400;
+export const GROWING_WINDOW_MAX = 6_400;
 
 /**
  * Whether a window's rows that meet the filters stand for resources that meet the search, so that

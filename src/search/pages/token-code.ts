@@ -3,6 +3,14 @@ import { isOneTokenCode, tokenCodeMatches, tokenCodeRowCount } from '../query/co
 import { freshContext, type DrivenSearch } from './driven.js';
 import type { OrderedDriver } from './ordered-matches.js';
 
+/**
+ * How far each of several token codes' rows in a project are counted to choose the one that
+ * drives: a code with fewer rows than this drives instead of a commoner one (all its rows fit the
+ * second window of a first page); codes that all have as many keep the first. A fixed bound, so
+ * that every page of a search is driven by the same code.
+ */
+const RARE_CODE_ROWS = 800;
+
 export interface TokenCodeDriver extends OrderedDriver {
   /** The only filter besides `_project`. */
   alone: boolean;
@@ -11,31 +19,59 @@ export interface TokenCodeDriver extends OrderedDriver {
 }
 
 /**
- * The first token code among the filters (`Observation?code=http://loinc.org|8867-4`).
+ * The token code among the filters (`Observation?code=http://loinc.org|8867-4`) with the fewest
+ * index rows in the project (rarestTokenCode), which drives the page.
  * `alone` when it is the only filter besides `_project`: its window of index rows then holds the
  * page unless the whole match is small, so reading the whole match instead is cheap
  * (orderedMatchesPage). With other filters that could drop most of the window, the whole match of
  * a common code (50,000 rows, or every Observation's status) must not be de-duplicated: those
  * take growing windows, then the general statement (growingWindowPage).
  */
-export function tokenCodeDriver(search: DrivenSearch, filters: readonly Filter[]): TokenCodeDriver | undefined {
-  const code = tokenCodeFilter(filters);
+export async function tokenCodeDriver(search: DrivenSearch, filters: readonly Filter[]): Promise<TokenCodeDriver | undefined> {
+  const count = async ({ name, value }: Filter, bound: number): Promise<number> => {
+    const ctx = freshContext(search);
+    const [row] = await search.services.db.query<{ n: number }>(tokenCodeRowCount(name, value, search.type, search.projectId, ctx, bound), ctx.args.values);
+    return row.n;
+  };
+  const code = await rarestTokenCode(filters, RARE_CODE_ROWS, count);
   if (!code) return undefined;
   const { filter: { name, value }, others } = code;
   return {
     matches: (ctx, window) => tokenCodeMatches(name, value, search.type, search.projectId, ctx, window),
     others,
     alone: others.every((other) => other.name === '_project'),
-    holdsEveryRow: async (window) => {
-      const ctx = freshContext(search);
-      const [row] = await search.services.db.query<{ n: number }>(tokenCodeRowCount(name, value, search.type, search.projectId, ctx, window), ctx.args.values);
-      return row.n < window;
-    },
+    holdsEveryRow: async (window) => (await count(code.filter, window)) < window,
   };
 }
 
-/** The first filter of the search on one token code (isOneTokenCode), and the others. */
-export function tokenCodeFilter(filters: readonly Filter[]): { filter: Filter; others: Filter[] } | undefined {
-  const at = filters.findIndex((filter) => plainParameter(filter)?.type === 'token' && isOneTokenCode(filter.value));
-  return at < 0 ? undefined : { filter: filters[at], others: filters.filter((_, i) => i !== at) };
+/** Whether a filter is a plain token parameter on one code (isOneTokenCode). */
+export function isTokenCodeFilter(filter: Filter): boolean {
+  return plainParameter(filter)?.type === 'token' && isOneTokenCode(filter.value);
+}
+
+/**
+ * Of the filters on one token code, the one with the fewest index rows, and the other filters:
+ * the rows a page is driven by, each probed against the others (`Observation?status=final&code=..`
+ * reads the code's rows, not every final Observation's). An exact count, no statistics, and a
+ * bounded one: the first code is counted up to `bound` rows (`count(filter, bound)`), each later
+ * one only up to the fewest so far, since it drives only with fewer; ties keep the earlier
+ * filter. One code is not counted. Undefined when no filter is one token code.
+ */
+export async function rarestTokenCode(
+  filters: readonly Filter[],
+  bound: number,
+  count: (filter: Filter, bound: number) => Promise<number>,
+): Promise<{ filter: Filter; others: Filter[] } | undefined> {
+  const codes = filters.filter(isTokenCodeFilter);
+  if (codes.length === 0) return undefined;
+  let rarest = codes[0];
+  if (codes.length > 1) {
+    let fewest = await count(rarest, bound);
+    for (const code of codes.slice(1)) {
+      if (fewest === 0) break;
+      const rows = await count(code, fewest);
+      if (rows < fewest) [rarest, fewest] = [code, rows];
+    }
+  }
+  return { filter: rarest, others: filters.filter((filter) => filter !== rarest) };
 }

@@ -10,7 +10,7 @@ import { orderedMatchesPage } from '../pages/ordered-matches.js';
 import { COLUMNS, KEY_COLUMNS, type PageRows, type PageShape } from '../pages/rows.js';
 import { hasSortWindow, sortWindow } from '../pages/sorted-window.js';
 import { prefixDriver, prefixRangeOf } from '../pages/string-prefix.js';
-import { tokenCodeDriver } from '../pages/token-code.js';
+import { isTokenCodeFilter, tokenCodeDriver } from '../pages/token-code.js';
 import { policyCriteria } from '../../identity/policy.js';
 import { searchedProject } from './filters.js';
 import type { SearchQuery } from './query.js';
@@ -67,9 +67,9 @@ function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShap
 }
 
 /**
- * A page without _sort: a string prefix's, a date range's, a token code's, a lone number
- * comparison's (each in its index's order); the last three only without a key, whose few rows
- * the general statement reads best.
+ * A page without _sort: a string prefix's, a date range's, a token code's (the rarest of
+ * several), a lone number comparison's (each in its index's order); the last three only without
+ * a key, whose few rows the general statement reads best.
  */
 function unsortedStrategy({ filters, planOnce }: SearchQuery, search: DrivenSearch, page: PageShape): PageReader | undefined {
   const prefix = prefixDriver(search, filters);
@@ -77,9 +77,12 @@ function unsortedStrategy({ filters, planOnce }: SearchQuery, search: DrivenSear
   if (planOnce) return undefined;
   const dates = dateRangePair(filters);
   if (dates) return () => dateRangePage(search, dates, page);
-  const code = tokenCodeDriver(search, filters);
-  if (code?.alone) return () => orderedMatchesPage(search, code, page);
-  if (code) return () => growingWindowPage(search, code.matches, 'ASC', code.others, page, code.holdsEveryRow);
+  if (filters.some(isTokenCodeFilter)) {
+    return async () => {
+      const code = (await tokenCodeDriver(search, filters))!;
+      return code.alone ? orderedMatchesPage(search, code, page) : growingWindowPage(search, code.matches, 'ASC', code.others, page, code.holdsEveryRow);
+    };
+  }
   const numeric = numericDriver(search, filters);
   return numeric && (async () => ((await numeric.unranged()) ? orderedMatchesPage(search, numeric, page) : undefined));
 }

@@ -3,7 +3,8 @@ import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise }
 import type { CompileContext, RowsOf } from './types.js';
 import { likeEscape } from '../sql-builder.js';
 import { splitOr, splitPipe, unescape } from '../values.js';
-import { firstOfEach, orderedRowsOfCode, orJoin, rowsOfCode, rowsOfCodeIn, unsupportedModifier } from './shared.js';
+import { storedCodes } from '../../../indexing/plan.js';
+import { firstOfEach, orderedRowsOfCode, orJoin, rowsOfCode, rowsOfCodeIn, rowsOfCodes, unsupportedModifier } from './shared.js';
 
 /** Columns a token condition reads: token_index's own, or a composite row's component. */
 export interface TokenColumns {
@@ -115,14 +116,16 @@ export function tokenCodeMatches(name: string, value: string, type: string, proj
 
 /** How many index rows a token code has, counting no further than `limit` (whether a window of that many holds them all). */
 export function tokenCodeRowCount(name: string, value: string, type: string, projectId: string, ctx: CompileContext, limit: number): string {
-  return `SELECT count(*)::int AS n FROM (SELECT 1 FROM token_index w WHERE ${tokenCodeRows(name, value, type, ctx.args.add(projectId), ctx)} LIMIT ${ctx.args.add(limit)}) c`;
+  return `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${tokenCodeRows(name, value, type, ctx.args.add(projectId), ctx)} LIMIT ${ctx.args.add(limit)}) c`;
 }
 
 /** The resources of up to `limit` index rows of a token code in one project (`project`: its id as an SQL expression), in no order. */
 export function tokenCodeRowsIn(name: string, value: string, type: string, project: string, ctx: CompileContext, limit: number): string {
-  return `SELECT w."resourceId" FROM token_index w WHERE ${tokenCodeRows(name, value, type, project, ctx)} LIMIT ${ctx.args.add(limit)}`;
+  return `SELECT w."resourceId" FROM ${tokenCodeRows(name, value, type, project, ctx)} LIMIT ${ctx.args.add(limit)}`;
 }
 
+/** The token rows `w` of a code and value in one project, a union parameter's codes each read by its own branch (rowsOfCodes). */
 function tokenCodeRows(name: string, value: string, type: string, project: string, ctx: CompileContext): string {
-  return `${rowsOfCodeIn(project, type, name, ctx)} AND ${tokenCondition(name, undefined, value, tokenColumns('w'), ctx)}`;
+  const table = rowsOfCodes('token_index', storedCodes(type, name), ctx);
+  return `${table} w WHERE ${rowsOfCodeIn(project, type, name, ctx)} AND ${tokenCondition(name, undefined, value, tokenColumns('w'), ctx)}`;
 }
