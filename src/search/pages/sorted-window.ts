@@ -1,7 +1,7 @@
 import type { SortKey } from '../plan/control.js';
 import type { CompileContext } from '../query/conditions/types.js';
 import { dateSortMatches } from '../query/conditions/date.js';
-import { rowsOfCodeIn } from '../query/conditions/shared.js';
+import { orderedRowsOfCode } from '../query/conditions/shared.js';
 import { stringSortMatches } from '../query/conditions/string.js';
 import type { DrivenSearch } from './driven.js';
 
@@ -28,11 +28,28 @@ export function projectSortWindow(type: string, sort: readonly SortKey[]): Proje
 
 /**
  * How many rows of the sort parameter a project has (`project`: its id as an SQL expression),
- * counted up to `bound`: fewer than a window's size, and the window held every one of them.
+ * counted up to `bound`: fewer than a window's size, and the window held every one of them. Read
+ * in the order of the parameter's sort index: with statistics that spread rows evenly over the
+ * projects, an unordered LIMIT was read by a sequential scan, which for a project with no rows
+ * filtered the whole table.
  */
 export function sortRowsUpTo(type: string, sort: readonly SortKey[], ctx: CompileContext, bound: number, project: string): string {
-  const table = sort[0].param?.type === 'date' ? 'date_index' : 'string_index';
-  return `(SELECT count(*) FROM (SELECT 1 FROM ${table} w WHERE ${rowsOfCodeIn(project, type, sort[0].code, ctx)} LIMIT ${ctx.args.add(bound)}) c)`;
+  const limit = ctx.args.add(bound);
+  const { code } = sort[0];
+  const rows =
+    sort[0].param?.type === 'date'
+      ? orderedRowsOfCode(project, type, code, ctx, (of) => `SELECT w."resourceId" AS v FROM date_index w WHERE ${of}`, 'COALESCE(w.start, w."end"), w."resourceId"', 'u.v', limit)
+      : orderedRowsOfCode(
+          project,
+          type,
+          code,
+          ctx,
+          (of) => `SELECT w."resourceId", w.value COLLATE "C" AS v FROM string_index w WHERE ${of}`,
+          'w.value USING ~<~, w."resourceId"',
+          'u.v USING ~<~, u."resourceId"',
+          limit,
+        );
+  return `(SELECT count(*) FROM (${rows}) c)`;
 }
 
 /** Whether a page in `sort`'s order can be read from its parameter's index rows (sortWindow). */

@@ -114,14 +114,22 @@ export function tokenCodeMatches(name: string, value: string, type: string, proj
   return firstOfEach(rows, 'min(m.system)', true);
 }
 
+/**
+ * The order of the token value index after its equal columns (project, type, code, value), given
+ * to the bounded reads of a code's rows: with statistics saying a value is common (`status=final`),
+ * PostgreSQL read an unordered LIMIT by a sequential scan, expecting to meet its rows at once, and
+ * filtered millions of other projects' rows first; in index order the scan stops after the limit.
+ */
+const IN_INDEX_ORDER = ' ORDER BY w.system, w."resourceId"';
+
 /** How many index rows a token code has, counting no further than `limit` (whether a window of that many holds them all). */
 export function tokenCodeRowCount(name: string, value: string, type: string, projectId: string, ctx: CompileContext, limit: number): string {
-  return `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${tokenCodeRows(name, value, type, ctx.args.add(projectId), ctx)} LIMIT ${ctx.args.add(limit)}) c`;
+  return `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${tokenCodeRows(name, value, type, ctx.args.add(projectId), ctx)}${IN_INDEX_ORDER} LIMIT ${ctx.args.add(limit)}) c`;
 }
 
-/** The resources of up to `limit` index rows of a token code in one project (`project`: its id as an SQL expression), in no order. */
+/** The resources of up to `limit` index rows of a token code in one project (`project`: its id as an SQL expression), in the index's order. */
 export function tokenCodeRowsIn(name: string, value: string, type: string, project: string, ctx: CompileContext, limit: number): string {
-  return `SELECT w."resourceId" FROM ${tokenCodeRows(name, value, type, project, ctx)} LIMIT ${ctx.args.add(limit)}`;
+  return `SELECT w."resourceId" FROM ${tokenCodeRows(name, value, type, project, ctx)}${IN_INDEX_ORDER} LIMIT ${ctx.args.add(limit)}`;
 }
 
 /** The token rows `w` of a code and value in one project, a union parameter's codes each read by its own branch (rowsOfCodes). */

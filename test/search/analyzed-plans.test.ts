@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Identity } from '../../src/identity/identity.js';
+import { openPlanDatabase, searchPlans, writeObservations, type PlanDatabase } from '../helpers/plan-database.js';
+
+const serverUrl = process.env.DATABASE_URL;
+const PROJECT = 'analyzed-plans';
+const superAdmin: Identity = { projectId: PROJECT, superAdmin: true };
+
+/**
+ * Plans of every-project searches on PostgreSQL tables that were analyzed, where one project
+ * holds no Observations: statistics spread rows evenly over the projects, so an unordered LIMIT of
+ * a project's rows looks cheapest as a sequential scan, which for the empty project reads the
+ * whole table. The bounded reads of a project's rows must follow an index instead.
+ */
+describe.skipIf(!serverUrl)('plans of every-project searches on analyzed data with a project without matches', () => {
+  let db: PlanDatabase;
+
+  beforeAll(async () => {
+    db = await openPlanDatabase('flint_analyzed_plans');
+    await writeObservations(db.custom, PROJECT, 30000);
+    await writeObservations(db.custom, `${PROJECT}-other`, 3000, 'x-');
+    await db.custom.query(
+      `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+       VALUES ('Patient', 'only-patient', $1, gen_random_uuid(), now(), false, '{"resourceType":"Patient","id":"only-patient"}')`,
+      [`${PROJECT}-patients-only`],
+    );
+    await db.custom.query('ANALYZE');
+  }, 60_000);
+
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it('a search sorted by date with a filter most rows meet reads no index table by a sequential scan', async () => {
+    const answer = await db.explain(superAdmin, 'Observation', 'status=final&_sort=-date&_count=5');
+    expect(searchPlans(answer.statements)).not.toMatch(/Seq Scan on (date|token)_index/);
+    expect(answer.ids).toEqual(['o30000', 'o29999', 'o29998', 'o29997', 'o29996']);
+  });
+
+  it('a search sorted by date by a common token code and a less common one counts their rows through the index', async () => {
+    const answer = await db.explain(superAdmin, 'Observation', 'status=final&code=http://loinc.org|8867-4&_sort=-date&_count=3');
+    expect(searchPlans(answer.statements)).not.toMatch(/Seq Scan on (date|token)_index/);
+    expect(answer.ids).toEqual(['o30000', 'o29980', 'o29960']);
+  });
+});
