@@ -3,8 +3,7 @@ import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise }
 import type { CompileContext, RowsOf } from './types.js';
 import { likeEscape } from '../sql-builder.js';
 import { splitOr, splitPipe, unescape } from '../values.js';
-import { storedCodes } from '../../../indexing/plan.js';
-import { firstOfEach, orderedRowsOfCode, orJoin, rowsOfCode, rowsOfCodeIn, rowsOfCodes, unsupportedModifier } from './shared.js';
+import { firstOfEach, orderedRowsOfCode, orJoin, rowsOfCode, unsupportedModifier } from './shared.js';
 
 /** Columns a token condition reads: token_index's own, or a composite row's component. */
 export interface TokenColumns {
@@ -114,26 +113,22 @@ export function tokenCodeMatches(name: string, value: string, type: string, proj
   return firstOfEach(rows, 'min(m.system)', true);
 }
 
-/**
- * The order of the token value index after its equal columns (project, type, code, value), given
- * to the bounded reads of a code's rows: with statistics saying a value is common (`status=final`),
- * PostgreSQL read an unordered LIMIT by a sequential scan, expecting to meet its rows at once, and
- * filtered millions of other projects' rows first; in index order the scan stops after the limit.
- */
-const IN_INDEX_ORDER = ' ORDER BY w.system, w."resourceId"';
-
 /** How many index rows a token code has, counting no further than `limit` (whether a window of that many holds them all). */
 export function tokenCodeRowCount(name: string, value: string, type: string, projectId: string, ctx: CompileContext, limit: number): string {
-  return `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${tokenCodeRows(name, value, type, ctx.args.add(projectId), ctx)}${IN_INDEX_ORDER} LIMIT ${ctx.args.add(limit)}) c`;
+  return `SELECT count(*)::int AS n FROM (${tokenCodeRowsIn(name, value, type, ctx.args.add(projectId), ctx, limit)}) c`;
 }
 
-/** The resources of up to `limit` index rows of a token code in one project (`project`: its id as an SQL expression), in the index's order. */
+/**
+ * The resources of up to `limit` index rows of a token code in one project (`project`: its id as
+ * an SQL expression), a union parameter's codes each read by its own branch, each in the order of
+ * the token value index after its equal columns: with statistics saying a value is common
+ * (`status=final`), PostgreSQL read an unordered LIMIT by a sequential scan, expecting to meet its
+ * rows at once, and filtered millions of other projects' rows first; in index order the scan stops
+ * after the limit. One order over the whole union made it sort every branch's rows, so each branch
+ * has its own limit.
+ */
 export function tokenCodeRowsIn(name: string, value: string, type: string, project: string, ctx: CompileContext, limit: number): string {
-  return `SELECT w."resourceId" FROM ${tokenCodeRows(name, value, type, project, ctx)}${IN_INDEX_ORDER} LIMIT ${ctx.args.add(limit)}`;
-}
-
-/** The token rows `w` of a code and value in one project, a union parameter's codes each read by its own branch (rowsOfCodes). */
-function tokenCodeRows(name: string, value: string, type: string, project: string, ctx: CompileContext): string {
-  const table = rowsOfCodes('token_index', storedCodes(type, name), ctx);
-  return `${table} w WHERE ${rowsOfCodeIn(project, type, name, ctx)} AND ${tokenCondition(name, undefined, value, tokenColumns('w'), ctx)}`;
+  const condition = tokenCondition(name, undefined, value, tokenColumns('w'), ctx);
+  const select = (codeRows: string) => `SELECT w."resourceId" FROM token_index w WHERE ${codeRows} AND ${condition}`;
+  return orderedRowsOfCode(project, type, name, ctx, select, 'w.system, w."resourceId"', 'u."resourceId"', ctx.args.add(limit));
 }
