@@ -114,6 +114,14 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     expect(answer.ids).toEqual(['o1', 'o10', 'o11', 'o12', 'o13']);
   });
 
+  it("a search by two common token codes at a deep offset reads a window of 6,400 of the first code's rows before any general statement", async () => {
+    const answer = await db.explain(member, 'Observation', 'status=final&code=http://loinc.org|8867-4&_offset=200&_count=5');
+    // Both codes have more than 800 rows, so status drives; its first window (884 rows) holds 44 matches, the next one the page.
+    expect(answer.statements.some(({ sql }) => /^SELECT [^(]*? FROM resource r WHERE /.test(sql))).toBe(false);
+    const matches = Array.from({ length: OBSERVATIONS / 20 }, (_, i) => `o${20 * (i + 1)}`).sort();
+    expect(answer.ids).toEqual(matches.slice(200, 205));
+  });
+
   it("a search of many projects sorted by date by a common token code and a rare one reads each project's rows of the rare code", async () => {
     const answer = await db.explain(superAdmin, 'Observation', `status=final&code=${MANY_CODE}&_sort=-date&_count=5`);
     const counted = searchPlans(answer.statements.filter(({ sql }) => sql.startsWith('WITH counted')));
