@@ -1,4 +1,4 @@
-import { MIN_ROWS, outgrownTypes } from './rare-types.js';
+import { MIN_ROWS, typesOutgrew } from './rare-types.js';
 
 /**
  * Planner statistics for the embedded database. PostgreSQL's autovacuum analyzes a table once
@@ -121,11 +121,7 @@ export class PlanStatistics {
   private async analyzeOutgrown(): Promise<boolean> {
     this.checkedAt = this.pendingWrites;
     const due: string[] = [];
-    for (const table of ANALYZED_TABLES) {
-      const outgrown = await outgrownTypes(this.db, table, this.outgrownRows);
-      for (const { type, rows } of outgrown) this.outgrownRows.set(`${table}|${type}`, rows);
-      if (outgrown.length > 0) due.push(table);
-    }
+    for (const table of ANALYZED_TABLES) if (await typesOutgrew(this.db, table, this.outgrownRows)) due.push(table);
     if (due.length === 0) return false;
     await this.analyzeTables(due);
     return true;

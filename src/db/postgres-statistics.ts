@@ -1,6 +1,6 @@
 import type { SqlExecutor, TransactionKind } from './database.js';
 import { ANALYZED_TABLES } from './plan-statistics.js';
-import { MIN_ROWS, outgrownTypes } from './rare-types.js';
+import { MIN_ROWS, typesOutgrew } from './rare-types.js';
 import { vacuumCandidates, vacuumMostDue, type VacuumSession } from './postgres-vacuum.js';
 
 /**
@@ -94,7 +94,7 @@ export class PostgresStatistics {
       const due: string[] = [];
       for (const { table, changed, due: changedEnough } of tables) {
         // Without MIN_ROWS changes since its last ANALYZE, no type can have outgrown a table's statistics by that many.
-        if (changedEnough || (changed && (await this.typesOutgrew(tx, table)))) due.push(table);
+        if (changedEnough || (changed && (await typesOutgrew(tx, table, this.outgrownRows)))) due.push(table);
       }
       // One table at a time: each ANALYZE samples at most 30,000 rows, whatever the table's size.
       // SKIP_LOCKED: a table being vacuumed (which analyzes it too) is left for the next round.
@@ -103,10 +103,4 @@ export class PostgresStatistics {
     }, 'bulk');
   }
 
-  /** Whether some resource type's rows in `table` outgrew what its statistics believe (rare-types.ts); remembers their rows. */
-  private async typesOutgrew(tx: SqlExecutor, table: string): Promise<boolean> {
-    const outgrown = await outgrownTypes(tx, table, this.outgrownRows);
-    for (const { type, rows } of outgrown) this.outgrownRows.set(`${table}|${type}`, rows);
-    return outgrown.length > 0;
-  }
 }

@@ -28,6 +28,16 @@ export interface RowQuery {
   query<R>(sql: string, args?: readonly unknown[]): Promise<R[]>;
 }
 
+/**
+ * Whether some resource type's rows in `table` outgrew its statistics (outgrownTypes); records the
+ * rows of each such type in `counted`, which paces the next time it can make the table due.
+ */
+export async function typesOutgrew(db: RowQuery, table: string, counted: Map<string, number>): Promise<boolean> {
+  const outgrown = await outgrownTypes(db, table, counted);
+  for (const { type, rows } of outgrown) counted.set(`${table}|${type}`, rows);
+  return outgrown.length > 0;
+}
+
 /** The planner statistics of a table's resourceType column (pg_stats), with the rows it had when they were made. */
 interface TypeStatistics {
   rows: number;

@@ -11,6 +11,6 @@ import { randomUUID } from 'node:crypto';
 export function newId(): string {
   const random = randomUUID();
   const time = Date.now().toString(16).padStart(12, '0');
-  // random is xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx: its version digit becomes 7, the variant stays.
+  // A random UUID's version digit (its 15th character, 4) becomes 7; its variant and random bits stay.
   return `${time.slice(0, 8)}-${time.slice(8)}-7${random.slice(15)}`;
 }

@@ -43,6 +43,11 @@ const INDEX_KINDS = Object.keys(INDEX_TABLES) as (keyof IndexRows)[];
 /** Each index table's column lists, made once (columnsOf). */
 const COLUMNS = Object.fromEntries(INDEX_KINDS.map((kind) => [kind, columnsOf(INDEX_TABLES[kind])])) as Record<keyof IndexRows, { names: string; recordType: string }>;
 
+/** The kinds of index rows in a set of them (a bit each, INDEX_KINDS order), in that order. */
+function kindsIn(kinds: number): (keyof IndexRows)[] {
+  return INDEX_KINDS.filter((_, k) => (kinds & (1 << k)) !== 0);
+}
+
 /**
  * CTE clauses inserting every non-empty kind of index row, each from one JSON parameter, so a
  * whole write is one statement. `$type`, `$id`, `$project` are the placeholders of those values.
@@ -70,19 +75,14 @@ function pushIndexArgs(rows: IndexRows, args: unknown[]): number {
 
 /** The clauses of indexInsertClauses for the kinds given as bits, whose parameters start at `firstArg`. */
 function indexInsertClausesOf(kinds: number, placeholders: { type: string; id: string; project: string }, firstArg: number): string[] {
-  const clauses: string[] = [];
-  let arg = firstArg;
-  for (let k = 0; k < INDEX_KINDS.length; k++) {
-    if ((kinds & (1 << k)) === 0) continue;
-    const kind = INDEX_KINDS[k];
+  return kindsIn(kinds).map((kind, i) => {
     const { names, recordType } = COLUMNS[kind];
-    clauses.push(
+    return (
       `i_${kind} AS (INSERT INTO ${INDEX_TABLES[kind].table} ("projectId", "resourceType", "resourceId", seq, ${names}) ` +
-        `SELECT ${placeholders.project}, ${placeholders.type}, ${placeholders.id}, (row_number() OVER ())::int, ${names} ` +
-        `FROM json_to_recordset($${arg++}::json) AS x(${recordType}))`,
+      `SELECT ${placeholders.project}, ${placeholders.type}, ${placeholders.id}, (row_number() OVER ())::int, ${names} ` +
+      `FROM json_to_recordset($${firstArg + i}::json) AS x(${recordType}))`
     );
-  }
-  return clauses;
+  });
 }
 
 /**
@@ -224,17 +224,14 @@ function firstVersionsSql(kinds: number, changes: string[]): string {
     `h AS (INSERT INTO resource_history ("versionId", "resourceType", id, "projectId", "lastUpdated", deleted, content)
            SELECT "versionId", "resourceType", id, "projectId", "lastUpdated", false, content FROM v)`,
   ];
-  let arg = 2;
-  for (let k = 0; k < INDEX_KINDS.length; k++) {
-    if ((kinds & (1 << k)) === 0) continue;
-    const kind = INDEX_KINDS[k];
+  kindsIn(kinds).forEach((kind, i) => {
     const { names, recordType } = COLUMNS[kind];
     clauses.push(
       `i_${kind} AS (INSERT INTO ${INDEX_TABLES[kind].table} ("projectId", "resourceType", "resourceId", seq, ${names}) ` +
         `SELECT "projectId", "resourceType", "resourceId", seq, ${names} ` +
-        `FROM json_to_recordset($${arg++}::json) AS x("projectId" text, "resourceType" text, "resourceId" text, seq int, ${recordType}))`,
+        `FROM json_to_recordset($${2 + i}::json) AS x("projectId" text, "resourceType" text, "resourceId" text, seq int, ${recordType}))`,
     );
-  }
+  });
   clauses.push(...changes);
   return `WITH ${clauses.join(',\n')}
      INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
@@ -254,7 +251,6 @@ function textOf(texts: Map<number, string>, kinds: number, build: () => string):
   if (text === undefined) texts.set(kinds, (text = build()));
   return text;
 }
-
 
 /**
  * `members` (JSON object members, already serialised) added to the JSON object of `fields`. A
