@@ -30,6 +30,8 @@ const shapes: [string, string, string, Who?][] = [
   ['subject (one row each)', 'Observation', 'subject=Patient/pat-4242'],
   ['code + status', 'Observation', 'code=http://loinc.org|8867-4&status=final'],
   ['status + category', 'Observation', 'status=final&category=vital-signs'],
+  ['status + code', 'Observation', 'status=final&code=http://loinc.org|8867-4'],
+  ['category + status', 'Observation', 'category=vital-signs&status=final'],
   ['gender (one row each)', 'Patient', 'gender=female'],
   ['union: combo-code', 'Observation', 'combo-code=http://loinc.org|8867-4'],
   ['every: code', 'Observation', 'code=http://loinc.org|8867-4', 'every'],

@@ -10,9 +10,17 @@ import { indexRowsSource } from './query/conditions/shared.js';
 import { scopeSql, type Scope } from '../storage/project-scope.js';
 import { SqlArgs } from '../db/sql-args.js';
 import { storesOneRowAtMost } from '../indexing/single-row.js';
+import { isTokenCodeFilter, rarestTokenCode } from './pages/token-code.js';
+import { tokenCodeRowCount } from './query/conditions/token.js';
 
 /** Above this many projects, a super admin's count names them in one condition instead of counting each apart. */
 const MAX_PROJECTS_COUNTED_APART = 20;
+/**
+ * How far the rows of each of several token codes are counted to choose the one that drives a
+ * count (rarestCountDriver): as far as the count reads, since a driver's every row is probed for
+ * the other parameters, and counting a code's rows costs a fraction of probing them.
+ */
+const DRIVER_ROWS_COUNTED = 100_000;
 
 /**
  * The statement of an exact count from the index tables (indexCountQuery), or undefined to count
@@ -29,7 +37,7 @@ export async function exactCountQuery(query: SearchQuery): Promise<{ sql: string
   if (filters.some(({ name }) => name.split(/[:.]/)[0] === '_lastUpdated')) return undefined;
   const args = new SqlArgs();
   if (scope.projectIds !== undefined || filters.length + criteria.length === 0) {
-    const sql = indexCountQuery(query, type, scope, args, criteria);
+    const sql = indexCountQuery(query, type, scope, args, criteria, await rarestCountDriver(query, type, scope));
     return sql ? { sql, args: args.values } : undefined;
   }
   const projects = await services.db.query<{ id: string }>(`SELECT unnest(${everyProject('resource')}) AS id`);
@@ -39,11 +47,35 @@ export async function exactCountQuery(query: SearchQuery): Promise<{ sql: string
   }
   const counts: string[] = [];
   for (const { id } of projects) {
-    const sql = indexCountQuery(query, type, { projectIds: [id] }, args, criteria);
+    const one: Scope = { projectIds: [id] };
+    const sql = indexCountQuery(query, type, one, args, criteria, await rarestCountDriver(query, type, one));
     if (!sql) return undefined;
     counts.push(`(${sql})`);
   }
   return { sql: `SELECT (${counts.length > 0 ? counts.join(' + ') : '0'})::int AS n`, args: args.values };
+}
+
+/**
+ * Of the search's filters on one token code in a count of one project, the one with the fewest
+ * index rows (rarestTokenCode, counted up to DRIVER_ROWS_COUNTED), which drives the count: each
+ * driving row is probed for the other parameters, so `status=final&code=..` probed every final
+ * Observation (a million) for the code instead of the code's rows for `final`. A filter whose code
+ * stores one row per resource comes first, so that on a tie (both at the bound) it drives and its
+ * rows are counted as they are, without de-duplication. Undefined when fewer than two such filters
+ * or the count spans several projects: indexCountQuery's own choice.
+ */
+async function rarestCountDriver({ services, filters, ctx }: SearchQuery, type: string, scope: Scope): Promise<Filter | undefined> {
+  const projectId = scope.projectIds?.length === 1 ? scope.projectIds[0] : undefined;
+  const codes = filters.filter(isTokenCodeFilter);
+  const keyed = filters.some(({ name, value, resolved }) => selectsByKey(name, value, resolved));
+  if (projectId === undefined || codes.length < 2 || keyed) return undefined;
+  const ordered = [...codes.filter((code) => oneRowPerResource(code, type)), ...codes.filter((code) => !oneRowPerResource(code, type))];
+  const count = async ({ name, value }: Filter, bound: number): Promise<number> => {
+    const args = new SqlArgs();
+    const [row] = await services.db.query<{ n: number }>(tokenCodeRowCount(name, value, type, projectId, { ...ctx, args, depth: 0 }, bound), args.values);
+    return row.n;
+  };
+  return (await rarestTokenCode(ordered, DRIVER_ROWS_COUNTED, count))?.filter;
 }
 
 /**
@@ -69,7 +101,8 @@ function criteriaFilters({ services }: SearchQuery, type: string): Filter[] | un
  *  - Only `p=ge..&p=le..` on a date parameter: matching rows counted without de-duplication
  *    (`countDateRange`).
  *  - Otherwise: the distinct resources of one parameter's matching rows (a key among the search's
- *    parameters or the AccessPolicy's `criteria`, else a token or reference one of the search when
+ *    parameters or the AccessPolicy's `criteria`, else `drive`: the token code with the fewest rows
+ *    of one project's count, rarestCountDriver; else a token or reference one of the search when
  *    there is one: its index yields rows in resource order), the other parameters and criteria
  *    probed per driving row through that resource's own index rows (CompileContext.perRow): as a
  *    semi-join, a planner without statistics read every row of a value without a system (all
@@ -84,6 +117,7 @@ function indexCountQuery(
   scope: Scope,
   args: SqlArgs,
   criteria: readonly Filter[],
+  drive?: Filter,
 ): string | undefined {
   const filters = [...own, ...criteria];
   const typeArg = args.add(type);
@@ -106,13 +140,14 @@ function indexCountQuery(
     };
     const sql = filterCondition(filter, [type], 'r', { ...ctx, onRows, perRow: true });
     const key = selectsByKey(filter.name, filter.value, filter.resolved);
-    return { sql, rows: sql.startsWith('EXISTS (') ? rows : undefined, key, ofCriteria, oneRow: oneRowPerResource(filter, type) };
+    return { filter, sql, rows: sql.startsWith('EXISTS (') ? rows : undefined, key, ofCriteria, oneRow: oneRowPerResource(filter, type) };
   });
   const dateRange = countDateRange(own, compiled.slice(0, own.length), inScope, compiled.slice(own.length).map((c) => c.sql));
   if (dateRange) return dateRange;
   const searched = compiled.filter((c) => !c.ofCriteria);
   const driver =
     compiled.find((c) => c.rows && c.key) ??
+    compiled.find((c) => c.rows && c.filter === drive) ??
     searched.find((c) => c.rows && (c.rows.indexTable === 'token_index' || c.rows.indexTable === 'reference_index')) ??
     searched.find((c) => c.rows) ??
     compiled.find((c) => c.rows);

@@ -122,6 +122,29 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     expect(answer.ids).toEqual(matches.slice(200, 205));
   });
 
+  it('a search by two common token codes at an offset past what 6,400 of the first code\'s rows hold reads larger windows before any general statement', async () => {
+    // A twentieth of status's rows have the code: 6,400 of them hold 320 matches, fewer than the offset.
+    const answer = await db.explain(member, 'Observation', 'status=final&code=http://loinc.org|8867-4&_offset=900&_count=5');
+    expect(answer.statements.some(({ sql }) => /^SELECT [^(]*? FROM resource r WHERE /.test(sql))).toBe(false);
+    const matches = Array.from({ length: OBSERVATIONS / 20 }, (_, i) => `o${20 * (i + 1)}`).sort();
+    expect(answer.ids).toEqual(matches.slice(900, 905));
+  });
+
+  it('a search sorted by date with a common token code at a deep offset reads larger windows of the date rows before any general statement', async () => {
+    const answer = await db.explain(member, 'Observation', 'code=http://loinc.org|8867-4&_sort=-date&_offset=900&_count=5');
+    expect(answer.statements.some(({ sql }) => /^SELECT [^(]*? FROM resource r WHERE /.test(sql))).toBe(false);
+    expect(answer.ids).toEqual(['o2000', 'o1980', 'o1960', 'o1940', 'o1920']);
+  });
+
+  it("an exact count by a common token code and a rare one is driven by the rare code's rows, whichever comes first", async () => {
+    const answer = await db.explain(member, 'Observation', `status=final&code=${RARE_CODE}&_total=accurate&_count=1`);
+    // The codes' rows are counted (up to a bound) to choose; the count reads only the rare code's rows and probes status.
+    const count = searchPlans(answer.statements.filter(({ sql }) => /^SELECT count\((DISTINCT r\.id|\*)\)::int AS n FROM \(SELECT x0\./.test(sql)));
+    expect(count).toMatch(/on token_index x0\s+Index Cond: \([^\n]*value = 'rare-1'::text/);
+    expect(count).not.toMatch(/on token_index x0\s+Index Cond: \([^\n]*value = 'final'::text/);
+    expect(answer.total).toBe(RARE_ROWS);
+  });
+
   it("a search of many projects sorted by date by a common token code and a rare one reads each project's rows of the rare code", async () => {
     const answer = await db.explain(superAdmin, 'Observation', `status=final&code=${MANY_CODE}&_sort=-date&_count=5`);
     const counted = searchPlans(answer.statements.filter(({ sql }) => sql.startsWith('WITH counted')));

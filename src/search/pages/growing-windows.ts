@@ -7,6 +7,24 @@ import { runPage, type PageRows, type PageShape } from './rows.js';
 /** Growing windows grow this many times when they fall short, up to the most rows read before the general statement answers. */
 const WINDOW_GROWTH = 8;
 export const GROWING_WINDOW_MAX = 6_400;
+/**
+ * Index rows the last window of a deep page reads per row it needs (offset + count + 1): as many
+ * as the first pages' last window reads for a page at `_offset=200`, so a deep page goes to the
+ * general statement only when its filters are as rare among the rows as they must be for a first
+ * page to.
+ */
+const DEEP_ROWS_PER_MATCH = 32;
+
+/**
+ * The last window a page of one project reads before the general statement: GROWING_WINDOW_MAX,
+ * or DEEP_ROWS_PER_MATCH rows per row a deeper page needs. With one last window for every offset,
+ * a page past `_offset` ~300 whose filters a twentieth of the rows meet (two common codes) found
+ * fewer matches than its offset in it, and one past ~1,580 read no window at all; the general
+ * statement then ran away without statistics.
+ */
+export function lastWindow(page: PageShape): number {
+  return Math.max(GROWING_WINDOW_MAX, DEEP_ROWS_PER_MATCH * (page.offset + page.count + 1));
+}
 
 /**
  * Whether a window's rows that meet the filters stand for resources that meet the search, so that
@@ -19,14 +37,13 @@ export function impliedByIndexRows(search: Pick<DrivenSearch, 'services' | 'type
 
 /**
  * The windows of index rows a page reads until one yields it: the first, then eightfold each time,
- * the last one GROWING_WINDOW_MAX (a first window of 884 rows, for `_offset=200`, was followed by
- * none, and the general statement answered a page that 6,400 rows would have held); none when the
- * first is larger.
+ * the last one `last` (a first window of 884 rows, for `_offset=200`, was followed by none, and the
+ * general statement answered a page that 6,400 rows would have held); none when the first is larger.
  */
-export function growingWindows(page: PageShape): number[] {
+export function growingWindows(page: PageShape, last = GROWING_WINDOW_MAX): number[] {
   const windows: number[] = [];
-  for (let window = firstWindow(page); window <= GROWING_WINDOW_MAX; window *= WINDOW_GROWTH) windows.push(window);
-  if (windows.length > 0 && windows[windows.length - 1] < GROWING_WINDOW_MAX) windows.push(GROWING_WINDOW_MAX);
+  for (let window = firstWindow(page); window <= last; window *= WINDOW_GROWTH) windows.push(window);
+  if (windows.length > 0 && windows[windows.length - 1] < last) windows.push(last);
   return windows;
 }
 
@@ -40,8 +57,8 @@ export function growingWindows(page: PageShape): number[] {
  *    rows (tokenCodeMatches), instead of a plan that depended on where the project's rows lie
  *    among other projects'.
  * The window's resources are the first ones of the whole order, so when they yield the page and
- * one more row, that is the page; otherwise the window grows eightfold, and past
- * GROWING_WINDOW_MAX rows (filters that few of the rows meet, a small project, resources without
+ * one more row, that is the page; otherwise the window grows eightfold, and past its
+ * lastWindow (filters that few of the rows meet, a small project, resources without
  * a value, which sort last) undefined: the general statement, which then has few matches to sort
  * or a small project to read, answers; unless `holdsEveryRow` says the window held every row
  * there is (a token code's last page): then the page is the window's, in the same order as the
@@ -57,7 +74,7 @@ export async function growingWindowPage(
   holdsEveryRow?: (window: number) => Promise<boolean>,
 ): Promise<PageRows | undefined> {
   const onlyImplied = impliedByIndexRows(search, filters);
-  for (const window of growingWindows(page)) {
+  for (const window of growingWindows(page, lastWindow(page))) {
     const ctx = freshContext(search);
     const { candidates, onResource: where } = candidateConditions(search, filters, ctx);
     const rowsOf =
