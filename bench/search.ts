@@ -26,7 +26,7 @@ import { loadConfig } from '../src/config.js';
 import type { SqlExecutor } from '../src/db/database.js';
 import { search, searchServicesFor } from '../src/search/service.js';
 import { FAMILIES, generate, LOINC } from './search-data.js';
-import { clientCredentialsToken, launchFlint } from './flint-process.js';
+import { clientCredentialsToken, idleServer, launchFlint } from './flint-process.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 const PATIENTS = Number(process.env.BENCH_PATIENTS ?? 100_000);
@@ -152,6 +152,9 @@ async function runScenarios(auth: string, selected: string[] | undefined): Promi
   const rows: Row[] = [];
   for (const scenario of scenarios) {
     if (selected && !selected.some((s) => scenario.name.startsWith(s))) continue;
+    // Each scenario alone: the requests the last one left in the server end first.
+    const waited = await idleServer(PORT);
+    if (waited > 0.5) console.log(`waited ${waited.toFixed(1)} s for the last scenario's requests to end`);
     await load(scenario, auth, 2); // warm-up
     const result = await load(scenario, auth, DURATION);
     const row: Row = {
@@ -334,6 +337,7 @@ async function main(): Promise<void> {
     const estimate = scenarios.find((s) => s.name.startsWith('_total=estimate'))!;
     const alone = !selected || selected.some((s) => estimate.name.startsWith(s)) ? await load(estimate, auth, 5, 1) : undefined;
     if (alone) console.log(`${estimate.name}, one client: p50 ${alone.latency.p50} p97.5 ${alone.latency.p97_5} ms`);
+    await idleServer(PORT);
     const walk = await cursorWalk(auth, 1000);
     const walk100 = await cursorWalk(auth, 100);
     console.log('cursor walk', walk);
