@@ -53,6 +53,26 @@ export async function answering(child: ChildProcess, port: number, what: string)
   throw new Error(`${what} did not start`);
 }
 
+/**
+ * Waits until the server on `port` has no request in work or queued (its /healthcheck's admission
+ * load), for at most `limitSeconds`; the seconds waited. autocannon stops sending when a scenario
+ * ends, but the server still runs the requests it accepted (a client going away does not cancel
+ * its statement): the unfinished requests of a slow scenario hold the database pool, and the
+ * scenario after it would be measured behind them.
+ */
+export async function idleServer(port: number, limitSeconds = 60): Promise<number> {
+  const started = performance.now();
+  while (performance.now() - started < limitSeconds * 1000) {
+    const load = await fetch(`http://127.0.0.1:${port}/healthcheck`).then(
+      async (r) => ((await r.json()) as { admission?: { inWork: number; queued: number } }).admission,
+      () => undefined,
+    );
+    if (load && load.inWork === 0 && load.queued === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return (performance.now() - started) / 1000;
+}
+
 /** SIGTERM, then waits for the process to drain and exit. */
 export async function stopFlint(child: ChildProcess): Promise<void> {
   // A server a scenario took down has exited already: no exit event will come.

@@ -100,6 +100,14 @@ const shapes: [string, string, string, Who?][] = [
   ['union: combo-value-quantity', 'Observation', 'combo-value-quantity=gt99'],
   ['union: combo-code total accurate', 'Observation', 'combo-code=http://loinc.org|8867-4&_total=accurate'],
   ['union: every: name prefix + sort', 'Patient', 'name=smi&_sort=name', 'every'],
+  ['key sorted: subject -date', 'Observation', 'subject=Patient/pat-4242&_sort=-date'],
+  ['key sorted: subject date', 'Observation', 'subject=Patient/pat-4242&_sort=date'],
+  ['key sorted: subject -lastUpdated', 'Observation', 'subject=Patient/pat-4242&_sort=-_lastUpdated'],
+  ['key sorted: subject + code -date', 'Observation', 'subject=Patient/pat-4242&code=http://loinc.org|789-8&_sort=-date'],
+  ['key sorted: subject -date total', 'Observation', 'subject=Patient/pat-4242&_sort=-date&_total=accurate'],
+  ['key sorted: patient -date', 'Observation', 'patient=Patient/pat-4242&_sort=-date'],
+  // As the search benchmark asks it: a super admin naming the project.
+  ['key sorted: admin subject -date', 'Observation', 'subject=Patient/pat-4242&_sort=-date&_project=search-bench', 'every'],
 ];
 if (process.env.EXTRA) { const [l, t, q, w] = process.env.EXTRA.split('|'); shapes.unshift([l, t, q, w as Who | undefined]); }
 const only = process.env.ONLY?.split(',');

@@ -26,7 +26,8 @@ import { loadConfig } from '../src/config.js';
 import type { SqlExecutor } from '../src/db/database.js';
 import { search, searchServicesFor } from '../src/search/service.js';
 import { FAMILIES, generate, LOINC } from './search-data.js';
-import { clientCredentialsToken, launchFlint } from './flint-process.js';
+import { cpuSince, cpuSnapshot } from './process-cpu.js';
+import { clientCredentialsToken, idleServer, launchFlint } from './flint-process.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 const PATIENTS = Number(process.env.BENCH_PATIENTS ?? 100_000);
@@ -143,17 +144,26 @@ interface Row {
   p90: number;
   p975: number;
   errors: number;
+  /** CPU per request, µs: the server process's and its database backends' (the machine's other load does not count). */
+  serverUs: number;
+  databaseUs: number;
 }
 
 /** BENCH_FRESH=1: after the scenarios on the statistics the data arrived with, ANALYZE and run them again. */
 const FRESH = process.env.BENCH_FRESH === '1';
 
-async function runScenarios(auth: string, selected: string[] | undefined): Promise<Row[]> {
+async function runScenarios(auth: string, selected: string[] | undefined, serverPid: number): Promise<Row[]> {
   const rows: Row[] = [];
   for (const scenario of scenarios) {
     if (selected && !selected.some((s) => scenario.name.startsWith(s))) continue;
+    // Each scenario alone: the requests the last one left in the server end first.
+    const waited = await idleServer(PORT);
+    if (waited > 0.5) console.log(`waited ${waited.toFixed(1)} s for the last scenario's requests to end`);
     await load(scenario, auth, 2); // warm-up
+    const before = await cpuSnapshot(serverPid, DATABASE_URL);
     const result = await load(scenario, auth, DURATION);
+    const cpu = await cpuSince(serverPid, DATABASE_URL, before);
+    const perRequest = (seconds: number) => Math.round((seconds * 1e6) / Math.max(1, result.requests.total));
     const row: Row = {
       scenario: scenario.name,
       rps: Math.round(result.requests.average),
@@ -161,17 +171,19 @@ async function runScenarios(auth: string, selected: string[] | undefined): Promi
       p90: result.latency.p90,
       p975: result.latency.p97_5,
       errors: result.errors + result.non2xx,
+      serverUs: perRequest(cpu.server),
+      databaseUs: perRequest(cpu.database),
     };
-    console.log(`${row.scenario.padEnd(48)} ${String(row.rps).padStart(6)} req/s  p50 ${row.p50}  p90 ${row.p90}  p97.5 ${row.p975} ms  errors ${row.errors}`);
+    console.log(`${row.scenario.padEnd(48)} ${String(row.rps).padStart(6)} req/s  p50 ${row.p50}  p90 ${row.p90}  p97.5 ${row.p975} ms  errors ${row.errors}  CPU µs/req server ${row.serverUs} database ${row.databaseUs}`);
     rows.push(row);
   }
   return rows;
 }
 
-async function analyzeAndRunAgain(pool: pg.Pool, auth: string, selected: string[] | undefined): Promise<Row[]> {
+async function analyzeAndRunAgain(pool: pg.Pool, auth: string, selected: string[] | undefined, serverPid: number): Promise<Row[]> {
   console.log('ANALYZE, then the scenarios again');
   await pool.query('ANALYZE');
-  return runScenarios(auth, selected);
+  return runScenarios(auth, selected, serverPid);
 }
 
 /** What the planner knows of the resource table: when it was last analyzed and the rows written since. */
@@ -187,21 +199,22 @@ async function statisticsState(pool: pg.Pool): Promise<string> {
 
 function scenarioTable(rows: Row[]): string[] {
   return [
-    '| scenario | req/s | p50 ms | p90 ms | p97.5 ms | errors |',
-    '|---|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.scenario} | ${r.rps} | ${r.p50} | ${r.p90} | ${r.p975} | ${r.errors} |`),
+    '| scenario | req/s | p50 ms | p90 ms | p97.5 ms | server / database CPU µs per request | errors |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.scenario} | ${r.rps} | ${r.p50} | ${r.p90} | ${r.p975} | ${r.serverUs} / ${r.databaseUs} | ${r.errors} |`),
   ];
 }
 
 /** Each scenario's rate on fresh data beside its rate after ANALYZE, and the share of it kept. */
 function freshAgainstAnalyzed(fresh: Row[], analyzed: Row[]): string[] {
   return [
-    '| scenario | fresh req/s | fresh p50 ms | fresh p97.5 ms | analyzed req/s | analyzed p50 ms | fresh / analyzed | errors |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | fresh req/s | fresh p50 ms | fresh p97.5 ms | analyzed req/s | analyzed p50 ms | fresh / analyzed | CPU µs per request, server / database: fresh; analyzed | errors |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...fresh.map((f) => {
       const a = analyzed.find((r) => r.scenario === f.scenario)!;
       const share = a.rps > 0 ? `${(f.rps / a.rps).toFixed(2)}` : '-';
-      return `| ${f.scenario} | ${f.rps} | ${f.p50} | ${f.p975} | ${a.rps} | ${a.p50} | ${share} | ${f.errors + a.errors} |`;
+      const cpu = `${f.serverUs} / ${f.databaseUs}; ${a.serverUs} / ${a.databaseUs}`;
+      return `| ${f.scenario} | ${f.rps} | ${f.p50} | ${f.p975} | ${a.rps} | ${a.p50} | ${share} | ${cpu} | ${f.errors + a.errors} |`;
     }),
   ];
 }
@@ -328,12 +341,13 @@ async function main(): Promise<void> {
     ].join('; ');
     const auth = await token();
     const statistics = await statisticsState(pool);
-    const rows = await runScenarios(auth, selected);
-    const analyzed = FRESH ? await analyzeAndRunAgain(pool, auth, selected) : undefined;
+    const rows = await runScenarios(auth, selected, child.pid!);
+    const analyzed = FRESH ? await analyzeAndRunAgain(pool, auth, selected, child.pid!) : undefined;
     // The target for _total=estimate is a response time, not a rate: measured alone as well.
     const estimate = scenarios.find((s) => s.name.startsWith('_total=estimate'))!;
     const alone = !selected || selected.some((s) => estimate.name.startsWith(s)) ? await load(estimate, auth, 5, 1) : undefined;
     if (alone) console.log(`${estimate.name}, one client: p50 ${alone.latency.p50} p97.5 ${alone.latency.p97_5} ms`);
+    await idleServer(PORT);
     const walk = await cursorWalk(auth, 1000);
     const walk100 = await cursorWalk(auth, 100);
     console.log('cursor walk', walk);

@@ -54,6 +54,11 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
        SELECT $1, 'Observation', 'o' || g, 1, '_compartment', 'Patient', $2, NULL FROM generate_series(1, $3::int) g`,
       [PROJECT, PATIENT, COMPARTMENT],
     );
+    await db.custom.query(
+      `INSERT INTO reference_index ("projectId", "resourceType", "resourceId", seq, code, "targetType", "targetId", url)
+       SELECT $1, 'Observation', 'o' || g, 2, 'subject', 'Patient', $2, NULL FROM generate_series(1, $3::int) g`,
+      [PROJECT, PATIENT, COMPARTMENT],
+    );
   }, 60_000);
 
   afterAll(async () => {
@@ -151,6 +156,16 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     expect(counted).toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = '29463-7'::text/);
     expect(counted).not.toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = 'final'::text/);
     expect(answer.ids).toEqual(['m39-o300', 'm38-o300', 'm37-o300', 'm36-o300', 'm35-o300']);
+  });
+
+  it("a search by subject sorted by date reads the subject's rows and sorts them, not the project's Observations or date rows in order", async () => {
+    const answer = await db.explain(member, 'Observation', `subject=Patient/${PATIENT}&_sort=-date&_count=5`);
+    const plan = searchPlans(answer.statements);
+    // Its resources by primary key: never the project's Observations in lastUpdated order, nor its date rows in date order.
+    expect(plan).toMatch(/Index Scan using resource_pkey on resource r\b/);
+    expect(plan).not.toMatch(/lastUpdated_id_idx" on resource r\b/);
+    expect(plan).not.toMatch(/date_index_sort_\w+_idx/);
+    expect(answer.ids).toEqual(['o50', 'o49', 'o48', 'o47', 'o46']);
   });
 
   it('a date range page probes its other filters per resource of the range', async () => {
