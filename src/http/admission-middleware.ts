@@ -23,7 +23,7 @@ export function admissionControl(admission: Admission, auth: AuthService): Middl
     if (BYPASS.test(c.req.path)) return next();
     const known = knownCaller(auth, authorizationHeader(c));
     if (known) c.set('knownCaller', known);
-    const release = await admission.enter(laneOf(known));
+    const release = await admission.enter(laneOf(known), () => c.req.raw.signal);
     try {
       await next();
     } finally {

@@ -10,6 +10,8 @@ interface Waiter {
   readonly admit: (release: Release) => void;
   readonly refuse: (error: Error) => void;
   readonly timer: NodeJS.Timeout;
+  /** Stops listening for its client's going away (once it leaves the queue, whichever way). */
+  readonly forget: () => void;
 }
 
 /** What is going on now, for the health check. */
@@ -67,8 +69,14 @@ export class Admission {
     this.idleListeners.push(listener);
   }
 
-  /** A place in work for a request of `lane` (a project id): at once when there is one, else after its wait. */
-  enter(lane: string): Release | Promise<Release> {
+  /**
+   * A place in work for a request of `lane` (a project id): at once when there is one, else after
+   * its wait. `clientGone` gives the signal of the request's client closing its connection, asked
+   * for only when the request must wait: a request whose client has gone leaves the queue at once,
+   * so that a client that gave up (a timeout, a closed tab) does not take a turn from the others
+   * and run a search nobody will read.
+   */
+  enter(lane: string, clientGone?: () => AbortSignal): Release | Promise<Release> {
     this.arrived++;
     // Counted before it is admitted or queued: itself included.
     if (this.inWork + this.queued + 1 > this.peak) this.peak = this.inWork + this.queued + 1;
@@ -79,9 +87,13 @@ export class Admission {
     const waiting = this.lanes.get(lane) ?? [];
     if (waiting.length >= this.limits.admissionMaxQueuedPerProject) throw this.busy('its project has too many requests waiting');
     if (this.queued >= this.limits.admissionMaxQueued && !this.makeRoomFor(waiting.length)) throw this.busy('too many requests are waiting');
+    const gone = clientGone?.();
+    if (gone?.aborted) throw this.abandoned();
     return new Promise<Release>((admit, refuse) => {
-      const timer = setTimeout(() => this.expire(lane, waiter), this.limits.admissionMaxWaitMs);
-      const waiter: Waiter = { admit, refuse, timer };
+      const timer = setTimeout(() => this.withdraw(lane, waiter, this.busy(`it waited ${this.limits.admissionMaxWaitMs} ms for its turn`)), this.limits.admissionMaxWaitMs);
+      const onGone = () => this.withdraw(lane, waiter, this.abandoned());
+      gone?.addEventListener('abort', onGone, { once: true });
+      const waiter: Waiter = { admit, refuse, timer, forget: () => gone?.removeEventListener('abort', onGone) };
       waiting.push(waiter);
       if (waiting.length === 1) this.lanes.set(lane, waiting);
       this.queued++;
@@ -108,6 +120,7 @@ export class Admission {
     if (waiting.length > 0) this.lanes.set(lane, waiting);
     this.queued--;
     clearTimeout(waiter.timer);
+    waiter.forget();
     this.inWork++;
     waiter.admit(this.releaser());
   }
@@ -122,18 +135,27 @@ export class Admission {
     if (waiting.length === 0) this.lanes.delete(lane);
     this.queued--;
     clearTimeout(evicted.timer);
+    evicted.forget();
     evicted.refuse(this.busy('too many requests are waiting, most of them from its project'));
     return true;
   }
 
-  private expire(lane: string, waiter: Waiter): void {
+  /** Takes a waiting request out of its lane (its wait ran out, or its client went away) and refuses it with `why`. */
+  private withdraw(lane: string, waiter: Waiter, why: Error): void {
     const waiting = this.lanes.get(lane);
     const at = waiting?.indexOf(waiter) ?? -1;
     if (!waiting || at < 0) return;
     waiting.splice(at, 1);
     if (waiting.length === 0) this.lanes.delete(lane);
     this.queued--;
-    waiter.refuse(this.busy(`it waited ${this.limits.admissionMaxWaitMs} ms for its turn`));
+    clearTimeout(waiter.timer);
+    waiter.forget();
+    waiter.refuse(why);
+  }
+
+  /** The answer of a request whose client closed its connection while it waited: nobody reads it, but the request's log line and metrics say why it ended. */
+  private abandoned(): Error {
+    return errors.unavailable('transient', 'The client closed its connection while the request waited for its turn; it was not run.', this.retryAfterSeconds);
   }
 
   private busy(why: string): Error {

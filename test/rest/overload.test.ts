@@ -37,11 +37,7 @@ async function untilLoad(api: TestServer, expected: Load): Promise<void> {
 
 /** A POST of a Patient whose body lacks its last byte: in work until `finish()`, which resolves with its status. */
 async function heldCreate(api: TestServer, client: ProjectClient): Promise<{ finish(): Promise<number> }> {
-  const { hostname, port } = new URL(api.url);
-  const socket: Socket = await new Promise((resolve, reject) => {
-    const opened = connect({ host: hostname, port: Number(port) }, () => resolve(opened));
-    opened.once('error', reject);
-  });
+  const socket = await sentRequest(api, '');
   let answer = '';
   const status = new Promise<number>((resolve) => {
     socket.on('data', (chunk: Buffer) => {
@@ -70,6 +66,17 @@ async function heldCreate(api: TestServer, client: ProjectClient): Promise<{ fin
       return code;
     },
   };
+}
+
+/** A socket that has sent `request` and reads nothing of its answer. */
+async function sentRequest(api: TestServer, request: string): Promise<Socket> {
+  const { hostname, port } = new URL(api.url);
+  const socket: Socket = await new Promise((resolve, reject) => {
+    const opened = connect({ host: hostname, port: Number(port) }, () => resolve(opened));
+    opened.once('error', reject);
+  });
+  socket.write(request);
+  return socket;
 }
 
 /** A project client whose token is verified already (its requests go to its project's lane). */
@@ -122,6 +129,17 @@ describe('admission control with one place in work and two in the queues', () =>
     expect((await Promise.all(flood)).map((response) => response.status).sort()).toEqual([200, 503, 503]);
     await untilLoad(api, { inWork: 0, queued: 0 });
     expect((await flooding.get('/Patient?_count=1')).status).toBe(200);
+  });
+
+  it('takes a waiting request out of its queue when its client closes the connection', async () => {
+    const client = await knownClient(api);
+    const held = await heldCreate(api, client);
+    await untilLoad(api, { inWork: 1, queued: 0 });
+    const leaving = await sentRequest(api, `GET /fhir/R4/Patient?_count=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${await client.token()}\r\n\r\n`);
+    await untilLoad(api, { inWork: 1, queued: 1 });
+    leaving.destroy();
+    await untilLoad(api, { inWork: 1, queued: 0 });
+    expect(await held.finish()).toBe(201);
   });
 
   it('lets health checks through while every place is taken', async () => {
