@@ -5,6 +5,8 @@ import { everyProjectSortedPage } from '../pages/every-project-windows.js';
 import { pageRows } from '../pages/general.js';
 import { growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
+import { chainDrivenConditions } from '../pages/chain-driven.js';
+import type { SqlArgs } from '../../db/sql-args.js';
 import { numericDriver } from '../pages/numeric.js';
 import { orderedMatchesPage } from '../pages/ordered-matches.js';
 import { COLUMNS, KEY_COLUMNS, type PageRows, type PageShape } from '../pages/rows.js';
@@ -93,8 +95,9 @@ function unsortedStrategy({ filters, planOnce }: SearchQuery, search: DrivenSear
  * prefix never gets here, its strategy always answers); a super admin's search of every project
  * reads each project's rows through its project-first indexes.
  */
-function generalPage(query: SearchQuery, page: PageShape, oneProject: DrivenSearch | undefined, project: string | undefined): Promise<PageRows> {
-  const keyed = oneProject && query.planOnce ? keyDrivenConditions(oneProject, query.filters) : undefined;
+async function generalPage(query: SearchQuery, page: PageShape, oneProject: DrivenSearch | undefined, project: string | undefined): Promise<PageRows> {
+  const everyOne = query.scope.projectIds === undefined && project === undefined;
+  const keyed = await drivenConditions(query, oneProject, everyOne);
   return pageRows(query.services.db, {
     ...page,
     args: keyed?.args ?? query.ctx.args,
@@ -102,9 +105,23 @@ function generalPage(query: SearchQuery, page: PageShape, oneProject: DrivenSear
     sort: query.control.sort,
     position: query.paging.position,
     multiType: query.typeList === undefined || query.typeList.length > 1,
-    planOnce: query.planOnce || (oneProject !== undefined && inLastUpdatedOrderAlone(query, oneProject)),
-    projects: query.scope.projectIds === undefined && project === undefined ? everyProject('resource') : undefined,
+    planOnce: query.planOnce || keyed !== undefined || (oneProject !== undefined && inLastUpdatedOrderAlone(query, oneProject)),
+    // Driven pages read their candidates by primary key, whatever their project.
+    projects: everyOne && keyed === undefined ? everyProject('resource') : undefined,
   });
+}
+
+/**
+ * The general statement's conditions when a filter's index rows drive it: a key's in one project
+ * (keyDrivenConditions), else a chain's with few candidates, in one project or every project
+ * (chainDrivenConditions).
+ */
+async function drivenConditions(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean): Promise<{ args: SqlArgs; where: string } | undefined> {
+  const keyed = oneProject && query.planOnce ? keyDrivenConditions(oneProject, query.filters) : undefined;
+  if (keyed) return keyed;
+  if (oneProject) return chainDrivenConditions(oneProject, query.filters);
+  if (!everyOne || query.typeList?.length !== 1) return undefined;
+  return chainDrivenConditions({ services: query.services, type: query.typeList[0], scope: query.scope, ctx: query.ctx, projectId: undefined }, query.filters);
 }
 
 /**
