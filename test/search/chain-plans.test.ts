@@ -40,6 +40,16 @@ describe.skipIf(!serverUrl)('plans of chained searches, on data never analyzed',
     expect(answer.ids.sort()).toEqual([...subjectsOf('', OBSERVATIONS, 42), ...subjectsOf('x-', OBSERVATIONS / 10, 42)].sort());
   });
 
+  it("a super admin's search of every project by a chained name sorted by date reads the references to the named patients", async () => {
+    const answer = await db.explain(superAdmin, 'Observation', 'subject:Patient.name=smith42&_sort=-date&_count=5');
+    expect(searchPlans(answer.statements)).not.toMatch(EVERY_SUBJECT_ROW);
+    // An Observation's date grows with its number; ties across the projects by id.
+    const byDate = [...subjectsOf('', OBSERVATIONS, 42), ...subjectsOf('x-', OBSERVATIONS / 10, 42)]
+      .map((id) => ({ id, n: Number(id.replace(/^x-o|^o/, '')) }))
+      .sort((a, b) => b.n - a.n || (a.id < b.id ? -1 : 1));
+    expect(answer.ids).toEqual(byDate.slice(0, 5).map(({ id }) => id));
+  });
+
   it('a search of one project by a chained name reads the references to the named patients', async () => {
     const answer = await db.explain(member, 'Observation', `subject:Patient.name=smith42&_project=${PROJECT}&_count=1000`);
     expect(searchPlans(answer.statements)).not.toMatch(EVERY_SUBJECT_ROW);

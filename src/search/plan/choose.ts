@@ -34,8 +34,12 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
     query.typeList?.length === 1 && project !== undefined
       ? { services, type: query.typeList[0], scope: query.scope, projectId: project, ctx: query.ctx }
       : undefined;
+  const everyOne = query.scope.projectIds === undefined && project === undefined;
+  // A chain to few targets: its candidates drive the page whatever its order, as a key's rows do.
+  const chained = await chainDriven(query, oneProject, everyOne);
+  if (chained) return generalPage(query, page, oneProject, everyOne, chained);
   const strategy = oneProject ? chooseStrategy(query, oneProject, page) : everyProjectStrategy(query, project, page);
-  return (strategy && (await strategy())) ?? generalPage(query, page, oneProject, project);
+  return (strategy && (await strategy())) ?? generalPage(query, page, oneProject, everyOne, undefined);
 }
 
 /**
@@ -90,14 +94,20 @@ function unsortedStrategy({ filters, planOnce }: SearchQuery, search: DrivenSear
 }
 
 /**
- * The general statement over the resources, with the search's own conditions, or a key filter's
- * (keyDrivenConditions: its index rows are the candidates, whatever the order; an unsorted string
- * prefix never gets here, its strategy always answers); a super admin's search of every project
- * reads each project's rows through its project-first indexes.
+ * The general statement over the resources, with the search's own conditions, or a driving
+ * filter's (`driven`, a chain's: chainDriven; else a key's in one project, keyDrivenConditions:
+ * its index rows are the candidates, whatever the order; an unsorted string prefix never gets
+ * here, its strategy always answers); a super admin's search of every project reads each
+ * project's rows through its project-first indexes.
  */
-async function generalPage(query: SearchQuery, page: PageShape, oneProject: DrivenSearch | undefined, project: string | undefined): Promise<PageRows> {
-  const everyOne = query.scope.projectIds === undefined && project === undefined;
-  const keyed = await drivenConditions(query, oneProject, everyOne);
+function generalPage(
+  query: SearchQuery,
+  page: PageShape,
+  oneProject: DrivenSearch | undefined,
+  everyOne: boolean,
+  driven: { args: SqlArgs; where: string } | undefined,
+): Promise<PageRows> {
+  const keyed = driven ?? (oneProject && query.planOnce ? keyDrivenConditions(oneProject, query.filters) : undefined);
   return pageRows(query.services.db, {
     ...page,
     args: keyed?.args ?? query.ctx.args,
@@ -112,14 +122,12 @@ async function generalPage(query: SearchQuery, page: PageShape, oneProject: Driv
 }
 
 /**
- * The general statement's conditions when a filter's index rows drive it: a key's in one project
- * (keyDrivenConditions), else a chain's with few candidates, in one project or every project
- * (chainDrivenConditions).
+ * The conditions of a search of one type driven by a chain to few targets (chainDrivenConditions),
+ * in one project (unless a key drives it) or a super admin's of every project.
  */
-async function drivenConditions(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean): Promise<{ args: SqlArgs; where: string } | undefined> {
-  const keyed = oneProject && query.planOnce ? keyDrivenConditions(oneProject, query.filters) : undefined;
-  if (keyed) return keyed;
-  if (oneProject) return chainDrivenConditions(oneProject, query.filters);
+async function chainDriven(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean): Promise<{ args: SqlArgs; where: string } | undefined> {
+  if (!query.filters.some(({ resolved }) => resolved.kind === 'chain')) return undefined;
+  if (oneProject) return query.planOnce ? undefined : chainDrivenConditions(oneProject, query.filters);
   if (!everyOne || query.typeList?.length !== 1) return undefined;
   return chainDrivenConditions({ services: query.services, type: query.typeList[0], scope: query.scope, ctx: query.ctx, projectId: undefined }, query.filters);
 }
