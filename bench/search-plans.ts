@@ -9,7 +9,9 @@
  *     [EXTRA='label|Observation|date=ge2015-01-01[|every]'] [BENCH_TREE=/work/wt-base] npx tsx bench/search-plans.ts
  *
  * Each statement runs once untimed, then once timed. Each search's line ends with its matches'
- * count, a digest of their ids in order and its total, to compare answers across trees. PLAN_ONLY=1 only explains each statement
+ * count, a digest of their ids in order, one of the same ids sorted (`set`: a page without _sort
+ * has no order of its own, so two plans may list it differently) and its total, to compare answers
+ * across trees. FULL_SQL=1 prints each statement whole. PLAN_ONLY=1 only explains each statement
  * (for a plan that would run for minutes: its later statements then see no rows); ALLCUSTOM=1
  * plans every statement for its values, as the embedded database and a server with
  * DATABASE_PREPARED_STATEMENTS=0 do. REPEAT=n then runs each search n more times and prints its
@@ -45,6 +47,9 @@ const shapes: [string, string, string, Who?][] = [
   ['subject+code', 'Observation', 'subject=Patient/pat-4242&code=http://loinc.org|8867-4'],
   ['date range', 'Observation', 'date=ge2023-03-01&date=le2023-03-01'],
   ['chained', 'Observation', 'subject:Patient.identifier=MRN4242'],
+  ['chained name', 'Observation', 'subject:Patient.name=smith42&_count=1000'],
+  ['chained name, sort -date', 'Observation', 'subject:Patient.name=smith42&_sort=-date&_count=20'],
+  ['chained name common', 'Observation', 'subject:Patient.name=smi'],
   ['sort -lastUpdated', 'Observation', '_sort=-_lastUpdated&_count=20'],
   ['cursor first', 'Patient', '_sort=_lastUpdated&_count=1000'],
   ['include', 'Observation', 'code=http://loinc.org|8867-4&_include=Observation:subject'],
@@ -72,6 +77,13 @@ const shapes: [string, string, string, Who?][] = [
   ['every: sort', 'Observation', '_sort=-_lastUpdated&_count=20', 'every'],
   ['every: chained', 'Observation', 'subject:Patient.identifier=MRN4242', 'every'],
   ['every: chained name', 'Observation', 'subject:Patient.name=smith42', 'every'],
+  ['every: chained name, all', 'Observation', 'subject:Patient.name=smith42&_count=1000', 'every'],
+  ['every: chained, all', 'Observation', 'subject:Patient.identifier=MRN4242&_count=1000', 'every'],
+  ['every: chained name, sort -date', 'Observation', 'subject:Patient.name=smith42&_sort=-date&_count=20', 'every'],
+  ['every: chained name, status', 'Observation', 'subject:Patient.name=smith42&status=final&_count=1000', 'every'],
+  ['every: chained name common', 'Observation', 'subject:Patient.name=smi', 'every'],
+  ['every: chained gender', 'Observation', 'subject:Patient.gender=female', 'every'],
+  ['every: has', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&name=smith42', 'every'],
   ['every: name prefix', 'Patient', 'name=smi', 'every'],
   ['every: sort -date', 'Observation', 'code=http://loinc.org|8867-4&_sort=-date', 'every'],
   ['every: sort date, offset', 'Observation', 'code=http://loinc.org|8867-4&_sort=date&_offset=40&_count=20', 'every'],
@@ -156,7 +168,7 @@ for (const [label, type, query, who = 'member'] of shapes) {
   const executor: SqlExecutor = {
     query: async <R>(sql: string, args: readonly unknown[] = [], options?: QueryOptions) => {
       const r = await run(sql, args, options);
-      log.push(`  ${r.ms.toFixed(1)} ms ${options?.planOnce ? 'G' : 'C'} ${sql.slice(0, 160).replace(/\s+/g, ' ')}${r.plan ? '\n' + r.plan : ''}`);
+      log.push(`  ${r.ms.toFixed(1)} ms ${options?.planOnce ? 'G' : 'C'} ${(process.env.FULL_SQL ? sql : sql.slice(0, 160)).replace(/\s+/g, ' ')}${r.plan ? '\n' + r.plan : ''}`);
       return r.rows as R[];
     },
     execute: async (sql: string, args: readonly unknown[] = []) => (await client.query(sql, args as unknown[])).rowCount ?? 0,
@@ -166,7 +178,11 @@ for (const [label, type, query, who = 'member'] of shapes) {
   const started = performance.now();
   const failed = await search(services, type, [...new URLSearchParams(every ? query : `${query}&_project=${PROJECT}`).entries()]).then(
     // What it answered, to compare result sets across trees: the matches' count, a digest of their ids in order, the total.
-    (result) => ` (${result.matches.length} matches ${createHash('sha1').update(result.matches.map(({ id }) => id).join(',')).digest('hex').slice(0, 10)}${result.total ? `, total ${result.total.value}` : ''})`,
+    (result) => {
+      const digest = (ids: string[]) => createHash('sha1').update(ids.join(',')).digest('hex').slice(0, 10);
+      const ids = result.matches.map(({ id }) => id);
+      return ` (${ids.length} matches ${digest(ids)} set ${digest([...ids].sort())}${result.total ? `, total ${result.total.value}` : ''})`;
+    },
     (error: unknown) => ` (failed: ${String(error).slice(0, 120)})`,
   );
   console.log(`${label}: ${(performance.now() - started).toFixed(1)} ms total${failed}`);

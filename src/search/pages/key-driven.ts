@@ -4,7 +4,7 @@ import { selectsByKey } from '../query/conditions/keys.js';
 import { indexRowsSource } from '../query/conditions/shared.js';
 import { splitOr, unescape } from '../query/values.js';
 import type { SqlArgs } from '../../db/sql-args.js';
-import { candidateConditions, freshContext, type DrivenSearch } from './driven.js';
+import { candidateConditions, freshContext, type AnyProjectSearch, type DrivenSearch } from './driven.js';
 
 /**
  * The conditions of a search in one project with a key filter (selectsByKey: a reference to given
@@ -60,7 +60,7 @@ function idDrivenConditions(search: DrivenSearch, filters: readonly Filter[]): {
 }
 
 /** The conditions reading the candidate rows of `source` first, then the resources by primary key. */
-function drivenWhere(search: DrivenSearch, others: readonly Filter[], ctx: CompileContext, source: string): { args: SqlArgs; where: string } {
+export function drivenWhere(search: AnyProjectSearch, others: readonly Filter[], ctx: CompileContext, source: string): { args: SqlArgs; where: string } {
   const { candidates, onResource } = candidateConditions(search, others, ctx);
   // `IS TRUE` keeps the tests per candidate row (a subplan each): as semi-joins, a generic plan
   // (values unknown) may hash or merge a common code's 50,000 index rows against the 10 candidates.

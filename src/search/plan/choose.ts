@@ -5,6 +5,8 @@ import { everyProjectSortedPage } from '../pages/every-project-windows.js';
 import { pageRows } from '../pages/general.js';
 import { growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
+import { chainDrivenConditions } from '../pages/chain-driven.js';
+import type { SqlArgs } from '../../db/sql-args.js';
 import { numericDriver } from '../pages/numeric.js';
 import { orderedMatchesPage } from '../pages/ordered-matches.js';
 import { COLUMNS, KEY_COLUMNS, type PageRows, type PageShape } from '../pages/rows.js';
@@ -32,8 +34,12 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
     query.typeList?.length === 1 && project !== undefined
       ? { services, type: query.typeList[0], scope: query.scope, projectId: project, ctx: query.ctx }
       : undefined;
+  const everyOne = query.scope.projectIds === undefined && project === undefined;
+  // A chain to few targets: its candidates drive the page whatever its order, as a key's rows do.
+  const chained = await chainDriven(query, oneProject, everyOne);
+  if (chained) return generalPage(query, page, oneProject, everyOne, chained);
   const strategy = oneProject ? chooseStrategy(query, oneProject, page) : everyProjectStrategy(query, project, page);
-  return (strategy && (await strategy())) ?? generalPage(query, page, oneProject, project);
+  return (strategy && (await strategy())) ?? generalPage(query, page, oneProject, everyOne, undefined);
 }
 
 /**
@@ -88,13 +94,20 @@ function unsortedStrategy({ filters, planOnce }: SearchQuery, search: DrivenSear
 }
 
 /**
- * The general statement over the resources, with the search's own conditions, or a key filter's
- * (keyDrivenConditions: its index rows are the candidates, whatever the order; an unsorted string
- * prefix never gets here, its strategy always answers); a super admin's search of every project
- * reads each project's rows through its project-first indexes.
+ * The general statement over the resources, with the search's own conditions, or a driving
+ * filter's (`driven`, a chain's: chainDriven; else a key's in one project, keyDrivenConditions:
+ * its index rows are the candidates, whatever the order; an unsorted string prefix never gets
+ * here, its strategy always answers); a super admin's search of every project reads each
+ * project's rows through its project-first indexes.
  */
-function generalPage(query: SearchQuery, page: PageShape, oneProject: DrivenSearch | undefined, project: string | undefined): Promise<PageRows> {
-  const keyed = oneProject && query.planOnce ? keyDrivenConditions(oneProject, query.filters) : undefined;
+function generalPage(
+  query: SearchQuery,
+  page: PageShape,
+  oneProject: DrivenSearch | undefined,
+  everyOne: boolean,
+  driven: { args: SqlArgs; where: string } | undefined,
+): Promise<PageRows> {
+  const keyed = driven ?? (oneProject && query.planOnce ? keyDrivenConditions(oneProject, query.filters) : undefined);
   return pageRows(query.services.db, {
     ...page,
     args: keyed?.args ?? query.ctx.args,
@@ -102,9 +115,21 @@ function generalPage(query: SearchQuery, page: PageShape, oneProject: DrivenSear
     sort: query.control.sort,
     position: query.paging.position,
     multiType: query.typeList === undefined || query.typeList.length > 1,
-    planOnce: query.planOnce || (oneProject !== undefined && inLastUpdatedOrderAlone(query, oneProject)),
-    projects: query.scope.projectIds === undefined && project === undefined ? everyProject('resource') : undefined,
+    planOnce: query.planOnce || keyed !== undefined || (oneProject !== undefined && inLastUpdatedOrderAlone(query, oneProject)),
+    // Driven pages read their candidates by primary key, whatever their project.
+    projects: everyOne && keyed === undefined ? everyProject('resource') : undefined,
   });
+}
+
+/**
+ * The conditions of a search of one type driven by a chain to few targets (chainDrivenConditions),
+ * in one project (unless a key drives it) or a super admin's of every project.
+ */
+async function chainDriven(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean): Promise<{ args: SqlArgs; where: string } | undefined> {
+  if (!query.filters.some(({ resolved }) => resolved.kind === 'chain')) return undefined;
+  if (oneProject) return query.planOnce ? undefined : chainDrivenConditions(oneProject, query.filters);
+  if (!everyOne || query.typeList?.length !== 1) return undefined;
+  return chainDrivenConditions({ services: query.services, type: query.typeList[0], scope: query.scope, ctx: query.ctx, projectId: undefined }, query.filters);
 }
 
 /**

@@ -64,7 +64,8 @@ export function compileChain(
   const codeArg = ctx.args.add(code);
   const projectId = ctx.scope.projectIds?.length === 1 ? ctx.scope.projectIds[0] : undefined;
   const projectArg = projectId === undefined ? undefined : ctx.args.add(projectId);
-  if (ctx.onRows && projectArg) reportChainRows(ctx, ri, codeArg, projectArg, targetKeys);
+  const rowsProject = projectArg ?? ctx.rowsProject;
+  if (ctx.onRows && rowsProject) reportChainRows(ctx, ri, codeArg, rowsProject, targetKeys);
   const targetScope = projectArg ? `${t}."projectId" = ${projectArg}` : scopeSql(t, 'projectId', ctx.scope, ctx.args);
   return (
     `EXISTS (SELECT 1 FROM reference_index ${ri} JOIN resource ${t} ON ${t}."resourceType" = ${ri}."targetType" AND ${t}.id = ${ri}."targetId"` +
@@ -81,28 +82,29 @@ export function compileChain(
  * level whose target is one of the resources the key names, found first, each checked to exist,
  * not deleted, in the project. Started from the referencing resources instead, a plan made without
  * statistics read every Observation of the project and probed the references of each, quadratic
- * in the data. Only within one project (the key's rows are that project's) and when every target
- * type's key is index rows.
+ * in the data. Only within one project (`project`: an argument, or CompileContext.rowsProject for
+ * a statement that reads one project at a time) and when every target type's key is index rows.
  */
 function reportChainRows(
   ctx: CompileContext,
   ri: string,
   codeArg: string,
-  projectArg: string,
+  project: string,
   targetKeys: readonly { type: string; typeArg: string; rows: IndexRowsCondition | undefined }[],
 ): void {
   if (targetKeys.some(({ rows }) => rows === undefined)) return;
   const idsOf = ({ typeArg, rows }: (typeof targetKeys)[number]): string => {
-    const scope = `${rows!.alias}."projectId" = ${projectArg} AND ${rows!.alias}."resourceType" = ${typeArg}`;
-    const live = `(SELECT NOT k.deleted FROM resource k WHERE k."resourceType" = ${typeArg} AND k.id = m.id AND k."projectId" = ${projectArg} LIMIT 1)`;
-    return `ARRAY(SELECT m.id FROM (${indexRowsSource(rows!, scope)}) m WHERE ${live} IS TRUE)`;
+    const scope = `${rows!.alias}."projectId" = ${project} AND ${rows!.alias}."resourceType" = ${typeArg}`;
+    const live = `(SELECT NOT k.deleted FROM resource k WHERE k."resourceType" = ${typeArg} AND k.id = m.id AND k."projectId" = ${project} LIMIT 1)`;
+    return `(SELECT m.id FROM (${indexRowsSource(rows!, scope)}) m WHERE ${live} IS TRUE OFFSET 0)`;
   };
   // Each target's reference rows by one index probe of (project, type, id), fenced by OFFSET 0 so
-  // that no plan can scan the project's references and test the target afterwards.
+  // that no plan can scan the project's references and test the target afterwards. The targets
+  // are read as the probes ask for them, so a statement that needs only the first rows stops early.
   const probes = targetKeys.map(
     (key) =>
-      `SELECT ${ri}p.* FROM unnest(${idsOf(key)}) AS ${ri}g(id) CROSS JOIN LATERAL (SELECT * FROM reference_index ${ri}p` +
-      ` WHERE ${ri}p."projectId" = ${projectArg} AND ${ri}p."targetType" = ${key.typeArg} AND ${ri}p."targetId" = ${ri}g.id AND ${ri}p.code = ${codeArg} OFFSET 0) ${ri}p`,
+      `SELECT ${ri}p.* FROM ${idsOf(key)} AS ${ri}g(id) CROSS JOIN LATERAL (SELECT * FROM reference_index ${ri}p` +
+      ` WHERE ${ri}p."projectId" = ${project} AND ${ri}p."targetType" = ${key.typeArg} AND ${ri}p."targetId" = ${ri}g.id AND ${ri}p.code = ${codeArg} OFFSET 0) ${ri}p`,
   );
   ctx.onRows!({ table: `(${probes.join(' UNION ALL ')})`, indexTable: 'reference_index', codeArg, condition: undefined, alias: ri, depth: ctx.depth });
 }

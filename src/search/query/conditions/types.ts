@@ -28,6 +28,12 @@ export interface CompileContext {
    */
   onRows?: (rows: IndexRowsCondition) => void;
   /**
+   * For onRows when the search is not scoped to one project: the SQL expression of the one project
+   * a statement reads at a time (a column of its outer row, pages/chain-driven.ts), in which a
+   * chain's rows are reported (the rows of one project serve the project-first indexes).
+   */
+  rowsProject?: string;
+  /**
    * The conditions are tested on each of a few candidate rows (pages/driven.ts): their index-row
    * tests end in `OFFSET 0`, which keeps PostgreSQL from reading every row of the value into a hash
    * or a join instead of probing the index once per candidate. With statistics older than the

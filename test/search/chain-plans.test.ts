@@ -1,0 +1,87 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Identity } from '../../src/identity/identity.js';
+import { openPlanDatabase, searchPlans, writeObservations, type PlanDatabase } from '../helpers/plan-database.js';
+
+const serverUrl = process.env.DATABASE_URL;
+const PROJECT = 'chain-plans';
+const OTHER_PROJECT = 'chain-plans-other';
+const OBSERVATIONS = 20000;
+const PATIENTS = 2000;
+
+const superAdmin: Identity = { projectId: PROJECT, superAdmin: true };
+const member: Identity = { projectId: PROJECT, superAdmin: false };
+
+/** Reference rows read by the project, type and code alone: every subject reference of the project. */
+const EVERY_SUBJECT_ROW = /on reference_index c1\s+Index Cond: \(\("projectId" = [^\n]*\(code = 'subject'::text\) AND \("targetType" = 'Patient'::text\)\)\n/;
+
+/**
+ * Plans of chained searches on PostgreSQL tables never analyzed: a chain to few targets must read
+ * the references to those targets, not test the chain on every reference of the project.
+ */
+describe.skipIf(!serverUrl)('plans of chained searches, on data never analyzed', () => {
+  let db: PlanDatabase;
+
+  beforeAll(async () => {
+    db = await openPlanDatabase('flint_chain_plans');
+    await writeObservations(db.custom, PROJECT, OBSERVATIONS);
+    await writeObservations(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, 'x-');
+    await writeSubjects(db.custom, PROJECT, OBSERVATIONS, '');
+    await writeSubjects(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, 'x-');
+  }, 60_000);
+
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it("a super admin's search of every project by a chained name reads the references to the named patients", async () => {
+    const answer = await db.explain(superAdmin, 'Observation', 'subject:Patient.name=smith42&_count=1000');
+    expect(searchPlans(answer.statements)).not.toMatch(EVERY_SUBJECT_ROW);
+    expect(answer.ids.sort()).toEqual([...subjectsOf('', OBSERVATIONS, 42), ...subjectsOf('x-', OBSERVATIONS / 10, 42)].sort());
+  });
+
+  it("a super admin's search of every project by a chained name sorted by date reads the references to the named patients", async () => {
+    const answer = await db.explain(superAdmin, 'Observation', 'subject:Patient.name=smith42&_sort=-date&_count=5');
+    expect(searchPlans(answer.statements)).not.toMatch(EVERY_SUBJECT_ROW);
+    // An Observation's date grows with its number; ties across the projects by id.
+    const byDate = [...subjectsOf('', OBSERVATIONS, 42), ...subjectsOf('x-', OBSERVATIONS / 10, 42)]
+      .map((id) => ({ id, n: Number(id.replace(/^x-o|^o/, '')) }))
+      .sort((a, b) => b.n - a.n || (a.id < b.id ? -1 : 1));
+    expect(answer.ids).toEqual(byDate.slice(0, 5).map(({ id }) => id));
+  });
+
+  it('a search of one project by a chained name reads the references to the named patients', async () => {
+    const answer = await db.explain(member, 'Observation', `subject:Patient.name=smith42&_project=${PROJECT}&_count=1000`);
+    expect(searchPlans(answer.statements)).not.toMatch(EVERY_SUBJECT_ROW);
+    expect(answer.ids.sort()).toEqual(subjectsOf('', OBSERVATIONS, 42).sort());
+  });
+});
+
+/** The Observations whose subject is a patient named `smith<n>...` (prefix search: smith42, smith420-429). */
+function subjectsOf(prefix: string, count: number, n: number): string[] {
+  const named = (p: number) => String(p).startsWith(String(n));
+  const ids: string[] = [];
+  for (let g = 1; g <= count; g++) if (named((g % PATIENTS) + 1)) ids.push(`${prefix}o${g}`);
+  return ids;
+}
+
+/** PATIENTS Patients (`<prefix>pat<n>`, family `smith<n>`) and the subject of each Observation: `<prefix>pat<g % PATIENTS + 1>`. */
+async function writeSubjects(client: pg.Client, projectId: string, observations: number, prefix: string): Promise<void> {
+  await client.query(
+    `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+     SELECT 'Patient', $2 || 'pat' || g, $1, gen_random_uuid(), timestamptz '2025-01-01' + g * interval '1 second', false,
+            json_build_object('resourceType', 'Patient', 'id', $2 || 'pat' || g)
+     FROM generate_series(1, $3::int) g`,
+    [projectId, prefix, PATIENTS],
+  );
+  await client.query(
+    `INSERT INTO string_index ("projectId", "resourceType", "resourceId", seq, code, value, exact)
+     SELECT $1, 'Patient', $2 || 'pat' || g, 1, 'family', 'smith' || g, 'Smith' || g FROM generate_series(1, $3::int) g`,
+    [projectId, prefix, PATIENTS],
+  );
+  await client.query(
+    `INSERT INTO reference_index ("projectId", "resourceType", "resourceId", seq, code, "targetType", "targetId", url)
+     SELECT $1, 'Observation', $2 || 'o' || g, 1, 'subject', 'Patient', $2 || 'pat' || (g % $4::int + 1), NULL FROM generate_series(1, $3::int) g`,
+    [projectId, prefix, observations, PATIENTS],
+  );
+}
