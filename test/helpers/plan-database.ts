@@ -12,6 +12,7 @@ import { testEnv } from './server.js';
 export interface ExplainedStatement {
   sql: string;
   plan: string;
+  args: readonly unknown[];
 }
 
 /** The statements of a search, explained, and what it answered: its matches' ids and its total. */
@@ -80,7 +81,7 @@ function explainingExecutor(custom: pg.Client, generic: pg.Client, plans: Explai
       if (!sql.startsWith('EXPLAIN')) {
         const values = args.length > 0 ? `(${args.map(literal).join(', ')})` : '';
         const explained = await client.query(`EXPLAIN (COSTS OFF) EXECUTE ${name}${values}`);
-        plans.push({ sql, plan: explained.rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n') });
+        plans.push({ sql, plan: explained.rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n'), args });
       }
       return result.rows as R[];
     },
@@ -121,6 +122,18 @@ export async function writeObservations(client: pg.Client, projectId: string, co
      FROM generate_series(1, $2::int) g, LATERAL (SELECT timestamptz '2023-01-01' + g * interval '1 hour' AS d) t`,
     [projectId, count, prefix],
   );
+}
+
+/** Every Observation of LOINC `code`, in every project, newest date first, ties by id: what a super admin's `_sort=-date` pages hold. */
+export async function newestWithCode(client: pg.Client, code: string): Promise<string[]> {
+  const { rows } = await client.query<{ id: string }>(
+    `SELECT t."resourceId" AS id FROM token_index t
+     JOIN date_index d ON d."projectId" = t."projectId" AND d."resourceType" = t."resourceType" AND d."resourceId" = t."resourceId" AND d.code = 'date'
+     WHERE t."resourceType" = 'Observation' AND t.code = 'code' AND t.system = 'http://loinc.org' AND t.value = $1
+     ORDER BY COALESCE(d."end", d.start) DESC, t."resourceId"`,
+    [code],
+  );
+  return rows.map(({ id }) => id);
 }
 
 /** A bind value as an SQL literal, for EXPLAIN EXECUTE (which takes no bind parameters). */

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readMatches, type RecordSource } from '../../src/clinical/record-pages.js';
 import type { Identity } from '../../src/identity/identity.js';
 import type { SearchRow } from '../../src/search/result.js';
-import { openPlanDatabase, searchPlans, writeObservations, type PlanDatabase } from '../helpers/plan-database.js';
+import { newestWithCode, openPlanDatabase, searchPlans, writeObservations, type PlanDatabase } from '../helpers/plan-database.js';
 
 const serverUrl = process.env.DATABASE_URL;
 const PROJECT = 'scale-plans';
@@ -148,6 +148,12 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     expect(count).toMatch(/on token_index x0\s+Index Cond: \([^\n]*value = 'rare-1'::text/);
     expect(count).not.toMatch(/on token_index x0\s+Index Cond: \([^\n]*value = 'final'::text/);
     expect(answer.total).toBe(RARE_ROWS);
+  });
+
+  it('a search of every project sorted by date at an offset deeper than the largest window answers its page', async () => {
+    // offset + count + 1 = 1,606 matches: a first window of 6,424 rows, larger than the largest one.
+    const answer = await db.explain(superAdmin, 'Observation', 'code=http://loinc.org|8867-4&_sort=-date&_count=5&_offset=1600');
+    expect(answer.ids).toEqual((await newestWithCode(db.custom, '8867-4')).slice(1600, 1605));
   });
 
   it("a search of many projects sorted by date by a common token code and a rare one reads each project's rows of the rare code", async () => {

@@ -1,6 +1,6 @@
 import { SqlArgs } from '../../db/sql-args.js';
-import { conditionsOnCandidates, conditionsOnResource, freshContext, joinByPrimaryKey, type AnyProjectSearch } from './driven.js';
-import { fewCodeRowsPage } from './every-project-codes.js';
+import { conditionsOnCandidates, conditionsOnResource, firstWindow, freshContext, joinByPrimaryKey, type AnyProjectSearch } from './driven.js';
+import { drivingTokenCode, everyCodeRowPage, fewCodeRowsPage, type DrivingCode } from './every-project-codes.js';
 import { everyProjectId, mergedHeadsRows, type EveryProjectSorted } from './every-project-heads.js';
 import { pageOfCandidates, pageRows } from './general.js';
 import { growingWindows, impliedByIndexRows } from './growing-windows.js';
@@ -31,7 +31,9 @@ interface WindowRead {
  * and its matches without a sort value, which no window holds, come last); the others by the next
  * window, and past the largest by that statement too. With a token code among the filters, the
  * projects with few rows of the code are read from those rows first (fewCodeRowsPage) and the
- * windows read only the others. Before all of that, filters that most rows meet are probed on the
+ * windows read only the others; those past the largest window are read from every row of the code
+ * (everyCodeRowPage), not by that statement, as are all projects when the page is deeper than the
+ * largest window. Before all of that, filters that most rows meet are probed on the
  * merged heads of every project's sort rows (mergedHeadsRows), which answer with a few rows of
  * each project. Undefined when the parameter has no sort window.
  */
@@ -44,10 +46,9 @@ export async function everyProjectSortedPage(search: EveryProjectSorted, page: P
   const merged = await mergedHeadsRows(search, rows, each, every);
   if (merged) return pageOfCandidates(services.db, page, type, merged, sort);
   const windows = growingWindows(each);
-  const few = await fewCodeRowsPage(search, each.count, windows[0], every);
-  const ids: string[] = [...(few?.ids ?? [])];
+  const { ids, others, code } = await rowsOfFewCodeRows(search, each, windows, every);
   const sorted: string[] = [];
-  let projects: readonly string[] = few?.others ?? every;
+  let projects = others;
   for (const [i, window] of windows.entries()) {
     if (projects.length === 0) break;
     const read = await windowOfProjects(search, rows, { size: window, next: windows[i + 1] ?? window }, each.count, projects);
@@ -55,9 +56,21 @@ export async function everyProjectSortedPage(search: EveryProjectSorted, page: P
     sorted.push(...read.small);
     projects = read.larger;
   }
-  sorted.push(...projects);
+  if (code && projects.length > 0) ids.push(...(await everyCodeRowPage(search, code, each.count, projects)));
+  else sorted.push(...projects);
   if (sorted.length > 0) ids.push(...(await fallenProjectsRows(search, sorted, each)));
   return pageOfCandidates(services.db, page, type, ids, sort);
+}
+
+/**
+ * Before the windows: the first rows of the projects with fewer rows of the search's token code
+ * than the first window (fewCodeRowsPage), the projects the windows read, and the code. A page
+ * deeper than the largest window reads no window: every project is left to the code's rows.
+ */
+async function rowsOfFewCodeRows(search: EveryProjectSorted, each: PageShape, windows: readonly number[], every: string[]): Promise<{ ids: string[]; others: readonly string[]; code?: DrivingCode }> {
+  if (windows.length === 0) return { ids: [], others: every, code: await drivingTokenCode(search, firstWindow(each), every) };
+  const few = await fewCodeRowsPage(search, each.count, windows[0], every);
+  return few ?? { ids: [], others: every };
 }
 
 /**
