@@ -82,7 +82,7 @@ export async function answerDirectly(
     const authorization = headers.authorization;
     const known = knownCaller(services.auth, authorization);
     // Values at hand are not awaited: an await takes a turn of the microtask queue even on a value.
-    const entered = admission.enter(laneOf(known));
+    const entered = admission.enter(laneOf(known), () => closedSignal(response));
     const release = typeof entered === 'function' ? entered : await entered;
     try {
       const identity =
@@ -150,4 +150,14 @@ function send(response: ServerResponse, answer: FhirResponse, requestId: string,
   return encodeForClient(bytes, headers, acceptEncoding).then((encoded) =>
     writeAnswer(response, answer.status, encoded.headers, encoded.body, services.config.sendTimeoutMs, services.log),
   );
+}
+
+/** A signal aborted when the connection of `response` closes before its answer is sent (its client went away). */
+function closedSignal(response: ServerResponse): AbortSignal {
+  const closed = new AbortController();
+  if (response.destroyed) closed.abort();
+  response.once('close', () => {
+    if (!response.writableFinished) closed.abort();
+  });
+  return closed.signal;
 }
