@@ -131,27 +131,25 @@ describe('admission control with one place in work and two in the queues', () =>
     expect((await flooding.get('/Patient?_count=1')).status).toBe(200);
   });
 
-  it('takes a waiting search out of its queue when its client closes the connection', async () => {
-    const client = await knownClient(api);
+  /** While a create holds the one place, `path` waits in the queue; its client then closes the connection. */
+  async function leaveWhileWaiting(client: ProjectClient, path: string): Promise<void> {
     const held = await heldCreate(api, client);
     await untilLoad(api, { inWork: 1, queued: 0 });
-    const leaving = await sentRequest(api, `GET /fhir/R4/Patient?_count=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${await client.token()}\r\n\r\n`);
+    const leaving = await sentRequest(api, `GET /fhir/R4/${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${await client.token()}\r\n\r\n`);
     await untilLoad(api, { inWork: 1, queued: 1 });
     leaving.destroy();
     await untilLoad(api, { inWork: 1, queued: 0 });
     expect(await held.finish()).toBe(201);
+  }
+
+  it('takes a waiting search out of its queue when its client closes the connection', async () => {
+    await leaveWhileWaiting(await knownClient(api), 'Patient?_count=1');
   });
 
   it('takes a waiting read by id out of its queue when its client closes the connection', async () => {
     const client = await knownClient(api);
     const { body: patient } = await client.post('/Patient', patientBody());
-    const held = await heldCreate(api, client);
-    await untilLoad(api, { inWork: 1, queued: 0 });
-    const leaving = await sentRequest(api, `GET /fhir/R4/Patient/${patient.id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${await client.token()}\r\n\r\n`);
-    await untilLoad(api, { inWork: 1, queued: 1 });
-    leaving.destroy();
-    await untilLoad(api, { inWork: 1, queued: 0 });
-    expect(await held.finish()).toBe(201);
+    await leaveWhileWaiting(client, `Patient/${patient.id}`);
   });
 
   it('lets health checks through while every place is taken', async () => {
