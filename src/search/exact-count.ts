@@ -10,8 +10,7 @@ import { indexRowsSource } from './query/conditions/shared.js';
 import { scopeSql, type Scope } from '../storage/project-scope.js';
 import { SqlArgs } from '../db/sql-args.js';
 import { storesOneRowAtMost } from '../indexing/single-row.js';
-import { isTokenCodeFilter, rarestTokenCode } from './pages/token-code.js';
-import { tokenCodeRowCount } from './query/conditions/token.js';
+import { codeRowsInProject, isTokenCodeFilter, rarestTokenCode } from './pages/token-code.js';
 
 /** Above this many projects, a super admin's count names them in one condition instead of counting each apart. */
 const MAX_PROJECTS_COUNTED_APART = 20;
@@ -70,11 +69,7 @@ async function rarestCountDriver({ services, filters, ctx }: SearchQuery, type: 
   const keyed = filters.some(({ name, value, resolved }) => selectsByKey(name, value, resolved));
   if (projectId === undefined || codes.length < 2 || keyed) return undefined;
   const ordered = [...codes.filter((code) => oneRowPerResource(code, type)), ...codes.filter((code) => !oneRowPerResource(code, type))];
-  const count = async ({ name, value }: Filter, bound: number): Promise<number> => {
-    const args = new SqlArgs();
-    const [row] = await services.db.query<{ n: number }>(tokenCodeRowCount(name, value, type, projectId, { ...ctx, args, depth: 0 }, bound), args.values);
-    return row.n;
-  };
+  const count = (filter: Filter, bound: number): Promise<number> => codeRowsInProject({ services, type, projectId, ctx }, filter, bound);
   return (await rarestTokenCode(ordered, DRIVER_ROWS_COUNTED, count))?.filter;
 }
 

@@ -18,6 +18,13 @@ export interface TokenCodeDriver extends OrderedDriver {
   holdsEveryRow: (window: number) => Promise<boolean>;
 }
 
+/** The index rows of a token code filter in the search's one project, counted up to `bound` (tokenCodeRowCount). */
+export async function codeRowsInProject(search: Pick<DrivenSearch, 'services' | 'type' | 'projectId' | 'ctx'>, { name, value }: Filter, bound: number): Promise<number> {
+  const ctx = freshContext(search);
+  const [row] = await search.services.db.query<{ n: number }>(tokenCodeRowCount(name, value, search.type, search.projectId, ctx, bound), ctx.args.values);
+  return row.n;
+}
+
 /**
  * The token code among the filters (`Observation?code=http://loinc.org|8867-4`) with the fewest
  * index rows in the project (rarestTokenCode), which drives the page.
@@ -28,11 +35,7 @@ export interface TokenCodeDriver extends OrderedDriver {
  * take growing windows, then the general statement (growingWindowPage).
  */
 export async function tokenCodeDriver(search: DrivenSearch, filters: readonly Filter[]): Promise<TokenCodeDriver | undefined> {
-  const count = async ({ name, value }: Filter, bound: number): Promise<number> => {
-    const ctx = freshContext(search);
-    const [row] = await search.services.db.query<{ n: number }>(tokenCodeRowCount(name, value, search.type, search.projectId, ctx, bound), ctx.args.values);
-    return row.n;
-  };
+  const count = (filter: Filter, bound: number): Promise<number> => codeRowsInProject(search, filter, bound);
   const code = await rarestTokenCode(filters, RARE_CODE_ROWS, count);
   if (!code) return undefined;
   const { filter: { name, value }, others } = code;
