@@ -66,15 +66,15 @@ async function hasCandidates(search: ChainSearch, filter: Filter, most: number):
   const scope = `${rows.alias}."projectId" = ${project} AND ${rows.alias}."resourceType" = ${ctx.args.add(type)}`;
   const each = `SELECT d."projectId", d."resourceType", d.id FROM (${indexRowsSource(rows, scope)}) d LIMIT ${limit}`;
   const sources = search.projectId === undefined ? `SELECT c.* FROM unnest(${everyProject('resource')}) p(id) CROSS JOIN LATERAL (${each}) c LIMIT ${limit}` : each;
-  // Counted first: a common code's rows are counted up to the bound (index rows alone), not mapped to their targets.
+  // Counted first: a common code's rows are counted up to the bound, not each mapped to its targets.
   const [{ n }] = await search.services.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sources}) c`, ctx.args.values);
   if (n > most) return undefined;
   // Each source's reference rows by the primary key (resourceType, resourceId, seq): a handful per resource.
   const sql =
-    `SELECT g."projectId", t."targetId" AS id FROM (${sources}) g LEFT JOIN LATERAL (SELECT h."targetId" FROM reference_index h` +
+    `SELECT DISTINCT g."projectId", t."targetId" AS id FROM (${sources}) g CROSS JOIN LATERAL (SELECT h."targetId" FROM reference_index h` +
     ` WHERE h."resourceType" = g."resourceType" AND h."resourceId" = g.id` +
-    ` AND (h."projectId" = g."projectId" AND h.code = ${ctx.args.add(code)} AND h."targetType" = ${ctx.args.add(search.type)}) IS TRUE ORDER BY h.seq OFFSET 0) t ON true`;
-  const found = await search.services.db.query<{ projectId: string; id: string | null }>(sql, ctx.args.values);
-  const unique = new Map(found.filter(({ id }) => id !== null).map(({ projectId, id }) => [id!, projectId]));
+    ` AND (h."projectId" = g."projectId" AND h.code = ${ctx.args.add(code)} AND h."targetType" = ${ctx.args.add(search.type)}) IS TRUE ORDER BY h.seq OFFSET 0) t`;
+  const found = await search.services.db.query<{ projectId: string; id: string }>(sql, ctx.args.values);
+  const unique = new Map(found.map(({ projectId, id }) => [id, projectId]));
   return { projects: [...unique.values()], ids: [...unique.keys()] };
 }

@@ -31,12 +31,16 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   const kept = services.searchCache?.keepsPages && query.dependency ? { cache: services.searchCache, dependency: query.dependency } : undefined;
   const page: PageShape = { count: control.count, offset: control.offset, columns: withoutContent ? KEY_COLUMNS : COLUMNS, kept };
   const { project, oneProject, everyOne } = searchedProjects(query);
-  // A chain to few targets, or a `_has` of few referencing rows: its candidates drive the page
-  // whatever its order, as a key's rows do.
-  const chained = (await chainDriven(query, oneProject, everyOne)) ?? (await hasDriven(query, oneProject, everyOne));
-  if (chained) return generalPage(query, page, oneProject, everyOne, chained);
   const strategy = oneProject ? chooseStrategy(query, oneProject, page) : everyProjectStrategy(query, project, page);
-  return (strategy && (await strategy())) ?? generalPage(query, page, oneProject, everyOne, undefined);
+  // A chain to few targets, or a `_has` of few referencing rows: its candidates drive the page
+  // whatever its order, as a key's rows do; a `_has` of more, once a strategy's windows fell short.
+  const before = strategy || probesFillPage(query) ? HAS_SOURCE_ROWS_FEW : HAS_SOURCE_ROWS_MANY;
+  const chained = (await chainDriven(query, oneProject, everyOne)) ?? (await hasDriven(query, oneProject, everyOne, before));
+  if (chained) return generalPage(query, page, oneProject, everyOne, chained);
+  const read = strategy && (await strategy());
+  if (read) return read;
+  const after = strategy && before < HAS_SOURCE_ROWS_MANY && !probesFillPage(query) ? await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY) : undefined;
+  return generalPage(query, page, oneProject, everyOne, after);
 }
 
 /** The one project a search reads (a search of one type there: `oneProject`), or whether it is a super admin's of every project. */
@@ -52,7 +56,7 @@ function searchedProjects(query: SearchQuery): { project: string | undefined; on
 /** The conditions of an exact count driven by a `_has`'s candidates (hasDriven), if its referencing rows are few enough. */
 export function hasDrivenCount(query: SearchQuery): Promise<{ args: SqlArgs; where: string } | undefined> {
   const { oneProject, everyOne } = searchedProjects(query);
-  return hasDriven(query, oneProject, everyOne, true);
+  return hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY);
 }
 
 /**
@@ -145,22 +149,21 @@ async function chainDriven(query: SearchQuery, oneProject: DrivenSearch | undefi
 }
 
 /**
- * The conditions of a search of one type driven by a `_has` with few referencing rows
+ * The conditions of a search of one type driven by a `_has` with at most `most` referencing rows
  * (hasDrivenConditions), in one project (unless a key drives it) or a super admin's of every
- * project: few for a first page that probing the resources in any order fills (probesFillPage),
- * many for the others and for counts (`many`).
+ * project; never when a string prefix filter is among the filters (a name names few resources,
+ * each probed for the `_has`, and its own index drives: prefixDriver, growing windows).
  */
-async function hasDriven(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean, many = false): Promise<{ args: SqlArgs; where: string } | undefined> {
-  if (!query.filters.some(({ resolved }) => resolved.kind === 'has')) return undefined;
+async function hasDriven(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean, most: number): Promise<{ args: SqlArgs; where: string } | undefined> {
+  if (!query.filters.some(({ resolved }) => resolved.kind === 'has') || query.filters.some((filter) => prefixRangeOf(filter))) return undefined;
   const search = drivenSearchOf(query, oneProject, everyOne);
-  const most = many || !probesFillPage(query) ? HAS_SOURCE_ROWS_MANY : HAS_SOURCE_ROWS_FEW;
   return search && hasDrivenConditions(search, query.filters, most);
 }
 
 /**
- * Whether a page with a `_has` is filled by probing its first resources: unsorted, within the first
- * hundred matches, and no filter besides `_project`, `_has` or a string prefix (whose own index
- * drives: a name names few resources). A sorted page may find its matches only far down its order,
+ * Whether a page with a `_has` is filled by probing its first resources (the general statement),
+ * so that a `_has` of many referencing rows does not drive it: unsorted, within the first hundred
+ * matches, and no filter besides `_project`, `_has` or a string prefix. A sorted page may find its matches only far down its order,
  * and a filter no match meets (`gender` of another sex) probes every resource of the type.
  */
 function probesFillPage({ control, filters }: SearchQuery): boolean {
