@@ -84,6 +84,11 @@ const shapes: [string, string, string, Who?][] = [
   ['every: chained name common', 'Observation', 'subject:Patient.name=smi', 'every'],
   ['every: chained gender', 'Observation', 'subject:Patient.gender=female', 'every'],
   ['every: has', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&name=smith42', 'every'],
+  // Reverse chains on the seed data: every Patient's Observations share one code, 8867-4 being that of 5,000
+  // Patients (every Johnson's, Adams's and Perez's: johnson42 names ~20 who have it, smith42 none).
+  ['every: has, name', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&name=johnson42', 'every'],
+  ['every: has, code', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4', 'every'],
+  ['every: has, sort family', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&_sort=family&_count=20', 'every'],
   ['every: name prefix', 'Patient', 'name=smi', 'every'],
   ['every: sort -date', 'Observation', 'code=http://loinc.org|8867-4&_sort=-date', 'every'],
   ['every: sort date, offset', 'Observation', 'code=http://loinc.org|8867-4&_sort=date&_offset=40&_count=20', 'every'],
@@ -121,6 +126,19 @@ const shapes: [string, string, string, Who?][] = [
   ['key sorted: subject + code -date', 'Observation', 'subject=Patient/pat-4242&code=http://loinc.org|789-8&_sort=-date'],
   ['key sorted: subject -date total', 'Observation', 'subject=Patient/pat-4242&_sort=-date&_total=accurate'],
   ['key sorted: patient -date', 'Observation', 'patient=Patient/pat-4242&_sort=-date'],
+  ['has: code', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4'],
+  ['has: code, name', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&name=johnson42'],
+  ['has: code, name none', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&name=smith42'],
+  ['has: code, name prefix', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&name=joh'],
+  ['has: patient status', 'Patient', '_has:Observation:patient:status=final'],
+  ['has: patient status, sort family', 'Patient', '_has:Observation:patient:status=final&_sort=family&_count=20'],
+  ['has: code, sort family', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&_sort=family&_count=20'],
+  ['has: code, sort -family', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&_sort=-family&_count=20'],
+  ['has: code, count 1000', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&_count=1000'],
+  ['has: code, total accurate', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&_total=accurate'],
+  ['has: code, gender', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&gender=female'],
+  ['has: one day', 'Patient', '_has:Observation:subject:date=2023-03-01'],
+  ['has: one day, code', 'Patient', '_has:Observation:subject:date=2023-03-01&_has:Observation:subject:code=http://loinc.org|8867-4'],
   // As the search benchmark asks it: a super admin naming the project.
   ['key sorted: admin subject -date', 'Observation', 'subject=Patient/pat-4242&_sort=-date&_project=search-bench', 'every'],
 ];

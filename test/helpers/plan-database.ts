@@ -124,6 +124,30 @@ export async function writeObservations(client: pg.Client, projectId: string, co
   );
 }
 
+/**
+ * `patients` Patients (`<prefix>pat<n>`, family `smith<n>`) and the subject of each of
+ * `observations` Observations (writeObservations): `<prefix>pat<g % patients + 1>`.
+ */
+export async function writeSubjects(client: pg.Client, projectId: string, observations: number, patients: number, prefix: string): Promise<void> {
+  await client.query(
+    `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
+     SELECT 'Patient', $2 || 'pat' || g, $1, gen_random_uuid(), timestamptz '2025-01-01' + g * interval '1 second', false,
+            json_build_object('resourceType', 'Patient', 'id', $2 || 'pat' || g)
+     FROM generate_series(1, $3::int) g`,
+    [projectId, prefix, patients],
+  );
+  await client.query(
+    `INSERT INTO string_index ("projectId", "resourceType", "resourceId", seq, code, value, exact)
+     SELECT $1, 'Patient', $2 || 'pat' || g, 1, 'family', 'smith' || g, 'Smith' || g FROM generate_series(1, $3::int) g`,
+    [projectId, prefix, patients],
+  );
+  await client.query(
+    `INSERT INTO reference_index ("projectId", "resourceType", "resourceId", seq, code, "targetType", "targetId", url)
+     SELECT $1, 'Observation', $2 || 'o' || g, 1, 'subject', 'Patient', $2 || 'pat' || (g % $4::int + 1), NULL FROM generate_series(1, $3::int) g`,
+    [projectId, prefix, observations, patients],
+  );
+}
+
 /** Every Observation of LOINC `code`, in every project, newest date first, ties by id: what a super admin's `_sort=-date` pages hold. */
 export async function newestWithCode(client: pg.Client, code: string): Promise<string[]> {
   const { rows } = await client.query<{ id: string }>(

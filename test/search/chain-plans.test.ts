@@ -1,7 +1,6 @@
-import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Identity } from '../../src/identity/identity.js';
-import { openPlanDatabase, searchPlans, writeObservations, type PlanDatabase } from '../helpers/plan-database.js';
+import { openPlanDatabase, searchPlans, writeObservations, writeSubjects, type PlanDatabase } from '../helpers/plan-database.js';
 
 const serverUrl = process.env.DATABASE_URL;
 const PROJECT = 'chain-plans';
@@ -26,8 +25,8 @@ describe.skipIf(!serverUrl)('plans of chained searches, on data never analyzed',
     db = await openPlanDatabase('flint_chain_plans');
     await writeObservations(db.custom, PROJECT, OBSERVATIONS);
     await writeObservations(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, 'x-');
-    await writeSubjects(db.custom, PROJECT, OBSERVATIONS, '');
-    await writeSubjects(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, 'x-');
+    await writeSubjects(db.custom, PROJECT, OBSERVATIONS, PATIENTS, '');
+    await writeSubjects(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, PATIENTS, 'x-');
   }, 60_000);
 
   afterAll(async () => {
@@ -63,25 +62,4 @@ function subjectsOf(prefix: string, count: number, n: number): string[] {
   const ids: string[] = [];
   for (let g = 1; g <= count; g++) if (named((g % PATIENTS) + 1)) ids.push(`${prefix}o${g}`);
   return ids;
-}
-
-/** PATIENTS Patients (`<prefix>pat<n>`, family `smith<n>`) and the subject of each Observation: `<prefix>pat<g % PATIENTS + 1>`. */
-async function writeSubjects(client: pg.Client, projectId: string, observations: number, prefix: string): Promise<void> {
-  await client.query(
-    `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
-     SELECT 'Patient', $2 || 'pat' || g, $1, gen_random_uuid(), timestamptz '2025-01-01' + g * interval '1 second', false,
-            json_build_object('resourceType', 'Patient', 'id', $2 || 'pat' || g)
-     FROM generate_series(1, $3::int) g`,
-    [projectId, prefix, PATIENTS],
-  );
-  await client.query(
-    `INSERT INTO string_index ("projectId", "resourceType", "resourceId", seq, code, value, exact)
-     SELECT $1, 'Patient', $2 || 'pat' || g, 1, 'family', 'smith' || g, 'Smith' || g FROM generate_series(1, $3::int) g`,
-    [projectId, prefix, PATIENTS],
-  );
-  await client.query(
-    `INSERT INTO reference_index ("projectId", "resourceType", "resourceId", seq, code, "targetType", "targetId", url)
-     SELECT $1, 'Observation', $2 || 'o' || g, 1, 'subject', 'Patient', $2 || 'pat' || (g % $4::int + 1), NULL FROM generate_series(1, $3::int) g`,
-    [projectId, prefix, observations, PATIENTS],
-  );
 }

@@ -5,7 +5,8 @@ import { everyProjectSortedPage } from '../pages/every-project-windows.js';
 import { pageRows } from '../pages/general.js';
 import { growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
-import { chainDrivenConditions } from '../pages/chain-driven.js';
+import { chainDrivenConditions, type ChainSearch } from '../pages/chain-driven.js';
+import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, hasDrivenConditions } from '../pages/has-driven.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { numericDriver } from '../pages/numeric.js';
 import { orderedMatchesPage } from '../pages/ordered-matches.js';
@@ -29,17 +30,33 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   const { control, services } = query;
   const kept = services.searchCache?.keepsPages && query.dependency ? { cache: services.searchCache, dependency: query.dependency } : undefined;
   const page: PageShape = { count: control.count, offset: control.offset, columns: withoutContent ? KEY_COLUMNS : COLUMNS, kept };
+  const { project, oneProject, everyOne } = searchedProjects(query);
+  const strategy = oneProject ? chooseStrategy(query, oneProject, page) : everyProjectStrategy(query, project, page);
+  // A chain to few targets, or a `_has` of few referencing rows: its candidates drive the page
+  // whatever its order, as a key's rows do; a `_has` of more, once a strategy's windows fell short.
+  const before = strategy || probesFillPage(query) ? HAS_SOURCE_ROWS_FEW : HAS_SOURCE_ROWS_MANY;
+  const chained = (await chainDriven(query, oneProject, everyOne)) ?? (await hasDriven(query, oneProject, everyOne, before));
+  if (chained) return generalPage(query, page, oneProject, everyOne, chained);
+  const read = strategy && (await strategy());
+  if (read) return read;
+  const after = strategy && before < HAS_SOURCE_ROWS_MANY && !probesFillPage(query) ? await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY) : undefined;
+  return generalPage(query, page, oneProject, everyOne, after);
+}
+
+/** The one project a search reads (a search of one type there: `oneProject`), or whether it is a super admin's of every project. */
+function searchedProjects(query: SearchQuery): { project: string | undefined; oneProject: DrivenSearch | undefined; everyOne: boolean } {
   const project = searchedProject(query.scope, query.filters);
   const oneProject: DrivenSearch | undefined =
     query.typeList?.length === 1 && project !== undefined
-      ? { services, type: query.typeList[0], scope: query.scope, projectId: project, ctx: query.ctx }
+      ? { services: query.services, type: query.typeList[0], scope: query.scope, projectId: project, ctx: query.ctx }
       : undefined;
-  const everyOne = query.scope.projectIds === undefined && project === undefined;
-  // A chain to few targets: its candidates drive the page whatever its order, as a key's rows do.
-  const chained = await chainDriven(query, oneProject, everyOne);
-  if (chained) return generalPage(query, page, oneProject, everyOne, chained);
-  const strategy = oneProject ? chooseStrategy(query, oneProject, page) : everyProjectStrategy(query, project, page);
-  return (strategy && (await strategy())) ?? generalPage(query, page, oneProject, everyOne, undefined);
+  return { project, oneProject, everyOne: query.scope.projectIds === undefined && project === undefined };
+}
+
+/** The conditions of an exact count driven by a `_has`'s candidates (hasDriven), if its referencing rows are few enough. */
+export function hasDrivenCount(query: SearchQuery): Promise<{ args: SqlArgs; where: string } | undefined> {
+  const { oneProject, everyOne } = searchedProjects(query);
+  return hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY);
 }
 
 /**
@@ -127,9 +144,38 @@ function generalPage(
  */
 async function chainDriven(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean): Promise<{ args: SqlArgs; where: string } | undefined> {
   if (!query.filters.some(({ resolved }) => resolved.kind === 'chain')) return undefined;
-  if (oneProject) return query.planOnce ? undefined : chainDrivenConditions(oneProject, query.filters);
+  const search = drivenSearchOf(query, oneProject, everyOne);
+  return search && chainDrivenConditions(search, query.filters);
+}
+
+/**
+ * The conditions of a search of one type driven by a `_has` with at most `most` referencing rows
+ * (hasDrivenConditions), in one project (unless a key drives it) or a super admin's of every
+ * project; never when a string prefix filter is among the filters (a name names few resources,
+ * each probed for the `_has`, and its own index drives: prefixDriver, growing windows).
+ */
+async function hasDriven(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean, most: number): Promise<{ args: SqlArgs; where: string } | undefined> {
+  if (!query.filters.some(({ resolved }) => resolved.kind === 'has') || query.filters.some((filter) => prefixRangeOf(filter))) return undefined;
+  const search = drivenSearchOf(query, oneProject, everyOne);
+  return search && hasDrivenConditions(search, query.filters, most);
+}
+
+/**
+ * Whether a page with a `_has` is filled by probing its first resources (the general statement),
+ * so that a `_has` of many referencing rows does not drive it: unsorted, within the first hundred
+ * matches, and no filter besides `_project`, `_has` or a string prefix. A sorted page may find its matches only far down its order,
+ * and a filter no match meets (`gender` of another sex) probes every resource of the type.
+ */
+function probesFillPage({ control, filters }: SearchQuery): boolean {
+  const others = filters.every((filter) => filter.name === '_project' || filter.resolved.kind === 'has' || prefixRangeOf(filter) !== undefined);
+  return control.sort.length === 0 && control.offset + control.count < 100 && others;
+}
+
+/** The search a chain or `_has` drives: one project's (unless a key drives it), or a super admin's of every project. */
+function drivenSearchOf(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean): ChainSearch | undefined {
+  if (oneProject) return query.planOnce ? undefined : oneProject;
   if (!everyOne || query.typeList?.length !== 1) return undefined;
-  return chainDrivenConditions({ services: query.services, type: query.typeList[0], scope: query.scope, ctx: query.ctx, projectId: undefined }, query.filters);
+  return { services: query.services, type: query.typeList[0], scope: query.scope, ctx: query.ctx, projectId: undefined };
 }
 
 /**

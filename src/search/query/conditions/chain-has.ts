@@ -109,11 +109,8 @@ function reportChainRows(
   ctx.onRows!({ table: `(${probes.join(' UNION ALL ')})`, indexTable: 'reference_index', codeArg, condition: undefined, alias: ri, depth: ctx.depth });
 }
 
-/**
- * `_has:Observation:patient:code=x`: some Observation of the same project whose `patient`
- * references this resource matches.
- */
-export function compileHas(name: string, value: string, alias: string, ctx: CompileContext, compileParameter: CompileParameter): string {
+/** The parts of `_has:Type:reference:parameter`: the referencing type, its reference parameter, and the rest. */
+export function parseHas(name: string, ctx: Pick<CompileContext, 'parameters'>): { type: string; code: string; rest: string } {
   const match = /^_has:([A-Za-z]+):([A-Za-z0-9_-]+):(.+)$/.exec(name);
   if (!match || !isResourceType(match[1])) {
     throw errors.invalid(`Invalid _has "${name}": use _has:Type:referenceParameter:parameter`, name);
@@ -121,16 +118,34 @@ export function compileHas(name: string, value: string, alias: string, ctx: Comp
   const [, type, code, rest] = match;
   const param = findParameter(code, [type], name, ctx.parameters);
   if (param.type !== 'reference') throw errors.invalid(`In "${name}", ${code} is not a reference parameter of ${type}`, name);
+  return { type, code, rest };
+}
+
+/**
+ * `_has:Observation:patient:code=x`: some Observation of the same project whose `patient`
+ * references this resource matches. Always a probe per resource (a subplan, fenced by OFFSET 0):
+ * the references to it by the (project, type, code, target) index, and each referencing
+ * resource's own condition probed through its own index rows (perRow). As a semi-join, a plan
+ * made without statistics read every reference row of the code in the project, or every
+ * Observation of the code, for a page of 20 Patients, and did not finish in 30 s; a resource has
+ * few references to it, so the probe is bounded whatever the statistics. A reference row stands
+ * for a live resource of its project (the store keeps index rows exactly while a resource is not
+ * deleted, as exact counts rely on), so the referencing resource's row is read only for a
+ * condition on `_lastUpdated`, a column only it has (reading it cost a random heap read per
+ * reference). A `_has` whose referencing rows are few drives the page instead (pages/has-driven.ts).
+ */
+export function compileHas(name: string, value: string, alias: string, ctx: CompileContext, compileParameter: CompileParameter): string {
+  const { type, code, rest } = parseHas(name, ctx);
   const inner = nextDepth(ctx, name);
   const ri = `h${inner.depth}`;
   const s = `s${inner.depth}`;
-  const condition = compileParameter(rest, value, [type], s, inner);
-  const sourceScope = scopeSql(s, 'projectId', ctx.scope, ctx.args);
+  const condition = compileParameter(rest, value, [type], s, { ...inner, perRow: true });
+  const source = /^_lastUpdated|^_filter$/.test(rest)
+    ? `(SELECT * FROM resource ${s} WHERE ${s}."resourceType" = ${ri}."resourceType" AND ${s}.id = ${ri}."resourceId" LIMIT 1)`
+    : `(SELECT ${ri}."projectId", ${ri}."resourceType", ${ri}."resourceId" AS id)`;
   return (
-    `EXISTS (SELECT 1 FROM reference_index ${ri} JOIN resource ${s} ON ${s}."resourceType" = ${ri}."resourceType" AND ${s}.id = ${ri}."resourceId"` +
-    ` WHERE ${ri}."targetType" = ${alias}."resourceType" AND ${ri}."targetId" = ${alias}.id AND ${ri}."resourceType" = ${ctx.args.add(type)}` +
-    ` AND ${ri}.code = ${ctx.args.add(code)} AND ${ri}."projectId" = ${alias}."projectId" AND ${s}."projectId" = ${ri}."projectId"` +
-    ` AND NOT ${s}.deleted${sourceScope ? ` AND ${sourceScope}` : ''}` +
-    ` AND ${condition})`
+    `EXISTS (SELECT 1 FROM reference_index ${ri} CROSS JOIN LATERAL ${source} ${s}` +
+    ` WHERE ${ri}."projectId" = ${alias}."projectId" AND ${ri}."resourceType" = ${ctx.args.add(type)} AND ${ri}.code = ${ctx.args.add(code)}` +
+    ` AND ${ri}."targetId" = ${alias}.id AND ${ri}."targetType" = ${alias}."resourceType" AND (${condition}) IS TRUE OFFSET 0)`
   );
 }

@@ -1,0 +1,80 @@
+import { filterCondition, type Filter } from '../plan/filters.js';
+import { resolveParameter } from '../query/conditions.js';
+import { parseHas } from '../query/conditions/chain-has.js';
+import type { IndexRowsCondition } from '../query/conditions/types.js';
+import { indexRowsSource } from '../query/conditions/shared.js';
+import type { SqlArgs } from '../../db/sql-args.js';
+import type { ChainSearch } from './chain-driven.js';
+import { freshContext } from './driven.js';
+import { everyProject } from './every-project.js';
+import { GROWING_WINDOW_MAX } from './growing-windows.js';
+import { drivenWhere } from './key-driven.js';
+
+/** The most referencing rows (`_has:Observation:subject:code=..`: the code's rows) a first page is read from. */
+export const HAS_SOURCE_ROWS_FEW = GROWING_WINDOW_MAX;
+/**
+ * The most referencing rows a page that probing would not fill soon (sorted, deep, with filters
+ * that may drop most resources) or an exact count is read from: reading 50,000 of them costs less
+ * than probing the 100,000 resources of the type they may reference for a count, a page sorted
+ * where few matches are, or a filter that no match meets.
+ */
+export const HAS_SOURCE_ROWS_MANY = 51_200;
+
+/**
+ * The conditions of a search with a `_has` (`Patient?_has:Observation:subject:code=..`) whose
+ * referencing resources' matches are index rows, when there are at most `most` of them
+ * (HAS_SOURCE_ROWS_FEW or HAS_SOURCE_ROWS_MANY) in the project: the resources they reference are
+ * the candidates (each once), the other
+ * filters are tested on them, and the resources are read by primary key, as chainDrivenConditions
+ * reads a chain's. A rare code, a day of Observations, a code nobody has: the page no longer
+ * depends on how many resources of the searched type there are. Undefined otherwise: the `_has` is
+ * common, and is probed per resource of the page (query/conditions/chain-has.ts compileHas).
+ * Every project is read one project at a time (references never cross projects).
+ */
+export async function hasDrivenConditions(search: ChainSearch, filters: readonly Filter[], most: number): Promise<{ args: SqlArgs; where: string } | undefined> {
+  for (const [at, filter] of filters.entries()) {
+    if (filter.resolved.kind !== 'has') continue;
+    const candidates = await hasCandidates(search, filter, most);
+    if (!candidates) continue;
+    const ctx = freshContext(search);
+    const source =
+      `SELECT v."projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v.id` +
+      ` FROM unnest(${ctx.args.add(candidates.projects, 'text[]')}, ${ctx.args.add(candidates.ids, 'text[]')}) v("projectId", id)`;
+    return drivenWhere(search, filters.filter((_, i) => i !== at), ctx, source);
+  }
+  return undefined;
+}
+
+/**
+ * The resources of the searched type that the `_has` filter's matching referencing resources
+ * reference (each once, with its project), or undefined when its condition is not index rows
+ * (a nested `_has`, a chain, `:missing`) or has more than `most` rows (counted first, up to
+ * `most` + 1). An index row
+ * stands for a live resource of its project (the store's invariant, as exact counts rely on), and
+ * its reference rows are read by their primary key: no resource row is read.
+ */
+async function hasCandidates(search: ChainSearch, filter: Filter, most: number): Promise<{ projects: string[]; ids: string[] } | undefined> {
+  const ctx = freshContext(search);
+  const { type, code, rest } = parseHas(filter.name, ctx);
+  let rows: IndexRowsCondition | undefined;
+  const inner: Filter = { name: rest, value: filter.value, resolved: resolveParameter(rest, [type], ctx.parameters) };
+  const condition = filterCondition(inner, [type], 's', { ...ctx, onRows: (found) => (rows = found.depth === 0 ? found : rows) });
+  if (!rows || !condition.startsWith('EXISTS (')) return undefined;
+  // Every project: the projects are read one at a time, `p.id` the one being read (below).
+  const project = search.projectId === undefined ? 'p.id' : ctx.args.add(search.projectId);
+  const limit = ctx.args.add(most + 1);
+  const scope = `${rows.alias}."projectId" = ${project} AND ${rows.alias}."resourceType" = ${ctx.args.add(type)}`;
+  const each = `SELECT d."projectId", d."resourceType", d.id FROM (${indexRowsSource(rows, scope)}) d LIMIT ${limit}`;
+  const sources = search.projectId === undefined ? `SELECT c.* FROM unnest(${everyProject('resource')}) p(id) CROSS JOIN LATERAL (${each}) c LIMIT ${limit}` : each;
+  // Counted first: a common code's rows are counted up to the bound, not each mapped to its targets.
+  const [{ n }] = await search.services.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sources}) c`, ctx.args.values);
+  if (n > most) return undefined;
+  // Each source's reference rows by the primary key (resourceType, resourceId, seq): a handful per resource.
+  const sql =
+    `SELECT DISTINCT g."projectId", t."targetId" AS id FROM (${sources}) g CROSS JOIN LATERAL (SELECT h."targetId" FROM reference_index h` +
+    ` WHERE h."resourceType" = g."resourceType" AND h."resourceId" = g.id` +
+    ` AND (h."projectId" = g."projectId" AND h.code = ${ctx.args.add(code)} AND h."targetType" = ${ctx.args.add(search.type)}) IS TRUE ORDER BY h.seq OFFSET 0) t`;
+  const found = await search.services.db.query<{ projectId: string; id: string }>(sql, ctx.args.values);
+  const unique = new Map(found.map(({ projectId, id }) => [id, projectId]));
+  return { projects: [...unique.values()], ids: [...unique.keys()] };
+}

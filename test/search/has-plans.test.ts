@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Identity } from '../../src/identity/identity.js';
+import { openPlanDatabase, searchPlans, writeObservations, writeSubjects, type PlanDatabase } from '../helpers/plan-database.js';
+
+const serverUrl = process.env.DATABASE_URL;
+const PROJECT = 'has-plans';
+const OTHER_PROJECT = 'has-plans-other';
+const OBSERVATIONS = 20000;
+const PATIENTS = 2000;
+const CODE = 'http://loinc.org|8867-4';
+
+const superAdmin: Identity = { projectId: PROJECT, superAdmin: true };
+const member: Identity = { projectId: PROJECT, superAdmin: false };
+
+/** A plan that reads every reference of the code in the project (or the whole table) to test `_has`. */
+const EVERY_SUBJECT_ROW = /Seq Scan on reference_index|on reference_index \w+\s+Index Cond: \(\("projectId" = [^\n]*\(code = 'subject'::text\)\)\n/;
+
+/**
+ * Plans of reverse chains (`_has`) on PostgreSQL tables never analyzed: a page must not test the
+ * `_has` against every reference of the project; the references to each resource are probed, or
+ * the referencing resources' few rows drive the page.
+ */
+describe.skipIf(!serverUrl)('plans of _has searches, on data never analyzed', () => {
+  let db: PlanDatabase;
+
+  beforeAll(async () => {
+    db = await openPlanDatabase('flint_has_plans');
+    await writeObservations(db.custom, PROJECT, OBSERVATIONS);
+    await writeObservations(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, 'x-');
+    await writeSubjects(db.custom, PROJECT, OBSERVATIONS, PATIENTS, '');
+    await writeSubjects(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, PATIENTS, 'x-');
+    // A bound for any runaway plan: the test fails instead of running for minutes.
+    await db.custom.query('SET statement_timeout = 20000');
+    await db.generic.query('SET statement_timeout = 20000');
+  }, 60_000);
+
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it('a page of one project reads the references to each patient, not every reference of the code', async () => {
+    const answer = await db.explain(member, 'Patient', `_has:Observation:subject:code=${CODE}&_project=${PROJECT}&_count=1000`);
+    expect(searchPlans(answer.statements)).not.toMatch(EVERY_SUBJECT_ROW);
+    expect(answer.ids.sort()).toEqual(withCode('', OBSERVATIONS, () => true).sort());
+  });
+
+  it("a super admin's search of every project by _has and a name probes the named patients", async () => {
+    const answer = await db.explain(superAdmin, 'Patient', `_has:Observation:subject:code=${CODE}&name=smith2`);
+    expect(searchPlans(answer.statements)).not.toMatch(EVERY_SUBJECT_ROW);
+    const named = (p: number) => String(p).startsWith('2');
+    expect(answer.ids.sort()).toEqual([...withCode('', OBSERVATIONS, named), ...withCode('x-', OBSERVATIONS / 10, named)].sort());
+  });
+
+  it('an exact count of one project counts the patients the code references', async () => {
+    const answer = await db.explain(member, 'Patient', `_has:Observation:subject:code=${CODE}&_project=${PROJECT}&_total=accurate&_count=10`);
+    expect(searchPlans(answer.statements)).not.toMatch(EVERY_SUBJECT_ROW);
+    expect(answer.total).toBe(withCode('', OBSERVATIONS, () => true).length);
+  });
+});
+
+/**
+ * The patients (`<prefix>pat<p>`, family `smith<p>`) that some Observation of code 8867-4 (every
+ * twentieth, writeObservations) references as its subject (`pat<g % PATIENTS + 1>`, writeSubjects), of those `named`.
+ */
+function withCode(prefix: string, observations: number, named: (p: number) => boolean): string[] {
+  const ids = new Set<string>();
+  for (let g = 20; g <= observations; g += 20) if (named((g % PATIENTS) + 1)) ids.add(`${prefix}pat${(g % PATIENTS) + 1}`);
+  return [...ids];
+}
