@@ -121,7 +121,7 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
 
   it("a search by two common token codes at a deep offset reads a window of 6,400 of the first code's rows before any general statement", async () => {
     const answer = await db.explain(member, 'Observation', 'status=final&code=http://loinc.org|8867-4&_offset=200&_count=5');
-    // Both codes have more than 800 rows, so status drives; its first window (884 rows) holds 44 matches, the next one the page.
+    // A deep page (its last window past 6,400 rows) counts both codes further: the code's 1,000 rows drive, probing status.
     expect(answer.statements.some(({ sql }) => /^SELECT [^(]*? FROM resource r WHERE /.test(sql))).toBe(false);
     const matches = Array.from({ length: OBSERVATIONS / 20 }, (_, i) => `o${20 * (i + 1)}`).sort();
     expect(answer.ids).toEqual(matches.slice(200, 205));
@@ -133,6 +133,13 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     expect(answer.statements.some(({ sql }) => /^SELECT [^(]*? FROM resource r WHERE /.test(sql))).toBe(false);
     const matches = Array.from({ length: OBSERVATIONS / 20 }, (_, i) => `o${20 * (i + 1)}`).sort();
     expect(answer.ids).toEqual(matches.slice(900, 905));
+  });
+
+  it("a search by two common token codes at a deep offset reads the rarer code's rows, probing the commoner, whichever comes first", async () => {
+    const answer = await db.explain(member, 'Observation', 'status=final&code=http://loinc.org|8867-4&_offset=900&_count=5');
+    const reads = searchPlans(answer.statements.filter(({ sql }) => !sql.startsWith('SELECT count(*)')));
+    expect(reads).toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = '8867-4'::text/);
+    expect(reads).not.toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = 'final'::text/);
   });
 
   it('a search sorted by date with a common token code at a deep offset reads larger windows of the date rows before any general statement', async () => {

@@ -26,6 +26,11 @@ export function lastWindow(page: PageShape): number {
   return Math.max(GROWING_WINDOW_MAX, DEEP_ROWS_PER_MATCH * (page.offset + page.count + 1));
 }
 
+/** Whether a page's last window is larger than a first page's (past `_offset` ~180). */
+export function deepPage(page: PageShape): boolean {
+  return lastWindow(page) > GROWING_WINDOW_MAX;
+}
+
 /**
  * Whether a window's rows that meet the filters stand for resources that meet the search, so that
  * its page is cut before any resource is read: index rows stand for live resources of their
@@ -80,12 +85,15 @@ export async function growingWindowPage(
     const rowsOf =
       `SELECT ${ctx.args.add(search.projectId)}::text AS "projectId", ${ctx.args.add(search.type)}::text AS "resourceType", g."resourceId" AS id, g.first` +
       ` FROM (${matches(ctx, window)}) g`;
+    // Rows that imply their resources skip the offset before any resource is read (a deep page read
+    // and cast every skipped resource's content).
     const tested =
       `SELECT d.id, d.first FROM (${rowsOf}) d${candidates.length > 0 ? ` WHERE (${candidates.join(' AND ')}) IS TRUE` : ''}` +
-      (onlyImplied ? ` ORDER BY d.first ${direction}, d.id LIMIT ${ctx.args.add(page.offset + page.count + 1)}` : '');
+      (onlyImplied ? ` ORDER BY d.first ${direction}, d.id LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}` : '');
     const sql =
       `SELECT ${page.columns} FROM (${tested}) p ${joinByPrimaryKey(search, ctx, 'p.id', where.join(' AND '))}` +
-      ` ORDER BY p.first ${direction}, p.id LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
+      ` ORDER BY p.first ${direction}, p.id LIMIT ${ctx.args.add(page.count + 1)}` +
+      (onlyImplied ? '' : ` OFFSET ${ctx.args.add(page.offset)}`);
     const rows = await runPage(search.services.db, sql, ctx.args, page.count, false, page.kept, false);
     if (rows.more || (holdsEveryRow && (await holdsEveryRow(window)))) return rows;
   }

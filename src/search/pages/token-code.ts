@@ -1,7 +1,9 @@
 import { plainParameter, type Filter } from '../plan/filters.js';
 import { isOneTokenCode, tokenCodeMatches, tokenCodeRowCount } from '../query/conditions/token.js';
 import { freshContext, type DrivenSearch } from './driven.js';
+import { deepPage } from './growing-windows.js';
 import type { OrderedDriver } from './ordered-matches.js';
+import type { PageShape } from './rows.js';
 
 /**
  * How far each of several token codes' rows in a project are counted to choose the one that
@@ -10,6 +12,21 @@ import type { OrderedDriver } from './ordered-matches.js';
  * that every page of a search is driven by the same code.
  */
 const RARE_CODE_ROWS = 800;
+
+/**
+ * How far codes are counted for a deep page (one whose last window is larger than a first page's),
+ * as for an exact count: far enough to tell a common code (50,000 rows) from one every resource
+ * has. Counting costs less than the windows it saves: with the first pages' bound,
+ * `status=final&code=..&_offset=2000` was driven by every final Observation (a tie at 800 keeps the
+ * first filter) and probed 200,000 of them for the code, whose own rows held the page in the first
+ * window. A bound of the page's last window tied at `_offset=1000` and only added the counting.
+ */
+const DEEP_CODE_ROWS = 100_000;
+
+/** How far each code is counted for `page`: RARE_CODE_ROWS, or DEEP_CODE_ROWS for a deep page. */
+function codeRowsCounted(page: PageShape): number {
+  return deepPage(page) ? DEEP_CODE_ROWS : RARE_CODE_ROWS;
+}
 
 export interface TokenCodeDriver extends OrderedDriver {
   /** The only filter besides `_project`. */
@@ -27,16 +44,19 @@ export async function codeRowsInProject(search: Pick<DrivenSearch, 'services' | 
 
 /**
  * The token code among the filters (`Observation?code=http://loinc.org|8867-4`) with the fewest
- * index rows in the project (rarestTokenCode), which drives the page.
+ * index rows in the project (rarestTokenCode, counted as far as codeRowsCounted), which drives the
+ * page. A deep page may so be driven by another code than the first pages; both list the matches
+ * by their driver's first system, then id, which is the same order when each code's matches carry
+ * one system (a `system|code` value, a status), and a page without _sort promises none.
  * `alone` when it is the only filter besides `_project`: its window of index rows then holds the
  * page unless the whole match is small, so reading the whole match instead is cheap
  * (orderedMatchesPage). With other filters that could drop most of the window, the whole match of
  * a common code (50,000 rows, or every Observation's status) must not be de-duplicated: those
  * take growing windows, then the general statement (growingWindowPage).
  */
-export async function tokenCodeDriver(search: DrivenSearch, filters: readonly Filter[]): Promise<TokenCodeDriver | undefined> {
+export async function tokenCodeDriver(search: DrivenSearch, filters: readonly Filter[], page: PageShape): Promise<TokenCodeDriver | undefined> {
   const count = (filter: Filter, bound: number): Promise<number> => codeRowsInProject(search, filter, bound);
-  const code = await rarestTokenCode(filters, RARE_CODE_ROWS, count);
+  const code = await rarestTokenCode(filters, codeRowsCounted(page), count);
   if (!code) return undefined;
   const { filter: { name, value }, others } = code;
   return {

@@ -102,7 +102,7 @@ function unsortedStrategy({ filters, planOnce }: SearchQuery, search: DrivenSear
   if (dates) return () => dateRangePage(search, dates, page);
   if (filters.some(isTokenCodeFilter)) {
     return async () => {
-      const code = (await tokenCodeDriver(search, filters))!;
+      const code = (await tokenCodeDriver(search, filters, page))!;
       return code.alone ? orderedMatchesPage(search, code, page) : growingWindowPage(search, code.matches, 'ASC', code.others, page, code.holdsEveryRow);
     };
   }
