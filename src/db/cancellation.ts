@@ -52,7 +52,7 @@ export class CancellablePool extends pg.Pool {
     let failure: unknown;
     try {
       if (signal.aborted) throw clientClosed();
-      signal.addEventListener('abort', onAbort, { once: true });
+      signal.addEventListener('abort', onAbort);
       return await (client.query as (config: unknown, values: unknown) => Promise<pg.QueryResult>)(config, values);
     } catch (error) {
       failure = error;
