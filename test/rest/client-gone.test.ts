@@ -1,4 +1,4 @@
-import { connect, type Socket } from 'node:net';
+import { sentRequest } from '../helpers/raw-socket.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOwnDatabase, type OwnDatabase } from '../helpers/own-database.js';
@@ -70,17 +70,6 @@ describe.skipIf(!serverUrl)('requests whose client goes away while they are in w
     throw new Error('the server never became idle');
   }
 
-  /** A socket that has sent `request` and reads nothing of its answer. */
-  async function sentRequest(request: string): Promise<Socket> {
-    const { hostname, port } = new URL(api.url);
-    const socket: Socket = await new Promise((resolve, reject) => {
-      const opened = connect({ host: hostname, port: Number(port) }, () => resolve(opened));
-      opened.once('error', reject);
-    });
-    socket.write(request);
-    return socket;
-  }
-
   async function headers(client: ProjectClient): Promise<string> {
     return `Host: x\r\nAuthorization: Bearer ${await client.token()}\r\n`;
   }
@@ -91,7 +80,7 @@ describe.skipIf(!serverUrl)('requests whose client goes away while they are in w
     const identifier = created.body.identifier[0].value as string;
     const lock = await holdLock('LOCK TABLE token_index IN ACCESS EXCLUSIVE MODE');
     try {
-      const leaving = await sentRequest(`GET /fhir/R4/Patient?identifier=${identifier} HTTP/1.1\r\n${await headers(client)}\r\n`);
+      const leaving = await sentRequest(api, `GET /fhir/R4/Patient?identifier=${identifier} HTTP/1.1\r\n${await headers(client)}\r\n`);
       await untilWaiting(1);
       leaving.destroy();
       await untilWaiting(0);
@@ -114,6 +103,7 @@ describe.skipIf(!serverUrl)('requests whose client goes away while they are in w
     const lock = await holdLock('LOCK TABLE token_index IN ACCESS EXCLUSIVE MODE');
     try {
       const leaving = await sentRequest(
+        api,
         `POST /fhir/R4/Patient HTTP/1.1\r\n${sent}Content-Type: application/fhir+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       );
       await untilWaiting(1);
