@@ -2,13 +2,52 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';
 import { callerOf, primaryOnly, type ReadSession } from '../cache/read-your-writes.js';
 import { JoinedTransaction } from '../db/joined-transaction.js';
+import { CancellableReads } from '../db/cancellable-reads.js';
+import type { Reader } from '../db/replicas.js';
 import type { Identity } from '../identity/identity.js';
 import type { RequestContext, Services } from '../operations/context.js';
 import { GuardedRepository } from './guarded-repository.js';
 
-/** A pure function of its inputs, so tests can build a context without HTTP. */
-export function createRequestContext(services: Services, identity: Identity, requestId: string): RequestContext {
-  return new ServiceContext(services, identity, requestId, readSessionOf(services, identity), undefined, undefined);
+/**
+ * A pure function of its inputs, so tests can build a context without HTTP. `clientGone` gives
+ * the signal of the request's client closing its connection (asked on the first read only): the
+ * request's reads, searches and history are then stopped when it aborts (docs/overload.md).
+ */
+export function createRequestContext(services: Services, identity: Identity, requestId: string, clientGone?: () => AbortSignal): RequestContext {
+  const reads = readSessionOf(services, identity);
+  return new ServiceContext(services, identity, requestId, clientGone ? new CancellableSession(reads, clientGone) : reads, undefined, undefined);
+}
+
+/**
+ * A request's read session whose reads carry its client's signal (src/db/cancellation.ts). Writes,
+ * transactions and the reads that decide a write go to `primary`, untouched: they run whole.
+ */
+class CancellableSession implements ReadSession {
+  readonly primary: Database;
+  private signal: AbortSignal | undefined;
+  private last: { from: Reader; to: Reader } | undefined;
+  private readonly gone = () => (this.signal ??= this.clientGone());
+
+  constructor(
+    private readonly session: ReadSession,
+    private readonly clientGone: () => AbortSignal,
+  ) {
+    this.primary = session.primary;
+  }
+
+  reader(): Reader {
+    const from = this.session.reader();
+    if (this.last?.from !== from) this.last = { from, to: { db: new CancellableReads(from.db, this.gone), replica: from.replica } };
+    return this.last.to;
+  }
+
+  usePrimary(): void {
+    this.session.usePrimary();
+  }
+
+  wrote(): Promise<void> {
+    return this.session.wrote();
+  }
 }
 
 /**

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Database, QueryOptions, Row, SqlExecutor } from '../db/database.js';
 import type { Lsn, Reader, Replica, ReplicaSet } from '../db/replicas.js';
 import { ALL_KEYS, type InvalidationBus } from './invalidation.js';
+import { isClientClosed } from '../db/cancellation.js';
 
 /**
  * Read-your-writes over read replicas (docs/replicas.md). After a caller's write commits, the
@@ -187,7 +188,7 @@ class FallingBack implements SqlExecutor {
       return await this.replica.db.query<R>(sql, args, options);
     } catch (error) {
       const failure = replicaFailure(error);
-      if (failure === 'statement') throw error;
+      if (failure === 'statement' || isClientClosed(error)) throw error;
       if (failure === 'unreachable') this.replicas.unreachable(this.replica);
       return this.primary.query<R>(sql, args, options);
     }

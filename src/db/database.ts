@@ -11,6 +11,7 @@ import pg from 'pg';
 import type { Config } from '../config.js';
 import { errors } from '../fhir/outcome.js';
 import { preparingClient, StatementNames } from './prepared-statements.js';
+import { CancellablePool, clientClosed } from './cancellation.js';
 import { WorkerSqlAdapter } from './worker-adapter.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 
@@ -36,6 +37,12 @@ export interface QueryOptions {
    * keep in its debug history of the last 100 statements, past the young generation.
    */
   pgValues?: boolean;
+  /**
+   * The request's client going away (src/db/cancellation.ts): a statement in flight is cancelled
+   * on PostgreSQL, and none is sent once it has aborted (both databases). Ignored inside
+   * transactions.
+   */
+  signal?: AbortSignal;
 }
 
 /** Anything that runs SQL: the database itself or an open transaction. */
@@ -145,10 +152,29 @@ export class Database implements TransactionalSql {
   }
 
   query<R = Row>(sql: string, args: readonly unknown[] = [], options: QueryOptions = {}): Promise<R[]> {
+    const { signal } = options;
+    if (signal) return this.cancellableQuery<R>(signal, sql, args, options);
     this.statementCount++;
     const pool = options.pgValues ? (this.namedPools.get(options.planOnce ? 'plan_once' : 'main') ?? this.namedPools.get('main')) : undefined;
     if (pool) return runPgQuery<R>(pool, sql, args, this.timeouts?.statementTimeoutMs);
     return runQuery<R>(options.planOnce ? this.planOnceAdapter : this.adapter, sql, args, this.timeouts?.statementTimeoutMs);
+  }
+
+  /**
+   * A read sent with its client's signal: on PostgreSQL its pool cancels it when the signal aborts
+   * (cancellation.ts); on the embedded database, whose engine cannot stop a statement, it is only
+   * not sent once the signal has aborted. Any failure after the abort is the client's going away.
+   */
+  private async cancellableQuery<R>(signal: AbortSignal, sql: string, args: readonly unknown[], options: QueryOptions): Promise<R[]> {
+    if (signal.aborted) throw clientClosed();
+    const plain = { planOnce: options.planOnce, pgValues: options.pgValues };
+    // The pool the statement goes to either way (both paths share it: see query()).
+    const sending = ((options.planOnce && this.namedPools.get('plan_once')) || this.namedPools.get('main')) as CancellablePool | undefined;
+    try {
+      return await (sending ? sending.sendWith(signal, () => this.query<R>(sql, args, plain)) : this.query<R>(sql, args, plain));
+    } catch (error) {
+      throw signal.aborted ? clientClosed() : error;
+    }
   }
 
   execute(sql: string, args: readonly unknown[] = [], options: QueryOptions = {}): Promise<number> {
@@ -268,7 +294,7 @@ function postgresPool(
   // Reads and searches are bounded by the connections' own statement_timeout: no statement per request.
   const settings = [`-c statement_timeout=${statementTimeouts(config).statementTimeoutMs}`];
   settings.push(...planSettings(planCacheMode));
-  return new pg.Pool({
+  return new CancellablePool({
     connectionString: config.databaseUrl,
     max: config.databasePoolSize,
     options: settings.join(' '),

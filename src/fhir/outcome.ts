@@ -79,6 +79,8 @@ export const errors = {
   /** 503 with `Retry-After` (seconds): the server could not do the work now, a later retry may succeed. */
   unavailable: (code: 'timeout' | 'transient' | 'throttled', text: string, retryAfterSeconds: number) =>
     new OperationOutcomeError(outcome([issue(code, text)]), 503, { 'Retry-After': String(retryAfterSeconds) }),
+  /** 499 (the status proxies log for it): the client closed its connection before its answer; nobody reads this one. */
+  clientClosed: (text: string) => fail('transient', text, 499),
   unauthorized: (text = 'Unauthorized') =>
     new OperationOutcomeError(outcome([issue('login', text)]), 401, { 'WWW-Authenticate': 'Bearer' }),
 };

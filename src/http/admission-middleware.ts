@@ -4,6 +4,7 @@ import { knownCaller, type KnownCaller } from '../auth/authenticate.js';
 import { authorizationHeader } from '../graphql/http-body.js';
 import type { Admission } from './admission.js';
 import type { AppEnv } from './route.js';
+import { clientGoneOf } from './client-gone.js';
 
 /** Paths served whatever the load: health checks (and metrics, should they be mounted) must say how the server is, and operators must get in. */
 const BYPASS = /^\/(?:healthcheck|metrics)(?:\/|$)|^\/(?:admin|\.well-known)\//;
@@ -23,7 +24,7 @@ export function admissionControl(admission: Admission, auth: AuthService): Middl
     if (BYPASS.test(c.req.path)) return next();
     const known = knownCaller(auth, authorizationHeader(c));
     if (known) c.set('knownCaller', known);
-    const release = await admission.enter(laneOf(known), () => c.req.raw.signal);
+    const release = await admission.enter(laneOf(known), clientGoneOf(c));
     try {
       await next();
     } finally {

@@ -153,9 +153,9 @@ export class Admission {
     waiter.refuse(why);
   }
 
-  /** The answer of a request whose client closed its connection while it waited: nobody reads it, but the request's log line and metrics say why it ended. */
+  /** The answer of a request whose client closed its connection while it waited: nobody reads it, but the request's log line and metrics say why it ended (499). */
   private abandoned(): Error {
-    return errors.unavailable('transient', 'The client closed its connection while the request waited for its turn; it was not run.', this.retryAfterSeconds);
+    return errors.clientClosed('The client closed its connection while the request waited for its turn; it was not run.');
   }
 
   private busy(why: string): Error {

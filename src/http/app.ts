@@ -97,7 +97,7 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
     log: services.log,
     config: services.config,
     getContext: async (request, requestId, addressOf) =>
-      createRequestContext(services, await authenticate(request.headers.get('authorization'), services, { addressOf }), requestId ?? randomUUID()),
+      createRequestContext(services, await authenticate(request.headers.get('authorization'), services, { addressOf }), requestId ?? randomUUID(), () => request.signal),
   });
   const handle = async (c: HonoContext): Promise<Response> => {
     if (isGraphiQLVisit(c)) return graphiqlAnswer(c);

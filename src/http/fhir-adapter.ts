@@ -10,6 +10,7 @@ import { bodyResponse, FHIR_CONTENT_TYPE, streamedResponse } from './responses.j
 import type { HonoContext } from './route.js';
 import { routeLabel } from './metrics/route-label.js';
 import { clientAddress } from './client-address.js';
+import { clientGoneOf } from './client-gone.js';
 import { authorizationHeader, readRequestBytes, requestHeader } from '../graphql/http-body.js';
 
 /** Where the FHIR router is mounted. */
@@ -39,7 +40,7 @@ export function fhirRestHandler(services: Services, authenticate: Authenticator)
     const found = fhirRouter.match(req.method, req.path);
     if (found) c.set('route', `${FHIR_BASE_PATH}/${routeLabel(found.route.path)}`);
     const needsIdentity = found !== undefined && (!found.route.public || req.header('authorization') !== undefined);
-    const ctx = needsIdentity ? createRequestContext(services, await authenticate(authorizationHeader(c), services, { known: c.get('knownCaller'), addressOf: () => clientAddress(c) }), c.get('requestId')) : undefined;
+    const ctx = needsIdentity ? createRequestContext(services, await authenticate(authorizationHeader(c), services, { known: c.get('knownCaller'), addressOf: () => clientAddress(c) }), c.get('requestId'), clientGoneOf(c)) : undefined;
     if (ctx) c.set('ctx', ctx);
     const response = await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx }, found);
     // X-Request-Id goes into the answer's own header record: added to the finished Response by the

@@ -15,6 +15,7 @@ import { encodeForClient, writeAnswer } from './node-answers.js';
 import { logRequest, requestIdOf } from './request-log.js';
 import { FHIR_CONTENT_TYPE, STREAMED_FROM } from './responses.js';
 import type { RequestMetrics } from './metrics/server-metrics.js';
+import { closedSignal } from './client-gone.js';
 
 /**
  * Answers a request straight from Node's http objects; false when it is not one it answers (the
@@ -150,14 +151,4 @@ function send(response: ServerResponse, answer: FhirResponse, requestId: string,
   return encodeForClient(bytes, headers, acceptEncoding).then((encoded) =>
     writeAnswer(response, answer.status, encoded.headers, encoded.body, services.config.sendTimeoutMs, services.log),
   );
-}
-
-/** A signal aborted when the connection of `response` closes before its answer is sent (its client went away). */
-function closedSignal(response: ServerResponse): AbortSignal {
-  const closed = new AbortController();
-  if (response.destroyed) closed.abort();
-  response.once('close', () => {
-    if (!response.writableFinished) closed.abort();
-  });
-  return closed.signal;
 }

@@ -1,5 +1,5 @@
-import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sentRequest } from '../helpers/raw-socket.js';
 import { patientBody, startTestServer, type ProjectClient, type TestResponse, type TestServer } from '../helpers/server.js';
 
 /**
@@ -66,17 +66,6 @@ async function heldCreate(api: TestServer, client: ProjectClient): Promise<{ fin
       return code;
     },
   };
-}
-
-/** A socket that has sent `request` and reads nothing of its answer. */
-async function sentRequest(api: TestServer, request: string): Promise<Socket> {
-  const { hostname, port } = new URL(api.url);
-  const socket: Socket = await new Promise((resolve, reject) => {
-    const opened = connect({ host: hostname, port: Number(port) }, () => resolve(opened));
-    opened.once('error', reject);
-  });
-  socket.write(request);
-  return socket;
 }
 
 /** A project client whose token is verified already (its requests go to its project's lane). */
