@@ -1,7 +1,7 @@
 import { everyProject } from './pages/every-project.js';
 import { filterCondition, type Filter } from './plan/filters.js';
 import type { SearchQuery } from './plan/query.js';
-import { typeCriteria } from '../identity/policy.js';
+import { policyAllowsType, typeCriteria } from '../identity/policy.js';
 import { resolveParameter } from './query/conditions.js';
 import { selectsByKey } from './query/conditions/keys.js';
 import type { CompileContext, IndexRowsCondition } from './query/conditions/types.js';
@@ -126,7 +126,9 @@ function indexCountQuery(
     const rows = `FROM resource r WHERE r."resourceType" = ${typeArg}${scoped ? ` AND ${scoped}` : ''}`;
     return `SELECT ((SELECT count(*) ${rows}) - (SELECT count(*) ${rows} AND r.deleted))::int AS n`;
   }
-  const ctx: CompileContext = { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters: services.parameters };
+  const identity = services.identity;
+  const mayRead = (type: string) => policyAllowsType(identity, type);
+  const ctx: CompileContext = { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters: services.parameters, mayRead };
   const compiled = filters.map((filter, i) => {
     let rows: IndexRowsCondition | undefined;
     const ofCriteria = i >= own.length;

@@ -65,10 +65,12 @@ export function criteriaConditions(identity: Identity, types: readonly string[],
 export function policyCondition(identity: Identity, type: string, ctx: CompileContext, criteria: CriteriaTest): string | undefined {
   const narrowed = typeCriteria(identity, type);
   if (!narrowed) return undefined;
-  const probed = { ...ctx, perRow: true };
+  // The policy's own criteria may look into types it does not let the caller read.
+  const own = { ...ctx, mayRead: undefined };
+  const probed = { ...own, perRow: true };
   const contextOf = (name: string, value: string): CompileContext => {
     if (criteria === 'probe') return probed;
-    return selectsByKey(name, value, resolveParameter(name, [type], ctx.parameters)) ? ctx : probed;
+    return selectsByKey(name, value, resolveParameter(name, [type], ctx.parameters)) ? own : probed;
   };
   const all = (params: readonly (readonly [string, string])[]) =>
     params.map(([name, value]) => compileParameter(name, value, [type], 'r', contextOf(name, value)));

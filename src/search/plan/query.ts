@@ -1,6 +1,7 @@
 import { isResourceType } from '../../fhir/definitions.js';
 import { errors } from '../../fhir/outcome.js';
 import { parametersForSearch } from '../../indexing/parameters.js';
+import { policyAllowsType } from '../../identity/policy.js';
 import type { CompileContext } from '../query/conditions/types.js';
 import { selectsByKey } from '../query/conditions/keys.js';
 import { type Scope } from '../../storage/project-scope.js';
@@ -66,7 +67,9 @@ export async function parseQuery(
   const scope = scopeOf(services.identity);
   const requested = resolveFilters(params, paramTypes, parameters);
   const valueSets = await expandValueSets(services, scope, typeList, { filters: requested, types: paramTypes });
-  const ctx: CompileContext = { args: new SqlArgs(), scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters };
+  const identity = services.identity;
+  const mayRead = (type: string) => policyAllowsType(identity, type);
+  const ctx: CompileContext = { args: new SqlArgs(), scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters, mayRead };
   const where = baseConditions(services.identity, typeList, scope, ctx, 'probe-non-keys');
   const { filters, conditions, ignored } = compileFilters(requested, paramTypes, ctx, leniency);
   where.push(...conditions, ...dateRangeConditions(filters, paramTypes, ctx));

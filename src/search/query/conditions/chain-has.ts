@@ -42,11 +42,16 @@ export function compileChain(
   }
   const restCode = rest.split(/[:.]/)[0];
   const candidates = typeModifier ? [typeModifier] : (param.target ?? []).filter((t) => t !== null && isResourceType(t));
-  const targets = candidates.filter(
+  const known = candidates.filter(
     (t) => getSearchParametersFor(t).some((p) => p.code === restCode) || ctx.parameters?.find(t, restCode) || restCode.startsWith('_'),
   );
-  if (targets.length === 0) {
+  if (known.length === 0) {
     throw errors.invalid(`Unknown search parameter "${restCode}" on the targets of ${code} in chain "${name}"`, name);
+  }
+  // An untyped chain looks only into the target types the caller may read; a typed one, or one with none left, is refused.
+  const targets = known.filter((t) => ctx.mayRead?.(t) ?? true);
+  if (targets.length === 0 || (typeModifier !== undefined && targets.length < known.length)) {
+    throw errors.forbidden(`Your access does not allow ${known.join(', ')} resources, which chain "${name}" searches`);
   }
   const inner = nextDepth(ctx, name);
   const ri = `c${inner.depth}`;
@@ -110,12 +115,13 @@ function reportChainRows(
 }
 
 /** The parts of `_has:Type:reference:parameter`: the referencing type, its reference parameter, and the rest. */
-export function parseHas(name: string, ctx: Pick<CompileContext, 'parameters'>): { type: string; code: string; rest: string } {
+export function parseHas(name: string, ctx: Pick<CompileContext, 'parameters' | 'mayRead'>): { type: string; code: string; rest: string } {
   const match = /^_has:([A-Za-z]+):([A-Za-z0-9_-]+):(.+)$/.exec(name);
   if (!match || !isResourceType(match[1])) {
     throw errors.invalid(`Invalid _has "${name}": use _has:Type:referenceParameter:parameter`, name);
   }
   const [, type, code, rest] = match;
+  if (ctx.mayRead && !ctx.mayRead(type)) throw errors.forbidden(`Your access does not allow ${type} resources, which "${name}" searches`);
   const param = findParameter(code, [type], name, ctx.parameters);
   if (param.type !== 'reference') throw errors.invalid(`In "${name}", ${code} is not a reference parameter of ${type}`, name);
   return { type, code, rest };

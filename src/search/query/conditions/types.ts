@@ -40,6 +40,13 @@ export interface CompileContext {
    * data it believed a common code had a handful of rows and hashed all 50,000 of them for a page.
    */
   perRow?: boolean;
+  /**
+   * Whether the caller may read a type (its AccessPolicy and SMART scopes): the types a chain or
+   * `_has` looks into must be readable, or a search would tell what the caller may not read
+   * (which Patients have an Observation of a code, what a Patient's name is). Unset: every type
+   * (the server's own searches, and the policy's own criteria).
+   */
+  mayRead?: (type: string) => boolean;
 }
 
 /** `EXISTS (row of table with code and condition)`, the shape of a plain parameter's condition. */
