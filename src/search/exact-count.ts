@@ -1,7 +1,7 @@
 import { everyProject } from './pages/every-project.js';
 import { filterCondition, type Filter } from './plan/filters.js';
 import type { SearchQuery } from './plan/query.js';
-import { policyAllowsType, typeCriteria } from '../identity/policy.js';
+import { typeCriteria } from '../identity/policy.js';
 import { resolveParameter } from './query/conditions.js';
 import { selectsByKey } from './query/conditions/keys.js';
 import type { CompileContext, IndexRowsCondition } from './query/conditions/types.js';
@@ -107,7 +107,7 @@ function criteriaFilters({ services }: SearchQuery, type: string): Filter[] | un
  *    the search has no parameter of its own.
  */
 function indexCountQuery(
-  { services, filters: own, valueSets }: SearchQuery,
+  { services, filters: own, valueSets, ctx: { mayRead } }: SearchQuery,
   type: string,
   scope: Scope,
   args: SqlArgs,
@@ -126,16 +126,15 @@ function indexCountQuery(
     const rows = `FROM resource r WHERE r."resourceType" = ${typeArg}${scoped ? ` AND ${scoped}` : ''}`;
     return `SELECT ((SELECT count(*) ${rows}) - (SELECT count(*) ${rows} AND r.deleted))::int AS n`;
   }
-  const identity = services.identity;
-  const mayRead = (type: string) => policyAllowsType(identity, type);
-  const ctx: CompileContext = { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters: services.parameters, mayRead };
+  const ctx: CompileContext = { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters: services.parameters };
   const compiled = filters.map((filter, i) => {
     let rows: IndexRowsCondition | undefined;
     const ofCriteria = i >= own.length;
     const onRows = (found: IndexRowsCondition) => {
       if (found.depth === 0) rows = found;
     };
-    const sql = filterCondition(filter, [type], 'r', { ...ctx, onRows, perRow: true });
+    // The caller's own filters look only into types it may read; the policy's criteria into any (as in base-conditions).
+    const sql = filterCondition(filter, [type], 'r', { ...ctx, onRows, perRow: true, mayRead: ofCriteria ? undefined : mayRead });
     const key = selectsByKey(filter.name, filter.value, filter.resolved);
     return { filter, sql, rows: sql.startsWith('EXISTS (') ? rows : undefined, key, ofCriteria, oneRow: oneRowPerResource(filter, type) };
   });
