@@ -15,7 +15,8 @@
  * analyzes the tables, so the scenarios first run on the planner statistics the data arrived
  * with (none, on a database the bench just filled). BENCH_FRESH=1 then runs ANALYZE and every
  * scenario again, and records both rates side by side: each search's fresh rate against its
- * analyzed one (the plans must not need the statistics).
+ * analyzed one (the plans must not need the statistics). BENCH_WARMUP=1 first runs every scenario
+ * once, unmeasured and without ANALYZE, so the fresh pass starts as warm as the analyzed one does.
  */
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
@@ -147,22 +148,54 @@ interface Row {
   /** CPU per request, µs: the server process's and its database backends' (the machine's other load does not count). */
   serverUs: number;
   databaseUs: number;
+  /** Transactions the database committed or rolled back per request: the statements sent outside a transaction count one each. */
+  transactions: number;
 }
 
 /** BENCH_FRESH=1: after the scenarios on the statistics the data arrived with, ANALYZE and run them again. */
 const FRESH = process.env.BENCH_FRESH === '1';
+/**
+ * BENCH_WARMUP=1: every scenario once, unmeasured, before the first measured pass. A server just
+ * started has its code uncompiled, and the first reads of pages nobody has read since they were
+ * written set their hint bits (writing them back): the fresh pass would pay that alone, the
+ * analyzed pass that follows it never.
+ */
+const WARMUP = process.env.BENCH_WARMUP === '1';
 
-async function runScenarios(auth: string, selected: string[] | undefined, serverPid: number): Promise<Row[]> {
+function isSelected(scenario: Scenario, selected: string[] | undefined): boolean {
+  return !selected || selected.some((s) => scenario.name.startsWith(s));
+}
+
+async function warmUp(auth: string, selected: string[] | undefined): Promise<void> {
+  console.log('warm-up: every scenario once, unmeasured, no ANALYZE');
+  for (const scenario of scenarios.filter((s) => isSelected(s, selected))) {
+    await idleServer(PORT);
+    await load(scenario, auth, DURATION);
+  }
+}
+
+/** Transactions committed and rolled back in the bench database so far (pg_stat_database). */
+async function transactionCount(pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query(`SELECT (xact_commit + xact_rollback)::bigint AS n FROM pg_stat_database WHERE datname = current_database()`);
+  return Number((rows[0] as { n: string }).n);
+}
+
+async function runScenarios(pool: pg.Pool, auth: string, selected: string[] | undefined, serverPid: number): Promise<Row[]> {
   const rows: Row[] = [];
   for (const scenario of scenarios) {
-    if (selected && !selected.some((s) => scenario.name.startsWith(s))) continue;
+    if (!isSelected(scenario, selected)) continue;
     // Each scenario alone: the requests the last one left in the server end first.
     const waited = await idleServer(PORT);
     if (waited > 0.5) console.log(`waited ${waited.toFixed(1)} s for the last scenario's requests to end`);
     await load(scenario, auth, 2); // warm-up
     const before = await cpuSnapshot(serverPid, DATABASE_URL);
+    const transactionsBefore = await transactionCount(pool);
     const result = await load(scenario, auth, DURATION);
     const cpu = await cpuSince(serverPid, DATABASE_URL, before);
+    // An idle backend reports its counts within 10 s (PGSTAT_IDLE_INTERVAL). The bench's own few
+    // statements count too, a rounding error against a scenario's thousands of requests.
+    await new Promise((resolve) => setTimeout(resolve, 11_000));
+    const transactions = (await transactionCount(pool)) - transactionsBefore;
     const perRequest = (seconds: number) => Math.round((seconds * 1e6) / Math.max(1, result.requests.total));
     const row: Row = {
       scenario: scenario.name,
@@ -173,8 +206,9 @@ async function runScenarios(auth: string, selected: string[] | undefined, server
       errors: result.errors + result.non2xx,
       serverUs: perRequest(cpu.server),
       databaseUs: perRequest(cpu.database),
+      transactions: Math.round((transactions / Math.max(1, result.requests.total)) * 10) / 10,
     };
-    console.log(`${row.scenario.padEnd(48)} ${String(row.rps).padStart(6)} req/s  p50 ${row.p50}  p90 ${row.p90}  p97.5 ${row.p975} ms  errors ${row.errors}  CPU µs/req server ${row.serverUs} database ${row.databaseUs}`);
+    console.log(`${row.scenario.padEnd(48)} ${String(row.rps).padStart(6)} req/s  p50 ${row.p50}  p90 ${row.p90}  p97.5 ${row.p975} ms  errors ${row.errors}  CPU µs/req server ${row.serverUs} database ${row.databaseUs}  transactions/req ${row.transactions}`);
     rows.push(row);
   }
   return rows;
@@ -183,7 +217,7 @@ async function runScenarios(auth: string, selected: string[] | undefined, server
 async function analyzeAndRunAgain(pool: pg.Pool, auth: string, selected: string[] | undefined, serverPid: number): Promise<Row[]> {
   console.log('ANALYZE, then the scenarios again');
   await pool.query('ANALYZE');
-  return runScenarios(auth, selected, serverPid);
+  return runScenarios(pool, auth, selected, serverPid);
 }
 
 /** What the planner knows of the resource table: when it was last analyzed and the rows written since. */
@@ -199,22 +233,22 @@ async function statisticsState(pool: pg.Pool): Promise<string> {
 
 function scenarioTable(rows: Row[]): string[] {
   return [
-    '| scenario | req/s | p50 ms | p90 ms | p97.5 ms | server / database CPU µs per request | errors |',
-    '|---|---:|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.scenario} | ${r.rps} | ${r.p50} | ${r.p90} | ${r.p975} | ${r.serverUs} / ${r.databaseUs} | ${r.errors} |`),
+    '| scenario | req/s | p50 ms | p90 ms | p97.5 ms | server / database CPU µs per request | transactions per request | errors |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.scenario} | ${r.rps} | ${r.p50} | ${r.p90} | ${r.p975} | ${r.serverUs} / ${r.databaseUs} | ${r.transactions} | ${r.errors} |`),
   ];
 }
 
 /** Each scenario's rate on fresh data beside its rate after ANALYZE, and the share of it kept. */
 function freshAgainstAnalyzed(fresh: Row[], analyzed: Row[]): string[] {
   return [
-    '| scenario | fresh req/s | fresh p50 ms | fresh p97.5 ms | analyzed req/s | analyzed p50 ms | fresh / analyzed | CPU µs per request, server / database: fresh; analyzed | errors |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | fresh req/s | fresh p50 ms | fresh p97.5 ms | analyzed req/s | analyzed p50 ms | fresh / analyzed | CPU µs per request, server / database: fresh; analyzed | transactions per request: fresh; analyzed | errors |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...fresh.map((f) => {
       const a = analyzed.find((r) => r.scenario === f.scenario)!;
       const share = a.rps > 0 ? `${(f.rps / a.rps).toFixed(2)}` : '-';
       const cpu = `${f.serverUs} / ${f.databaseUs}; ${a.serverUs} / ${a.databaseUs}`;
-      return `| ${f.scenario} | ${f.rps} | ${f.p50} | ${f.p975} | ${a.rps} | ${a.p50} | ${share} | ${cpu} | ${f.errors + a.errors} |`;
+      return `| ${f.scenario} | ${f.rps} | ${f.p50} | ${f.p975} | ${a.rps} | ${a.p50} | ${share} | ${cpu} | ${f.transactions}; ${a.transactions} | ${f.errors + a.errors} |`;
     }),
   ];
 }
@@ -340,12 +374,13 @@ async function main(): Promise<void> {
       await generateOnce(pool, OTHER_PROJECT, Math.ceil(PATIENTS / 10), Math.ceil(OBSERVATIONS / 10), 'o-'),
     ].join('; ');
     const auth = await token();
+    if (WARMUP) await warmUp(auth, selected);
     const statistics = await statisticsState(pool);
-    const rows = await runScenarios(auth, selected, child.pid!);
+    const rows = await runScenarios(pool, auth, selected, child.pid!);
     const analyzed = FRESH ? await analyzeAndRunAgain(pool, auth, selected, child.pid!) : undefined;
     // The target for _total=estimate is a response time, not a rate: measured alone as well.
     const estimate = scenarios.find((s) => s.name.startsWith('_total=estimate'))!;
-    const alone = !selected || selected.some((s) => estimate.name.startsWith(s)) ? await load(estimate, auth, 5, 1) : undefined;
+    const alone = isSelected(estimate, selected) ? await load(estimate, auth, 5, 1) : undefined;
     if (alone) console.log(`${estimate.name}, one client: p50 ${alone.latency.p50} p97.5 ${alone.latency.p97_5} ms`);
     await idleServer(PORT);
     const walk = await cursorWalk(auth, 1000);
@@ -358,7 +393,7 @@ async function main(): Promise<void> {
       '',
       `${machine}; ${PATIENTS} Patients and ${OBSERVATIONS} Observations in one project, a tenth of that in another (${generated});`,
       `autocannon, ${CONNECTIONS} connections, ${DURATION} s per scenario; client, server and PostgreSQL on one machine;`,
-      `no statistics keeper, no ANALYZE before the first table (${statistics}).`,
+      `no statistics keeper, no ANALYZE before the first table (${statistics})${WARMUP ? '; every scenario run once, unmeasured, before it (BENCH_WARMUP=1)' : ''}.`,
       'autocannon reports p90 and p97.5, not p95: p97.5 bounds p95 from above.',
       '',
       ...(analyzed ? freshAgainstAnalyzed(rows, analyzed) : scenarioTable(rows)),
