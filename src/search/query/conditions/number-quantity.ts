@@ -2,7 +2,7 @@ import type { SearchParameter } from '../../../fhir/definitions.js';
 import { errors } from '../../../fhir/outcome.js';
 import type { CompileContext, RowsOf } from './types.js';
 import { parseNumberValue, splitOr, splitPipe, unescape, type Prefix } from '../values.js';
-import { firstOfEach, noModifier, orderedRowsOfCode, orJoin, rowsOfCode } from './shared.js';
+import { firstOfEach, noModifier, orderedRowsOfCode, orJoin, rowsOfCode, rowsOfEachCode } from './shared.js';
 
 /** A number parameter's values on its index rows `x` (no modifiers); a Range keeps its high in `high`. */
 export function numberParameter(name: string, modifier: string | undefined, values: readonly string[], rows: RowsOf, x: string, ctx: CompileContext): string {
@@ -131,7 +131,7 @@ export function numericRangeMatches(
   const select = (codeRows: string) => `SELECT w."resourceId", w.value FROM ${table} w WHERE ${codeRows} AND ${condition}`;
   const rows =
     window === undefined
-      ? select(rowsOfCode(projectId, type, name, ctx))
+      ? rowsOfEachCode(ctx.args.add(projectId), type, name, ctx, select)
       : orderedRowsOfCode(ctx.args.add(projectId), type, name, ctx, select, 'w.value, w."resourceId"', 'u.value, u."resourceId"', ctx.args.add(window));
   return firstOfEach(rows, 'min(m.value)', true);
 }

@@ -104,6 +104,21 @@ export function rowsOfCodeIn(project: string, type: string, code: string, ctx: C
 
 /**
  * `select` (a SELECT of rows `w`, given the condition that picks one project's, type's and code's
+ * rows) over every row of the parameter in one project (`project`: its id as an argument): a union
+ * parameter's codes each a branch of a UNION ALL, as rowsOfCodes reads them, so that each branch's
+ * code is an exact index column and the select's own range (a prefix, a value) stays in the index
+ * condition. Over `code = ANY(...)`, PostgreSQL without statistics tested the codes as a filter
+ * and read every value of the type's rows to the range's end.
+ */
+export function rowsOfEachCode(project: string, type: string, code: string, ctx: CompileContext, select: (rows: string) => string): string {
+  const typeArg = ctx.args.add(type);
+  const one = (stored: string) => select(`w."projectId" = ${project} AND w."resourceType" = ${typeArg} AND w.code = ${ctx.args.add(stored)}`);
+  const codes = storedCodes(type, code);
+  return codes.length === 1 ? one(codes[0]) : codes.map(one).join(' UNION ALL ');
+}
+
+/**
+ * `select` (a SELECT of rows `w`, given the condition that picks one project's, type's and code's
  * rows) read in `order` up to `limit` rows (an argument), as an index on (project, type, code,
  * the ordered columns) reads them. A union parameter's codes each get such a window, merged in
  * the same order (`merged`: `order` on the select's output columns, alias `u`): each window is

@@ -2,7 +2,7 @@ import { normaliseForIndex } from '../../../indexing/text.js';
 import type { CompileContext, RowsOf } from './types.js';
 import { likeEscape } from '../sql-builder.js';
 import { splitOr, unescape } from '../values.js';
-import { firstOfEach, orderedRowsOfCode, orJoin, rowsOfCode, unsupportedModifier } from './shared.js';
+import { firstOfEach, orderedRowsOfCode, orJoin, rowsOfEachCode, unsupportedModifier } from './shared.js';
 
 /** A string parameter's values on its index rows `x`: prefix (the default), `:exact` or `:contains`. */
 export function stringParameter(name: string, modifier: string | undefined, values: readonly string[], rows: RowsOf, x: string, ctx: CompileContext): string {
@@ -60,7 +60,7 @@ export function stringPrefixMatches(range: PrefixRange, type: string, projectId:
   const select = (codeRows: string) => `SELECT w."resourceId", w.value FROM string_index w WHERE ${codeRows}${bounds}`;
   const rows =
     window === undefined
-      ? select(rowsOfCode(projectId, type, range.code, ctx))
+      ? rowsOfEachCode(args.add(projectId), type, range.code, ctx, select)
       : orderedRowsOfCode(args.add(projectId), type, range.code, ctx, select, 'w.value USING ~<~, w."resourceId"', 'u.value USING ~<~, u."resourceId"', args.add(window));
   // min under "C" is text_pattern_ops' byte order. Ordered here, before the page's join to the
   // resources, so that the join keeps this order and stops at the page.

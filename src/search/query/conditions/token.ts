@@ -3,7 +3,7 @@ import { capUtf8, MAX_INDEXED_SYSTEM_BYTES, MAX_INDEXED_VALUE_BYTES, normalise }
 import type { CompileContext, RowsOf } from './types.js';
 import { likeEscape } from '../sql-builder.js';
 import { splitOr, splitPipe, unescape } from '../values.js';
-import { firstOfEach, orderedRowsOfCode, orJoin, rowsOfCode, unsupportedModifier } from './shared.js';
+import { firstOfEach, orderedRowsOfCode, orJoin, rowsOfEachCode, unsupportedModifier } from './shared.js';
 
 /** Columns a token condition reads: token_index's own, or a composite row's component. */
 export interface TokenColumns {
@@ -108,7 +108,7 @@ export function tokenCodeMatches(name: string, value: string, type: string, proj
   const select = (codeRows: string) => `SELECT w."resourceId", w.system FROM token_index w WHERE ${codeRows} AND ${condition}`;
   const rows =
     window === undefined
-      ? select(rowsOfCode(projectId, type, name, ctx))
+      ? rowsOfEachCode(ctx.args.add(projectId), type, name, ctx, select)
       : orderedRowsOfCode(ctx.args.add(projectId), type, name, ctx, select, 'w.system, w."resourceId"', 'u.system, u."resourceId"', ctx.args.add(window));
   return firstOfEach(rows, 'min(m.system)', true);
 }
