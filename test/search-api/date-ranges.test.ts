@@ -162,3 +162,21 @@ describe('pages of a search by one date bound alone', () => {
     expect(await found(p, '/Encounter?date=lt2021-01-01')).toEqual(sorted(noStart, early));
   });
 });
+
+describe('pages of a search by one date without prefix (eq)', () => {
+  it('find the periods and values within the day, each once across pages, not those that only overlap it', async () => {
+    const p = api.newProject();
+    const within = [
+      await create(p, encounter('2023-03-01T10:00:00Z', '2023-03-01T11:00:00Z')),
+      await create(p, encounter('2023-03-01T00:00:00Z', '2023-03-01T23:59:59Z')),
+      await create(p, encounter('2023-03-01T18:00:00Z', '2023-03-01T18:30:00Z')),
+    ];
+    await create(p, encounter('2023-02-28T22:00:00Z', '2023-03-01T02:00:00Z'));
+    await create(p, encounter('2023-03-01T10:00:00Z'));
+    await create(p, encounter('2023-03-02T10:00:00Z', '2023-03-02T11:00:00Z'));
+    const several = await create(p, goal('2021-01-01', '2023-03-01'));
+    await create(p, goal('2023-02-28', '2023-03-02'));
+    expect(sorted(...(await matchesOfEveryPage(p, '/Encounter?date=2023-03-01&_count=2')))).toEqual(sorted(...within));
+    expect(await found(p, '/Goal?target-date=eq2023-03-01')).toEqual([several]);
+  });
+});

@@ -189,12 +189,28 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     expect(answer.ids).toHaveLength(5);
   });
 
+  it("a one-day date search reads the day's rows from the range index, probing the day on each", async () => {
+    const answer = await db.explain(member, 'Observation', 'date=2023-03-01&_count=30');
+    const plan = searchPlans(answer.statements);
+    expect(plan).toMatch(/Index Scan (using|on) date_index_range_idx/);
+    // writeObservations dates o<g> g hours after 2023-01-01: March 1st (59 days on) holds 24 of them.
+    expect(answer.ids.sort()).toEqual(Array.from({ length: 24 }, (_, h) => `o${59 * 24 + h}`).sort());
+  });
+
   it('a string prefix page probes its other filters per resource of the window', async () => {
     const answer = await db.explain(member, 'Patient', 'name=smi&birthdate=ge1980-01-01&_count=5');
     const plan = searchPlans(answer.statements);
     expect(plan).toMatch(/Index Scan using date_index_pkey on date_index x0/);
     expect(plan).not.toMatch(/date_index_sort_\w+_idx on date_index x0/);
     expect(answer.ids).toHaveLength(5);
+  });
+
+  it("a rare string prefix, whose first window falls short, reads each of the parameter's codes by its index, the prefix's range within it", async () => {
+    const answer = await db.explain(member, 'Patient', 'name=smith1234');
+    const plan = searchPlans(answer.statements);
+    expect(plan).not.toMatch(/Filter: \(code = ANY/);
+    expect(plan).toMatch(/Index Cond: \(\("projectId" = '[^']+'::text\) AND \("resourceType" = 'Patient'::text\) AND \(code = 'name'::text\) AND \(value ~>=~ 'smith1234'::text\)/);
+    expect(answer.ids).toEqual(['pat1234', ...Array.from({ length: 10 }, (_, i) => `pat1234${i}`)]);
   });
 
   it("a patient's record probes the AccessPolicy criteria per resource of the compartment", async () => {

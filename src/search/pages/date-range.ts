@@ -1,6 +1,7 @@
 import { plainParameter, type Filter } from '../plan/filters.js';
 import { dateBoundKind } from '../query/conditions/date.js';
 import { dateRangeRows } from '../query/conditions/date-range.js';
+import { splitOr, takePrefix } from '../query/values.js';
 import { joinByPrimaryKey, loneFilter, otherConditions, type DrivenSearch } from './driven.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
 
@@ -29,7 +30,24 @@ export function dateRangePair(filters: readonly Filter[]): DateRangePair | undef
     if (upperAt < 0) continue;
     return { name: filter.name, lower: filter.value, upper: filters[upperAt].value, others: filters.filter((_, i) => i !== at && i !== upperAt) };
   }
-  return openDateRange(filters);
+  return equalDateRange(filters) ?? openDateRange(filters);
+}
+
+/**
+ * The first one-value `eq` date (`Observation?date=2023-03-01`) as the pair `ge`/`le` of its
+ * value, the `eq` itself kept among the other filters. A row within the value's range (what `eq`
+ * asks) meets both bounds, so the pair's rows hold every match and the `eq`, tested on each,
+ * drops the periods that only overlap it. Without statistics PostgreSQL read the `eq` from an
+ * index by project, type and code alone, testing the dates of every row of the code (a second
+ * per page among 1,000,000 Observations); the GiST index's rows stop at the page.
+ */
+function equalDateRange(filters: readonly Filter[]): DateRangePair | undefined {
+  for (const filter of filters) {
+    if (!isDate(filter) || splitOr(filter.value).length !== 1) continue;
+    const { prefix, rest } = takePrefix(filter.value);
+    if (prefix === 'eq') return { name: filter.name, lower: `ge${rest}`, upper: `le${rest}`, others: [...filters] };
+  }
+  return undefined;
 }
 
 /**
