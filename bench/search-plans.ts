@@ -46,6 +46,8 @@ const shapes: [string, string, string, Who?][] = [
   ['identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242'],
   ['subject+code', 'Observation', 'subject=Patient/pat-4242&code=http://loinc.org|8867-4'],
   ['date range', 'Observation', 'date=ge2023-03-01&date=le2023-03-01'],
+  ['date eq', 'Observation', 'date=2023-03-01'],
+  ['date eq, all', 'Observation', 'date=2023-03-01&_count=1000'],
   ['chained', 'Observation', 'subject:Patient.identifier=MRN4242'],
   ['chained name', 'Observation', 'subject:Patient.name=smith42&_count=1000'],
   ['chained name, sort -date', 'Observation', 'subject:Patient.name=smith42&_sort=-date&_count=20'],
