@@ -179,4 +179,16 @@ describe('pages of a search by one date without prefix (eq)', () => {
     expect(sorted(...(await matchesOfEveryPage(p, '/Encounter?date=2023-03-01&_count=2')))).toEqual(sorted(...within));
     expect(await found(p, '/Goal?target-date=eq2023-03-01')).toEqual([several]);
   });
+
+  it('count the periods within the day, and find the patients who have one through _has', async () => {
+    const p = api.newProject();
+    const [ann, bob] = [await create(p, { resourceType: 'Patient', name: [{ family: 'Ann' }] }), await create(p, { resourceType: 'Patient', name: [{ family: 'Bob' }] })];
+    const visit = (patient: string, start: string, end: string) => ({ ...encounter(start, end), subject: { reference: `Patient/${patient}` } });
+    await create(p, visit(ann, '2023-03-01T10:00:00Z', '2023-03-01T11:00:00Z'));
+    await create(p, visit(ann, '2023-03-01T12:00:00Z', '2023-03-01T13:00:00Z'));
+    await create(p, visit(bob, '2023-02-28T22:00:00Z', '2023-03-01T02:00:00Z'));
+    const counted = await p.get('/Encounter?date=2023-03-01&_summary=count');
+    expect(counted.body.total).toBe(2);
+    expect(await found(p, '/Patient?_has:Encounter:subject:date=2023-03-01')).toEqual([ann]);
+  });
 });

@@ -51,6 +51,14 @@ describe.skipIf(!serverUrl)('plans of _has searches, on data never analyzed', ()
     expect(answer.ids.sort()).toEqual([...withCode('', OBSERVATIONS, named), ...withCode('x-', OBSERVATIONS / 10, named)].sort());
   });
 
+  it("a _has by one day reads the day's Observations from the range index", async () => {
+    const answer = await db.explain(member, 'Patient', `_has:Observation:subject:date=2023-03-01&_project=${PROJECT}&_count=100`);
+    expect(searchPlans(answer.statements)).toMatch(/Index (Only )?Scan (using|on) date_index_range_idx/);
+    // writeObservations dates o<g> g hours after 2023-01-01: March 1st holds g = 1416 to 1439.
+    const day = Array.from({ length: 24 }, (_, h) => `pat${((59 * 24 + h) % PATIENTS) + 1}`);
+    expect(answer.ids.sort()).toEqual(day.sort());
+  });
+
   it('an exact count of one project counts the patients the code references', async () => {
     const answer = await db.explain(member, 'Patient', `_has:Observation:subject:code=${CODE}&_project=${PROJECT}&_total=accurate&_count=10`);
     expect(searchPlans(answer.statements)).not.toMatch(EVERY_SUBJECT_ROW);

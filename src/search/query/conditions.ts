@@ -138,8 +138,8 @@ function compileIndexed(
   const codeArg = codesArg(codes, ctx.args);
   const table = rowsOfCodes(kind.table, codes, ctx);
   const x = `x${ctx.depth}`;
-  const rowsOf: RowsOf = (condition) => {
-    ctx.onRows?.({ table, indexTable: kind.table, codeArg, condition, alias: x, depth: ctx.depth });
+  const rowsOf: RowsOf = (condition, indexed) => {
+    ctx.onRows?.({ table, indexTable: kind.table, codeArg, condition, indexed, alias: x, depth: ctx.depth });
     return rowsExist(table, codeArg, alias, x, condition, ctx.perRow);
   };
   if (modifier === 'missing') return missingCondition(name, value, () => rowsOf(undefined));

@@ -1,11 +1,21 @@
-import type { CompileContext, RowsOf } from './types.js';
+import type { CompileContext, IndexedHint, RowsOf } from './types.js';
 import { parseDateValue, splitOr, takePrefix } from '../values.js';
 import { firstOfEach, noModifier, orJoin, rowsOfCodeIn } from './shared.js';
 
 /** A date parameter's values on its index rows `x` (no modifiers). */
 export function dateParameter(name: string, modifier: string | undefined, values: readonly string[], rows: RowsOf, x: string, ctx: CompileContext): string {
   noModifier(name, modifier, 'date');
-  return rows(orJoin(values.map((v) => dateCondition(name, v, `${x}.start`, `${x}."end"`, ctx))));
+  return rows(orJoin(values.map((v) => dateCondition(name, v, `${x}.start`, `${x}."end"`, ctx))), values.length === 1 ? withinHint(name, values[0], ctx) : undefined);
+}
+
+/**
+ * For an `eq` value (`date=2023-03-01`): the row's range within the value's, which is what `eq`
+ * asks and what the GiST index on the row range (migration 0006) finds (IndexedHint).
+ */
+function withinHint(name: string, raw: string, ctx: CompileContext): IndexedHint | undefined {
+  const { prefix, range } = parseDateValue(name, raw);
+  if (prefix !== 'eq') return undefined;
+  return (x) => `${dateRowRange(x)} <@ tstzrange(${ctx.args.add(range.start, 'timestamptz')}, ${ctx.args.add(range.end, 'timestamptz')}, '[]')`;
 }
 
 /**

@@ -143,9 +143,10 @@ export function firstOfEach(rows: string, aggregate: string, ordered: boolean): 
 
 /** The rows of an index-rows condition as a table of (projectId, resourceType, id), within `scope` (a condition on its alias). */
 export function indexRowsSource(rows: IndexRowsCondition, scope: string): string {
-  const { table, alias, codeArg, condition } = rows;
-  return (
-    `SELECT ${alias}."projectId", ${alias}."resourceType", ${alias}."resourceId" AS id FROM ${table} ${alias}` +
-    ` WHERE ${scope} AND ${alias}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}`
-  );
+  const { table, indexTable, alias, codeArg, condition, indexed } = rows;
+  const select = `SELECT ${alias}."projectId", ${alias}."resourceType", ${alias}."resourceId" AS id FROM ${table} ${alias}`;
+  const own = `${scope} AND ${alias}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}`;
+  // IS TRUE leaves only the hint for an index to serve (IndexedHint); one table's rows only.
+  if (indexed && table === indexTable) return `${select} WHERE ${indexed(alias)} AND (${own}) IS TRUE`;
+  return `${select} WHERE ${own}`;
 }

@@ -59,9 +59,20 @@ export interface IndexRowsCondition {
   codeArg: string;
   /** The condition on the row, over the columns of `alias`. */
   condition: string | undefined;
+  /** IndexedHint: a condition that `condition` implies, for reading the rows alone. */
+  indexed?: IndexedHint;
   alias: string;
   depth: number;
 }
+
+/**
+ * A condition on an index row, implied by the row's own condition, that one index serves better
+ * than any other (a one-day date: the GiST index on the row's range). A source reading the rows
+ * alone leads with it and hides the rest from index matching; without statistics PostgreSQL
+ * otherwise chose among indexes by their leading columns (project, type, code) and tested the
+ * value on every row of the code. A function: its arguments are added only when it is used.
+ */
+export type IndexedHint = (alias: string) => string;
 
 /** One code of a value set expansion. */
 export interface ValueSetMember {
@@ -73,7 +84,7 @@ export interface ValueSetMember {
 export type CompileParameter = (name: string, value: string, types: readonly string[], alias: string, ctx: CompileContext) => string;
 
 /** Wraps a condition on an index row in the EXISTS over the parameter's rows of the resource. */
-export type RowsOf = (condition: string | undefined) => string;
+export type RowsOf = (condition: string | undefined, indexed?: IndexedHint) => string;
 
 /** A parameter name resolved against the searched types: which kind compiles it, with its definition where it has one. */
 export type ResolvedParameter =
