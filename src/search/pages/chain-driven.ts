@@ -12,34 +12,26 @@ export interface ChainSearch extends AnyProjectSearch {
   projectId: string | undefined;
 }
 
-/**
- * The most candidates (reference rows to the chain's targets) a page is read from. Sorted:
- * GROWING_WINDOW_MAX. Unsorted, and for counts: also a common prefix's
- * (`subject:Patient.name=smi`, 16,000 of 1,000,000 Observations): reading them costs less than
- * the general statement without statistics (which ran for minutes) and about what it costs with
- * them; past this many, reading them all costs more.
- */
-export const CHAIN_CANDIDATES_SORTED = GROWING_WINDOW_MAX;
-export const CHAIN_CANDIDATES_MAX = 51_200;
+/** The most candidates (reference rows to the chain's targets) a page is read from. */
+const CHAIN_CANDIDATES_MAX = GROWING_WINDOW_MAX;
 
 /**
  * The conditions of a search with a chain (`subject:Patient.name=smith42`) whose targets' matches
- * are index rows, when those targets are referenced by at most `most` rows: the
+ * are index rows, when those targets are referenced by at most CHAIN_CANDIDATES_MAX rows: the
  * referencing resources are the candidates (read first, as keyDrivenConditions reads a key's),
  * the other filters are tested on them, and the resources are read by primary key. Undefined
- * otherwise: the chain's targets are very common (`subject:Patient.gender=female`), and reading
- * every candidate first would cost more than the general statement, which (planned with
- * statistics) stops at the page.
+ * otherwise: the chain's targets are common, and reading every candidate first would cost more
+ * than the general statement, which (planned with statistics) stops at the page.
  * The general statement tests the chain on each resource in turn: without statistics PostgreSQL
  * started from every reference row of the code in the project and probed the target's name rows
  * for each (a page of a rare name took longer than a minute among 1,000,000 Observations), with
  * or without a project. The candidates of every project are read one project at a time (the
  * chain's rows are one project's, for the project-first indexes) and carry their project.
  */
-export async function chainDrivenConditions(search: ChainSearch, filters: readonly Filter[], most: number): Promise<{ args: SqlArgs; where: string } | undefined> {
+export async function chainDrivenConditions(search: ChainSearch, filters: readonly Filter[]): Promise<{ args: SqlArgs; where: string } | undefined> {
   const at = filters.findIndex(({ resolved }) => resolved.kind === 'chain');
   if (at < 0) return undefined;
-  const candidates = await chainCandidates(search, filters[at], most);
+  const candidates = await chainCandidates(search, filters[at]);
   if (!candidates) return undefined;
   const ctx = freshContext(search);
   const source =
@@ -51,9 +43,9 @@ export async function chainDrivenConditions(search: ChainSearch, filters: readon
 /**
  * The resources whose references the chain `filter` follows to a matching target (each once,
  * with its project), or undefined when the chain reports no rows or has more than
- * `most` of them.
+ * CHAIN_CANDIDATES_MAX of them.
  */
-async function chainCandidates(search: ChainSearch, filter: Filter, most: number): Promise<{ projects: string[]; ids: string[] } | undefined> {
+async function chainCandidates(search: ChainSearch, filter: Filter): Promise<{ projects: string[]; ids: string[] } | undefined> {
   const ctx = freshContext(search);
   // Every project: the projects are read one at a time, `p.id` the one being read (below).
   const project = search.projectId === undefined ? 'p.id' : ctx.args.add(search.projectId);
@@ -61,12 +53,12 @@ async function chainCandidates(search: ChainSearch, filter: Filter, most: number
   const condition = filterCondition(filter, [search.type], 'r', { ...ctx, rowsProject: project, onRows: (found) => (rows = found) });
   if (!rows || rows.depth !== 0 || !condition.startsWith('EXISTS (')) return undefined;
   const scope = `${rows.alias}."projectId" = ${project} AND ${rows.alias}."resourceType" = ${ctx.args.add(search.type)}`;
-  const limit = ctx.args.add(most + 1);
+  const limit = ctx.args.add(CHAIN_CANDIDATES_MAX + 1);
   const each = `SELECT d."projectId", d.id FROM (${indexRowsSource(rows, scope)}) d LIMIT ${limit}`;
   const sql =
     search.projectId === undefined ? `SELECT c."projectId", c.id FROM unnest(${everyProject('resource')}) p(id) CROSS JOIN LATERAL (${each}) c LIMIT ${limit}` : each;
   const found = await search.services.db.query<{ projectId: string; id: string }>(sql, ctx.args.values);
-  if (found.length > most) return undefined;
+  if (found.length > CHAIN_CANDIDATES_MAX) return undefined;
   const unique = new Map(found.map(({ projectId, id }) => [id, projectId]));
   return { projects: [...unique.values()], ids: [...unique.keys()] };
 }

@@ -5,7 +5,7 @@ import { everyProjectSortedPage } from '../pages/every-project-windows.js';
 import { pageRows } from '../pages/general.js';
 import { growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
-import { CHAIN_CANDIDATES_MAX, CHAIN_CANDIDATES_SORTED, chainDrivenConditions, type ChainSearch } from '../pages/chain-driven.js';
+import { chainDrivenConditions, type ChainSearch } from '../pages/chain-driven.js';
 import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, hasDrivenConditions } from '../pages/has-driven.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { numericDriver } from '../pages/numeric.js';
@@ -145,9 +145,7 @@ function generalPage(
 async function chainDriven(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean): Promise<{ args: SqlArgs; where: string } | undefined> {
   if (!query.filters.some(({ resolved }) => resolved.kind === 'chain')) return undefined;
   const search = drivenSearchOf(query, oneProject, everyOne);
-  // A sorted page sorts every candidate; with many, its windows of the sort parameter's rows stop sooner.
-  const most = query.control.sort.length > 0 ? CHAIN_CANDIDATES_SORTED : CHAIN_CANDIDATES_MAX;
-  return search && chainDrivenConditions(search, query.filters, most);
+  return search && chainDrivenConditions(search, query.filters);
 }
 
 /**
