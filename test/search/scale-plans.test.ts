@@ -142,10 +142,26 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     expect(reads).not.toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = 'final'::text/);
   });
 
-  it('a search sorted by date with a common token code at a deep offset reads larger windows of the date rows before any general statement', async () => {
+  it('a search sorted by date with a common token code at a deep offset answers before any general statement', async () => {
     const answer = await db.explain(member, 'Observation', 'code=http://loinc.org|8867-4&_sort=-date&_offset=900&_count=5');
     expect(answer.statements.some(({ sql }) => /^SELECT [^(]*? FROM resource r WHERE /.test(sql))).toBe(false);
     expect(answer.ids).toEqual(['o2000', 'o1980', 'o1960', 'o1940', 'o1920']);
+  });
+
+  it("a search sorted by date by two common token codes at a deep offset sorts the rarer code's rows instead of reading windows of the date rows", async () => {
+    const answer = await db.explain(member, 'Observation', 'status=final&code=http://loinc.org|8867-4&_sort=-date&_offset=300&_count=5');
+    const reads = searchPlans(answer.statements.filter(({ sql }) => !sql.startsWith('SELECT count(*)')));
+    expect(reads).toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = '8867-4'::text/);
+    expect(reads).not.toMatch(/on date_index w(_\d+)?\s/);
+    expect(answer.ids).toEqual(['o14000', 'o13980', 'o13960', 'o13940', 'o13920']);
+  });
+
+  it("a search sorted by date by a common token code and _lastUpdated at a deep offset skips the offset among the resources that meet _lastUpdated", async () => {
+    // Observation oN was last updated N seconds after 2025-01-01: o20 .. o14400 have the code and meet the bound.
+    const answer = await db.explain(member, 'Observation', 'status=final&code=http://loinc.org|8867-4&_lastUpdated=le2025-01-01T04:00:00Z&_sort=-date&_offset=300&_count=5');
+    const reads = searchPlans(answer.statements.filter(({ sql }) => !sql.startsWith('SELECT count(*)')));
+    expect(reads).toMatch(/on token_index w(_\d+)?\s+Index Cond: \([^\n]*value = '8867-4'::text/);
+    expect(answer.ids).toEqual(['o8400', 'o8380', 'o8360', 'o8340', 'o8320']);
   });
 
   it("an exact count by a common token code and a rare one is driven by the rare code's rows, whichever comes first", async () => {

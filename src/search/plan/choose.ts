@@ -1,3 +1,4 @@
+import { codeSortedPage } from '../pages/code-sorted.js';
 import { dateRangePage, dateRangePair } from '../pages/date-range.js';
 import type { DrivenSearch } from '../pages/driven.js';
 import { everyProject } from '../pages/every-project.js';
@@ -86,7 +87,10 @@ function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShap
   if (sort.length === 0) return unsortedStrategy(query, search, page);
   if (!windowedSort(query)) return undefined;
   const rows = sortWindow(search, sort);
-  return rows && (() => growingWindowPage(search, rows, sort[0].descending ? 'DESC' : 'ASC', query.filters, page));
+  return (
+    rows &&
+    (async () => (await codeSortedPage(search, query.filters, sort, page)) ?? growingWindowPage(search, rows, sort[0].descending ? 'DESC' : 'ASC', query.filters, page))
+  );
 }
 
 /**
