@@ -108,6 +108,18 @@ describe('chains and _has through resources the AccessPolicy criteria exclude', 
     expect(await found(member, `/Observation?code=http://example.org/codes|${name}&subject:Patient._lastUpdated=gt2000-01-01`)).toEqual([aboutAllowed]);
   });
 
+  it('a chain of two levels matches only through second-level targets the criteria allow', async () => {
+    const name = family();
+    const admin = api.newProject();
+    const organizationOf = (value: string) => create(admin, { resourceType: 'Organization', name, identifier: [{ system: 'http://example.org/orgs', value }] });
+    const patientOf = async (org: string) => create(admin, { resourceType: 'Patient', managingOrganization: { reference: `Organization/${org}` } });
+    const aboutAllowed = await observationAbout(admin, `Patient/${await patientOf(await organizationOf('allowed'))}`, name);
+    await observationAbout(admin, `Patient/${await patientOf(await organizationOf('other'))}`, name);
+    const criteria = { Organization: 'Organization?identifier=http://example.org/orgs|allowed' };
+    const member = await memberAllowed(admin, ['Observation', 'Patient', 'Organization'], criteria);
+    expect(await found(member, `/Observation?subject:Patient.organization.name=${name}`)).toEqual([aboutAllowed]);
+  });
+
   it('an exact count through a chain counts only what the criteria let the caller read', async () => {
     const { name, member } = await patientsOfTwoOrganizations();
     const res = await member.get(`/Observation?subject:Patient.name=${name}&_summary=count`);
