@@ -36,9 +36,11 @@ const GRAPHQL_ENDPOINT_PATTERN = `/(graphql|fhir/R4/(?:\\$|%24)graphql|${INSTANC
 export interface GraphQLHandlerOptions {
   /**
    * Builds the request context (authentication, project-scoped repository, logger). `requestId` is
-   * the HTTP layer's id of the request, when it gave one; `addressOf` the caller's address.
+   * the HTTP layer's id of the request, when it gave one; `addressOf` the caller's address;
+   * `clientGone` the signal of the caller closing its connection, when the HTTP layer has one (the
+   * Request `handle` builds is not the connection's, and its own signal never aborts).
    */
-  getContext(request: Request, requestId: string | undefined, addressOf?: () => string): Promise<RequestContext>;
+  getContext(request: Request, requestId: string | undefined, addressOf?: () => string, clientGone?: () => AbortSignal): Promise<RequestContext>;
   /** The server's logger, for what happens outside a request context. */
   log: Logger;
   /** Limits and switches of the GraphQL endpoint. */
@@ -55,6 +57,8 @@ export interface GraphQLHttpRequest {
   readonly requestId: string;
   /** The caller's address, asked for only when authentication needs it. */
   readonly addressOf?: () => string;
+  /** The signal of the caller closing its connection (its reads' statements are then cancelled). */
+  readonly clientGone?: () => AbortSignal;
 }
 
 /** A GraphQL response for the HTTP layer: header names in lower case, the body as text. */
@@ -139,7 +143,7 @@ export function createGraphQLHandler(options: GraphQLHandlerOptions): GraphQLHan
   Object.defineProperty(handler, 'prepared', { value: prepared });
   handler.handle = async (http) => {
     let built: Promise<RequestContext> | undefined;
-    const contextOf = (request: Request) => (built ??= options.getContext(request, http.requestId, http.addressOf));
+    const contextOf = (request: Request) => (built ??= options.getContext(request, http.requestId, http.addressOf, http.clientGone));
     const serverContext = { requestId: http.requestId, addressOf: http.addressOf, contextOf, waitUntil: yoga.waitUntil };
     const fast = fastPathRequest(http.method, http.headers, http.body);
     if (fast) {

@@ -24,6 +24,7 @@ import { ROUTES } from './routes.js';
 import { logRequest, requestIdOf } from './request-log.js';
 import { routeOf } from './metrics/route-label.js';
 import { clientAddress } from './client-address.js';
+import { clientGoneOf } from './client-gone.js';
 import type { MetricsExposition, RequestMetrics } from './metrics/server-metrics.js';
 
 /** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
@@ -96,8 +97,8 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
   const graphql = createGraphQLHandler({
     log: services.log,
     config: services.config,
-    getContext: async (request, requestId, addressOf) =>
-      createRequestContext(services, await authenticate(request.headers.get('authorization'), services, { addressOf }), requestId ?? randomUUID(), () => request.signal),
+    getContext: async (request, requestId, addressOf, clientGone) =>
+      createRequestContext(services, await authenticate(request.headers.get('authorization'), services, { addressOf }), requestId ?? randomUUID(), clientGone ?? (() => request.signal)),
   });
   const handle = async (c: HonoContext): Promise<Response> => {
     if (isGraphiQLVisit(c)) return graphiqlAnswer(c);
@@ -110,6 +111,7 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
       body: method === 'POST' ? await readRequestText(c, services.config.maxBodyBytes) : undefined,
       requestId,
       addressOf: () => clientAddress(c),
+      clientGone: clientGoneOf(c),
     });
     // X-Request-Id is set here, not by requestLogging: a header added to a finished Response
     // turns its header record into a fetch Headers object, copied again when it is written.

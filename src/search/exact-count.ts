@@ -107,7 +107,7 @@ function criteriaFilters({ services }: SearchQuery, type: string): Filter[] | un
  *    the search has no parameter of its own.
  */
 function indexCountQuery(
-  { services, filters: own, valueSets, ctx: { mayRead } }: SearchQuery,
+  { services, filters: own, valueSets, ctx: { mayRead, criteriaOf } }: SearchQuery,
   type: string,
   scope: Scope,
   args: SqlArgs,
@@ -133,8 +133,9 @@ function indexCountQuery(
     const onRows = (found: IndexRowsCondition) => {
       if (found.depth === 0) rows = found;
     };
-    // The caller's own filters look only into types it may read; the policy's criteria into any (as in base-conditions).
-    const sql = filterCondition(filter, [type], 'r', { ...ctx, onRows, perRow: true, mayRead: ofCriteria ? undefined : mayRead });
+    // The caller's own filters look only into what it may read; the policy's criteria into anything (as in base-conditions).
+    const reads = ofCriteria ? {} : { mayRead, criteriaOf };
+    const sql = filterCondition(filter, [type], 'r', { ...ctx, onRows, perRow: true, ...reads });
     const key = selectsByKey(filter.name, filter.value, filter.resolved);
     return { filter, sql, rows: sql.startsWith('EXISTS (') ? rows : undefined, key, ofCriteria, oneRow: oneRowPerResource(filter, type) };
   });

@@ -94,6 +94,26 @@ describe.skipIf(!serverUrl)('requests whose client goes away while they are in w
     expect(after.body.entry).toHaveLength(1);
   });
 
+  it('cancels the statement of a GraphQL search whose client closed its connection', async () => {
+    const client = api.newProject();
+    const created = await client.post('/Patient', patientBody());
+    const identifier = created.body.identifier[0].value as string;
+    const body = JSON.stringify({ query: `{ PatientList(identifier: "${identifier}") { id } }` });
+    const lock = await holdLock('LOCK TABLE token_index IN ACCESS EXCLUSIVE MODE');
+    try {
+      const leaving = await sentRequest(
+        api,
+        `POST /fhir/R4/$graphql HTTP/1.1\r\n${await headers(client)}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      await untilWaiting(1);
+      leaving.destroy();
+      await untilWaiting(0);
+      await untilIdle();
+    } finally {
+      await lock.release();
+    }
+  });
+
   it('makes a create whose client closed its connection whole (its statements are not cancelled)', async () => {
     const client = api.newProject();
     const patient = patientBody();

@@ -1,6 +1,6 @@
 import { filterCondition, type Filter } from '../plan/filters.js';
 import { resolveParameter } from '../query/conditions.js';
-import { parseHas } from '../query/conditions/chain-has.js';
+import { criteriaOn, parseHas } from '../query/conditions/chain-has.js';
 import type { IndexRowsCondition } from '../query/conditions/types.js';
 import { indexRowsSource } from '../query/conditions/shared.js';
 import type { SqlArgs } from '../../db/sql-args.js';
@@ -51,7 +51,8 @@ export async function hasDrivenConditions(search: ChainSearch, filters: readonly
  * (a nested `_has`, a chain, `:missing`) or has more than `most` rows (counted first, up to
  * `most` + 1). An index row
  * stands for a live resource of its project (the store's invariant, as exact counts rely on), and
- * its reference rows are read by their primary key: no resource row is read.
+ * its reference rows are read by their primary key: no resource row is read, but where the
+ * caller's criteria narrow the referencing type (each source's row is then tested on them).
  */
 async function hasCandidates(search: ChainSearch, filter: Filter, most: number): Promise<{ projects: string[]; ids: string[] } | undefined> {
   const ctx = freshContext(search);
@@ -69,11 +70,13 @@ async function hasCandidates(search: ChainSearch, filter: Filter, most: number):
   // Counted first: a common code's rows are counted up to the bound, not each mapped to its targets.
   const [{ n }] = await search.services.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sources}) c`, ctx.args.values);
   if (n > most) return undefined;
+  const criteria = criteriaOn(type, 'k', ctx);
+  const readable = criteria ? ` WHERE (SELECT ${criteria} FROM resource k WHERE k."resourceType" = g."resourceType" AND k.id = g.id LIMIT 1) IS TRUE` : '';
   // Each source's reference rows by the primary key (resourceType, resourceId, seq): a handful per resource.
   const sql =
     `SELECT DISTINCT g."projectId", t."targetId" AS id FROM (${sources}) g CROSS JOIN LATERAL (SELECT h."targetId" FROM reference_index h` +
     ` WHERE h."resourceType" = g."resourceType" AND h."resourceId" = g.id` +
-    ` AND (h."projectId" = g."projectId" AND h.code = ${ctx.args.add(code)} AND h."targetType" = ${ctx.args.add(search.type)}) IS TRUE ORDER BY h.seq OFFSET 0) t`;
+    ` AND (h."projectId" = g."projectId" AND h.code = ${ctx.args.add(code)} AND h."targetType" = ${ctx.args.add(search.type)}) IS TRUE ORDER BY h.seq OFFSET 0) t${readable}`;
   const found = await search.services.db.query<{ projectId: string; id: string }>(sql, ctx.args.values);
   const unique = new Map(found.map(({ projectId, id }) => [id, projectId]));
   return { projects: [...unique.values()], ids: [...unique.keys()] };

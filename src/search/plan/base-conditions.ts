@@ -59,21 +59,22 @@ export function criteriaConditions(identity: Identity, types: readonly string[],
 
 /**
  * The caller's AccessPolicy criteria for `type` and its SMART scopes' conditions as one SQL
- * condition on alias `r`, if any: the policy's parameters all hold, and one of the scopes' groups.
+ * condition on `alias` (`r` unless a chain or `_has` tests them on the resources it looks into),
+ * if any: the policy's parameters all hold, and one of the scopes' groups.
  * `criteria`: how each is tested (CriteriaTest).
  */
-export function policyCondition(identity: Identity, type: string, ctx: CompileContext, criteria: CriteriaTest): string | undefined {
+export function policyCondition(identity: Identity, type: string, ctx: CompileContext, criteria: CriteriaTest, alias = 'r'): string | undefined {
   const narrowed = typeCriteria(identity, type);
   if (!narrowed) return undefined;
-  // The policy's own criteria may look into types it does not let the caller read.
-  const own = { ...ctx, mayRead: undefined };
+  // The policy's own criteria may look into types it does not let the caller read, or reads in part.
+  const own = { ...ctx, mayRead: undefined, criteriaOf: undefined };
   const probed = { ...own, perRow: true };
   const contextOf = (name: string, value: string): CompileContext => {
     if (criteria === 'probe') return probed;
     return selectsByKey(name, value, resolveParameter(name, [type], ctx.parameters)) ? own : probed;
   };
   const all = (params: readonly (readonly [string, string])[]) =>
-    params.map(([name, value]) => compileParameter(name, value, [type], 'r', contextOf(name, value)));
+    params.map(([name, value]) => compileParameter(name, value, [type], alias, contextOf(name, value)));
   const conditions = all(narrowed.all);
   if (narrowed.anyOf) {
     conditions.push(narrowed.anyOf.length === 0 ? 'FALSE' : narrowed.anyOf.map((group) => `(${all(group).join(' AND ')})`).join(' OR '));

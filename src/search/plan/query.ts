@@ -8,7 +8,7 @@ import { type Scope } from '../../storage/project-scope.js';
 import { SqlArgs } from '../../db/sql-args.js';
 import type { WriteDependency } from '../../cache/search-cache.js';
 import type { SearchServices } from '../search-services.js';
-import { baseConditions } from './base-conditions.js';
+import { baseConditions, policyCondition } from './base-conditions.js';
 import { scopeOf } from '../../storage/project-scope.js';
 import { parseControl, type ResultControl } from './control.js';
 import { compileFilters, dateRangeConditions, resolveFilters, type Filter } from './filters.js';
@@ -69,7 +69,8 @@ export async function parseQuery(
   const valueSets = await expandValueSets(services, scope, typeList, { filters: requested, types: paramTypes });
   const identity = services.identity;
   const mayRead = (type: string) => policyAllowsType(identity, type);
-  const ctx: CompileContext = { args: new SqlArgs(), scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters, mayRead };
+  const criteriaOf = (type: string, alias: string, at: CompileContext) => policyCondition(identity, type, at, 'probe', alias);
+  const ctx: CompileContext = { args: new SqlArgs(), scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters, mayRead, criteriaOf };
   const where = baseConditions(services.identity, typeList, scope, ctx, 'probe-non-keys');
   const { filters, conditions, ignored } = compileFilters(requested, paramTypes, ctx, leniency);
   where.push(...conditions, ...dateRangeConditions(filters, paramTypes, ctx));

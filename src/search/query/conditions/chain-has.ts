@@ -13,6 +13,15 @@ import { findParameter } from './lookup.js';
 
 const MAX_CHAIN_DEPTH = 4;
 
+/**
+ * The caller's criteria of `type` (CompileContext.criteriaOf) on `alias`, a resource a chain or
+ * `_has` looks into, if the type is narrowed: probed per resource, as those resources are reached
+ * one at a time through their references.
+ */
+export function criteriaOn(type: string, alias: string, ctx: CompileContext): string | undefined {
+  return ctx.criteriaOf?.(type, alias, { ...ctx, onRows: undefined, perRow: true });
+}
+
 function nextDepth(ctx: CompileContext, name: string): CompileContext {
   if (ctx.depth >= MAX_CHAIN_DEPTH) throw errors.invalid(`Chain "${name}" is too deep: at most ${MAX_CHAIN_DEPTH} levels`, name);
   return { ...ctx, depth: ctx.depth + 1 };
@@ -56,21 +65,23 @@ export function compileChain(
   const inner = nextDepth(ctx, name);
   const ri = `c${inner.depth}`;
   const t = `t${inner.depth}`;
-  const targetKeys: { type: string; typeArg: string; rows: IndexRowsCondition | undefined }[] = [];
+  const targetKeys: TargetKey[] = [];
   const perType = targets.map((type) => {
     const typeArg = ctx.args.add(type);
     const found: IndexRowsCondition[] = [];
     // The target's own index rows are reported here, never to the caller's onRows (it asks for this level's).
     const condition = compileParameter(rest, value, [type], t, { ...inner, onRows: (rows) => rows.depth === inner.depth && found.push(rows) });
-    targetKeys.push({ type, typeArg, rows: condition.startsWith('EXISTS (') && found.length === 1 ? found[0] : undefined });
-    return `(${t}."resourceType" = ${typeArg} AND ${condition})`;
+    // On the target's alias in both forms (reportChainRows), so that either statement uses every placeholder.
+    const criteria = criteriaOn(type, t, inner);
+    targetKeys.push({ typeArg, rows: condition.startsWith('EXISTS (') && found.length === 1 ? found[0] : undefined, criteria });
+    return `(${t}."resourceType" = ${typeArg} AND ${condition}${criteria ? ` AND (${criteria})` : ''})`;
   });
   // The placeholders of the chain's code and project serve both forms: a statement sends only what it uses.
   const codeArg = ctx.args.add(code);
   const projectId = ctx.scope.projectIds?.length === 1 ? ctx.scope.projectIds[0] : undefined;
   const projectArg = projectId === undefined ? undefined : ctx.args.add(projectId);
   const rowsProject = projectArg ?? ctx.rowsProject;
-  if (ctx.onRows && rowsProject) reportChainRows(ctx, ri, codeArg, rowsProject, targetKeys);
+  if (ctx.onRows && rowsProject) reportChainRows(ctx, ri, t, codeArg, rowsProject, targetKeys);
   const targetScope = projectArg ? `${t}."projectId" = ${projectArg}` : scopeSql(t, 'projectId', ctx.scope, ctx.args);
   return (
     `EXISTS (SELECT 1 FROM reference_index ${ri} JOIN resource ${t} ON ${t}."resourceType" = ${ri}."targetType" AND ${t}.id = ${ri}."targetId"` +
@@ -80,27 +91,36 @@ export function compileChain(
   );
 }
 
+/** A chain's target type: its placeholder, its key's index rows if any, and the caller's criteria of it on the target's alias. */
+interface TargetKey {
+  typeArg: string;
+  rows: IndexRowsCondition | undefined;
+  criteria: string | undefined;
+}
+
 /**
  * Reports a chain as index rows of its own when its last parameter is index rows (a key such as
  * `subject:Patient.identifier=x`, or another chain), for a statement that starts from them
  * (pages/key-driven.ts for keys, exact counts): the reference rows of this
  * level whose target is one of the resources the key names, found first, each checked to exist,
- * not deleted, in the project. Started from the referencing resources instead, a plan made without
- * statistics read every Observation of the project and probed the references of each, quadratic
- * in the data. Only within one project (`project`: an argument, or CompileContext.rowsProject for
+ * not deleted, in the project, and readable under the caller's criteria. Started from the
+ * referencing resources instead, a plan made without statistics read every Observation of the
+ * project and probed the references of each, quadratic in the data. Only within one project (`project`: an argument, or CompileContext.rowsProject for
  * a statement that reads one project at a time) and when every target type's key is index rows.
  */
 function reportChainRows(
   ctx: CompileContext,
   ri: string,
+  t: string,
   codeArg: string,
   project: string,
-  targetKeys: readonly { type: string; typeArg: string; rows: IndexRowsCondition | undefined }[],
+  targetKeys: readonly TargetKey[],
 ): void {
   if (targetKeys.some(({ rows }) => rows === undefined)) return;
-  const idsOf = ({ typeArg, rows }: (typeof targetKeys)[number]): string => {
+  const idsOf = ({ typeArg, rows, criteria }: TargetKey): string => {
     const scope = `${rows!.alias}."projectId" = ${project} AND ${rows!.alias}."resourceType" = ${typeArg}`;
-    const live = `(SELECT NOT k.deleted FROM resource k WHERE k."resourceType" = ${typeArg} AND k.id = m.id AND k."projectId" = ${project} LIMIT 1)`;
+    const readable = criteria ? ` AND (${criteria})` : '';
+    const live = `(SELECT NOT ${t}.deleted${readable} FROM resource ${t} WHERE ${t}."resourceType" = ${typeArg} AND ${t}.id = m.id AND ${t}."projectId" = ${project} LIMIT 1)`;
     return `(SELECT m.id FROM (${indexRowsSource(rows!, scope)}) m WHERE ${live} IS TRUE OFFSET 0)`;
   };
   // Each target's reference rows by one index probe of (project, type, id), fenced by OFFSET 0 so
@@ -139,6 +159,8 @@ export function parseHas(name: string, ctx: Pick<CompileContext, 'parameters' | 
  * deleted, as exact counts rely on), so the referencing resource's row is read only for a
  * condition on `_lastUpdated`, a column only it has (reading it cost a random heap read per
  * reference). A `_has` whose referencing rows are few drives the page instead (pages/has-driven.ts).
+ * The caller's criteria of the referencing type are tested on its row too (criteriaOn): the
+ * references of resources it may not read tell nothing.
  */
 export function compileHas(name: string, value: string, alias: string, ctx: CompileContext, compileParameter: CompileParameter): string {
   const { type, code, rest } = parseHas(name, ctx);
@@ -146,12 +168,15 @@ export function compileHas(name: string, value: string, alias: string, ctx: Comp
   const ri = `h${inner.depth}`;
   const s = `s${inner.depth}`;
   const condition = compileParameter(rest, value, [type], s, { ...inner, perRow: true });
-  const source = /^_lastUpdated|^_filter$/.test(rest)
+  // Criteria may test any column of the resource (`_lastUpdated`), so a narrowed type's row is read.
+  const criteria = criteriaOn(type, s, inner);
+  const tested = criteria ? `(${condition}) AND (${criteria})` : condition;
+  const source = criteria || /^_lastUpdated|^_filter$/.test(rest)
     ? `(SELECT * FROM resource ${s} WHERE ${s}."resourceType" = ${ri}."resourceType" AND ${s}.id = ${ri}."resourceId" LIMIT 1)`
     : `(SELECT ${ri}."projectId", ${ri}."resourceType", ${ri}."resourceId" AS id)`;
   return (
     `EXISTS (SELECT 1 FROM reference_index ${ri} CROSS JOIN LATERAL ${source} ${s}` +
     ` WHERE ${ri}."projectId" = ${alias}."projectId" AND ${ri}."resourceType" = ${ctx.args.add(type)} AND ${ri}.code = ${ctx.args.add(code)}` +
-    ` AND ${ri}."targetId" = ${alias}.id AND ${ri}."targetType" = ${alias}."resourceType" AND (${condition}) IS TRUE OFFSET 0)`
+    ` AND ${ri}."targetId" = ${alias}.id AND ${ri}."targetType" = ${alias}."resourceType" AND (${tested}) IS TRUE OFFSET 0)`
   );
 }

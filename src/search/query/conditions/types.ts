@@ -47,6 +47,15 @@ export interface CompileContext {
    * (the server's own searches, and the policy's own criteria).
    */
   mayRead?: (type: string) => boolean;
+  /**
+   * The caller's AccessPolicy criteria and SMART scopes' conditions of a type as one SQL condition
+   * on `alias`, compiled with `ctx`; undefined when the type is not narrowed. Chains and `_has`
+   * test them on the resources they look into: a type the caller may read only in part would
+   * otherwise tell about the rest (the name of a Patient of another organization, through its
+   * Observations). A callback because the criteria are compiled in search/plan, above this layer.
+   * Unset: nothing is narrowed (the server's own searches, and the policy's own criteria).
+   */
+  criteriaOf?: (type: string, alias: string, ctx: CompileContext) => string | undefined;
 }
 
 /** `EXISTS (row of table with code and condition)`, the shape of a plain parameter's condition. */
