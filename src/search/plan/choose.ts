@@ -5,7 +5,8 @@ import { everyProjectSortedPage } from '../pages/every-project-windows.js';
 import { pageRows } from '../pages/general.js';
 import { growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
-import { chainDrivenConditions, type ChainSearch } from '../pages/chain-driven.js';
+import { chainDrivenConditions, SORTED_CHAIN_CANDIDATES_MAX, type ChainSearch } from '../pages/chain-driven.js';
+import { chainWindowPage } from '../pages/chain-windows.js';
 import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, hasDrivenConditions } from '../pages/has-driven.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { numericDriver } from '../pages/numeric.js';
@@ -39,6 +40,8 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   if (chained) return generalPage(query, page, oneProject, everyOne, chained);
   const read = strategy && (await strategy());
   if (read) return read;
+  const windowed = await commonChainPage(query, oneProject, everyOne, page);
+  if (windowed) return windowed;
   const after = strategy && before < HAS_SOURCE_ROWS_MANY && !probesFillPage(query) ? await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY) : undefined;
   return generalPage(query, page, oneProject, everyOne, after);
 }
@@ -145,7 +148,20 @@ function generalPage(
 async function chainDriven(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean): Promise<{ args: SqlArgs; where: string } | undefined> {
   if (!query.filters.some(({ resolved }) => resolved.kind === 'chain')) return undefined;
   const search = drivenSearchOf(query, oneProject, everyOne);
-  return search && chainDrivenConditions(search, query.filters);
+  // A sorted page sorts its candidates: up to SORTED_CHAIN_CANDIDATES_MAX of them (a chain to common targets).
+  const sorted = query.control.sort.length > 0 && !query.paging.cursorMode;
+  return search && chainDrivenConditions(search, query.filters, sorted ? SORTED_CHAIN_CANDIDATES_MAX : undefined);
+}
+
+/**
+ * An unsorted page of a chain to common targets (more candidates than chainDriven reads at once),
+ * read from growing windows of its candidates (chainWindowPage); not a cursor's, whose keyset order
+ * the general statement keeps.
+ */
+async function commonChainPage(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean, page: PageShape): Promise<PageRows | undefined> {
+  if (query.control.sort.length > 0 || query.paging.cursorMode || !query.filters.some(({ resolved }) => resolved.kind === 'chain')) return undefined;
+  const search = drivenSearchOf(query, oneProject, everyOne);
+  return search && chainWindowPage(search, query.filters, page);
 }
 
 /**
