@@ -33,14 +33,10 @@ export const SORTED_CHAIN_CANDIDATES_MAX = 51_200;
  * or without a project. The candidates of every project are read one project at a time (the
  * chain's rows are one project's, for the project-first indexes) and carry their project.
  */
-export async function chainDrivenConditions(
-  search: ChainSearch,
-  filters: readonly Filter[],
-  most = CHAIN_CANDIDATES_MAX,
-): Promise<{ args: SqlArgs; where: string } | undefined> {
+export async function chainDrivenConditions(search: ChainSearch, filters: readonly Filter[]): Promise<{ args: SqlArgs; where: string } | undefined> {
   const at = filters.findIndex(({ resolved }) => resolved.kind === 'chain');
   if (at < 0) return undefined;
-  const candidates = await chainCandidates(search, filters[at], most);
+  const candidates = await chainCandidates(search, filters[at], CHAIN_CANDIDATES_MAX);
   if (!candidates?.complete) return undefined;
   const ctx = freshContext(search);
   const source =
