@@ -52,6 +52,11 @@ const shapes: [string, string, string, Who?][] = [
   ['chained name', 'Observation', 'subject:Patient.name=smith42&_count=1000'],
   ['chained name, sort -date', 'Observation', 'subject:Patient.name=smith42&_sort=-date&_count=20'],
   ['chained name common', 'Observation', 'subject:Patient.name=smi'],
+  ['chained name common, all', 'Observation', 'subject:Patient.name=smi&_count=1000'],
+  ['chained name common, total', 'Observation', 'subject:Patient.name=smi&_total=accurate'],
+  ['chained name common, sort -date', 'Observation', 'subject:Patient.name=smi&_sort=-date&_count=20'],
+  ['chained gender', 'Observation', 'subject:Patient.gender=female'],
+  ['chained gender, sort -date', 'Observation', 'subject:Patient.gender=female&_sort=-date&_count=20'],
   ['sort -lastUpdated', 'Observation', '_sort=-_lastUpdated&_count=20'],
   ['cursor first', 'Patient', '_sort=_lastUpdated&_count=1000'],
   ['include', 'Observation', 'code=http://loinc.org|8867-4&_include=Observation:subject'],
@@ -85,6 +90,7 @@ const shapes: [string, string, string, Who?][] = [
   ['every: chained name, status', 'Observation', 'subject:Patient.name=smith42&status=final&_count=1000', 'every'],
   ['every: chained name common', 'Observation', 'subject:Patient.name=smi', 'every'],
   ['every: chained gender', 'Observation', 'subject:Patient.gender=female', 'every'],
+  ['every: chained name common, sort -date', 'Observation', 'subject:Patient.name=smi&_sort=-date&_count=20', 'every'],
   ['every: has', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&name=smith42', 'every'],
   // Reverse chains on the seed data: every Patient's Observations share one code, 8867-4 being that of 5,000
   // Patients (every Johnson's, Adams's and Perez's: johnson42 names ~20 who have it, smith42 none).

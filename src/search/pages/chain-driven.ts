@@ -12,8 +12,13 @@ export interface ChainSearch extends AnyProjectSearch {
   projectId: string | undefined;
 }
 
-/** The most candidates (reference rows to the chain's targets) a page is read from. */
+/** The most candidates (reference rows to the chain's targets) an unsorted page is read from at once. */
 const CHAIN_CANDIDATES_MAX = GROWING_WINDOW_MAX;
+/**
+ * The most candidates a sorted page is read from: each is read and its sort value computed, so a
+ * page of 51,200 took one to three seconds without statistics; past it the general statement.
+ */
+export const SORTED_CHAIN_CANDIDATES_MAX = 51_200;
 
 /**
  * The conditions of a search with a chain (`subject:Patient.name=smith42`) whose targets' matches
@@ -31,8 +36,8 @@ const CHAIN_CANDIDATES_MAX = GROWING_WINDOW_MAX;
 export async function chainDrivenConditions(search: ChainSearch, filters: readonly Filter[]): Promise<{ args: SqlArgs; where: string } | undefined> {
   const at = filters.findIndex(({ resolved }) => resolved.kind === 'chain');
   if (at < 0) return undefined;
-  const candidates = await chainCandidates(search, filters[at]);
-  if (!candidates) return undefined;
+  const candidates = await chainCandidates(search, filters[at], CHAIN_CANDIDATES_MAX);
+  if (!candidates?.complete) return undefined;
   const ctx = freshContext(search);
   const source =
     `SELECT v."projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v.id` +
@@ -40,12 +45,19 @@ export async function chainDrivenConditions(search: ChainSearch, filters: readon
   return drivenWhere(search, filters.filter((_, i) => i !== at), ctx, source);
 }
 
+/** A chain's first candidates, each once with its project, and whether they are all of them. */
+export interface ChainCandidates {
+  projects: string[];
+  ids: string[];
+  complete: boolean;
+}
+
 /**
- * The resources whose references the chain `filter` follows to a matching target (each once,
- * with its project), or undefined when the chain reports no rows or has more than
- * CHAIN_CANDIDATES_MAX of them.
+ * The first `most` resources whose references the chain `filter` follows to a matching target
+ * (each once, with its project, in the order the reference rows were read), or undefined when the
+ * chain reports no rows. `complete` when there are no more.
  */
-async function chainCandidates(search: ChainSearch, filter: Filter): Promise<{ projects: string[]; ids: string[] } | undefined> {
+export async function chainCandidates(search: ChainSearch, filter: Filter, most: number): Promise<ChainCandidates | undefined> {
   const ctx = freshContext(search);
   // Every project: the projects are read one at a time, `p.id` the one being read (below).
   const project = search.projectId === undefined ? 'p.id' : ctx.args.add(search.projectId);
@@ -53,12 +65,12 @@ async function chainCandidates(search: ChainSearch, filter: Filter): Promise<{ p
   const condition = filterCondition(filter, [search.type], 'r', { ...ctx, rowsProject: project, onRows: (found) => (rows = found) });
   if (!rows || rows.depth !== 0 || !condition.startsWith('EXISTS (')) return undefined;
   const scope = `${rows.alias}."projectId" = ${project} AND ${rows.alias}."resourceType" = ${ctx.args.add(search.type)}`;
-  const limit = ctx.args.add(CHAIN_CANDIDATES_MAX + 1);
+  const limit = ctx.args.add(most + 1);
   const each = `SELECT d."projectId", d.id FROM (${indexRowsSource(rows, scope)}) d LIMIT ${limit}`;
   const sql =
     search.projectId === undefined ? `SELECT c."projectId", c.id FROM unnest(${everyProject('resource')}) p(id) CROSS JOIN LATERAL (${each}) c LIMIT ${limit}` : each;
   const found = await search.services.db.query<{ projectId: string; id: string }>(sql, ctx.args.values);
-  if (found.length > CHAIN_CANDIDATES_MAX) return undefined;
-  const unique = new Map(found.map(({ projectId, id }) => [id, projectId]));
-  return { projects: [...unique.values()], ids: [...unique.keys()] };
+  const complete = found.length <= most;
+  const unique = new Map(found.slice(0, most).map(({ projectId, id }) => [id, projectId]));
+  return { projects: [...unique.values()], ids: [...unique.keys()], complete };
 }

@@ -74,7 +74,7 @@ function cursorKeys(position: CursorPosition, multiType: boolean): OrderKey[] {
  * `_sort`'s order, ties broken by id. Without _sort (SPEC 4.8 rule 3) the order is unspecified: no
  * keys, so the planner may stop at the first `count` matches of whatever index it drives from.
  */
-function sortKeys(sort: readonly SortKey[], multiType: boolean, args: SqlArgs): OrderKey[] {
+export function sortKeys(sort: readonly SortKey[], multiType: boolean, args: SqlArgs): OrderKey[] {
   if (sort.length === 0) return [];
   const keys: OrderKey[] = [];
   for (const key of sort) {

@@ -7,6 +7,7 @@ import { pageRows } from '../pages/general.js';
 import { growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
 import { chainDrivenConditions, type ChainSearch } from '../pages/chain-driven.js';
+import { chainSortedPage, chainWindowPage } from '../pages/chain-windows.js';
 import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, hasDrivenConditions } from '../pages/has-driven.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { numericDriver } from '../pages/numeric.js';
@@ -38,8 +39,14 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   const before = strategy || probesFillPage(query) ? HAS_SOURCE_ROWS_FEW : HAS_SOURCE_ROWS_MANY;
   const chained = (await chainDriven(query, oneProject, everyOne)) ?? (await hasDriven(query, oneProject, everyOne, before));
   if (chained) return generalPage(query, page, oneProject, everyOne, chained);
+  // A chain to common targets: sorted, its candidates before any strategy (whose windows of the sort
+  // parameter's rows tested the chain on each without statistics); unsorted, once none answered.
+  const sortedChain = query.control.sort.length > 0 ? await commonChainPage(query, oneProject, everyOne, page) : undefined;
+  if (sortedChain) return sortedChain;
   const read = strategy && (await strategy());
   if (read) return read;
+  const windowed = query.control.sort.length === 0 ? await commonChainPage(query, oneProject, everyOne, page) : undefined;
+  if (windowed) return windowed;
   const after = strategy && before < HAS_SOURCE_ROWS_MANY && !probesFillPage(query) ? await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY) : undefined;
   return generalPage(query, page, oneProject, everyOne, after);
 }
@@ -150,6 +157,19 @@ async function chainDriven(query: SearchQuery, oneProject: DrivenSearch | undefi
   if (!query.filters.some(({ resolved }) => resolved.kind === 'chain')) return undefined;
   const search = drivenSearchOf(query, oneProject, everyOne);
   return search && chainDrivenConditions(search, query.filters);
+}
+
+/**
+ * A page of a chain to common targets (more candidates than chainDriven reads at once): unsorted,
+ * from growing windows of its candidates (chainWindowPage); sorted, from up to 51,200 of them
+ * (chainSortedPage); not a cursor's, whose keyset order the general statement keeps.
+ */
+async function commonChainPage(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean, page: PageShape): Promise<PageRows | undefined> {
+  const { control, paging, filters } = query;
+  if (paging.cursorMode || !filters.some(({ resolved }) => resolved.kind === 'chain')) return undefined;
+  const search = drivenSearchOf(query, oneProject, everyOne);
+  if (!search) return undefined;
+  return control.sort.length > 0 ? chainSortedPage(search, filters, control.sort, page) : chainWindowPage(search, filters, page);
 }
 
 /**
