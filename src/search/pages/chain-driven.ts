@@ -20,6 +20,11 @@ const CHAIN_CANDIDATES_MAX = GROWING_WINDOW_MAX;
  */
 export const SORTED_CHAIN_CANDIDATES_MAX = 51_200;
 
+/** Where the first chained filter (`subject:Patient.name=..`) stands among `filters`, or -1. */
+export function chainAt(filters: readonly Filter[]): number {
+  return filters.findIndex(({ resolved }) => resolved.kind === 'chain');
+}
+
 /**
  * The conditions of a search with a chain (`subject:Patient.name=smith42`) whose targets' matches
  * are index rows, when those targets are referenced by at most CHAIN_CANDIDATES_MAX rows: the
@@ -34,7 +39,7 @@ export const SORTED_CHAIN_CANDIDATES_MAX = 51_200;
  * chain's rows are one project's, for the project-first indexes) and carry their project.
  */
 export async function chainDrivenConditions(search: ChainSearch, filters: readonly Filter[]): Promise<{ args: SqlArgs; where: string } | undefined> {
-  const at = filters.findIndex(({ resolved }) => resolved.kind === 'chain');
+  const at = chainAt(filters);
   if (at < 0) return undefined;
   const candidates = await chainCandidates(search, filters[at], CHAIN_CANDIDATES_MAX);
   if (!candidates?.complete) return undefined;

@@ -1,7 +1,7 @@
 import type { Filter } from '../plan/filters.js';
 import type { SortKey } from '../plan/control.js';
 import type { SqlArgs } from '../../db/sql-args.js';
-import { chainCandidates, SORTED_CHAIN_CANDIDATES_MAX, type ChainSearch } from './chain-driven.js';
+import { chainAt, chainCandidates, SORTED_CHAIN_CANDIDATES_MAX, type ChainSearch } from './chain-driven.js';
 import { orderBy } from './every-project.js';
 import { sortKeys } from './general.js';
 import { candidateConditions, freshContext } from './driven.js';
@@ -25,7 +25,7 @@ export const CHAIN_WINDOW_MAX = 409_600;
  * windows are of fixed sizes (whatever the page) and each page's window begins as the last one's.
  */
 export async function chainWindowPage(search: ChainSearch, filters: readonly Filter[], page: PageShape): Promise<PageRows | undefined> {
-  const at = filters.findIndex(({ resolved }) => resolved.kind === 'chain');
+  const at = chainAt(filters);
   if (at < 0) return undefined;
   const others = filters.filter((_, i) => i !== at);
   for (let window = FIRST_CHAIN_WINDOW; window <= CHAIN_WINDOW_MAX; window *= CHAIN_WINDOW_GROWTH) {
@@ -45,7 +45,7 @@ export async function chainWindowPage(search: ChainSearch, filters: readonly Fil
  * without statistics (a generic plan); read here it took about a second.
  */
 export async function chainSortedPage(search: ChainSearch, filters: readonly Filter[], sort: readonly SortKey[], page: PageShape): Promise<PageRows | undefined> {
-  const at = filters.findIndex(({ resolved }) => resolved.kind === 'chain');
+  const at = chainAt(filters);
   if (at < 0) return undefined;
   const found = await chainCandidates(search, filters[at], SORTED_CHAIN_CANDIDATES_MAX);
   if (!found?.complete) return undefined;
@@ -72,11 +72,11 @@ async function pageOfCandidates(
   const ctx = freshContext(search);
   const { candidates, onResource } = candidateConditions(search, others, ctx);
   const source =
-    `SELECT v."projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v.id, v.n` +
-    ` FROM unnest(${ctx.args.add(projects, 'text[]')}, ${ctx.args.add(ids, 'text[]')}) WITH ORDINALITY v("projectId", id, n)`;
+    `SELECT v."projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v.id` +
+    ` FROM unnest(${ctx.args.add(projects, 'text[]')}, ${ctx.args.add(ids, 'text[]')}) v("projectId", id)`;
   // `IS TRUE` keeps the tests per candidate (a subplan each), as drivenWhere does. No ORDER BY:
   // the candidates come in their array's order through the nested loop, which stops at the page;
-  // ordering by the ordinality sorted (and tested) every candidate of the window first.
+  // ordering by their position sorted (and tested) every candidate of the window first.
   const tested = `SELECT d.id FROM (${source}) d${candidates.length > 0 ? ` WHERE (${candidates.join(' AND ')}) IS TRUE` : ''}`;
   const where = onResource.length > 0 ? onResource.join(' AND ') : 'TRUE';
   const sql =

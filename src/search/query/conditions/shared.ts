@@ -111,10 +111,13 @@ export function rowsOfCodeIn(project: string, type: string, code: string, ctx: C
  * and read every value of the type's rows to the range's end.
  */
 export function rowsOfEachCode(project: string, type: string, code: string, ctx: CompileContext, select: (rows: string) => string): string {
+  return selectOfEachCode(project, type, code, ctx, select).join(' UNION ALL ');
+}
+
+/** `select` of one project's, type's and stored code's rows `w`, for each code the parameter stores its rows under (storedCodes). */
+function selectOfEachCode(project: string, type: string, code: string, ctx: CompileContext, select: (rows: string) => string): string[] {
   const typeArg = ctx.args.add(type);
-  const one = (stored: string) => select(`w."projectId" = ${project} AND w."resourceType" = ${typeArg} AND w.code = ${ctx.args.add(stored)}`);
-  const codes = storedCodes(type, code);
-  return codes.length === 1 ? one(codes[0]) : codes.map(one).join(' UNION ALL ');
+  return storedCodes(type, code).map((stored) => select(`w."projectId" = ${project} AND w."resourceType" = ${typeArg} AND w.code = ${ctx.args.add(stored)}`));
 }
 
 /**
@@ -126,11 +129,9 @@ export function rowsOfEachCode(project: string, type: string, code: string, ctx:
  * `limit` of each.
  */
 export function orderedRowsOfCode(project: string, type: string, code: string, ctx: CompileContext, select: (rows: string) => string, order: string, merged: string, limit: string): string {
-  const typeArg = ctx.args.add(type);
-  const window = (one: string) => `${select(`w."projectId" = ${project} AND w."resourceType" = ${typeArg} AND w.code = ${ctx.args.add(one)}`)} ORDER BY ${order} LIMIT ${limit}`;
-  const codes = storedCodes(type, code);
-  if (codes.length === 1) return window(codes[0]);
-  return `SELECT * FROM (${codes.map((one) => `(${window(one)})`).join(' UNION ALL ')}) u ORDER BY ${merged} LIMIT ${limit}`;
+  const windows = selectOfEachCode(project, type, code, ctx, (rows) => `${select(rows)} ORDER BY ${order} LIMIT ${limit}`);
+  if (windows.length === 1) return windows[0];
+  return `SELECT * FROM (${windows.map((window) => `(${window})`).join(' UNION ALL ')}) u ORDER BY ${merged} LIMIT ${limit}`;
 }
 
 /**
