@@ -25,6 +25,7 @@ import { logRequest, requestIdOf } from './request-log.js';
 import { routeOf } from './metrics/route-label.js';
 import { clientAddress } from './client-address.js';
 import { clientGoneOf } from './client-gone.js';
+import { clientClosed } from '../db/cancellation.js';
 import type { MetricsExposition, RequestMetrics } from './metrics/server-metrics.js';
 
 /** Every non-public route needs a valid bearer token (src/auth/authenticate.ts): there is no other mode. */
@@ -104,6 +105,9 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
     if (isGraphiQLVisit(c)) return graphiqlAnswer(c);
     const method = c.req.method;
     const requestId = c.get('requestId');
+    // The one signal its statements were cancelled by, so that the answer can say so (below).
+    let gone: AbortSignal | undefined;
+    const clientGone = clientGoneOf(c);
     const result = await graphql.handle({
       method,
       url: c.req.url,
@@ -111,8 +115,11 @@ function mountGraphQL(app: Hono<AppEnv>, services: Services, authenticate: Authe
       body: method === 'POST' ? await readRequestText(c, services.config.maxBodyBytes) : undefined,
       requestId,
       addressOf: () => clientAddress(c),
-      clientGone: clientGoneOf(c),
+      clientGone: () => (gone ??= clientGone()),
     });
+    // A read cancelled because its client left comes back as a GraphQL error of a 200 answer;
+    // nobody reads it, and its log line and metrics say 499, as REST's do.
+    if (gone?.aborted) throw clientClosed();
     // X-Request-Id is set here, not by requestLogging: a header added to a finished Response
     // turns its header record into a fetch Headers object, copied again when it is written.
     c.set('requestIdSent', true);

@@ -5,6 +5,7 @@ import { createOwnDatabase, type OwnDatabase } from '../helpers/own-database.js'
 import { patientBody, startTestServer, type ProjectClient, type TestServer } from '../helpers/server.js';
 
 const serverUrl = process.env.DATABASE_URL;
+const METRICS_TOKEN = 'client-gone-metrics';
 
 /**
  * A request in work whose client closes its connection (docs/overload.md "Abandoned"). Its
@@ -20,7 +21,7 @@ describe.skipIf(!serverUrl)('requests whose client goes away while they are in w
   beforeAll(async () => {
     own = await createOwnDatabase('flint_client_gone');
     // No statement timeout worth the name: only the client's going away can end the search.
-    api = await startTestServer({ DATABASE_URL: own.url, STATEMENT_TIMEOUT_MS: '600000', WRITE_STATEMENT_TIMEOUT_MS: '600000' });
+    api = await startTestServer({ DATABASE_URL: own.url, STATEMENT_TIMEOUT_MS: '600000', WRITE_STATEMENT_TIMEOUT_MS: '600000', METRICS_TOKEN });
     monitor = new pg.Client({ connectionString: own.url });
     await monitor.connect();
   }, 120_000);
@@ -70,6 +71,23 @@ describe.skipIf(!serverUrl)('requests whose client goes away while they are in w
     throw new Error('the server never became idle');
   }
 
+  /** How many requests of `route` the server's metrics counted with `status`. */
+  async function answered(method: string, route: string, status: number): Promise<number> {
+    const text = await (await api.raw('/metrics', { headers: { Authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+    const series = `flint_http_request_duration_seconds_count{method="${method}",route="${route}",status="${status}"} `;
+    const line = text.split('\n').find((l) => l.startsWith(series));
+    return line ? Number(line.slice(series.length)) : 0;
+  }
+
+  /** Waits until the metrics count one more request of `route` with `status` than `before`. */
+  async function untilAnswered(method: string, route: string, status: number, before: number): Promise<void> {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      if ((await answered(method, route, status)) > before) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`no ${method} ${route} answered ${status}`);
+  }
+
   async function headers(client: ProjectClient): Promise<string> {
     return `Host: x\r\nAuthorization: Bearer ${await client.token()}\r\n`;
   }
@@ -112,6 +130,27 @@ describe.skipIf(!serverUrl)('requests whose client goes away while they are in w
     } finally {
       await lock.release();
     }
+  });
+
+  it('records a GraphQL read whose client closed its connection as 499, not 200', async () => {
+    const client = api.newProject();
+    const body = JSON.stringify({ query: '{ PatientList(identifier: "nobody-has-it") { id } }' });
+    const route = '/fhir/R4/$graphql';
+    const sent = await headers(client);
+    const before = { closed: await answered('POST', route, 499), ok: await answered('POST', route, 200) };
+    const lock = await holdLock('LOCK TABLE token_index IN ACCESS EXCLUSIVE MODE');
+    try {
+      const leaving = await sentRequest(
+        api,
+        `POST ${route} HTTP/1.1\r\n${sent}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      await untilWaiting(1);
+      leaving.destroy();
+      await untilAnswered('POST', route, 499, before.closed);
+    } finally {
+      await lock.release();
+    }
+    expect(await answered('POST', route, 200)).toBe(before.ok);
   });
 
   it('makes a create whose client closed its connection whole (its statements are not cancelled)', async () => {
