@@ -83,11 +83,48 @@ export function compileChain(
   const rowsProject = projectArg ?? ctx.rowsProject;
   if (ctx.onRows && rowsProject) reportChainRows(ctx, ri, t, codeArg, rowsProject, targetKeys);
   const targetScope = projectArg ? `${t}."projectId" = ${projectArg}` : scopeSql(t, 'projectId', ctx.scope, ctx.args);
+  if (ctx.perRow) return chainProbe({ alias, ri, t, codeArg, targetScope, perType, targetKeys });
   return (
     `EXISTS (SELECT 1 FROM reference_index ${ri} JOIN resource ${t} ON ${t}."resourceType" = ${ri}."targetType" AND ${t}.id = ${ri}."targetId"` +
     ` WHERE ${ri}."projectId" = ${alias}."projectId" AND ${ri}."resourceType" = ${alias}."resourceType" AND ${ri}."resourceId" = ${alias}.id` +
     ` AND ${ri}.code = ${codeArg} AND ${t}."projectId" = ${ri}."projectId" AND NOT ${t}.deleted${targetScope ? ` AND ${targetScope}` : ''}` +
     ` AND (${perType.join(' OR ')}))`
+  );
+}
+
+/** The parts of a chain's condition on the resource `alias`: its aliases, placeholders and each target type's condition. */
+interface ChainParts {
+  alias: string;
+  ri: string;
+  t: string;
+  codeArg: string;
+  targetScope: string | undefined;
+  perType: string[];
+  targetKeys: readonly TargetKey[];
+}
+
+/**
+ * A chain tested on each of a few resources (CompileContext.perRow): the resource's own reference
+ * rows of the code, through the primary key (an Observation has a handful), and each one's target
+ * probed by primary key, its conditions by its own index rows; fenced by OFFSET 0 and `IS TRUE` so
+ * that no plan can do otherwise. As a plain EXISTS, PostgreSQL without statistics hashed every
+ * reference row of the code in the project whose target matched (500,000 for
+ * `subject:Patient.gender=female`) for a page of 20. When every target type's condition is index
+ * rows that must exist and the caller's criteria narrow none, the target's row is not read: its
+ * index rows stand for a live resource of its project (the store keeps them exactly while it is
+ * not deleted), and the reference row stands in for it.
+ */
+function chainProbe({ alias, ri, t, codeArg, targetScope, perType, targetKeys }: ChainParts): string {
+  const byRows = targetKeys.every(({ rows, criteria }) => rows !== undefined && criteria === undefined);
+  const target = byRows
+    ? `(SELECT ${ri}."projectId", ${ri}."targetType" AS "resourceType", ${ri}."targetId" AS id)`
+    : `(SELECT * FROM resource ${t} WHERE ${t}."resourceType" = ${ri}."targetType" AND ${t}.id = ${ri}."targetId" LIMIT 1)`;
+  const live = byRows ? '' : ` AND ${t}."projectId" = ${ri}."projectId" AND NOT ${t}.deleted`;
+  return (
+    `EXISTS (SELECT 1 FROM reference_index ${ri} CROSS JOIN LATERAL ${target} ${t}` +
+    ` WHERE ${ri}."resourceType" = ${alias}."resourceType" AND ${ri}."resourceId" = ${alias}.id` +
+    ` AND (${ri}."projectId" = ${alias}."projectId" AND ${ri}.code = ${codeArg}${live}${targetScope ? ` AND ${targetScope}` : ''}` +
+    ` AND (${perType.join(' OR ')})) IS TRUE ORDER BY ${ri}.seq OFFSET 0)`
   );
 }
 
