@@ -4,6 +4,7 @@ import type { CompileContext, CompileParameter, IndexRowsCondition } from './typ
 import { indexRowsSource } from './shared.js';
 import { scopeSql } from '../../../storage/project-scope.js';
 import { findParameter } from './lookup.js';
+import { SqlArgs } from '../../../db/sql-args.js';
 
 /**
  * Chains and `_has` follow references to other resources, whose parameters the caller's
@@ -66,14 +67,18 @@ export function compileChain(
   const ri = `c${inner.depth}`;
   const t = `t${inner.depth}`;
   const targetKeys: TargetKey[] = [];
+  // Probed per resource, the target's rows are not reported: a union parameter's are then read once (compileIndexed).
+  const probed = ctx.perRow === true && !ctx.onRows;
   const perType = targets.map((type) => {
     const typeArg = ctx.args.add(type);
     const found: IndexRowsCondition[] = [];
     // The target's own index rows are reported here, never to the caller's onRows (it asks for this level's).
-    const condition = compileParameter(rest, value, [type], t, { ...inner, onRows: (rows) => rows.depth === inner.depth && found.push(rows) });
+    const reported = (args: SqlArgs) => compileParameter(rest, value, [type], t, { ...inner, args, onRows: (rows) => rows.depth === inner.depth && found.push(rows) });
+    const condition = probed ? compileParameter(rest, value, [type], t, { ...inner, onRows: undefined }) : reported(ctx.args);
+    const isRows = (probed ? reported(new SqlArgs()) : condition).startsWith('EXISTS (') && found.length === 1;
     // On the target's alias in both forms (reportChainRows), so that either statement uses every placeholder.
     const criteria = criteriaOn(type, t, inner);
-    targetKeys.push({ typeArg, rows: condition.startsWith('EXISTS (') && found.length === 1 ? found[0] : undefined, criteria });
+    targetKeys.push({ typeArg, rows: isRows && !probed ? found[0] : undefined, isRows, criteria });
     return `(${t}."resourceType" = ${typeArg} AND ${condition}${criteria ? ` AND (${criteria})` : ''})`;
   });
   // The placeholders of the chain's code and project serve both forms: a statement sends only what it uses.
@@ -115,7 +120,7 @@ interface ChainParts {
  * not deleted), and the reference row stands in for it.
  */
 function chainProbe({ alias, ri, t, codeArg, targetScope, perType, targetKeys }: ChainParts): string {
-  const byRows = targetKeys.every(({ rows, criteria }) => rows !== undefined && criteria === undefined);
+  const byRows = targetKeys.every(({ isRows, criteria }) => isRows && criteria === undefined);
   const target = byRows
     ? `(SELECT ${ri}."projectId", ${ri}."targetType" AS "resourceType", ${ri}."targetId" AS id)`
     : `(SELECT * FROM resource ${t} WHERE ${t}."resourceType" = ${ri}."targetType" AND ${t}.id = ${ri}."targetId" LIMIT 1)`;
@@ -131,7 +136,10 @@ function chainProbe({ alias, ri, t, codeArg, targetScope, perType, targetKeys }:
 /** A chain's target type: its placeholder, its key's index rows if any, and the caller's criteria of it on the target's alias. */
 interface TargetKey {
   typeArg: string;
+  /** Its rows, unless the chain is probed per resource (CompileContext.perRow), which reports none. */
   rows: IndexRowsCondition | undefined;
+  /** Whether its condition is index rows that must exist. */
+  isRows: boolean;
   criteria: string | undefined;
 }
 
