@@ -1,7 +1,7 @@
 import { getSearchParametersFor, isResourceType } from '../../../fhir/definitions.js';
 import { errors } from '../../../fhir/outcome.js';
 import type { CompileContext, CompileParameter, IndexRowsCondition } from './types.js';
-import { indexRowsSource } from './shared.js';
+import { firstMatchingRow, indexRowsSource } from './shared.js';
 import { scopeSql } from '../../../storage/project-scope.js';
 import { findParameter } from './lookup.js';
 import { SqlArgs } from '../../../db/sql-args.js';
@@ -166,7 +166,10 @@ function reportChainRows(
     const scope = `${rows!.alias}."projectId" = ${project} AND ${rows!.alias}."resourceType" = ${typeArg}`;
     const readable = criteria ? ` AND (${criteria})` : '';
     const live = `(SELECT NOT ${t}.deleted${readable} FROM resource ${t} WHERE ${t}."resourceType" = ${typeArg} AND ${t}.id = m.id AND ${t}."projectId" = ${project} LIMIT 1)`;
-    return `(SELECT m.id FROM (${indexRowsSource(rows!, scope)}) m WHERE ${live} IS TRUE OFFSET 0)`;
+    // A union parameter's target may match under several codes: its references are read once.
+    const union = rows!.table !== rows!.indexTable;
+    const once = union ? ` AND ${firstMatchingRow(rows!, typeArg, project)}` : '';
+    return `(SELECT m.id FROM (${indexRowsSource(rows!, scope, union)}) m WHERE ${live} IS TRUE${once} OFFSET 0)`;
   };
   // Each target's reference rows by one index probe of (project, type, id), fenced by OFFSET 0 so
   // that no plan can scan the project's references and test the target afterwards. The targets
