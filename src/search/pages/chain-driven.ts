@@ -12,8 +12,8 @@ export interface ChainSearch extends AnyProjectSearch {
   projectId: string | undefined;
 }
 
-/** The most candidates (reference rows to the chain's targets) an unsorted page is read from at once. */
-const CHAIN_CANDIDATES_MAX = GROWING_WINDOW_MAX;
+/** The most candidates (reference rows to the chain's targets) a page is read from at once: also the first window of a common chain's. */
+export const CHAIN_CANDIDATES_MAX = GROWING_WINDOW_MAX;
 /**
  * The most candidates a sorted page is read from: each is read and its sort value computed, so a
  * page of 51,200 took one to three seconds without statistics; past it the general statement.
@@ -25,29 +25,33 @@ export function chainAt(filters: readonly Filter[]): number {
   return filters.findIndex(({ resolved }) => resolved.kind === 'chain');
 }
 
+/** What a chain's first read found: the conditions of a page its few candidates drive, or the first candidates of many. */
+export type ChainRead = { driven: { args: SqlArgs; where: string } } | { common: ChainCandidates };
+
 /**
- * The conditions of a search with a chain (`subject:Patient.name=smith42`) whose targets' matches
- * are index rows, when those targets are referenced by at most CHAIN_CANDIDATES_MAX rows: the
- * referencing resources are the candidates (read first, as keyDrivenConditions reads a key's),
- * the other filters are tested on them, and the resources are read by primary key. Undefined
- * otherwise: the chain's targets are common, and reading every candidate first would cost more
- * than the general statement, which (planned with statistics) stops at the page.
+ * A chain's first read (`subject:Patient.name=smith42`) whose targets' matches are index rows:
+ * when those targets are referenced by at most CHAIN_CANDIDATES_MAX rows, the conditions of its
+ * page: the referencing resources are the candidates (read first, as keyDrivenConditions reads a
+ * key's), the other filters are tested on them, and the resources are read by primary key.
+ * Otherwise the chain's targets are common, and the first candidates read are handed on to the
+ * page that reads them in windows (chainWindowPage), which would read them again.
  * The general statement tests the chain on each resource in turn: without statistics PostgreSQL
  * started from every reference row of the code in the project and probed the target's name rows
  * for each (a page of a rare name took longer than a minute among 1,000,000 Observations), with
  * or without a project. The candidates of every project are read one project at a time (the
  * chain's rows are one project's, for the project-first indexes) and carry their project.
  */
-export async function chainDrivenConditions(search: ChainSearch, filters: readonly Filter[]): Promise<{ args: SqlArgs; where: string } | undefined> {
+export async function readChain(search: ChainSearch, filters: readonly Filter[]): Promise<ChainRead | undefined> {
   const at = chainAt(filters);
   if (at < 0) return undefined;
   const candidates = await chainCandidates(search, filters[at], CHAIN_CANDIDATES_MAX);
-  if (!candidates?.complete) return undefined;
+  if (!candidates) return undefined;
+  if (!candidates.complete) return { common: candidates };
   const ctx = freshContext(search);
   const source =
     `SELECT v."projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v.id` +
     ` FROM unnest(${ctx.args.add(candidates.projects, 'text[]')}, ${ctx.args.add(candidates.ids, 'text[]')}) v("projectId", id)`;
-  return drivenWhere(search, filters.filter((_, i) => i !== at), ctx, source);
+  return { driven: drivenWhere(search, filters.filter((_, i) => i !== at), ctx, source) };
 }
 
 /** A chain's first candidates, each once with its project, and whether they are all of them. */

@@ -1,15 +1,14 @@
 import type { Filter } from '../plan/filters.js';
 import type { SortKey } from '../plan/control.js';
 import type { SqlArgs } from '../../db/sql-args.js';
-import { chainAt, chainCandidates, SORTED_CHAIN_CANDIDATES_MAX, type ChainSearch } from './chain-driven.js';
+import { CHAIN_CANDIDATES_MAX, chainAt, chainCandidates, SORTED_CHAIN_CANDIDATES_MAX, type ChainCandidates, type ChainSearch } from './chain-driven.js';
 import { orderBy } from './every-project.js';
 import { sortKeys } from './general.js';
 import { candidateConditions, freshContext } from './driven.js';
-import { GROWING_WINDOW_MAX } from './growing-windows.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
 
-/** The first window of a common chain's candidates, and how many times each next one is larger. */
-const FIRST_CHAIN_WINDOW = GROWING_WINDOW_MAX;
+/** The first window of a common chain's candidates (those readChain read), and how many times each next one is larger. */
+const FIRST_CHAIN_WINDOW = CHAIN_CANDIDATES_MAX;
 const CHAIN_WINDOW_GROWTH = 8;
 /** The most candidates an unsorted page of a common chain reads before the general statement answers. */
 export const CHAIN_WINDOW_MAX = 409_600;
@@ -23,13 +22,14 @@ export const CHAIN_WINDOW_MAX = 409_600;
  * Without statistics the general statement tested the chain on each reference row of the project
  * and ran past 15 s; with them it stops at the page. The page is in the candidates' order, so the
  * windows are of fixed sizes (whatever the page) and each page's window begins as the last one's.
+ * The first window is `first`, the candidates readChain read, when it has them.
  */
-export async function chainWindowPage(search: ChainSearch, filters: readonly Filter[], page: PageShape): Promise<PageRows | undefined> {
+export async function chainWindowPage(search: ChainSearch, filters: readonly Filter[], page: PageShape, first?: ChainCandidates): Promise<PageRows | undefined> {
   const at = chainAt(filters);
   if (at < 0) return undefined;
   const others = filters.filter((_, i) => i !== at);
   for (let window = FIRST_CHAIN_WINDOW; window <= CHAIN_WINDOW_MAX; window *= CHAIN_WINDOW_GROWTH) {
-    const found = await chainCandidates(search, filters[at], window);
+    const found = window === FIRST_CHAIN_WINDOW && first ? first : await chainCandidates(search, filters[at], window);
     if (!found) return undefined;
     const rows = await pageOfCandidates(search, others, found, page);
     if (rows.more || found.complete) return rows;

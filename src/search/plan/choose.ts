@@ -6,7 +6,7 @@ import { everyProjectSortedPage } from '../pages/every-project-windows.js';
 import { pageRows } from '../pages/general.js';
 import { growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
-import { chainDrivenConditions, type ChainSearch } from '../pages/chain-driven.js';
+import { readChain, type ChainCandidates, type ChainSearch } from '../pages/chain-driven.js';
 import { chainSortedPage, chainWindowPage } from '../pages/chain-windows.js';
 import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, hasDrivenConditions } from '../pages/has-driven.js';
 import type { SqlArgs } from '../../db/sql-args.js';
@@ -37,16 +37,15 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   // A chain to few targets, or a `_has` of few referencing rows: its candidates drive the page
   // whatever its order, as a key's rows do; a `_has` of more, once a strategy's windows fell short.
   const before = strategy || probesFillPage(query) ? HAS_SOURCE_ROWS_FEW : HAS_SOURCE_ROWS_MANY;
-  const chained = (await chainDriven(query, oneProject, everyOne)) ?? (await hasDriven(query, oneProject, everyOne, before));
+  const chain = await chainRead(query, oneProject, everyOne);
+  const chained = (chain && 'driven' in chain ? chain.driven : undefined) ?? (await hasDriven(query, oneProject, everyOne, before));
   if (chained) return generalPage(query, page, oneProject, everyOne, chained);
-  // A chain to common targets: sorted, its candidates before any strategy (whose windows of the sort
-  // parameter's rows tested the chain on each without statistics); unsorted, once none answered.
-  const sortedChain = query.control.sort.length > 0 ? await commonChainPage(query, oneProject, everyOne, page) : undefined;
-  if (sortedChain) return sortedChain;
+  // A chain to common targets: once no strategy answered (a sorted page's walks its sort parameter's
+  // rows, probing the chain on each), from its candidates.
   const read = strategy && (await strategy());
   if (read) return read;
-  const windowed = query.control.sort.length === 0 ? await commonChainPage(query, oneProject, everyOne, page) : undefined;
-  if (windowed) return windowed;
+  const common = chain && 'common' in chain ? await commonChainPage(query, chain, page) : undefined;
+  if (common) return common;
   const after = strategy && before < HAS_SOURCE_ROWS_MANY && !probesFillPage(query) ? await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY) : undefined;
   return generalPage(query, page, oneProject, everyOne, after);
 }
@@ -150,26 +149,30 @@ function generalPage(
 }
 
 /**
- * The conditions of a search of one type driven by a chain to few targets (chainDrivenConditions),
- * in one project (unless a key drives it) or a super admin's of every project.
+ * A search of one type's chain read first (readChain): the conditions of a page its few candidates
+ * drive, or its first candidates of many, with the search that read them; in one project (unless a
+ * key drives it) or a super admin's search of every project.
  */
-async function chainDriven(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean): Promise<{ args: SqlArgs; where: string } | undefined> {
+async function chainRead(
+  query: SearchQuery,
+  oneProject: DrivenSearch | undefined,
+  everyOne: boolean,
+): Promise<({ search: ChainSearch } & ({ driven: { args: SqlArgs; where: string } } | { common: ChainCandidates })) | undefined> {
   if (!query.filters.some(({ resolved }) => resolved.kind === 'chain')) return undefined;
   const search = drivenSearchOf(query, oneProject, everyOne);
-  return search && chainDrivenConditions(search, query.filters);
+  const read = search && (await readChain(search, query.filters));
+  return read && { search, ...read };
 }
 
 /**
- * A page of a chain to common targets (more candidates than chainDriven reads at once): unsorted,
- * from growing windows of its candidates (chainWindowPage); sorted, from up to 51,200 of them
- * (chainSortedPage); not a cursor's, whose keyset order the general statement keeps.
+ * A page of a chain to common targets (more candidates than readChain reads at once, `common`
+ * its first): unsorted, from growing windows of its candidates (chainWindowPage); sorted, from up
+ * to 51,200 of them (chainSortedPage); not a cursor's, whose keyset order the general statement keeps.
  */
-async function commonChainPage(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean, page: PageShape): Promise<PageRows | undefined> {
+function commonChainPage(query: SearchQuery, { search, common }: { search: ChainSearch; common: ChainCandidates }, page: PageShape): Promise<PageRows | undefined> {
   const { control, paging, filters } = query;
-  if (paging.cursorMode || !filters.some(({ resolved }) => resolved.kind === 'chain')) return undefined;
-  const search = drivenSearchOf(query, oneProject, everyOne);
-  if (!search) return undefined;
-  return control.sort.length > 0 ? chainSortedPage(search, filters, control.sort, page) : chainWindowPage(search, filters, page);
+  if (paging.cursorMode) return Promise.resolve(undefined);
+  return control.sort.length > 0 ? chainSortedPage(search, filters, control.sort, page) : chainWindowPage(search, filters, page, common);
 }
 
 /**

@@ -1,9 +1,10 @@
 import { getSearchParametersFor, isResourceType } from '../../../fhir/definitions.js';
 import { errors } from '../../../fhir/outcome.js';
 import type { CompileContext, CompileParameter, IndexRowsCondition } from './types.js';
-import { indexRowsSource } from './shared.js';
+import { firstMatchingRow, indexRowsSource } from './shared.js';
 import { scopeSql } from '../../../storage/project-scope.js';
 import { findParameter } from './lookup.js';
+import { SqlArgs } from '../../../db/sql-args.js';
 
 /**
  * Chains and `_has` follow references to other resources, whose parameters the caller's
@@ -66,14 +67,18 @@ export function compileChain(
   const ri = `c${inner.depth}`;
   const t = `t${inner.depth}`;
   const targetKeys: TargetKey[] = [];
+  // Probed per resource, the target's rows are not reported: a union parameter's are then read once (compileIndexed).
+  const probed = ctx.perRow === true && !ctx.onRows;
   const perType = targets.map((type) => {
     const typeArg = ctx.args.add(type);
     const found: IndexRowsCondition[] = [];
     // The target's own index rows are reported here, never to the caller's onRows (it asks for this level's).
-    const condition = compileParameter(rest, value, [type], t, { ...inner, onRows: (rows) => rows.depth === inner.depth && found.push(rows) });
+    const reported = (args: SqlArgs) => compileParameter(rest, value, [type], t, { ...inner, args, onRows: (rows) => rows.depth === inner.depth && found.push(rows) });
+    const condition = probed ? compileParameter(rest, value, [type], t, { ...inner, onRows: undefined }) : reported(ctx.args);
+    const isRows = (probed ? reported(new SqlArgs()) : condition).startsWith('EXISTS (') && found.length === 1;
     // On the target's alias in both forms (reportChainRows), so that either statement uses every placeholder.
     const criteria = criteriaOn(type, t, inner);
-    targetKeys.push({ typeArg, rows: condition.startsWith('EXISTS (') && found.length === 1 ? found[0] : undefined, criteria });
+    targetKeys.push({ typeArg, rows: isRows && !probed ? found[0] : undefined, isRows, criteria });
     return `(${t}."resourceType" = ${typeArg} AND ${condition}${criteria ? ` AND (${criteria})` : ''})`;
   });
   // The placeholders of the chain's code and project serve both forms: a statement sends only what it uses.
@@ -83,6 +88,7 @@ export function compileChain(
   const rowsProject = projectArg ?? ctx.rowsProject;
   if (ctx.onRows && rowsProject) reportChainRows(ctx, ri, t, codeArg, rowsProject, targetKeys);
   const targetScope = projectArg ? `${t}."projectId" = ${projectArg}` : scopeSql(t, 'projectId', ctx.scope, ctx.args);
+  if (ctx.perRow) return chainProbe({ alias, ri, t, codeArg, targetScope, perType, targetKeys });
   return (
     `EXISTS (SELECT 1 FROM reference_index ${ri} JOIN resource ${t} ON ${t}."resourceType" = ${ri}."targetType" AND ${t}.id = ${ri}."targetId"` +
     ` WHERE ${ri}."projectId" = ${alias}."projectId" AND ${ri}."resourceType" = ${alias}."resourceType" AND ${ri}."resourceId" = ${alias}.id` +
@@ -91,10 +97,49 @@ export function compileChain(
   );
 }
 
+/** The parts of a chain's condition on the resource `alias`: its aliases, placeholders and each target type's condition. */
+interface ChainParts {
+  alias: string;
+  ri: string;
+  t: string;
+  codeArg: string;
+  targetScope: string | undefined;
+  perType: string[];
+  targetKeys: readonly TargetKey[];
+}
+
+/**
+ * A chain tested on each of a few resources (CompileContext.perRow): the resource's own reference
+ * rows of the code, through the primary key (an Observation has a handful), and each one's target
+ * probed by primary key, its conditions by its own index rows; fenced by OFFSET 0 and `IS TRUE` so
+ * that no plan can do otherwise. As a plain EXISTS, PostgreSQL without statistics hashed every
+ * reference row of the code in the project whose target matched (500,000 for
+ * `subject:Patient.gender=female`) for a page of 20. When every target type's condition is index
+ * rows that must exist and the caller's criteria narrow none, the target's row is not read: its
+ * index rows stand for a live resource of its project (the store keeps them exactly while it is
+ * not deleted), and the reference row stands in for it.
+ */
+function chainProbe({ alias, ri, t, codeArg, targetScope, perType, targetKeys }: ChainParts): string {
+  const byRows = targetKeys.every(({ isRows, criteria }) => isRows && criteria === undefined);
+  const target = byRows
+    ? `(SELECT ${ri}."projectId", ${ri}."targetType" AS "resourceType", ${ri}."targetId" AS id)`
+    : `(SELECT * FROM resource ${t} WHERE ${t}."resourceType" = ${ri}."targetType" AND ${t}.id = ${ri}."targetId" LIMIT 1)`;
+  const live = byRows ? '' : ` AND ${t}."projectId" = ${ri}."projectId" AND NOT ${t}.deleted`;
+  return (
+    `EXISTS (SELECT 1 FROM reference_index ${ri} CROSS JOIN LATERAL ${target} ${t}` +
+    ` WHERE ${ri}."resourceType" = ${alias}."resourceType" AND ${ri}."resourceId" = ${alias}.id` +
+    ` AND (${ri}."projectId" = ${alias}."projectId" AND ${ri}.code = ${codeArg}${live}${targetScope ? ` AND ${targetScope}` : ''}` +
+    ` AND (${perType.join(' OR ')})) IS TRUE ORDER BY ${ri}.seq OFFSET 0)`
+  );
+}
+
 /** A chain's target type: its placeholder, its key's index rows if any, and the caller's criteria of it on the target's alias. */
 interface TargetKey {
   typeArg: string;
+  /** Its rows, unless the chain is probed per resource (CompileContext.perRow), which reports none. */
   rows: IndexRowsCondition | undefined;
+  /** Whether its condition is index rows that must exist. */
+  isRows: boolean;
   criteria: string | undefined;
 }
 
@@ -121,7 +166,10 @@ function reportChainRows(
     const scope = `${rows!.alias}."projectId" = ${project} AND ${rows!.alias}."resourceType" = ${typeArg}`;
     const readable = criteria ? ` AND (${criteria})` : '';
     const live = `(SELECT NOT ${t}.deleted${readable} FROM resource ${t} WHERE ${t}."resourceType" = ${typeArg} AND ${t}.id = m.id AND ${t}."projectId" = ${project} LIMIT 1)`;
-    return `(SELECT m.id FROM (${indexRowsSource(rows!, scope)}) m WHERE ${live} IS TRUE OFFSET 0)`;
+    // A union parameter's target may match under several codes: its references are read once.
+    const union = rows!.table !== rows!.indexTable;
+    const once = union ? ` AND ${firstMatchingRow(rows!, typeArg, project)}` : '';
+    return `(SELECT m.id FROM (${indexRowsSource(rows!, scope, union)}) m WHERE ${live} IS TRUE${once} OFFSET 0)`;
   };
   // Each target's reference rows by one index probe of (project, type, id), fenced by OFFSET 0 so
   // that no plan can scan the project's references and test the target afterwards. The targets

@@ -142,12 +142,29 @@ export function firstOfEach(rows: string, aggregate: string, ordered: boolean): 
   return `SELECT m."resourceId", ${aggregate} AS first FROM (${rows}) m GROUP BY m."resourceId"${ordered ? ' ORDER BY first, m."resourceId"' : ''}`;
 }
 
-/** The rows of an index-rows condition as a table of (projectId, resourceType, id), within `scope` (a condition on its alias). */
-export function indexRowsSource(rows: IndexRowsCondition, scope: string): string {
+/**
+ * The rows of an index-rows condition as a table of (projectId, resourceType, id), within `scope` (a
+ * condition on its alias); `withSeq`: and each row's seq (for firstMatchingRow).
+ */
+export function indexRowsSource(rows: IndexRowsCondition, scope: string, withSeq = false): string {
   const { table, indexTable, alias, codeArg, condition, indexed } = rows;
-  const select = `SELECT ${alias}."projectId", ${alias}."resourceType", ${alias}."resourceId" AS id FROM ${table} ${alias}`;
+  const select = `SELECT ${alias}."projectId", ${alias}."resourceType", ${alias}."resourceId" AS id${withSeq ? `, ${alias}.seq` : ''} FROM ${table} ${alias}`;
   const own = `${scope} AND ${alias}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}`;
   // IS TRUE leaves only the hint for an index to serve (IndexedHint); one table's rows only.
   if (indexed && table === indexTable) return `${select} WHERE ${indexed(alias)} AND (${own}) IS TRUE`;
   return `${select} WHERE ${own}`;
+}
+
+/**
+ * Whether the row `m` (columns id and seq, of indexRowsSource with seq) is its resource's first row
+ * that meets `rows`, in seq order: probed through the primary key, so that a union parameter's
+ * resources, whose value can be found under several codes (`name` and `family`), are each read
+ * once and still in the order of the rows, the read stopping at its first rows.
+ */
+export function firstMatchingRow(rows: IndexRowsCondition, typeArg: string, project: string): string {
+  const { indexTable, alias: x, codeArg, condition } = rows;
+  return (
+    `NOT EXISTS (SELECT 1 FROM ${indexTable} ${x} WHERE ${x}."resourceType" = ${typeArg} AND ${x}."resourceId" = m.id AND ${x}.seq < m.seq` +
+    ` AND (${x}."projectId" = ${project} AND ${x}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}) IS TRUE OFFSET 0)`
+  );
 }
