@@ -80,6 +80,9 @@ const shapes: [string, string, string, Who?][] = [
   ['deep: status + category + code, offset 5000', 'Observation', 'status=final&category=vital-signs&code=http://loinc.org|8867-4&_offset=5000&_count=20'],
   ['total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate'],
   ['total accurate, every Observation', 'Observation', 'status=final&_total=accurate'],
+  ['total accurate, date eq', 'Observation', 'date=2023-03-01&_total=accurate'],
+  // Two codes every Observation has: no rarer driver, each of the first's rows probed for the second.
+  ['total accurate, status + category', 'Observation', 'status=final&category=vital-signs&_total=accurate'],
   ['every: identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242', 'every'],
   ['every: sort', 'Observation', '_sort=-_lastUpdated&_count=20', 'every'],
   ['every: chained', 'Observation', 'subject:Patient.identifier=MRN4242', 'every'],

@@ -102,6 +102,19 @@ describe('exact counts', () => {
     expect(patients.body.total).toBe(0);
   });
 
+  it("a super admin's count of one day's resources in a project counts that project's only", async () => {
+    const a = api.newProject();
+    const b = api.newProject();
+    const on = (day: string) => ({ ...observation(['8867-4']), effectiveDateTime: `${day}T10:00:00Z` });
+    await create(a, on('2023-03-01'));
+    await create(b, on('2023-03-01'));
+    await create(b, on('2023-03-01'));
+    await create(b, on('2023-03-02'));
+    const res = await api.superAdmin.get(`/Observation?date=2023-03-01&_summary=count&_project=${b.projectId}`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.total).toBe(2);
+  });
+
   it('counts only the caller’s project', async () => {
     const mine = api.newProject();
     const theirs = api.newProject();

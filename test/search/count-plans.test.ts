@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Identity } from '../../src/identity/identity.js';
+import { openPlanDatabase, searchPlans, writeObservations, type ExplainedStatement, type PlanDatabase } from '../helpers/plan-database.js';
+
+const serverUrl = process.env.DATABASE_URL;
+const PROJECT = 'count-plans';
+const OBSERVATIONS = 20000;
+const superAdmin: Identity = { projectId: PROJECT, superAdmin: true };
+const member: Identity = { projectId: PROJECT, superAdmin: false };
+
+/** The plan of a search's exact count (exact-count.ts), the statement that counts its matches. */
+function countPlan(statements: readonly ExplainedStatement[]): string {
+  return searchPlans(statements.filter(({ sql }) => /^SELECT (count|\(\()/.test(sql) && !sql.includes(' LIMIT ')));
+}
+
+/**
+ * Plans of exact counts whose rows are many: the count must read its driver's rows through the
+ * one index that finds them, whatever the statistics say (never analyzed, analyzed).
+ */
+describe.skipIf(!serverUrl)('plans of exact counts, on data never analyzed', () => {
+  let db: PlanDatabase;
+
+  beforeAll(async () => {
+    db = await openPlanDatabase('flint_count_plans');
+    await writeObservations(db.custom, PROJECT, OBSERVATIONS);
+    await writeObservations(db.custom, `${PROJECT}-other`, OBSERVATIONS / 2, 'x-');
+  }, 60_000);
+
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it("a count of one day's resources in a named project reads the day's date rows, not every date row of the project", async () => {
+    const answer = await db.explain(superAdmin, 'Observation', `date=2023-03-01&_total=accurate&_count=5&_project=${PROJECT}`);
+    const plan = countPlan(answer.statements);
+    expect(plan).toMatch(/date_index_range_idx/);
+    expect(plan).not.toMatch(/BitmapAnd/);
+    // Hourly dates from 2023-01-01 01:00: every hour of the day, in this project only.
+    expect(answer.total).toBe(24);
+  });
+});
+
+describe.skipIf(!serverUrl)('plans of exact counts, on analyzed data', () => {
+  let db: PlanDatabase;
+
+  beforeAll(async () => {
+    db = await openPlanDatabase('flint_count_plans_analyzed');
+    await writeObservations(db.custom, PROJECT, OBSERVATIONS);
+    await writeObservations(db.custom, `${PROJECT}-other`, OBSERVATIONS / 2, 'x-');
+    await db.custom.query('ANALYZE');
+  }, 60_000);
+
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it("a count of a value most resources have reads that value's index rows, not the whole table", async () => {
+    const answer = await db.explain(member, 'Observation', 'status=final&_total=accurate&_count=5');
+    const plan = countPlan(answer.statements);
+    expect(plan).toMatch(/Index Only Scan using "?token_index_projectId_resourceType_code_value_system_idx"? on token_index x0/);
+    expect(plan).not.toMatch(/Seq Scan on token_index/);
+    expect(answer.total).toBe(OBSERVATIONS);
+  });
+});
