@@ -36,12 +36,12 @@ export function patient(n: number): Record<string, unknown> {
   };
 }
 
-/** An Observation about `patientId` with one of the LOINC codes. */
-export function observation(patientId: string): Record<string, unknown> {
+/** An Observation about `patientId` with the LOINC code `code` (a random one if not given). */
+export function observation(patientId: string, code = pick(LOINC)): Record<string, unknown> {
   return {
     resourceType: 'Observation',
     status: 'final',
-    code: { coding: [{ system: 'http://loinc.org', code: pick(LOINC) }] },
+    code: { coding: [{ system: 'http://loinc.org', code }] },
     subject: { reference: `Patient/${patientId}` },
     effectiveDateTime: new Date(Date.UTC(2020, 0, 1) + rand(1800) * 86_400_000).toISOString(),
     valueQuantity: { value: 40 + rand(100), unit: 'mmHg', system: 'http://unitsofmeasure.org', code: 'mm[Hg]' },
@@ -68,7 +68,15 @@ async function create(side: Side, resource: Record<string, unknown>): Promise<st
   return body.id;
 }
 
-/** Writes `patients` Patients and `observations` Observations (subjects spread over the Patients) through the API. */
+/** The codes every seeded Patient has an Observation of (see seed). */
+export const seededCodes = (patients: number, observations: number): readonly string[] =>
+  LOINC.slice(0, Math.max(1, Math.min(LOINC.length, Math.floor(observations / patients))));
+
+/**
+ * Writes `patients` Patients and `observations` Observations through the API: Observation n is about
+ * Patient n mod `patients` with code LOINC[n div `patients`], so that each Patient has one of each of
+ * the seededCodes (a search by subject and one of them finds a row).
+ */
 export async function seed(side: Side, patients: number, observations: number): Promise<number> {
   const started = performance.now();
   side.patientIds = new Array<string>(patients);
@@ -76,7 +84,7 @@ export async function seed(side: Side, patients: number, observations: number): 
     side.patientIds[n] = await create(side, patient(n));
   });
   await inParallel(observations, 16, async (n) => {
-    await create(side, observation(side.patientIds[n % patients]));
+    await create(side, observation(side.patientIds[n % patients], LOINC[Math.floor(n / patients) % LOINC.length]));
   });
   return (performance.now() - started) / 1000;
 }

@@ -18,8 +18,8 @@ import { appendFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { stopFlint } from './flint-process.js';
-import { FAMILIES, LOINC } from './search-data.js';
-import { MRN_SYSTEM, RUN_TAG, observation, patient, pick, seed, sideFromEnv, startFlintSide, type Side } from './side-by-side-data.js';
+import { FAMILIES } from './search-data.js';
+import { MRN_SYSTEM, RUN_TAG, observation, patient, pick, seed, seededCodes, sideFromEnv, startFlintSide, type Side } from './side-by-side-data.js';
 import { walkPages, type Walk } from './side-by-side-walk.js';
 
 const PATIENTS = Number(process.env.BENCH_PATIENTS ?? 3000);
@@ -53,7 +53,7 @@ const scenarios: Scenario[] = [
   { name: 'Patient?identifier=<sys>|<val>', request: search('Patient', () => `identifier=${MRN_SYSTEM}|${RUN_TAG}-${Math.floor(Math.random() * PATIENTS)}`) },
   {
     name: 'Observation?subject&code',
-    request: search('Observation', (side) => `subject=Patient/${pick(side.patientIds)}&code=http://loinc.org|${pick(LOINC)}`),
+    request: search('Observation', (side) => `subject=Patient/${pick(side.patientIds)}&code=http://loinc.org|${pick(seededCodes(PATIENTS, OBSERVATIONS))}`),
   },
   { name: 'Observation?_sort=-_lastUpdated&_count=20', request: search('Observation', () => '_sort=-_lastUpdated&_count=20') },
   {
