@@ -91,9 +91,10 @@ export async function seed(side: Side, patients: number, observations: number): 
 
 /**
  * Side `letter` (A or B) from SIDE_<letter>_URL, _CLIENT_ID, _CLIENT_SECRET (and _NAME). With
- * SIDE_<letter>_INIT=1 the client is a super admin's: a new project (without an owner) is made by
- * Project/$init (both Flint and Medplum have it) and its own ClientApplication is used, as an app's
- * would be.
+ * SIDE_<letter>_INIT=1 the client is a super admin's: a new project is made by Project/$init (both
+ * Flint and Medplum have it) and its own ClientApplication is used, as an app's would be;
+ * SIDE_<letter>_INIT=ownerless makes it without an owner (Medplum cannot make the owner's User
+ * offline: it checks the password against a web service; Flint needs an owner for a client's token).
  */
 export async function sideFromEnv(letter: 'A' | 'B'): Promise<Side | undefined> {
   const env = (key: string) => process.env[`SIDE_${letter}_${key}`];
@@ -101,8 +102,8 @@ export async function sideFromEnv(letter: 'A' | 'B'): Promise<Side | undefined> 
   if (!base) return undefined;
   const given: BenchClient = { id: env('CLIENT_ID') ?? '', secret: env('CLIENT_SECRET') ?? '' };
   const name = env('NAME') ?? `server ${letter}`;
-  const init = async () => newProjectClient(base, await clientCredentialsToken(base, given), `side-by-side ${RUN_TAG}`, false);
-  const client = env('INIT') === '1' ? await init() : given;
+  const init = env('INIT');
+  const client = init ? await newProjectClient(base, await clientCredentialsToken(base, given), `side-by-side ${RUN_TAG}`, init !== 'ownerless') : given;
   return { name, base, fhir: `${base}/fhir/R4`, token: await clientCredentialsToken(base, client), patientIds: [] };
 }
 

@@ -4,6 +4,7 @@ export interface Walk {
   pages: number;
   meanMs: number;
   p50Ms: number;
+  maxMs: number;
   failed: number;
 }
 
@@ -33,6 +34,7 @@ export async function walkPages(side: Side): Promise<Walk> {
     pages: times.length,
     meanMs: round(times.reduce((sum, t) => sum + t, 0) / times.length),
     p50Ms: round(sorted[Math.floor(sorted.length / 2)]),
+    maxMs: round(sorted[sorted.length - 1]),
     failed,
   };
 }
