@@ -27,6 +27,7 @@ import { cpuSeconds } from './process-cpu.js';
 const tree = process.env.BENCH_TREE ?? new URL('..', import.meta.url).pathname;
 const { loadConfig } = (await import(`${tree}/src/config.js`)) as typeof import('../src/config.js');
 const { search, searchServicesFor } = (await import(`${tree}/src/search/service.js`)) as typeof import('../src/search/service.js');
+const { planSettings } = (await import(`${tree}/src/db/database.js`)) as typeof import('../src/db/database.js');
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 if (!DATABASE_URL) throw new Error('Set BENCH_DATABASE_URL to the search benchmark database');
@@ -120,6 +121,12 @@ const shapes: [string, string, string, Who?][] = [
   ['policy: name prefix', 'Patient', 'name=smi', 'policy'],
   ['policy: unsorted', 'Observation', '_count=20', 'policy'],
   ['policy: total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate', 'policy'],
+  // Chains and `_has` test the policy's criteria on the resources they look into (docs/auth.md): against the member shapes above.
+  ['policy: chained', 'Observation', 'subject:Patient.identifier=MRN4242', 'policy'],
+  ['policy: chained name', 'Observation', 'subject:Patient.name=smith42', 'policy'],
+  ['policy: chained name common', 'Observation', 'subject:Patient.name=smi', 'policy'],
+  ['policy: has, name none', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&name=smith42', 'policy'],
+  ['member: chained name', 'Observation', 'subject:Patient.name=smith42'],
   ['union: name exact', 'Patient', 'name:exact=Smith42'],
   ['union: name prefix + sort', 'Patient', 'name=smi&_sort=name'],
   ['union: sort name', 'Patient', '_sort=name&_count=20'],
@@ -161,6 +168,8 @@ const client = new pg.Client({ connectionString: DATABASE_URL });
 await client.connect();
 // A shape whose plan would run for minutes is stopped and reported (TIMEOUT_MS, default 60 s).
 await client.query(`SET statement_timeout = ${Number(process.env.TIMEOUT_MS ?? 60_000)}`);
+// JIT as the tree's pools have it (src/db/database.ts planSettings: off since it cost tens of ms per statement).
+await client.query(`SET jit = ${planSettings('force_custom_plan').includes('-c jit=off') ? 'off' : 'on'}`);
 let n = 0;
 /** A value as an SQL literal, for EXPLAIN EXECUTE (which takes no bind parameters). */
 function literal(v: unknown): string {

@@ -275,10 +275,16 @@ export type PlanCacheMode = 'force_custom_plan' | 'force_generic_plan';
  * planned once are driven by a key or read an index in the page's order, the right start at any
  * size, so both are priced out of their plans (a penalty, not a ban: a statement with no other
  * path still runs).
+ * JIT compilation is off on every pool: PostgreSQL compiles a statement whose estimated cost passes
+ * jit_above_cost, and estimates made without statistics (or a penalty above) pass it for statements
+ * that read a few hundred rows, whose compilation then cost tens of milliseconds each time they
+ * ran (a member's chained search with AccessPolicy criteria, a super admin's chain for some of its
+ * values: bench/RESULTS.md). Flint's statements read few rows by index; none gains from it.
  */
 export function planSettings(planCacheMode: PlanCacheMode | undefined): string[] {
-  if (!planCacheMode) return [];
-  const settings = [`-c plan_cache_mode=${planCacheMode}`];
+  const settings = ['-c jit=off'];
+  if (!planCacheMode) return settings;
+  settings.push(`-c plan_cache_mode=${planCacheMode}`);
   if (planCacheMode === 'force_generic_plan') settings.push('-c enable_seqscan=off', '-c enable_bitmapscan=off');
   return settings;
 }

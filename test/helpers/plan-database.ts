@@ -13,6 +13,8 @@ export interface ExplainedStatement {
   sql: string;
   plan: string;
   args: readonly unknown[];
+  /** Whether PostgreSQL would compile it (JIT), which only EXPLAIN with costs shows. */
+  jit: boolean;
 }
 
 /** The statements of a search, explained, and what it answered: its matches' ids and its total. */
@@ -81,7 +83,9 @@ function explainingExecutor(custom: pg.Client, generic: pg.Client, plans: Explai
       if (!sql.startsWith('EXPLAIN')) {
         const values = args.length > 0 ? `(${args.map(literal).join(', ')})` : '';
         const explained = await client.query(`EXPLAIN (COSTS OFF) EXECUTE ${name}${values}`);
-        plans.push({ sql, plan: explained.rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n'), args });
+        const costed = await client.query(`EXPLAIN EXECUTE ${name}${values}`);
+        const jit = costed.rows.some((row: Record<string, string>) => row['QUERY PLAN'].startsWith('JIT:'));
+        plans.push({ sql, plan: explained.rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n'), args, jit });
       }
       return result.rows as R[];
     },
