@@ -9,6 +9,9 @@ import { createOwnDatabase, type OwnDatabase } from './own-database.js';
 import { testEnv } from './server.js';
 
 /** A statement a search sent and its plan. */
+/** A chain's reference rows read by the project, type and code alone (alias c1): every subject reference of the project. */
+export const EVERY_SUBJECT_ROW = /on reference_index c1\s+Index Cond: \(\("projectId" = [^\n]*\(code = 'subject'::text\) AND \("targetType" = 'Patient'::text\)\)\n/;
+
 export interface ExplainedStatement {
   sql: string;
   plan: string;

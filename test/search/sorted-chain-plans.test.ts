@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Identity } from '../../src/identity/identity.js';
-import { openPlanDatabase, searchPlans, writeObservations, writeSubjects, type PlanDatabase } from '../helpers/plan-database.js';
+import { EVERY_SUBJECT_ROW, openPlanDatabase, searchPlans, writeObservations, writeSubjects, type PlanDatabase } from '../helpers/plan-database.js';
 
 const serverUrl = process.env.DATABASE_URL;
 const PROJECT = 'sorted-chain-plans';
@@ -11,9 +11,6 @@ const PATIENTS = 2000;
 
 const superAdmin: Identity = { projectId: PROJECT, superAdmin: true };
 const member: Identity = { projectId: PROJECT, superAdmin: false };
-
-/** Reference rows read by the project, type and code alone: every subject reference of the project. */
-const EVERY_SUBJECT_ROW = /on reference_index c1\s+Index Cond: \(\("projectId" = [^\n]*\(code = 'subject'::text\) AND \("targetType" = 'Patient'::text\)\)\n/;
 
 /** Whether a statement read the most candidates a sorted page sorts, and one more (51,201). */
 const readsSortedCandidates = (args: readonly unknown[]): boolean => args.includes(51201);
