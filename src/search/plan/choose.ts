@@ -6,7 +6,7 @@ import { everyProjectSortedPage } from '../pages/every-project-windows.js';
 import { pageRows } from '../pages/general.js';
 import { growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
-import { readChain, type ChainCandidates, type ChainSearch } from '../pages/chain-driven.js';
+import { readChain, type ChainCandidates, type ChainRead, type ChainSearch } from '../pages/chain-driven.js';
 import { chainSortedPage, chainWindowPage } from '../pages/chain-windows.js';
 import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, hasDrivenConditions } from '../pages/has-driven.js';
 import type { SqlArgs } from '../../db/sql-args.js';
@@ -157,7 +157,7 @@ async function chainRead(
   query: SearchQuery,
   oneProject: DrivenSearch | undefined,
   everyOne: boolean,
-): Promise<({ search: ChainSearch } & ({ driven: { args: SqlArgs; where: string } } | { common: ChainCandidates })) | undefined> {
+): Promise<({ search: ChainSearch } & ChainRead) | undefined> {
   if (!query.filters.some(({ resolved }) => resolved.kind === 'chain')) return undefined;
   const search = drivenSearchOf(query, oneProject, everyOne);
   const read = search && (await readChain(search, query.filters));

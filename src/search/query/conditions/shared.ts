@@ -147,9 +147,9 @@ export function firstOfEach(rows: string, aggregate: string, ordered: boolean): 
  * condition on its alias); `withSeq`: and each row's seq (for firstMatchingRow).
  */
 export function indexRowsSource(rows: IndexRowsCondition, scope: string, withSeq = false): string {
-  const { table, indexTable, alias, codeArg, condition, indexed } = rows;
+  const { table, indexTable, alias, indexed } = rows;
   const select = `SELECT ${alias}."projectId", ${alias}."resourceType", ${alias}."resourceId" AS id${withSeq ? `, ${alias}.seq` : ''} FROM ${table} ${alias}`;
-  const own = `${scope} AND ${alias}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}`;
+  const own = `${scope} AND ${ownRow(rows)}`;
   // IS TRUE leaves only the hint for an index to serve (IndexedHint); one table's rows only.
   if (indexed && table === indexTable) return `${select} WHERE ${indexed(alias)} AND (${own}) IS TRUE`;
   return `${select} WHERE ${own}`;
@@ -162,9 +162,14 @@ export function indexRowsSource(rows: IndexRowsCondition, scope: string, withSeq
  * once and still in the order of the rows, the read stopping at its first rows.
  */
 export function firstMatchingRow(rows: IndexRowsCondition, typeArg: string, project: string): string {
-  const { indexTable, alias: x, codeArg, condition } = rows;
+  const { indexTable, alias: x } = rows;
   return (
     `NOT EXISTS (SELECT 1 FROM ${indexTable} ${x} WHERE ${x}."resourceType" = ${typeArg} AND ${x}."resourceId" = m.id AND ${x}.seq < m.seq` +
-    ` AND (${x}."projectId" = ${project} AND ${x}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}) IS TRUE OFFSET 0)`
+    ` AND (${x}."projectId" = ${project} AND ${ownRow(rows)}) IS TRUE OFFSET 0)`
   );
+}
+
+/** What a row of an index-rows condition meets besides its project and type: its code and condition, on its alias. */
+function ownRow({ alias, codeArg, condition }: IndexRowsCondition): string {
+  return `${alias}.code = ${codeArg}${condition ? ` AND (${condition})` : ''}`;
 }
