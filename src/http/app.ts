@@ -19,6 +19,7 @@ import { responseCompression } from './compression.js';
 import { Admission } from './admission.js';
 import { readFastPath, type DirectAnswering, type FastPath } from './read-fast-path.js';
 import { createFastPath } from './create-fast-path.js';
+import { searchFastPath } from './search-fast-path.js';
 import type { HttpHandlers } from './transport.js';
 import { ROUTES } from './routes.js';
 import { logRequest, requestIdOf } from './request-log.js';
@@ -48,11 +49,12 @@ export function createHttpHandlers(services: Services, admission: Admission, obs
   };
 }
 
-/** Reads by id and creates, answered without the application (read-fast-path.ts, create-fast-path.ts). */
+/** Reads by id, type searches and creates, answered without the application (read-fast-path.ts, search-fast-path.ts, create-fast-path.ts). */
 function directPaths(answering: DirectAnswering): FastPath {
   const read = readFastPath(answering);
+  const search = searchFastPath(answering);
   const create = createFastPath(answering);
-  return (request, response) => read(request, response) || create(request, response);
+  return (request, response) => read(request, response) || search(request, response) || create(request, response);
 }
 
 /** Builds the HTTP application: one route table, one error shape (OperationOutcome). */

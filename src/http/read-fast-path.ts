@@ -89,7 +89,7 @@ export async function answerDirectly(
       const identity =
         recentIdentity(services.auth, authorization, known) ??
         (await authenticate(authorization ?? null, services, { known, addressOf: () => request.socket.remoteAddress ?? 'unknown' }));
-      ctx = createRequestContext(services, identity, requestId);
+      ctx = createRequestContext(services, identity, requestId, () => closedSignal(response));
       const answer = await fhirRouter.dispatch(fhirRequest, { config: services.config, database: services.db, ctx });
       status = answer.status;
       const sending = send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services);

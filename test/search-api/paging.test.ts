@@ -173,6 +173,25 @@ describe('_cursor', () => {
     expect(link(await p.get('/Patient?_sort=-_lastUpdated&_count=2'), 'next')).toContain('_offset=2');
   });
 
+  it('is offered without _sort when the search has no filters, and walks every resource once', async () => {
+    const p = api.newProject();
+    const ids = await patients(p, 45);
+    const first = await p.get('/Patient?_count=20');
+    expect(link(first, 'next')).toContain('_cursor=');
+    expect(link(first, 'next')).not.toContain('_sort');
+    const seen = await walk(p, '/Patient?_count=20');
+    expect(seen).toHaveLength(45);
+    expect(new Set(seen)).toEqual(new Set(ids));
+  });
+
+  it('is not offered without _sort when the search has a filter: links use _offset', async () => {
+    const p = api.newProject();
+    await patients(p, 21, () => ({ gender: 'female' }));
+    const next = link(await p.get('/Patient?gender=female&_count=20'), 'next');
+    expect(next).toContain('_offset=20');
+    expect(next).not.toContain('_cursor');
+  });
+
   it('pages correctly when many resources share one lastUpdated across page boundaries', async () => {
     const p = api.newProject();
     const ids = await patients(p, 50);

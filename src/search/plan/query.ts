@@ -10,7 +10,7 @@ import type { WriteDependency } from '../../cache/search-cache.js';
 import type { SearchServices } from '../search-services.js';
 import { baseConditions, policyCondition } from './base-conditions.js';
 import { scopeOf } from '../../storage/project-scope.js';
-import { parseControl, type ResultControl } from './control.js';
+import { orderedWhenUnfiltered, parseControl, type ResultControl } from './control.js';
 import { compileFilters, dateRangeConditions, resolveFilters, type Filter } from './filters.js';
 import { Leniency } from './leniency.js';
 import { checkSearchSize } from './limits.js';
@@ -63,7 +63,7 @@ export async function parseQuery(
   const paramTypes = typeList ?? ['Resource'];
   const parameters = services.parameters ?? (await parametersForSearch(services.primary ?? services.db, services.identity, params));
   services = { ...services, parameters };
-  const control = parseControl(params, paramTypes, parameters, leniency);
+  const asked = parseControl(params, paramTypes, parameters, leniency);
   const scope = scopeOf(services.identity);
   const requested = resolveFilters(params, paramTypes, parameters);
   const valueSets = await expandValueSets(services, scope, typeList, { filters: requested, types: paramTypes });
@@ -73,6 +73,7 @@ export async function parseQuery(
   const ctx: CompileContext = { args: new SqlArgs(), scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters, mayRead, criteriaOf };
   const where = baseConditions(services.identity, typeList, scope, ctx, 'probe-non-keys');
   const { filters, conditions, ignored } = compileFilters(requested, paramTypes, ctx, leniency);
+  const control = orderedWhenUnfiltered(asked, typeList, filters.map(({ name }) => name));
   where.push(...conditions, ...dateRangeConditions(filters, paramTypes, ctx));
   const planOnce = filters.some(({ name, value, resolved }) => selectsByKey(name, value, resolved));
   const paging = parsePaging(services.config.fhirBaseUrl, typeList, params, control, filters, ignored);
