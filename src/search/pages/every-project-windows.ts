@@ -5,7 +5,8 @@ import { everyProjectId, mergedHeadsRows, type EveryProjectSorted } from './ever
 import { pageOfCandidates, pageRows } from './general.js';
 import { growingWindows, impliedByIndexRows } from './growing-windows.js';
 import { KEY_COLUMNS, type PageRows, type PageShape } from './rows.js';
-import { projectSortWindow, sortRowsUpTo, type ProjectSortWindow } from './sorted-window.js';
+import { projectSortWindow, sortRowsUpTo, sortWalk, type ProjectSortWindow, type SortWalk } from './sorted-window.js';
+import { chainAt } from './chain-driven.js';
 
 /**
  * What one window statement found: the first rows of the projects it answered for, the projects
@@ -45,13 +46,16 @@ export async function everyProjectSortedPage(search: EveryProjectSorted, page: P
   const every = await everyProjectId(services.db);
   const merged = await mergedHeadsRows(search, rows, each, every);
   if (merged) return pageOfCandidates(services.db, page, type, merged, sort);
-  const windows = growingWindows(each);
+  // A chain is probed on each resource it reaches: each project's rows are walked to its first
+  // matches (sortWalk, walkedSortPage), in one window, the largest, as the smaller ones would be walked again.
+  const walk = chainAt(search.filters) >= 0 ? sortWalk(sort, type) : undefined;
+  const windows = walk ? growingWindows(each).slice(-1) : growingWindows(each);
   const { ids, others, code } = await rowsOfFewCodeRows(search, each, windows, every);
   const sorted: string[] = [];
   let projects = others;
   for (const [i, window] of windows.entries()) {
     if (projects.length === 0) break;
-    const read = await windowOfProjects(search, rows, { size: window, next: windows[i + 1] ?? window }, each.count, projects);
+    const read = await windowOfProjects(search, walk ? { walk } : { window: rows }, { size: window, next: windows[i + 1] ?? window }, each.count, projects);
     ids.push(...read.ids);
     sorted.push(...read.small);
     projects = read.larger;
@@ -77,12 +81,13 @@ async function rowsOfFewCodeRows(search: EveryProjectSorted, each: PageShape, wi
  * One window statement over `projects`: each project's first `first` resources among its
  * window's rows that meet the search; the first `first` of those of the projects that have as
  * many, and the other projects, small or larger than `window.next` (WindowRead). Each project's
- * window is an index scan of its own, stopped at `window.size` rows; a project that fell short
- * is counted up to `window.next` rows, no more than the next window would read of it.
+ * window is an index scan of its own, stopped at `window.size` rows (a walk of them, `rows.walk`,
+ * stops at its first matches); a project that fell short is counted up to `window.next` rows, no
+ * more than the next window would read of it.
  */
 async function windowOfProjects(
   search: EveryProjectSorted,
-  rows: ProjectSortWindow,
+  rows: { walk: SortWalk } | { window: ProjectSortWindow },
   window: { size: number; next: number },
   first: number,
   projects: readonly string[],
@@ -98,10 +103,14 @@ async function windowOfProjects(
   const resources = impliedByIndexRows(driven, search.filters)
     ? ''
     : ` ${joinByPrimaryKey(driven, ctx, 'd.id', conditionsOnResource(driven, search.filters, ctx).join(' AND '))}`;
+  const test = candidates.length > 0 ? candidates.join(' AND ') : undefined;
+  // A walk's rows are tested as they come and stop at the first matches, which a sort would not.
   const tested =
-    `SELECT d.id, d.first FROM (SELECT p.id AS "projectId", ${ctx.args.add(type)}::text AS "resourceType", g."resourceId" AS id, g.first` +
-    ` FROM (${rows(ctx, window.size, 'p.id')}) g) d${resources}${candidates.length > 0 ? ` WHERE (${candidates.join(' AND ')}) IS TRUE` : ''}` +
-    ` ORDER BY d.first ${direction}, d.id LIMIT ${limit}`;
+    'walk' in rows
+      ? `SELECT d.id, d.first FROM (${rows.walk(ctx, window.size, 'p.id', test)}) d${resources} LIMIT ${limit}`
+      : `SELECT d.id, d.first FROM (SELECT p.id AS "projectId", ${ctx.args.add(type)}::text AS "resourceType", g."resourceId" AS id, g.first` +
+        ` FROM (${rows.window(ctx, window.size, 'p.id')}) g) d${resources}${test ? ` WHERE (${test}) IS TRUE` : ''}` +
+        ` ORDER BY d.first ${direction}, d.id LIMIT ${limit}`;
   const next = ctx.args.add(window.next);
   const sql =
     `WITH firsts AS MATERIALIZED (SELECT p.id AS project, u.id, u.first FROM unnest(${list}) p(id) LEFT JOIN LATERAL (${tested}) u ON true),` +

@@ -1,6 +1,6 @@
 import type { SortKey } from '../plan/control.js';
 import type { CompileContext } from '../query/conditions/types.js';
-import { dateSortMatches } from '../query/conditions/date.js';
+import { dateSortMatches, dateSortWalk } from '../query/conditions/date.js';
 import { orderedRowsOfCode } from '../query/conditions/shared.js';
 import { stringSortMatches } from '../query/conditions/string.js';
 import type { DrivenSearch } from './driven.js';
@@ -24,6 +24,19 @@ export function projectSortWindow(type: string, sort: readonly SortKey[]): Proje
   const { code, descending, param } = sort[0];
   const matches = param?.type === 'date' ? dateSortMatches : stringSortMatches;
   return (ctx, window, project) => matches(code, descending, type, project, ctx, window);
+}
+
+/**
+ * The rows (projectId, resourceType, id, first) a page walks (dateSortWalk), those of one project
+ * (`project`: its id as an SQL expression) that meet `test` (a condition on `d`, or none).
+ */
+export type SortWalk = (ctx: CompileContext, window: number, project: string, test: string | undefined) => string;
+
+/** The walk of a page sorted by one date parameter (dateSortWalk), for a statement that stops at its page; else undefined. */
+export function sortWalk(sort: readonly SortKey[], type: string): SortWalk | undefined {
+  if (!hasSortWindow(sort) || sort[0].param?.type !== 'date') return undefined;
+  const { code, descending } = sort[0];
+  return (ctx, window, project, test) => dateSortWalk(code, descending, type, project, ctx, window, test);
 }
 
 /**

@@ -6,14 +6,15 @@ import { everyProjectSortedPage } from '../pages/every-project-windows.js';
 import { pageRows } from '../pages/general.js';
 import { growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
-import { readChain, type ChainCandidates, type ChainRead, type ChainSearch } from '../pages/chain-driven.js';
+import { chainAt, readChain, type ChainCandidates, type ChainRead, type ChainSearch } from '../pages/chain-driven.js';
 import { chainSortedPage, chainWindowPage } from '../pages/chain-windows.js';
 import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, hasDrivenConditions } from '../pages/has-driven.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { numericDriver } from '../pages/numeric.js';
 import { orderedMatchesPage } from '../pages/ordered-matches.js';
 import { COLUMNS, KEY_COLUMNS, type PageRows, type PageShape } from '../pages/rows.js';
-import { hasSortWindow, sortWindow } from '../pages/sorted-window.js';
+import { hasSortWindow, sortWalk, sortWindow } from '../pages/sorted-window.js';
+import { walkedSortPage } from '../pages/sorted-walk.js';
 import { prefixDriver, prefixRangeOf } from '../pages/string-prefix.js';
 import { isTokenCodeFilter, tokenCodeDriver } from '../pages/token-code.js';
 import { policyCriteria } from '../../identity/policy.js';
@@ -92,11 +93,13 @@ function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShap
   const { sort } = query.control;
   if (sort.length === 0) return unsortedStrategy(query, search, page);
   if (!windowedSort(query)) return undefined;
+  const direction = sort[0].descending ? 'DESC' : 'ASC';
+  // A chain is probed on each resource it reaches: walked, a page probes no more of them than it needs.
+  const walk = chainAt(query.filters) >= 0 ? sortWalk(sort, search.type) : undefined;
   const rows = sortWindow(search, sort);
-  return (
-    rows &&
-    (async () => (await codeSortedPage(search, query.filters, sort, page)) ?? growingWindowPage(search, rows, sort[0].descending ? 'DESC' : 'ASC', query.filters, page))
-  );
+  const windows: PageReader | undefined =
+    walk ? () => walkedSortPage(search, walk, direction, query.filters, page) : rows && (() => growingWindowPage(search, rows, direction, query.filters, page));
+  return windows && (async () => (await codeSortedPage(search, query.filters, sort, page)) ?? windows());
 }
 
 /**

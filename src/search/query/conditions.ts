@@ -136,9 +136,9 @@ function compileIndexed(
   const kind = KINDS[param.type];
   if (!kind) throw errors.invalid(`Search parameter "${name}" (${param.type}) is not supported by this server`, name);
   const codeArg = codesArg(codes, ctx.args);
-  // Probed per resource (and its rows not reported), a union parameter's codes are one test on the
+  // Probed per resource (and its rows not read), a union parameter's codes are one test on the
   // resource's own rows, read once through the primary key (as branches, each code's read them again).
-  const table = ctx.perRow && !ctx.onRows ? kind.table : rowsOfCodes(kind.table, codes, ctx);
+  const table = ctx.perRow && (!ctx.onRows || ctx.rowsUnread) ? kind.table : rowsOfCodes(kind.table, codes, ctx);
   const x = `x${ctx.depth}`;
   const rowsOf: RowsOf = (condition, indexed) => {
     ctx.onRows?.({ table, indexTable: kind.table, codeArg, condition, indexed, alias: x, depth: ctx.depth });

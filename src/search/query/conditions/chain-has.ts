@@ -4,7 +4,6 @@ import type { CompileContext, CompileParameter, IndexRowsCondition } from './typ
 import { firstMatchingRow, indexRowsSource } from './shared.js';
 import { scopeSql } from '../../../storage/project-scope.js';
 import { findParameter } from './lookup.js';
-import { SqlArgs } from '../../../db/sql-args.js';
 
 /**
  * Chains and `_has` follow references to other resources, whose parameters the caller's
@@ -67,15 +66,16 @@ export function compileChain(
   const ri = `c${inner.depth}`;
   const t = `t${inner.depth}`;
   const targetKeys: TargetKey[] = [];
-  // Probed per resource, the target's rows are not reported: a union parameter's are then read once (compileIndexed).
-  const probed = ctx.perRow === true && !ctx.onRows;
+  // Probed per resource, the target's rows are reported but never read (CompileContext.rowsUnread):
+  // one compile tells whether they are index rows, and a union parameter's are read once (compileIndexed).
+  const probed = ctx.perRow === true && (!ctx.onRows || ctx.rowsUnread === true);
   const perType = targets.map((type) => {
     const typeArg = ctx.args.add(type);
     const found: IndexRowsCondition[] = [];
     // The target's own index rows are reported here, never to the caller's onRows (it asks for this level's).
-    const reported = (args: SqlArgs) => compileParameter(rest, value, [type], t, { ...inner, args, onRows: (rows) => rows.depth === inner.depth && found.push(rows) });
-    const condition = probed ? compileParameter(rest, value, [type], t, { ...inner, onRows: undefined }) : reported(ctx.args);
-    const isRows = (probed ? reported(new SqlArgs()) : condition).startsWith('EXISTS (') && found.length === 1;
+    const onRows = (rows: IndexRowsCondition) => rows.depth === inner.depth && found.push(rows);
+    const condition = compileParameter(rest, value, [type], t, { ...inner, onRows, rowsUnread: probed });
+    const isRows = condition.startsWith('EXISTS (') && found.length === 1;
     // On the target's alias in both forms (reportChainRows), so that either statement uses every placeholder.
     const criteria = criteriaOn(type, t, inner);
     targetKeys.push({ typeArg, rows: isRows && !probed ? found[0] : undefined, isRows, criteria });
@@ -86,7 +86,8 @@ export function compileChain(
   const projectId = ctx.scope.projectIds?.length === 1 ? ctx.scope.projectIds[0] : undefined;
   const projectArg = projectId === undefined ? undefined : ctx.args.add(projectId);
   const rowsProject = projectArg ?? ctx.rowsProject;
-  if (ctx.onRows && rowsProject) reportChainRows(ctx, ri, t, codeArg, rowsProject, targetKeys);
+  if (ctx.onRows && ctx.rowsUnread) reportUnreadChainRows(ctx, ri, codeArg, targetKeys);
+  else if (ctx.onRows && rowsProject) reportChainRows(ctx, ri, t, codeArg, rowsProject, targetKeys);
   const targetScope = projectArg ? `${t}."projectId" = ${projectArg}` : scopeSql(t, 'projectId', ctx.scope, ctx.args);
   if (ctx.perRow) return chainProbe({ alias, ri, t, codeArg, targetScope, perType, targetKeys });
   return (
@@ -180,6 +181,15 @@ function reportChainRows(
       ` WHERE ${ri}p."projectId" = ${project} AND ${ri}p."targetType" = ${key.typeArg} AND ${ri}p."targetId" = ${ri}g.id AND ${ri}p.code = ${codeArg} OFFSET 0) ${ri}p`,
   );
   ctx.onRows!({ table: `(${probes.join(' UNION ALL ')})`, indexTable: 'reference_index', codeArg, condition: undefined, alias: ri, depth: ctx.depth });
+}
+
+/**
+ * Tells a caller that reads no rows (CompileContext.rowsUnread: a chain probed per resource, whose
+ * target is this chain) that this chain is index rows, as reportChainRows would, without writing
+ * their statement: its placeholders would be sent with a statement that never uses them.
+ */
+function reportUnreadChainRows(ctx: CompileContext, ri: string, codeArg: string, targetKeys: readonly TargetKey[]): void {
+  if (targetKeys.every(({ isRows }) => isRows)) ctx.onRows!({ table: 'reference_index', indexTable: 'reference_index', codeArg, condition: undefined, alias: ri, depth: ctx.depth });
 }
 
 /** The parts of `_has:Type:reference:parameter`: the referencing type, its reference parameter, and the rest. */

@@ -1,6 +1,7 @@
 import type { CompileContext, IndexedHint, RowsOf } from './types.js';
 import { parseDateValue, splitOr, takePrefix } from '../values.js';
-import { firstOfEach, noModifier, orJoin, rowsOfCodeIn } from './shared.js';
+import { codesArg, firstOfEach, noModifier, orJoin, rowsOfCodeIn } from './shared.js';
+import { storedCodes } from '../../../indexing/plan.js';
 
 /** A date parameter's values on its index rows `x` (no modifiers). */
 export function dateParameter(name: string, modifier: string | undefined, values: readonly string[], rows: RowsOf, x: string, ctx: CompileContext): string {
@@ -94,4 +95,29 @@ export function dateSortMatches(code: string, descending: boolean, type: string,
     `SELECT w."resourceId", ${value} AS v FROM date_index w WHERE ${rowsOfCodeIn(project, type, code, ctx)}` +
     ` AND ${value} IS NOT NULL ORDER BY ${value} ${direction}, w."resourceId" LIMIT ${ctx.args.add(window)}`;
   return firstOfEach(rows, `${descending ? 'max' : 'min'}(m.v)`, false);
+}
+
+/**
+ * dateSortMatches' resources as a walk: the same rows in the same order, up to `window` of them,
+ * as rows `d` of (projectId, resourceType, id, first), those that meet `test` (a condition on
+ * `d`), each resource at its first row only (no other row of its code comes before it: a greater
+ * value for a descending sort, a lesser one for an ascending, or the same value and a lower seq,
+ * probed through the primary key after `test`, which the fence keeps first), so that a statement
+ * over it can stop at its first matches. dateSortMatches groups its window's rows by resource, so
+ * every filter was tested on every resource of the window before the first of them was known.
+ */
+export function dateSortWalk(code: string, descending: boolean, type: string, project: string, ctx: CompileContext, window: number, test: string | undefined): string {
+  const value = (row: string) => (descending ? `COALESCE(${row}."end", ${row}.start)` : `COALESCE(${row}.start, ${row}."end")`);
+  const direction = descending ? 'DESC' : 'ASC';
+  const typeArg = ctx.args.add(type);
+  const rows =
+    `SELECT ${project}::text AS "projectId", ${typeArg}::text AS "resourceType", w."resourceId" AS id, ${value('w')} AS first, w.seq` +
+    ` FROM date_index w WHERE ${rowsOfCodeIn(project, type, code, ctx)}` +
+    ` AND ${value('w')} IS NOT NULL ORDER BY ${value('w')} ${direction}, w."resourceId" LIMIT ${ctx.args.add(window)}`;
+  const tested = test ? `SELECT d.* FROM (${rows}) d WHERE (${test}) IS TRUE OFFSET 0` : rows;
+  const before = `${value('o')} ${descending ? '>' : '<'} m.first OR (${value('o')} = m.first AND o.seq < m.seq)`;
+  const earlier =
+    `SELECT 1 FROM date_index o WHERE o."resourceType" = ${typeArg} AND o."resourceId" = m.id` +
+    ` AND (o."projectId" = ${project} AND o.code = ${codesArg(storedCodes(type, code), ctx.args)} AND (${before})) IS TRUE OFFSET 0`;
+  return `SELECT m."projectId", m."resourceType", m.id, m.first FROM (${tested}) m WHERE NOT EXISTS (${earlier})`;
 }

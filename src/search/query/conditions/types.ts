@@ -28,6 +28,11 @@ export interface CompileContext {
    */
   onRows?: (rows: IndexRowsCondition) => void;
   /**
+   * onRows is told only whether a condition is index rows, and reads none of them (a chain probed
+   * per resource asks it of its target's condition): the condition is compiled as without onRows.
+   */
+  rowsUnread?: boolean;
+  /**
    * For onRows when the search is not scoped to one project: the SQL expression of the one project
    * a statement reads at a time (a column of its outer row, pages/chain-driven.ts), in which a
    * chain's rows are reported (the rows of one project serve the project-first indexes).
