@@ -82,8 +82,11 @@ const shapes: [string, string, string, Who?][] = [
   ['total accurate', 'Observation', 'code=http://loinc.org|8867-4&_total=accurate'],
   ['total accurate, every Observation', 'Observation', 'status=final&_total=accurate'],
   ['total accurate, date eq', 'Observation', 'date=2023-03-01&_total=accurate'],
-  // Two codes every Observation has: no rarer driver, each of the first's rows probed for the second.
+  // Two codes every Observation has: alike in size, both read once and grouped by resource (exact-count.ts).
   ['total accurate, status + category', 'Observation', 'status=final&category=vital-signs&_total=accurate'],
+  // A code of 50,000 rows with codes every Observation has: the code drives, the others probed per row.
+  ['total accurate, status + code', 'Observation', 'status=final&code=http://loinc.org|8867-4&_total=accurate'],
+  ['total accurate, status + category + code', 'Observation', 'status=final&category=vital-signs&code=http://loinc.org|8867-4&_total=accurate'],
   ['every: identifier', 'Patient', 'identifier=http://hospital.example.org/mrn|MRN4242', 'every'],
   ['every: sort', 'Observation', '_sort=-_lastUpdated&_count=20', 'every'],
   ['every: chained', 'Observation', 'subject:Patient.identifier=MRN4242', 'every'],

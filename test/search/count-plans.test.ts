@@ -38,6 +38,14 @@ describe.skipIf(!serverUrl)('plans of exact counts, on data never analyzed', () 
     // Hourly dates from 2023-01-01 01:00: every hour of the day, in this project only.
     expect(answer.total).toBe(24);
   });
+
+  it("a count of two codes most resources have reads both codes' rows once, probing neither per row of the other", async () => {
+    const answer = await db.explain(member, 'Observation', 'status=final&code=http://loinc.org|2339-0&_total=accurate&_count=5');
+    const plan = countPlan(answer.statements);
+    expect(plan).not.toMatch(/SubPlan|Nested Loop/);
+    // Every Observation is final; 19 of 20 have code 2339-0.
+    expect(answer.total).toBe(OBSERVATIONS - OBSERVATIONS / 20);
+  });
 });
 
 describe.skipIf(!serverUrl)('plans of exact counts, on analyzed data', () => {
@@ -60,5 +68,12 @@ describe.skipIf(!serverUrl)('plans of exact counts, on analyzed data', () => {
     expect(plan).toMatch(/Index Only Scan using "?token_index_projectId_resourceType_code_value_system_idx"? on token_index x0/);
     expect(plan).not.toMatch(/Seq Scan on token_index/);
     expect(answer.total).toBe(OBSERVATIONS);
+  });
+
+  it("a count of two codes most resources have reads both codes' rows once, probing neither per row of the other", async () => {
+    const answer = await db.explain(member, 'Observation', 'status=final&code=http://loinc.org|2339-0&_total=accurate&_count=5');
+    const plan = countPlan(answer.statements);
+    expect(plan).not.toMatch(/SubPlan|Nested Loop/);
+    expect(answer.total).toBe(OBSERVATIONS - OBSERVATIONS / 20);
   });
 });

@@ -156,6 +156,24 @@ export function indexRowsSource(rows: IndexRowsCondition, scope: string, withSeq
 }
 
 /**
+ * The resources whose rows meet every one of `all` (index-rows conditions on one index table and
+ * alias, each read alone: no union of codes, no IndexedHint), as (projectId, resourceType, id),
+ * each once, within `scope`: one read of all their rows grouped by resource, with no form in which
+ * one condition's rows are probed per row of another (see exact-count.ts, commonCodes). Undefined
+ * when the conditions do not allow it.
+ */
+export function indexRowsOfAll(all: readonly IndexRowsCondition[], scope: string): string | undefined {
+  const [{ indexTable, alias }] = all;
+  if (all.some((rows) => rows.table !== indexTable || rows.indexTable !== indexTable || rows.alias !== alias || rows.indexed)) return undefined;
+  const own = all.map((rows) => `(${ownRow(rows)})`);
+  const columns = `${alias}."projectId", ${alias}."resourceType", ${alias}."resourceId"`;
+  return (
+    `SELECT ${columns.replace(/"resourceId"$/, '"resourceId" AS id')} FROM ${indexTable} ${alias} WHERE ${scope} AND (${own.join(' OR ')})` +
+    ` GROUP BY ${columns} HAVING ${own.map((row) => `bool_or(${row})`).join(' AND ')}`
+  );
+}
+
+/**
  * Whether the row `m` (columns id and seq, of indexRowsSource with seq) is its resource's first row
  * that meets `rows`, in seq order: probed through the primary key, so that a union parameter's
  * resources, whose value can be found under several codes (`name` and `family`), are each read
