@@ -65,6 +65,7 @@ export interface DirectAnswering {
  * Answers `fhirRequest` as the full path would after Hono's layers: admission control,
  * authentication, request context, the FHIR router, the answer (compressed when asked), its
  * metrics (under `route`) and log line. `headers`: Node's, as incomingHeaders gives them.
+ * `readsStopWhenClientGoes`: its statements are cancelled when the client closes the connection.
  */
 export async function answerDirectly(
   { services, admission, authenticate, metrics }: DirectAnswering,
@@ -73,6 +74,7 @@ export async function answerDirectly(
   fhirRequest: FhirRequest,
   headers: IncomingMessage['headers'],
   route: string,
+  readsStopWhenClientGoes = false,
 ): Promise<void> {
   const started = performance.now();
   const requestId = requestIdOf(headerValue(headers, 'x-request-id') ?? undefined);
@@ -89,7 +91,10 @@ export async function answerDirectly(
       const identity =
         recentIdentity(services.auth, authorization, known) ??
         (await authenticate(authorization ?? null, services, { known, addressOf: () => request.socket.remoteAddress ?? 'unknown' }));
-      ctx = createRequestContext(services, identity, requestId, () => closedSignal(response));
+      // A search may read for long: its statements are cancelled when its client leaves. A read by
+      // id or a create is one short statement, which a signal per request would only slow.
+      const clientGone = readsStopWhenClientGoes ? () => closedSignal(response) : undefined;
+      ctx = createRequestContext(services, identity, requestId, clientGone);
       const answer = await fhirRouter.dispatch(fhirRequest, { config: services.config, database: services.db, ctx });
       status = answer.status;
       const sending = send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services);

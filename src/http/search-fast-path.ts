@@ -28,7 +28,7 @@ export function searchFastPath(answering: DirectAnswering): FastPath {
     const query = new URLSearchParams(match[2] ?? '');
     if (query.has('_pretty')) return false;
     const headers = incomingHeaders(request);
-    void answerDirectly(answering, request, response, new SearchRequest(match[1], query, headers), headers, SEARCH_ROUTE);
+    void answerDirectly(answering, request, response, new SearchRequest(match[1], query, headers), headers, SEARCH_ROUTE, true);
     return true;
   };
 }
