@@ -75,11 +75,11 @@ export function parseControl(
 }
 
 /**
- * The control of a search of one type without filters (but `_project`) or `_sort`: sorted by `_lastUpdated`
- * ascending, so that it pages by cursor. Its pages are then index range scans at any depth, where
- * offsets read and skip every earlier row (an app reading through all its Patients); the order is
- * the server's to choose for an unsorted search (docs/search.md). Other unsorted searches keep the
- * order their filters' index rows give.
+ * The control of a search of one type without filters (but `_project`) or `_sort`: sorted by
+ * `_lastUpdated` ascending, so that it pages by cursor. Its pages are then index range scans at any
+ * depth, where offsets read and skip every earlier row (an app reading through all its Patients);
+ * the order is the server's to choose for an unsorted search (docs/search.md). Other unsorted
+ * searches keep the order their filters' index rows give.
  */
 export function orderedWhenUnfiltered(control: ResultControl, typeList: readonly string[] | undefined, filterNames: readonly string[]): ResultControl {
   // `_project` names the projects searched, as the caller's scope would: it filters nothing.
