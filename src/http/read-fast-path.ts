@@ -48,7 +48,7 @@ export function readFastPath(answering: DirectAnswering): FastPath {
     const match = READ_PATH.exec(request.url ?? '');
     if (!match || match[1] === 'Binary' || !isResourceType(match[1])) return false;
     const headers = incomingHeaders(request);
-    void answerDirectly(answering, request, response, new ReadRequest(request.url!, headers), headers, READ_ROUTE);
+    void answerDirectly(answering, request, response, new DirectGet(request.url!.slice(FHIR_BASE_PATH.length + 1), new URLSearchParams(), headers), headers, READ_ROUTE);
     return true;
   };
 }
@@ -117,18 +117,15 @@ export async function answerDirectly(
   logRequest(services.log, requestId, fhirRequest.method, path, status, started);
 }
 
-/** The read as the FHIR router takes it: a class, one shape for every request, its header lookup a method rather than a closure. */
-class ReadRequest implements FhirRequest {
+/** A GET as the FHIR router takes it (a read, a search): a class, one shape for every request, its header lookup a method rather than a closure. */
+export class DirectGet implements FhirRequest {
   readonly method = 'GET';
-  readonly path: string;
-  readonly query = new URLSearchParams();
 
   constructor(
-    url: string,
+    readonly path: string,
+    readonly query: URLSearchParams,
     private readonly headers: IncomingMessage['headers'],
-  ) {
-    this.path = url.slice(FHIR_BASE_PATH.length + 1);
-  }
+  ) {}
 
   header(name: string): string | undefined {
     return headerValue(this.headers, name) ?? undefined;

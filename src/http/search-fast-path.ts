@@ -1,10 +1,7 @@
-import type { IncomingMessage } from 'node:http';
 import { isResourceType } from '../fhir/definitions.js';
 import { incomingHeaders } from '../graphql/http-body.js';
-import { headerValue } from '../graphql/http-fast-path.js';
-import type { FhirRequest } from '../router/types.js';
 import { FHIR_BASE_PATH } from './fhir-adapter.js';
-import { answerDirectly, type DirectAnswering, type FastPath } from './read-fast-path.js';
+import { answerDirectly, DirectGet, type DirectAnswering, type FastPath } from './read-fast-path.js';
 
 /** The type search's pattern in the route table, as the full path labels it in the metrics. */
 const SEARCH_ROUTE = `${FHIR_BASE_PATH}/:type`;
@@ -28,22 +25,7 @@ export function searchFastPath(answering: DirectAnswering): FastPath {
     const query = new URLSearchParams(match[2] ?? '');
     if (query.has('_pretty')) return false;
     const headers = incomingHeaders(request);
-    void answerDirectly(answering, request, response, new SearchRequest(match[1], query, headers), headers, SEARCH_ROUTE, true);
+    void answerDirectly(answering, request, response, new DirectGet(match[1], query, headers), headers, SEARCH_ROUTE, true);
     return true;
   };
-}
-
-/** The search as the FHIR router takes it. */
-class SearchRequest implements FhirRequest {
-  readonly method = 'GET';
-
-  constructor(
-    readonly path: string,
-    readonly query: URLSearchParams,
-    private readonly headers: IncomingMessage['headers'],
-  ) {}
-
-  header(name: string): string | undefined {
-    return headerValue(this.headers, name) ?? undefined;
-  }
 }
