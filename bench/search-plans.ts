@@ -5,7 +5,7 @@
  * fills it), one connection, no HTTP: for finding which statement of a shape is slow and why,
  * e.g. before and after ANALYZE.
  *
- *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench [ONLY=chained,date] [EXPLAIN=1] [PLAN_ONLY=1] [ALLCUSTOM=1] [TIMEOUT_MS=60000] \
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench [ONLY=chained,date or ONLY="has: code, gender;chained"] [EXPLAIN=1] [PLAN_ONLY=1] [ALLCUSTOM=1] [TIMEOUT_MS=60000] \
  *     [EXTRA='label|Observation|date=ge2015-01-01[|every]'] [BENCH_TREE=/work/wt-base] npx tsx bench/search-plans.ts
  *
  * Each statement runs once untimed, then once timed. Each search's line ends with its matches'
@@ -164,7 +164,8 @@ const shapes: [string, string, string, Who?][] = [
   ['key sorted: admin subject -date', 'Observation', 'subject=Patient/pat-4242&_sort=-date&_project=search-bench', 'every'],
 ];
 if (process.env.EXTRA) { const [l, t, q, w] = process.env.EXTRA.split('|'); shapes.unshift([l, t, q, w as Who | undefined]); }
-const only = process.env.ONLY?.split(',');
+// Names are split on `;` when there is one, so that a name with commas can be picked alone.
+const only = process.env.ONLY?.split(process.env.ONLY.includes(';') ? ';' : ',');
 const repeat = Number(process.env.REPEAT ?? 0);
 const explain = process.env.EXPLAIN === '1';
 const client = new pg.Client({ connectionString: DATABASE_URL });

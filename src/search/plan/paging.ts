@@ -25,8 +25,11 @@ export function parsePaging(
 ): PagingRequest {
   const { sort, count, cursor } = control;
   const cursorMode = sort.length === 1 && sort[0].code === '_lastUpdated' && !sort[0].descending && count >= MIN_CURSOR_COUNT;
-  // Only cursors use it (a hash per search showed in profiles of searches without one).
-  const signature = (): string => searchSignature(typeList, [...filters.map(({ name, value }): [string, string] => [name, value]), ['_sort', control.sortText ?? '']]);
+  // Only cursors use it (a hash per search showed in profiles of searches without one), and a
+  // cursor page uses it up to three times (the cursor it was given, its next and previous links).
+  let hashed: string | undefined;
+  const signature = (): string =>
+    (hashed ??= searchSignature(typeList, [...filters.map(({ name, value }): [string, string] => [name, value]), ['_sort', control.sortText ?? '']]));
   let position: CursorPosition | undefined;
   if (cursor !== undefined) {
     if (!cursorMode) {
