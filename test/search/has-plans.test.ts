@@ -59,6 +59,13 @@ describe.skipIf(!serverUrl)('plans of _has searches, on data never analyzed', ()
     expect(answer.ids.sort()).toEqual(day.sort());
   });
 
+  it('a sorted page whose first windows hold no match is read from the _has candidates, not from a window of 6,400 probes', async () => {
+    // 19,000 Observations of the other code reference every patient; Smith1999 sorts far down by -family.
+    const answer = await db.explain(member, 'Patient', `_has:Observation:subject:code=http://loinc.org|2339-0&family:exact=Smith1999&_sort=-family&_count=20&_project=${PROJECT}`);
+    expect(answer.statements.filter(({ args }) => args.includes(6400))).toEqual([]);
+    expect(answer.ids).toEqual(['pat1999']);
+  });
+
   it('an exact count of one project counts the patients the code references', async () => {
     const answer = await db.explain(member, 'Patient', `_has:Observation:subject:code=${CODE}&_project=${PROJECT}&_total=accurate&_count=10`);
     expect(searchPlans(answer.statements)).not.toMatch(EVERY_SUBJECT_ROW);

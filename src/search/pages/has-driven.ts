@@ -19,6 +19,12 @@ export const HAS_SOURCE_ROWS_FEW = GROWING_WINDOW_MAX;
  * where few matches are, or a filter that no match meets.
  */
 export const HAS_SOURCE_ROWS_MANY = 51_200;
+/**
+ * The sort windows a page with a `_has` of more than HAS_SOURCE_ROWS_FEW referencing rows reads
+ * before its candidates (plan/choose.ts): the next window, of 6,400 resources each probed for the
+ * `_has`, cost more than reading up to HAS_SOURCE_ROWS_MANY referencing rows.
+ */
+export const WINDOWS_BEFORE_HAS_DRIVEN = 800;
 
 /**
  * The conditions of a search with a `_has` (`Patient?_has:Observation:subject:code=..`) whose

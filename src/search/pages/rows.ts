@@ -27,7 +27,14 @@ export interface PageRows {
 export type KeptPages = { cache: SearchCache; dependency: WriteDependency };
 
 /** What every page strategy is asked for: `count` rows after `offset`, with `columns`. */
-export type PageShape = { count: number; offset: number; columns: string; kept: KeptPages | undefined };
+export type PageShape = {
+  count: number;
+  offset: number;
+  columns: string;
+  kept: KeptPages | undefined;
+  /** The largest window of index rows the page reads (growing-windows.ts lastWindow), when smaller than usual. */
+  windowCap?: number;
+};
 
 interface RawRow {
   resourceType: string;

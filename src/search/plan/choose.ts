@@ -4,11 +4,11 @@ import type { DrivenSearch } from '../pages/driven.js';
 import { everyProject } from '../pages/every-project.js';
 import { everyProjectSortedPage } from '../pages/every-project-windows.js';
 import { pageRows } from '../pages/general.js';
-import { growingWindowPage } from '../pages/growing-windows.js';
+import { deepPage, growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
 import { chainAt, readChain, type ChainCandidates, type ChainRead, type ChainSearch } from '../pages/chain-driven.js';
 import { chainSortedPage, chainWindowPage } from '../pages/chain-windows.js';
-import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, hasDrivenConditions } from '../pages/has-driven.js';
+import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, WINDOWS_BEFORE_HAS_DRIVEN, hasDrivenConditions } from '../pages/has-driven.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { numericDriver } from '../pages/numeric.js';
 import { orderedMatchesPage } from '../pages/ordered-matches.js';
@@ -41,14 +41,55 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   const chain = await chainRead(query, oneProject, everyOne);
   const chained = (chain && 'driven' in chain ? chain.driven : undefined) ?? (await hasDriven(query, oneProject, everyOne, before));
   if (chained) return generalPage(query, page, oneProject, everyOne, chained);
+  const early = await hasDrivenAfterFirstWindows(query, oneProject, page, before);
+  if (early?.read) return early.read;
+  if (early?.driven) return generalPage(query, page, oneProject, everyOne, early.driven);
   // A chain to common targets: once no strategy answered (a sorted page's walks its sort parameter's
   // rows, probing the chain on each), from its candidates.
   const read = strategy && (await strategy());
   if (read) return read;
   const common = chain && 'common' in chain ? await commonChainPage(query, chain, page) : undefined;
   if (common) return common;
-  const after = strategy && before < HAS_SOURCE_ROWS_MANY && !probesFillPage(query) ? await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY) : undefined;
+  const after =
+    strategy && before < HAS_SOURCE_ROWS_MANY && !probesFillPage(query) && early === undefined
+      ? await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY)
+      : undefined;
   return generalPage(query, page, oneProject, everyOne, after);
+}
+
+/**
+ * A page of one project read from growing windows (readsGrowingWindows) with a `_has` of more
+ * referencing rows than a first page is read from: its windows up to WINDOWS_BEFORE_HAS_DRIVEN rows first, then the `_has`'s candidates
+ * (up to HAS_SOURCE_ROWS_MANY referencing rows), before the last, largest window. That window probes
+ * the `_has` on each of its thousands of resources, and when it falls short too (the sort's first
+ * resources have no match: `_has:..&_sort=-family`), the candidates answer all the same.
+ * Undefined when this does not apply; neither read nor driven when neither answered: the usual
+ * order goes on, without asking for the candidates again.
+ */
+async function hasDrivenAfterFirstWindows(
+  query: SearchQuery,
+  oneProject: DrivenSearch | undefined,
+  page: PageShape,
+  before: number,
+): Promise<{ read?: PageRows; driven?: { args: SqlArgs; where: string } } | undefined> {
+  if (!oneProject || before >= HAS_SOURCE_ROWS_MANY || deepPage(page) || !query.filters.some(({ resolved }) => resolved.kind === 'has')) return undefined;
+  if (!readsGrowingWindows(query, oneProject)) return undefined;
+  const first = chooseStrategy(query, oneProject, { ...page, windowCap: WINDOWS_BEFORE_HAS_DRIVEN });
+  if (!first) return undefined;
+  const read = await first();
+  if (read) return { read };
+  return { driven: await hasDriven(query, oneProject, false, HAS_SOURCE_ROWS_MANY) };
+}
+
+/**
+ * Whether chooseStrategy's page is read from growing windows alone, so that a smaller last window
+ * bounds it: sorted without a chain (a chain walks its sort rows), or unsorted with a token code
+ * driving and no prefix, date range or key.
+ */
+function readsGrowingWindows({ control, filters, planOnce }: SearchQuery, search: DrivenSearch): boolean {
+  if (chainAt(filters) >= 0) return false;
+  if (control.sort.length > 0) return true;
+  return !planOnce && !prefixDriver(search, filters) && !dateRangePair(filters) && filters.some(isTokenCodeFilter);
 }
 
 /** The one project a search reads (a search of one type there: `oneProject`), or whether it is a super admin's of every project. */
