@@ -73,17 +73,37 @@ async function hasCandidates(search: ChainSearch, filter: Filter, most: number):
   const scope = `${rows.alias}."projectId" = ${project} AND ${rows.alias}."resourceType" = ${ctx.args.add(type)}`;
   const each = `SELECT d."projectId", d."resourceType", d.id FROM (${indexRowsSource(rows, scope)}) d LIMIT ${limit}`;
   const sources = search.projectId === undefined ? `SELECT c.* FROM unnest(${everyProject('resource')}) p(id) CROSS JOIN LATERAL (${each}) c LIMIT ${limit}` : each;
-  // Counted first: a common code's rows are counted up to the bound, not each mapped to its targets.
-  const [{ n }] = await search.services.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sources}) c`, ctx.args.values);
-  if (n > most) return undefined;
-  const criteria = criteriaOn(type, 'k', ctx);
-  const readable = criteria ? ` WHERE (SELECT ${criteria} FROM resource k WHERE k."resourceType" = g."resourceType" AND k.id = g.id LIMIT 1) IS TRUE` : '';
-  // Each source's reference rows by the primary key (resourceType, resourceId, seq): a handful per resource.
-  const sql =
-    `SELECT DISTINCT g."projectId", t."targetId" AS id FROM (${sources}) g CROSS JOIN LATERAL (SELECT h."targetId" FROM reference_index h` +
-    ` WHERE h."resourceType" = g."resourceType" AND h."resourceId" = g.id` +
-    ` AND (h."projectId" = g."projectId" AND h.code = ${ctx.args.add(code)} AND h."targetType" = ${ctx.args.add(search.type)}) IS TRUE ORDER BY h.seq OFFSET 0) t${readable}`;
-  const found = await search.services.db.query<{ projectId: string; id: string }>(sql, ctx.args.values);
-  const unique = new Map(found.map(({ projectId, id }) => [id, projectId]));
+  // Each source's reference rows by the primary key (resourceType, resourceId, seq): a handful per
+  // resource. Compiled when its statement is sent: a statement takes every argument added before it.
+  const targetsOf = (from: string, within: string) => {
+    const criteria = criteriaOn(type, 'k', ctx);
+    const readable = criteria ? ` AND (SELECT ${criteria} FROM resource k WHERE k."resourceType" = g."resourceType" AND k.id = g.id LIMIT 1) IS TRUE` : '';
+    return (
+      `SELECT DISTINCT g."projectId", t."targetId" AS id FROM ${from} g CROSS JOIN LATERAL (SELECT h."targetId" FROM reference_index h` +
+      ` WHERE h."resourceType" = g."resourceType" AND h."resourceId" = g.id` +
+      ` AND (h."projectId" = g."projectId" AND h.code = ${ctx.args.add(code)} AND h."targetType" = ${ctx.args.add(search.type)}) IS TRUE ORDER BY h.seq OFFSET 0) t` +
+      ` WHERE ${within}${readable}`
+    );
+  };
+  const db = search.services.db;
+  let found: { projectId: string | null; id: string | null }[];
+  if (most < HAS_SOURCE_ROWS_MANY) {
+    // Counted first: most codes have more rows than a first page is read from, and counting them
+    // costs less than keeping them for the mapping.
+    const [{ n }] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sources}) c`, ctx.args.values);
+    if (n > most) return undefined;
+    found = await db.query(targetsOf(`(${sources})`, 'true'), ctx.args.values);
+  } else {
+    // Asked for once fewer did not do: the sources are read once, counted up to the bound, then
+    // mapped when within it (one row without a target when too many, or none, reference).
+    const [first, ...rest] = await db.query<{ n: number; projectId: string | null; id: string | null }>(
+      `WITH s AS MATERIALIZED (${sources}) SELECT c.n, m."projectId", m.id FROM (SELECT count(*)::int AS n FROM s) c` +
+        ` LEFT JOIN LATERAL (${targetsOf('s', `c.n <= ${ctx.args.add(most)}`)}) m ON true`,
+      ctx.args.values,
+    );
+    if (first.n > most) return undefined;
+    found = [first, ...rest];
+  }
+  const unique = new Map(found.flatMap(({ projectId, id }) => (projectId !== null && id !== null ? [[id, projectId] as const] : [])));
   return { projects: [...unique.values()], ids: [...unique.keys()] };
 }
