@@ -59,10 +59,11 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
 
 /**
  * A page of one project read from growing windows (readsGrowingWindows) with a `_has` of more
- * referencing rows than a first page is read from: its windows up to WINDOWS_BEFORE_HAS_DRIVEN rows first, then the `_has`'s candidates
- * (up to HAS_SOURCE_ROWS_MANY referencing rows), before the last, largest window. That window probes
- * the `_has` on each of its thousands of resources, and when it falls short too (the sort's first
- * resources have no match: `_has:..&_sort=-family`), the candidates answer all the same.
+ * referencing rows than a first page is read from: its windows up to WINDOWS_BEFORE_HAS_DRIVEN rows
+ * first, then the `_has`'s candidates (up to HAS_SOURCE_ROWS_MANY referencing rows), before the
+ * last, largest window. That window probes the `_has` on each of its thousands of resources, and
+ * when it falls short too (the sort's first resources have no match: `_has:..&_sort=-family`), the
+ * candidates answer all the same.
  * Undefined when this does not apply; neither read nor driven when neither answered: the usual
  * order goes on, without asking for the candidates again.
  */
