@@ -18,7 +18,7 @@ import { walkedSortPage } from '../pages/sorted-walk.js';
 import { prefixDriver, prefixRangeOf } from '../pages/string-prefix.js';
 import { isTokenCodeFilter, tokenCodeDriver } from '../pages/token-code.js';
 import { policyCriteria } from '../../identity/policy.js';
-import { searchedProject } from './filters.js';
+import { searchedProject, type Filter } from './filters.js';
 import type { SearchQuery } from './query.js';
 
 /** A page strategy chosen for a search: its page, or undefined when it cannot answer after all. */
@@ -73,7 +73,7 @@ async function hasDrivenAfterFirstWindows(
   page: PageShape,
   before: number,
 ): Promise<{ read?: PageRows; driven?: { args: SqlArgs; where: string } } | undefined> {
-  if (!oneProject || before >= HAS_SOURCE_ROWS_MANY || deepPage(page) || !query.filters.some(({ resolved }) => resolved.kind === 'has')) return undefined;
+  if (!oneProject || before >= HAS_SOURCE_ROWS_MANY || deepPage(page) || !hasMayDrive(query.filters)) return undefined;
   if (!readsGrowingWindows(query, oneProject)) return undefined;
   const first = chooseStrategy(query, oneProject, { ...page, windowCap: WINDOWS_BEFORE_HAS_DRIVEN });
   if (!first) return undefined;
@@ -220,6 +220,11 @@ function commonChainPage(query: SearchQuery, { search, common }: { search: Chain
   return control.sort.length > 0 ? chainSortedPage(search, filters, control.sort, page) : chainWindowPage(search, filters, page, common);
 }
 
+/** Whether a `_has` may drive the page: there is one, and no string prefix (which always drives itself). */
+function hasMayDrive(filters: readonly Filter[]): boolean {
+  return filters.some(({ resolved }) => resolved.kind === 'has') && !filters.some((filter) => prefixRangeOf(filter));
+}
+
 /**
  * The conditions of a search of one type driven by a `_has` with at most `most` referencing rows
  * (hasDrivenConditions), in one project (unless a key drives it) or a super admin's of every
@@ -227,7 +232,7 @@ function commonChainPage(query: SearchQuery, { search, common }: { search: Chain
  * each probed for the `_has`, and its own index drives: prefixDriver, growing windows).
  */
 async function hasDriven(query: SearchQuery, oneProject: DrivenSearch | undefined, everyOne: boolean, most: number): Promise<{ args: SqlArgs; where: string } | undefined> {
-  if (!query.filters.some(({ resolved }) => resolved.kind === 'has') || query.filters.some((filter) => prefixRangeOf(filter))) return undefined;
+  if (!hasMayDrive(query.filters)) return undefined;
   const search = drivenSearchOf(query, oneProject, everyOne);
   return search && hasDrivenConditions(search, query.filters, most);
 }
