@@ -6,6 +6,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { clientCredentialsToken, launchFlint, newProjectClient, type BenchClient } from './flint-process.js';
 import { FAMILIES, LOINC } from './search-data.js';
+import { pidsFromEnv } from './side-by-side-turns.js';
 
 /** A server under test: its FHIR base, a project client's token and what was written to it. */
 export interface Side {
@@ -13,6 +14,8 @@ export interface Side {
   readonly base: string;
   readonly fhir: string;
   readonly token: string;
+  /** Its server's processes, stopped while another side is measured (side-by-side-turns.ts). */
+  readonly pids: readonly number[];
   patientIds: string[];
 }
 
@@ -104,7 +107,7 @@ export async function sideFromEnv(letter: 'A' | 'B'): Promise<Side | undefined> 
   const name = env('NAME') ?? `server ${letter}`;
   const init = env('INIT');
   const client = init ? await newProjectClient(base, await clientCredentialsToken(base, given), `side-by-side ${RUN_TAG}`, init !== 'ownerless') : given;
-  return { name, base, fhir: `${base}/fhir/R4`, token: await clientCredentialsToken(base, client), patientIds: [] };
+  return { name, base, fhir: `${base}/fhir/R4`, token: await clientCredentialsToken(base, client), pids: pidsFromEnv(letter), patientIds: [] };
 }
 
 const FLINT_ADMIN: BenchClient = { id: 'side-by-side-admin', secret: 'side-by-side-admin-secret-0123456789' };
@@ -128,6 +131,6 @@ export async function startFlintSide(): Promise<{ side: Side; child: ChildProces
   });
   const base = `http://127.0.0.1:${port}`;
   const client = await newProjectClient(base, await clientCredentialsToken(base, FLINT_ADMIN), `side-by-side ${RUN_TAG}`);
-  const side: Side = { name: 'Flint', base, fhir: `${base}/fhir/R4`, token: await clientCredentialsToken(base, client), patientIds: [] };
+  const side: Side = { name: 'Flint', base, fhir: `${base}/fhir/R4`, token: await clientCredentialsToken(base, client), pids: child.pid ? [child.pid] : [], patientIds: [] };
   return { side, child };
 }

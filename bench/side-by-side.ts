@@ -3,14 +3,16 @@
  * yourself (docs/benchmarks.md). Each server first gets the same data through its own API (a new
  * project; BENCH_PATIENTS Patients, BENCH_OBSERVATIONS Observations); nothing analyzes either
  * database. Then each request is driven by autocannon at 16 connections, on one server at a time
- * (the other idle): BENCH_WARMUP seconds unmeasured, then BENCH_DURATION seconds measured. The
+ * (the other's processes stopped, and the machine quiet first: side-by-side-turns.ts):
+ * BENCH_WARMUP seconds unmeasured, then BENCH_DURATION seconds measured. The
  * creates come last, so that every search runs on the same seeded rows on both servers.
  *
  *   SIDE_B_NAME=Medplum SIDE_B_URL=http://127.0.0.1:18410 SIDE_B_CLIENT_ID=... SIDE_B_CLIENT_SECRET=... \
  *   FLINT_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_x npx tsx bench/side-by-side.ts
  *
  * Side A is Flint of this tree started on FLINT_DATABASE_URL (bench/side-by-side-data.ts), or any
- * server given as SIDE_A_URL/_CLIENT_ID/_CLIENT_SECRET. SIDE_<A|B>_INIT=1 (or ownerless): the client
+ * server given as SIDE_A_URL/_CLIENT_ID/_CLIENT_SECRET. SIDE_B_PIDS=1234,1235: the other
+ * server's processes, stopped while Flint is measured (without them it is only left idle). SIDE_<A|B>_INIT=1 (or ownerless): the client
  * is a super admin's and a project is made with Project/$init. BENCH_SCENARIOS=a,b picks requests by the start
  * of their names. Prints a markdown table; BENCH_RESULTS=<file> also appends it there.
  */
@@ -20,6 +22,7 @@ import autocannon from 'autocannon';
 import { stopFlint } from './flint-process.js';
 import { FAMILIES } from './search-data.js';
 import { MRN_SYSTEM, RUN_TAG, observation, patient, pick, seed, seededCodes, sideFromEnv, startFlintSide, type Side } from './side-by-side-data.js';
+import { aloneOn } from './side-by-side-turns.js';
 import { walkPages, type Walk } from './side-by-side-walk.js';
 
 const PATIENTS = Number(process.env.BENCH_PATIENTS ?? 3000);
@@ -122,9 +125,12 @@ async function measure(sides: Side[], scenario: Scenario): Promise<string> {
   console.log(`${scenario.name}: ${(await Promise.all(sides.map((side) => probe(side, scenario)))).join('; ')}`);
   const results: Measure[] = [];
   for (const side of sides) {
-    if (WARMUP > 0) await drive(side, scenario, WARMUP);
-    results.push(await drive(side, scenario, DURATION));
-    await new Promise((r) => setTimeout(r, 1000));
+    results.push(
+      await aloneOn(sides, side, async () => {
+        if (WARMUP > 0) await drive(side, scenario, WARMUP);
+        return drive(side, scenario, DURATION);
+      }),
+    );
   }
   const [a, b] = results;
   return `| ${scenario.name.replaceAll('|', '\\|')} | ${round(a.rps, 0)} | ${a.p50} / ${a.p99} | ${round(b.rps, 0)} | ${b.p50} / ${b.p99} | ${ratio(a.rps, b.rps)} | ${a.failed}; ${b.failed} |`;
@@ -133,8 +139,12 @@ async function measure(sides: Side[], scenario: Scenario): Promise<string> {
 async function walkRow(sides: Side[]): Promise<string> {
   const walks = [];
   for (const side of sides) {
-    await walkPages(side); // unmeasured: the first walk warms what the measured one reads
-    walks.push(await walkPages(side, WALK_ROUNDS));
+    walks.push(
+      await aloneOn(sides, side, async () => {
+        await walkPages(side); // unmeasured: the first walk warms what the measured one reads
+        return walkPages(side, WALK_ROUNDS);
+      }),
+    );
   }
   const [a, b] = walks;
   const rate = (walk: Walk) => round(1000 / walk.meanMs, 0);
