@@ -1,3 +1,4 @@
+import { isClientClosed } from '../db/cancellation.js';
 import { ALL_KEYS, type InvalidationBus } from './invalidation.js';
 import { Kept, type Entry } from './kept-answers.js';
 
@@ -81,6 +82,8 @@ export class SearchCache {
   private readonly counts = new Kept<number>(MAX_ENTRIES, Infinity);
   private readonly pages: Kept<unknown> | undefined;
   private readonly estimates = new Kept<number>(MAX_ENTRIES, Infinity);
+  /** Exact counts being taken now, by statement (countOnce). */
+  private readonly countsUnderWay = new Map<string, Entry<Promise<number>>>();
   /** When other servers' notices say a key is being written, until when (see NOTICE_INTERVAL_MS). */
   private readonly busyUntil = new Map<string, number>();
   private pending = new Set<string>();
@@ -125,6 +128,34 @@ export class SearchCache {
     if (count === undefined) this.countMisses++;
     else this.countHits++;
     return count;
+  }
+
+  /**
+   * The exact count of `statement`, taken by `take` and kept (`set`), or the one this server is
+   * taking now for the same statement when no write it depends on has been heard of since that
+   * one's statement was sent: that answer is then as valid for this request as a kept one would
+   * be, and sixteen clients asking at once for a total nobody has counted run one count, not
+   * sixteen. A request that waited for another's count whose client went away (its statement
+   * cancelled) takes its own.
+   */
+  countOnce(statement: string, dependency: WriteDependency, take: () => Promise<number>): Promise<number> {
+    const underWay = this.countsUnderWay.get(statement);
+    if (underWay && this.stillValid(underWay)) {
+      return underWay.value.catch((error: unknown) => (isClientClosed(error) ? this.countOnce(statement, dependency, take) : Promise.reject(error)));
+    }
+    const at = this.now();
+    const value = take();
+    const entry: Entry<Promise<number>> = { value, keys: dependencyKeys(dependency), at, expires: Infinity, weight: 1 };
+    this.countsUnderWay.set(statement, entry);
+    // Settled before any waiter's own handler runs, so that a waiter taking its own count after a failure leads it.
+    const settled = () => {
+      if (this.countsUnderWay.get(statement) === entry) this.countsUnderWay.delete(statement);
+    };
+    value.then((count) => {
+      settled();
+      this.set(statement, dependency, at, count);
+    }, settled);
+    return value;
   }
 
   /** A number kept with `set` under a key that is no count (a fact about a project), uncounted in the hit rates. */

@@ -40,19 +40,15 @@ async function counted(query: SearchQuery, mode: TotalMode, seen: number): Promi
   };
   if (estimate >= threshold) return overThreshold();
   const { sql, args } = statement ?? (await countStatement(query));
-  const at = counts?.now();
-  let rows: { n: unknown }[];
+  const take = async () => Number((await services.db.query<{ n: unknown }>(sql, args))[0]?.n ?? 0);
   try {
-    rows = await services.db.query<{ n: unknown }>(sql, args);
+    return { value: await (counts && cacheKey ? counts.countOnce(cacheKey, dependency!, take) : take()), exact: true };
   } catch (error) {
     // A count that must be exact (a measure: no threshold) or runs in a transaction (which the
     // cancelled statement aborted) keeps the timeout's 503.
     if (!isStatementTimeout(error) || services.inTransaction || threshold === Number.MAX_SAFE_INTEGER) throw error;
     return overThreshold();
   }
-  const value = Number(rows[0]?.n ?? 0);
-  if (counts && cacheKey && at !== undefined) counts.set(cacheKey, dependency!, at, value);
-  return { value, exact: true };
 }
 
 /** The 503 `timeout` of a statement PostgreSQL cancelled at its statement_timeout (src/db/database.ts). */
