@@ -22,6 +22,7 @@ import autocannon from 'autocannon';
 import { stopFlint } from './flint-process.js';
 import { FAMILIES } from './search-data.js';
 import { MRN_SYSTEM, RUN_TAG, observation, patient, pick, seed, seededCodes, sideFromEnv, startFlintSide, type Side } from './side-by-side-data.js';
+import { clientFloorMs } from './side-by-side-floor.js';
 import { aloneOn } from './side-by-side-turns.js';
 import { walkPages, type Walk } from './side-by-side-walk.js';
 
@@ -136,7 +137,7 @@ async function measure(sides: Side[], scenario: Scenario): Promise<string> {
   return `| ${scenario.name.replaceAll('|', '\\|')} | ${round(a.rps, 0)} | ${a.p50} / ${a.p99} | ${round(b.rps, 0)} | ${b.p50} / ${b.p99} | ${ratio(a.rps, b.rps)} | ${a.failed}; ${b.failed} |`;
 }
 
-async function walkRow(sides: Side[]): Promise<string> {
+async function walkRow(sides: Side[]): Promise<{ row: string; floor: string }> {
   const walks = [];
   for (const side of sides) {
     walks.push(
@@ -149,7 +150,18 @@ async function walkRow(sides: Side[]): Promise<string> {
   const [a, b] = walks;
   const rate = (walk: Walk) => round(1000 / walk.meanMs, 0);
   const name = `page walk Patient?_count=100, one request at a time, ${WALK_ROUNDS} walks (pages/s; p50 / max ms a page; ${a.pages} and ${b.pages} pages)`;
-  return `| ${name} | ${rate(a)} | ${a.p50Ms} / ${a.maxMs} | ${rate(b)} | ${b.p50Ms} / ${b.maxMs} | ${ratio(b.meanMs, a.meanMs)} | ${a.failed}; ${b.failed} |`;
+  const row = `| ${name} | ${rate(a)} | ${a.p50Ms} / ${a.maxMs} | ${rate(b)} | ${b.p50Ms} / ${b.maxMs} | ${ratio(b.meanMs, a.meanMs)} | ${a.failed}; ${b.failed} |`;
+  return { row, floor: await walkAboveFloor(sides, walks) };
+}
+
+/** The walk's mean a page above what the client alone takes (side-by-side-floor.ts), each server's share. */
+async function walkAboveFloor(sides: Side[], [a, b]: Walk[]): Promise<string> {
+  const floor = await aloneOn(sides, sides[0], () => clientFloorMs(sides[0], a.pages));
+  const above = (walk: Walk) => round(walk.meanMs - floor, 2);
+  return (
+    `Page walk, the client's own share: a static server of ${sides[0].name}'s first page takes the client ${round(floor, 2)} ms a page` +
+    ` (fetch, gunzip, JSON.parse); above it, ${sides[0].name} ${above(a)} and ${sides[1].name} ${above(b)} ms a page, ${ratio(above(b), above(a))}.`
+  );
 }
 
 async function main(): Promise<void> {
@@ -174,9 +186,11 @@ async function compare(a: Side, b: Side): Promise<void> {
   const rows = [`| request | ${a.name} req/s | p50 / p99 ms | ${b.name} req/s | p50 / p99 ms | ${a.name} ÷ ${b.name} | failed (${a.name}; ${b.name}) |`, '|---|---|---|---|---|---|---|'];
   const chosen = (name: string) => !selected || selected.some((s) => name.startsWith(s));
   for (const scenario of scenarios.filter((s) => chosen(s.name) && !s.name.startsWith('create'))) rows.push(await measure(sides, scenario));
-  if (chosen('page walk')) rows.push(await walkRow(sides));
+  const walk = chosen('page walk') ? await walkRow(sides) : undefined;
+  if (walk) rows.push(walk.row);
   for (const scenario of scenarios.filter((s) => chosen(s.name) && s.name.startsWith('create'))) rows.push(await measure(sides, scenario));
   lines.push(`${CONNECTIONS} connections, ${WARMUP} s warm-up, ${DURATION} s measured per request and server; load at the end ${load()}`, '', ...rows);
+  if (walk) lines.push('', walk.floor);
   console.log(lines.join('\n'));
   if (process.env.BENCH_RESULTS) appendFileSync(process.env.BENCH_RESULTS, `\n${lines.join('\n')}\n`);
 }
