@@ -28,7 +28,7 @@ const TICKS_PER_SECOND = 100;
 const POSTGRES_OWN = /^postgres: [^:]+: (walwriter|checkpointer|background writer|autovacuum launcher|logical replication launcher|archiver|stats collector)/;
 
 /** The `cpu` line of /proc/stat: user, nice, system, idle, iowait, irq, softirq, steal (ticks). */
-function cpuLine(): number[] {
+export function cpuLine(): number[] {
   const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
   return line.trim().split(/\s+/).slice(1, 9).map(Number);
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { cpuLine } from './machine-time.js';
 import type { Side } from './side-by-side-data.js';
 
 /**
@@ -11,9 +11,9 @@ import type { Side } from './side-by-side-data.js';
 const QUIET_SHARE = 0.1;
 const QUIET_WAIT_SECONDS = Number(process.env.BENCH_QUIET_SECONDS ?? 60);
 
-/** user..steal ticks of every core together, from the `cpu` line of /proc/stat. */
+/** Busy and all ticks of every core together (machine-time.ts cpuLine: user..steal, idle and iowait at 3 and 4). */
 function cpuTicks(): { busy: number; all: number } {
-  const ticks = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1, 9).map(Number);
+  const ticks = cpuLine();
   const all = ticks.reduce((sum, t) => sum + t, 0);
   return { busy: all - ticks[3] - ticks[4], all };
 }
