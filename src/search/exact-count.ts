@@ -1,5 +1,5 @@
 import { everyProject } from './pages/every-project.js';
-import { filterCondition, type Filter } from './plan/filters.js';
+import { filterCondition, namedProjects, type Filter } from './plan/filters.js';
 import type { SearchQuery } from './plan/query.js';
 import { typeCriteria } from '../identity/policy.js';
 import { resolveParameter } from './query/conditions.js';
@@ -46,13 +46,14 @@ export async function exactCountQuery(query: SearchQuery): Promise<{ sql: string
     const sql = indexCountQuery(query, type, scope, args, criteria, await countDriver(query, type, scope));
     return sql ? { sql, args: args.values } : undefined;
   }
-  const projects = await services.db.query<{ id: string }>(`SELECT unnest(${everyProject('resource')}) AS id`);
+  // The projects `_project` names are all a count can find (its condition still stands on each).
+  const projects = namedProjects(filters) ?? (await services.db.query<{ id: string }>(`SELECT unnest(${everyProject('resource')}) AS id`)).map(({ id }) => id);
   if (projects.length > MAX_PROJECTS_COUNTED_APART) {
     const sql = indexCountQuery(query, type, scope, args, criteria);
     return sql ? { sql, args: args.values } : undefined;
   }
   const counts: string[] = [];
-  for (const { id } of projects) {
+  for (const id of projects) {
     const one: Scope = { projectIds: [id] };
     const sql = indexCountQuery(query, type, one, args, criteria, await countDriver(query, type, one));
     if (!sql) return undefined;

@@ -95,6 +95,24 @@ describe("a super admin's search of every project", () => {
     expect(matchIds(res).sort()).toEqual(sorted(ids[0], ids[2], ids[3], ids[5]));
   });
 
+  it('counts the matches of only the projects _project names', async () => {
+    const tag = randomUUID();
+    const [a, b, c] = [api.newProject(), api.newProject(), api.newProject()];
+    await alternate([a, b, c], tag, 6);
+    const res = await api.superAdmin.get(`/Patient?_tag=${TAG_SYSTEM}|${tag}&_project=${a.projectId},${c.projectId}&_count=2&_total=accurate`);
+    expect(matchIds(res)).toHaveLength(2);
+    expect(res.body.total).toBe(4);
+  });
+
+  it('counts no match when two _project parameters name no project in common', async () => {
+    const tag = randomUUID();
+    const [a, b] = [api.newProject(), api.newProject()];
+    await alternate([a, b], tag, 4);
+    const res = await api.superAdmin.get(`/Patient?_tag=${TAG_SYSTEM}|${tag}&_project=${a.projectId}&_project=${b.projectId}&_summary=count`);
+    expect(res.status).toBe(200);
+    expect(res.body.total).toBe(0);
+  });
+
   it('orders the matches of several types of every project as one list (system search)', async () => {
     const tag = randomUUID();
     const [a, b] = [api.newProject(), api.newProject()];

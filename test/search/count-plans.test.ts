@@ -10,7 +10,11 @@ const member: Identity = { projectId: PROJECT, superAdmin: false };
 
 /** The plan of a search's exact count (exact-count.ts), the statement that counts its matches. */
 function countPlan(statements: readonly ExplainedStatement[]): string {
-  return searchPlans(statements.filter(({ sql }) => /^SELECT (count|\(\()/.test(sql) && !sql.includes(' LIMIT ')));
+  return searchPlans(countStatements(statements));
+}
+
+function countStatements(statements: readonly ExplainedStatement[]): ExplainedStatement[] {
+  return statements.filter(({ sql }) => /^SELECT (count|\(\()/.test(sql) && !sql.includes(' LIMIT '));
 }
 
 /**
@@ -44,6 +48,13 @@ describe.skipIf(!serverUrl)('plans of exact counts, on data never analyzed', () 
     const plan = countPlan(answer.statements);
     expect(plan).not.toMatch(/SubPlan|Nested Loop/);
     // Every Observation is final; 19 of 20 have code 2339-0.
+    expect(answer.total).toBe(OBSERVATIONS - OBSERVATIONS / 20);
+  });
+  it("a super admin's count in a named project reads no other project's rows", async () => {
+    const answer = await db.explain(superAdmin, 'Observation', `code=http://loinc.org|2339-0&_total=accurate&_count=5&_project=${PROJECT}`);
+    const counts = countStatements(answer.statements);
+    expect(counts.length).toBeGreaterThan(0);
+    expect(counts.flatMap(({ args }) => args)).not.toContain(`${PROJECT}-other`);
     expect(answer.total).toBe(OBSERVATIONS - OBSERVATIONS / 20);
   });
 });

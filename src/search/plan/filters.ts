@@ -123,6 +123,13 @@ export function dateRangeConditions(filters: readonly Filter[], types: readonly 
 /** The one project a search reads: the caller's, or the one `_project` names (super admins). */
 export function searchedProject(scope: Scope, filters: readonly Filter[]): string | undefined {
   if (scope.projectIds) return scope.projectIds.length === 1 ? scope.projectIds[0] : undefined;
-  const named = filters.filter(({ name }) => name === '_project').map(({ value }) => splitOr(value));
-  return named.length === 1 && named[0].length === 1 ? unescape(named[0][0]) : undefined;
+  const named = namedProjects(filters);
+  return named?.length === 1 ? named[0] : undefined;
+}
+
+/** The projects every `_project` filter of the search allows (each lists its projects, and they all hold); undefined without one. */
+export function namedProjects(filters: readonly Filter[]): string[] | undefined {
+  const lists = filters.filter(({ name }) => name === '_project').map(({ value }) => splitOr(value).map(unescape));
+  if (lists.length === 0) return undefined;
+  return [...new Set(lists[0])].filter((id) => lists.every((list) => list.includes(id)));
 }
