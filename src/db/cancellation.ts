@@ -53,7 +53,7 @@ export class CancellablePool extends pg.Pool {
     try {
       if (signal.aborted) throw clientClosed();
       signal.addEventListener('abort', onAbort);
-      return await (client.query as (config: unknown, values: unknown) => Promise<pg.QueryResult>)(config, values);
+      return await queryWithCallback(client, config, values);
     } catch (error) {
       failure = error;
       throw cancelling && isQueryCanceled(error) ? clientClosed() : error;
@@ -82,6 +82,19 @@ export class CancellablePool extends pg.Pool {
       else connection.connect(canceller.port, canceller.host);
     });
   }
+}
+
+/**
+ * `client.query` in the callback form that pool.query uses: a named statement then reuses its
+ * row layout (prepared-statements.ts), and pg's promise form kept the rows of every answer alive
+ * through the next young-generation collection, which then copied them all to the old generation
+ * (measured on a walk of pages: see bench/RESULTS.md).
+ */
+function queryWithCallback(client: pg.PoolClient, config: unknown, values: unknown): Promise<pg.QueryResult> {
+  type Callback = (error: Error | undefined, result: pg.QueryResult) => void;
+  return new Promise((resolve, reject) => {
+    (client.query as (config: unknown, values: unknown, callback: Callback) => void)(config, values, (error, result) => (error ? reject(error) : resolve(result)));
+  });
 }
 
 /** The parts of a pg Client that send a cancel request (pg/lib/client.js cancel). */
