@@ -210,11 +210,21 @@ const UNREACHABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', '
 function replicaFailure(error: unknown): 'statement' | 'unreachable' | 'replica' {
   const cause = (error as { cause?: { kind?: unknown; code?: unknown } } | undefined)?.cause;
   const kind = typeof cause?.kind === 'string' ? cause.kind : undefined;
-  if (kind === 'postgres') {
-    const code = typeof cause?.code === 'string' ? cause.code : '';
-    return /^(08|53|57P)/.test(code) ? 'unreachable' : 'statement';
-  }
-  return kind !== undefined && UNREACHABLE_KINDS.has(kind) ? 'unreachable' : 'replica';
+  if (kind === 'postgres') return statementOrUnreachable(typeof cause?.code === 'string' ? cause.code : '');
+  if (kind !== undefined) return UNREACHABLE_KINDS.has(kind) ? 'unreachable' : 'replica';
+  // pg's own errors, of statements sent straight to the pool (QueryOptions.pgValues).
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && SQLSTATE.test(code)) return statementOrUnreachable(code);
+  if (typeof code === 'string' && PG_UNREACHABLE_CODES.has(code)) return 'unreachable';
+  return typeof message === 'string' && /Connection terminated|connection is closed/i.test(message) ? 'unreachable' : 'replica';
+}
+
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+/** Node's socket errors as pg passes them on when it cannot reach a server. */
+const PG_UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE']);
+
+function statementOrUnreachable(sqlState: string): 'statement' | 'unreachable' {
+  return /^(08|53|57P)/.test(sqlState) ? 'unreachable' : 'statement';
 }
 
 /** The database with every committed write followed by `marked` (a view: the pool is the database's own). */

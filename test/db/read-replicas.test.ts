@@ -203,6 +203,17 @@ if (!primaryUrl || !replicaUrl) {
       expect((await other.get(`/Patient/${created.body.id}`)).status).toBe(200);
     });
 
+    it('skips a replica from the moment a read by id could not reach it, before the next poll', async () => {
+      const relay = await relayTo(replicaUrl);
+      const server = await useTestServer(replicaEnv(relay.url, { DATABASE_READ_POLL_MS: '600000' }));
+      const [writer, other] = await twoLogins(server);
+      const created = await writer.post('/Patient', patientBody());
+      await server.server.services.readRouting!.replicas.poll();
+      await relay.cut();
+      expect((await other.get(`/Patient/${created.body.id}`)).status).toBe(200);
+      expect(server.server.services.readRouting!.replicas.replicas.map((replica) => replica.reachable)).toEqual([false]);
+    });
+
     it('skips a replica that is down among several', async () => {
       const mixed = await useTestServer(replicaEnv(`${DOWN_REPLICA},${replicaUrl}`));
       const [writer, other] = await twoLogins(mixed);
