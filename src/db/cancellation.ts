@@ -85,10 +85,9 @@ export class CancellablePool extends pg.Pool {
 }
 
 /**
- * `client.query` in the callback form that pool.query uses: a named statement then reuses its
- * row layout (prepared-statements.ts), and pg's promise form kept the rows of every answer alive
- * through the next young-generation collection, which then copied them all to the old generation
- * (measured on a walk of pages: see bench/RESULTS.md).
+ * `client.query` in the callback form that pool.query uses: in pg's promise form the rows of
+ * every answer outlived the next young-generation collection, which then copied them all to the
+ * old generation (measured on a walk of pages: see bench/RESULTS.md).
  */
 function queryWithCallback(client: pg.PoolClient, config: unknown, values: unknown): Promise<pg.QueryResult> {
   type Callback = (error: Error | undefined, result: pg.QueryResult) => void;
