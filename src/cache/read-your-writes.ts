@@ -3,6 +3,7 @@ import type { Database, QueryOptions, Row, SqlExecutor } from '../db/database.js
 import type { Lsn, Reader, Replica, ReplicaSet } from '../db/replicas.js';
 import { ALL_KEYS, type InvalidationBus } from './invalidation.js';
 import { isClientClosed } from '../db/cancellation.js';
+import { isLostConnection, sqlStateOf } from '../db/sql-state.js';
 
 /**
  * Read-your-writes over read replicas (docs/replicas.md). After a caller's write commits, the
@@ -208,23 +209,11 @@ const UNREACHABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', '
  * resources, server shutting down); `replica` for anything else the replica alone may cause.
  */
 function replicaFailure(error: unknown): 'statement' | 'unreachable' | 'replica' {
-  const cause = (error as { cause?: { kind?: unknown; code?: unknown } } | undefined)?.cause;
-  const kind = typeof cause?.kind === 'string' ? cause.kind : undefined;
-  if (kind === 'postgres') return statementOrUnreachable(typeof cause?.code === 'string' ? cause.code : '');
-  if (kind !== undefined) return UNREACHABLE_KINDS.has(kind) ? 'unreachable' : 'replica';
-  // pg's own errors, of statements sent straight to the pool (QueryOptions.pgValues).
-  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && SQLSTATE.test(code)) return statementOrUnreachable(code);
-  if (typeof code === 'string' && PG_UNREACHABLE_CODES.has(code)) return 'unreachable';
-  return typeof message === 'string' && /Connection terminated|connection is closed/i.test(message) ? 'unreachable' : 'replica';
-}
-
-const SQLSTATE = /^[0-9A-Z]{5}$/;
-/** Node's socket errors as pg passes them on when it cannot reach a server. */
-const PG_UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE']);
-
-function statementOrUnreachable(sqlState: string): 'statement' | 'unreachable' {
-  return /^(08|53|57P)/.test(sqlState) ? 'unreachable' : 'statement';
+  const state = sqlStateOf(error);
+  if (state !== undefined) return /^(08|53|57P)/.test(state) ? 'unreachable' : 'statement';
+  const kind = (error as { cause?: { kind?: unknown } } | undefined)?.cause?.kind;
+  // The adapter's kinds for no connection; pg's own errors (statements sent straight to the pool) say it otherwise.
+  return (typeof kind === 'string' && UNREACHABLE_KINDS.has(kind)) || isLostConnection(error) ? 'unreachable' : 'replica';
 }
 
 /** The database with every committed write followed by `marked` (a view: the pool is the database's own). */

@@ -50,6 +50,7 @@ describe.skipIf(!serverUrl)('plans of exact counts, on data never analyzed', () 
     // Every Observation is final; 19 of 20 have code 2339-0.
     expect(answer.total).toBe(OBSERVATIONS - OBSERVATIONS / 20);
   });
+
   it("a super admin's count in a named project reads no other project's rows", async () => {
     const answer = await db.explain(superAdmin, 'Observation', `code=http://loinc.org|2339-0&_total=accurate&_count=5&_project=${PROJECT}`);
     const counts = countStatements(answer.statements);
