@@ -117,7 +117,7 @@ async function runInTransaction<T>(services: Services, outer: ServiceContext, wo
   return result;
 }
 /** With read replicas, the caller's reads follow its writes (src/cache/read-your-writes.ts). */
-function readSessionOf(services: Services, identity: Identity): ReadSession {
+export function readSessionOf(services: Services, identity: Identity): ReadSession {
   return services.readRouting ? services.readRouting.session(callerOf(identity)) : primaryOnly(services.db);
 }
 

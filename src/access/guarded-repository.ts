@@ -105,6 +105,19 @@ export class GuardedRepository implements ResourceRepository {
     return mayHoldSecrets(resourceType) ? (await withClientSecrets(this.services, this.who, [version]))[0] : version;
   }
 
+  /**
+   * The id of the resource's current version on the primary when the reader's criteria for its type
+   * admit it, else undefined. One search decides both, so they are of one snapshot: reading the
+   * version and then searching could judge a version written in between.
+   */
+  async currentVersionWithinCriteria(resourceType: string, id: string): Promise<string | undefined> {
+    const result = await search(searchServicesFor(this.searchContext(this.as('r'), 'primary')), resourceType, [
+      ['_id', id],
+      ['_count', '1'],
+    ]);
+    return result.matches[0]?.versionId;
+  }
+
   async readResource(resourceType: string, id: string): Promise<Resource> {
     return parseStored(await this.readVersion(resourceType, id));
   }

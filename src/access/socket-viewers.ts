@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { changedResourceOf, resourceChangedTopic } from '../cache/invalidation.js';
 import type { SocketViewer } from '../events/websocket/session.js';
 import type { Identity } from '../identity/identity.js';
 import { policyAllowsType, typeCriteria } from '../identity/policy.js';
 import type { Services } from '../operations/context.js';
-import { createRequestContext } from './context.js';
+import { GuardedRepository } from './guarded-repository.js';
+import { readSessionOf } from './context.js';
 
 const MAX_CACHED = 10_000;
 
@@ -73,9 +73,9 @@ export class SocketViewers {
     if (deleted) return false;
     // The criteria are tested on the index, which holds the current version only: an event whose
     // version was replaced since cannot be tested, and is not sent (the newer version's event is).
-    const ctx = createRequestContext(this.services, identity, randomUUID());
-    return ctx.repo.readVersion(resourceType, id).then(
-      (current) => current.versionId === versionId,
+    const repo = new GuardedRepository(this.services, identity, readSessionOf(this.services, identity), undefined);
+    return repo.currentVersionWithinCriteria(resourceType, id).then(
+      (current) => current === versionId,
       () => false,
     );
   }
