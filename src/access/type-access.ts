@@ -88,7 +88,8 @@ export function assertRouteAccess(identity: Identity, path: string, query: URLSe
     assertTypeAccess(identity, match[1], false);
     return;
   }
-  if (path === '') {
+  // The base path is also where batch and transaction Bundles are posted: their entries are checked each.
+  if (path === '' && route.interaction === 'search-system') {
     const types = searchedTypes(query);
     if (types.length === 0 && !identity.accessPolicy.resources.some((r) => r.resourceType === '*')) {
       throw errors.forbidden('Your access policy limits the resource types you may search: name them with _type');

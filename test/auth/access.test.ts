@@ -116,4 +116,22 @@ describe('AccessPolicy', () => {
     });
     expect((await gql.json()).errors[0].extensions.resource.issue[0].code).toBe('forbidden');
   });
+
+  it('lets a member post batch and transaction Bundles, checking each entry against the policy', async () => {
+    const admin = api.newProject();
+    const practitioner = await admin.post('/Practitioner', { resourceType: 'Practitioner' });
+    const policy = await admin.post('/AccessPolicy', { resourceType: 'AccessPolicy', name: 'patients', resource: [{ resourceType: 'Patient' }] });
+    const member = await addMemberClient(api, admin, { accessPolicy: `AccessPolicy/${policy.body.id}` });
+    const client = as(admin.projectId, member.token);
+    const batch = await client.post('', {
+      resourceType: 'Bundle',
+      type: 'batch',
+      entry: [{ resource: patientBody(), request: { method: 'POST', url: 'Patient' } }, { request: { method: 'GET', url: `Practitioner/${practitioner.body.id}` } }],
+    });
+    expect(batch.status).toBe(200);
+    expect(batch.body.entry.map((e: { response: { status: string } }) => e.response.status.slice(0, 3))).toEqual(['201', '403']);
+    const transaction = await client.post('', { resourceType: 'Bundle', type: 'transaction', entry: [{ resource: patientBody(), request: { method: 'POST', url: 'Patient' } }] });
+    expect(transaction.status).toBe(200);
+    expect(transaction.body.entry[0].response.status).toMatch(/^201/);
+  });
 });
