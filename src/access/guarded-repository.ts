@@ -96,10 +96,10 @@ export class GuardedRepository implements ResourceRepository {
     assertTypeAccess(this.who, resourceType, false);
     assertScope(this.who, resourceType, 'r');
     this.assertJoinable(resourceType);
-    const version = await this.store.readVersion(resourceType, id);
+    let version = await this.store.readVersion(resourceType, id);
     // Each check is awaited only when it has work to do: most reads have neither.
-    const criteria = this.assertWithinCriteria(resourceType, id, 'r');
-    if (criteria) await criteria;
+    const judged = this.versionWithinCriteria(resourceType, id, 'r');
+    if (judged) version = await this.judgedVersion(version, await judged);
     const botCode = this.assertNotBotCode(resourceType, id);
     if (botCode) await botCode;
     return mayHoldSecrets(resourceType) ? (await withClientSecrets(this.services, this.who, [version]))[0] : version;
@@ -131,8 +131,8 @@ export class GuardedRepository implements ResourceRepository {
   async readVersions(keys: readonly ReadKey[]): Promise<Map<string, StoredVersion>> {
     const reader = this.as('r');
     const found = await this.store.readVersions(keys.filter((key) => policyAllowsType(reader, key.resourceType)));
-    for (const hidden of await this.outsideCriteria([...found.values()], reader)) found.delete(keyOf(hidden));
-    const shown = await withClientSecrets(this.services, this.who, await withoutBotCode(this.primary, this.who, [...found.values()]));
+    const within = await this.asJudgedWithinCriteria([...found.values()], reader);
+    const shown = await withClientSecrets(this.services, this.who, await withoutBotCode(this.primary, this.who, within));
     return new Map(shown.map((version) => [keyOf(version), version]));
   }
 
@@ -362,11 +362,33 @@ export class GuardedRepository implements ResourceRepository {
    * resource of another project is. The check is the search engine's, so it cannot disagree with it.
    */
   private assertWithinCriteria(resourceType: string, id: string, permission: Permission, from: 'reader' | 'primary' = 'reader'): Promise<void> | undefined {
+    return this.versionWithinCriteria(resourceType, id, permission, from)?.then(() => undefined);
+  }
+
+  /**
+   * The versionId of the resource's current version as the criteria search saw it, when the
+   * caller's criteria narrow the type (else undefined, with nothing to wait for); not found when
+   * outside them.
+   */
+  private versionWithinCriteria(resourceType: string, id: string, permission: Permission, from: 'reader' | 'primary' = 'reader'): Promise<string> | undefined {
     const who = this.as(permission);
     if (!policyCriteria(who, resourceType)) return undefined;
     return this.idsWithinCriteria(who, resourceType, [id], from).then((within) => {
-      if (!within.has(id)) throw errors.notFound(`${resourceType}/${id} not found`);
+      const versionId = within.get(id);
+      if (versionId === undefined) throw errors.notFound(`${resourceType}/${id} not found`);
+      return versionId;
     });
+  }
+
+  /**
+   * The version the criteria were judged on. A write committed between reading the current version
+   * and searching makes them differ: answering the version read would show one the criteria may
+   * exclude. Versions never change once written, so the judged one is read by its id, from the
+   * primary (a replica may not have replayed it yet).
+   */
+  private async judgedVersion(read: StoredVersion, judgedVersionId: string): Promise<StoredVersion> {
+    if (read.versionId === judgedVersionId) return read;
+    return this.store.readHistoryVersion(read.resourceType, read.id, judgedVersionId, 'primary');
   }
 
   /** The versions outside the AccessPolicy criteria of their type (one search per type that has criteria). */
@@ -381,9 +403,27 @@ export class GuardedRepository implements ResourceRepository {
     return outside;
   }
 
-  /** Which of `ids` meet the policy's criteria for `type`: the search engine decides, as for single reads. */
-  private async idsWithinCriteria(who: Identity, type: string, ids: readonly string[], from: 'reader' | 'primary' = 'reader'): Promise<Set<string>> {
-    const within = new Set<string>();
+  /** Of current versions read, those within the reader's criteria, each as its criteria search judged it (see judgedVersion). */
+  private async asJudgedWithinCriteria(versions: readonly StoredVersion[], who: Identity): Promise<StoredVersion[]> {
+    const judged: StoredVersion[] = [];
+    for (const type of new Set(versions.map((version) => version.resourceType))) {
+      const ofType = versions.filter((version) => version.resourceType === type);
+      if (!policyCriteria(who, type)) {
+        judged.push(...ofType);
+        continue;
+      }
+      const within = await this.idsWithinCriteria(who, type, ofType.map((version) => version.id));
+      for (const version of ofType) {
+        const versionId = within.get(version.id);
+        if (versionId !== undefined) judged.push(await this.judgedVersion(version, versionId));
+      }
+    }
+    return judged;
+  }
+
+  /** Which of `ids` meet the policy's criteria for `type`, each with the versionId the search judged: the search engine decides, as for single reads. */
+  private async idsWithinCriteria(who: Identity, type: string, ids: readonly string[], from: 'reader' | 'primary' = 'reader'): Promise<Map<string, string>> {
+    const within = new Map<string, string>();
     const chunkSize = Math.min(MAX_COUNT, this.services.config.searchMaxOrValues);
     for (let start = 0; start < ids.length; start += chunkSize) {
       const chunk = ids.slice(start, start + chunkSize);
@@ -391,7 +431,7 @@ export class GuardedRepository implements ResourceRepository {
         ['_id', chunk.join(',')],
         ['_count', String(chunk.length)],
       ]);
-      for (const row of result.matches) within.add(row.id);
+      for (const row of result.matches) within.set(row.id, row.versionId);
     }
     return within;
   }

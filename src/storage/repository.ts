@@ -52,8 +52,8 @@ export class Repository implements ResourceRepository {
     return parseStored(await this.readVersion(resourceType, id));
   }
 
-  readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
-    return reads.readVersionOf(this.ctx, resourceType, id, versionId);
+  readHistoryVersion(resourceType: string, id: string, versionId: string, from: 'reader' | 'primary' = 'reader'): Promise<StoredVersion> {
+    return reads.readVersionOf(this.ctx, resourceType, id, versionId, from);
   }
 
   history(resourceType: string | undefined, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {

@@ -79,9 +79,9 @@ export async function readVersionTexts(ctx: StoreContext, versions: readonly Ver
   return texts;
 }
 
-export function readVersionOf(ctx: StoreContext, resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
+export function readVersionOf(ctx: StoreContext, resourceType: string, id: string, versionId: string, from: 'reader' | 'primary'): Promise<StoredVersion> {
   assertType(resourceType);
-  return readHistoryVersion(ctx.reader().db, ctx.identity, resourceType, id, versionId);
+  return readHistoryVersion(from === 'primary' ? ctx.db : ctx.reader().db, ctx.identity, resourceType, id, versionId);
 }
 
 /** History of one resource (id given), a whole type, or every type (no type) in the caller's project, newest first. */
