@@ -3,6 +3,7 @@ import type { Database, QueryOptions, Row, SqlExecutor } from '../db/database.js
 import type { Lsn, Reader, Replica, ReplicaSet } from '../db/replicas.js';
 import { ALL_KEYS, type InvalidationBus } from './invalidation.js';
 import { isClientClosed } from '../db/cancellation.js';
+import { OperationOutcomeError } from '../fhir/outcome.js';
 import { isLostConnection, sqlStateOf } from '../db/sql-state.js';
 
 /**
@@ -175,7 +176,8 @@ class RoutedSession implements ReadSession {
  * A replica's reads. A statement the replica could not run as such (no connection, a server
  * shutting down, a recovery conflict, a table a migration has not brought to it yet) runs on the
  * primary instead; without a connection the replica is also skipped until a poll reaches it again.
- * An error of the statement itself (bad input, a statement timeout) is the caller's, as on the primary.
+ * An error of the statement itself (bad input, a statement timeout) is the caller's, as on the
+ * primary: running it there again would only double its cost.
  */
 class FallingBack implements SqlExecutor {
   constructor(
@@ -204,13 +206,25 @@ class FallingBack implements SqlExecutor {
 const UNREACHABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TlsConnectionError', 'TooManyConnections']);
 
 /**
+ * SQLSTATEs only a replica gives our statements: a recovery conflict cancelled it (40001: reads
+ * here are never serializable), or it has not replayed a migration yet (undefined table, column
+ * or function).
+ */
+const REPLICA_ONLY_STATES = new Set(['40001', '42P01', '42703', '42883']);
+
+/**
  * What a replica's error says: `statement` for PostgreSQL refusing the statement as it would on
- * the primary; `unreachable` for no connection (or SQLSTATE classes 08, 53, 57P: connection,
- * resources, server shutting down); `replica` for anything else the replica alone may cause.
+ * the primary, or an answer already made for the client (a statement timeout's 503);
+ * `unreachable` for no connection (or SQLSTATE classes 08, 53, 57P: connection, resources, server
+ * shutting down); `replica` for anything else the replica alone may cause.
  */
 function replicaFailure(error: unknown): 'statement' | 'unreachable' | 'replica' {
+  if (error instanceof OperationOutcomeError) return 'statement';
   const state = sqlStateOf(error);
-  if (state !== undefined) return /^(08|53|57P)/.test(state) ? 'unreachable' : 'statement';
+  if (state !== undefined) {
+    if (/^(08|53|57P)/.test(state)) return 'unreachable';
+    return REPLICA_ONLY_STATES.has(state) ? 'replica' : 'statement';
+  }
   const kind = (error as { cause?: { kind?: unknown } } | undefined)?.cause?.kind;
   // The adapter's kinds for no connection; pg's own errors (statements sent straight to the pool) say it otherwise.
   return (typeof kind === 'string' && UNREACHABLE_KINDS.has(kind)) || isLostConnection(error) ? 'unreachable' : 'replica';

@@ -87,6 +87,25 @@ if (!primaryUrl || !replicaUrl) {
       await replica.query('SELECT pg_wal_replay_pause()');
     }
 
+    /**
+     * The resource table locked on the replica only: a lock taken on the primary is replayed, then
+     * replay pauses and the primary lets it go. Statements on the replica that read resources wait
+     * until the replay resumes (afterEach).
+     */
+    async function lockedOnReplicaOnly(): Promise<void> {
+      const locker = new pg.Client({ connectionString: primaryUrl });
+      await locker.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE resource IN ACCESS EXCLUSIVE MODE');
+        const held = "SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'resource'::regclass AND mode = 'AccessExclusiveLock'";
+        await eventually(async () => (await replica.query(held)).rows[0].n, 1, 10_000);
+        await replica.query('SELECT pg_wal_replay_pause()');
+      } finally {
+        await locker.query('ROLLBACK').finally(() => locker.end());
+      }
+    }
+
     /** Two Logins (two tokens) of one project's client. */
     async function twoLogins(server: TestServer): Promise<[ProjectClient, ProjectClient]> {
       const first = server.newProject();
@@ -212,6 +231,18 @@ if (!primaryUrl || !replicaUrl) {
       await relay.cut();
       expect((await other.get(`/Patient/${created.body.id}`)).status).toBe(200);
       expect(server.server.services.readRouting!.replicas.replicas.map((replica) => replica.reachable)).toEqual([false]);
+    });
+
+    it('answers a statement timeout on the replica as the client\'s 503, without running the statement again on the primary', async () => {
+      const server = await useTestServer(replicaEnv(replicaUrl, { STATEMENT_TIMEOUT_MS: '300' }));
+      const [writer, other] = await twoLogins(server);
+      const created = await writer.post('/Patient', patientBody());
+      await server.server.services.readRouting!.replicas.poll();
+      await lockedOnReplicaOnly();
+      const found = await other.get(`/Patient?_id=${created.body.id}`);
+      expect(found.status).toBe(503);
+      expect(found.headers.get('retry-after')).toBe('1');
+      expect(found.body.issue[0].code).toBe('timeout');
     });
 
     it('skips a replica that is down among several', async () => {
