@@ -27,11 +27,19 @@ function daysInMonth(year: number, month: number): number {
   return new Date(utc(year, month, 0)).getUTCDate();
 }
 
-/** ISO instant, or undefined outside years 0000-9999 (which PostgreSQL and ISO strings disagree on). */
+/** The first and last instants of years 0001-9999, the years FHIR dates have. */
+const FIRST_MS = utc(1, 0, 1);
+const LAST_MS = utc(10000, 0, 1) - 1;
+
+/**
+ * ISO instant, held within years 0001-9999. A time zone can carry a valid FHIR dateTime out of
+ * them (`0001-01-01T00:00:00+14:00` is 0000-12-31 in UTC): PostgreSQL refuses year 0000 ("date/time
+ * field value out of range") and ISO strings write year 10000 as `+010000`, which it cannot read.
+ * Held at the edge, such a value is off by at most the offset, in years no record dates from.
+ */
 function iso(ms: number): string | undefined {
   if (!Number.isFinite(ms)) return undefined;
-  const text = new Date(ms).toISOString();
-  return text.length === 24 ? text : undefined;
+  return new Date(Math.min(Math.max(ms, FIRST_MS), LAST_MS)).toISOString();
 }
 
 function offsetMinutes(zone: string | undefined): number {
@@ -53,6 +61,8 @@ export function dateRange(text: string): DateRange | undefined {
   if (!match) return undefined;
   const [, y, mo, d, h, mi, s, fraction, zone] = match;
   const year = Number(y);
+  // FHIR's date pattern has no year 0000 (nor has PostgreSQL: 1 BC comes before 1 AD).
+  if (year === 0) return undefined;
   const month = mo === undefined ? 1 : Number(mo);
   const day = d === undefined ? 1 : Number(d);
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;

@@ -200,6 +200,26 @@ describe('date parameters', () => {
     expectInvalid(await p.get('/Patient?birthdate=2024-13'), 'birthdate');
     expectInvalid(await p.get('/Patient?birthdate=xx2024'), 'birthdate');
   });
+
+  it('year 0000 is no FHIR date: 400 naming the parameter, with any prefix and in a composite', async () => {
+    const p = api.newProject();
+    for (const query of ['/Patient?birthdate=0000', '/Observation?date=lt0000-06', '/Observation?code-value-date=8867-4$ge0000']) {
+      const res = await p.get(query);
+      expectInvalid(res, '0000');
+      expect(res.body.issue[0].expression).toEqual([query.slice(query.indexOf('?') + 1, query.indexOf('='))]);
+    }
+  });
+
+  it('dateTimes whose time zone carries them out of years 0001-9999 are stored and found', async () => {
+    const p = api.newProject();
+    // 0000-12-31T10:00Z and 10000-01-01T13:59:59Z in UTC.
+    const first = await create(p, observation({ effectiveDateTime: '0001-01-01T00:00:00+14:00' }));
+    const last = await create(p, observation({ effectiveDateTime: '9999-12-31T23:59:59-14:00' }));
+    expect(await found(p, '/Observation?date=lt0001-01-02')).toEqual([first]);
+    expect(await found(p, '/Observation?date=ge9999-12-31')).toEqual([last]);
+    expect(await found(p, '/Observation?date=le0001-01-01T00:00:00%2B14:00')).toEqual([first]);
+    expect(await found(p, '/Observation?date=ge9999-12-31T23:59:59-14:00')).toEqual([last]);
+  });
 });
 
 describe('number and quantity parameters', () => {
