@@ -1,6 +1,6 @@
 import { errors } from '../fhir/outcome.js';
 import type { RequestContext } from '../operations/context.js';
-import { search, searchServicesFor, type SearchRow } from '../search/service.js';
+import { checkSearchSize, search, searchServicesFor, type SearchRow } from '../search/service.js';
 
 /**
  * The search of a conditional interaction (http.html 3.1.0.8-3.1.0.10): `If-None-Exist`, a
@@ -52,6 +52,9 @@ export async function onlyMatch(ctx: RequestContext, resourceType: string, crite
 
 /** onlyMatch under the criteria's lock (lockCriteria), inside the caller's transaction: what a conditional write decides by. */
 export async function lockedMatch(tx: RequestContext, resourceType: string, criteria: [string, string][]): Promise<SearchRow | undefined> {
+  // The lock's key is the criteria's text, sent before the search would check them: a NUL in it
+  // (which PostgreSQL text cannot hold) failed the statement with a 500, not the search's 400.
+  checkSearchSize(criteria, tx.config);
   await lockCriteria(tx, resourceType, criteria);
   return onlyMatch(tx, resourceType, criteria);
 }

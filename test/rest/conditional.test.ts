@@ -224,6 +224,42 @@ describe('conditional delete (DELETE [type]?search)', () => {
   });
 });
 
+describe('conditional criteria holding a NUL (U+0000)', () => {
+  /** The search's own refusal: 400 `invalid` naming the parameter. */
+  function expectNulRefused(res: { status: number; body: any; text: string }): void {
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.resourceType).toBe('OperationOutcome');
+    expect(res.body.issue[0].code).toBe('invalid');
+    expect(res.body.issue[0].details.text).toContain('NUL');
+    expect(res.body.issue[0].expression).toEqual(['identifier']);
+  }
+
+  it('are refused with 400 by conditional update, patch and delete, and the match is left as it was', async () => {
+    const client = api.newProject();
+    const mrn = randomUUID();
+    const patient = await patientWithMrn(client, mrn);
+    const criteria = `/Patient?identifier=${MRN}|${mrn}%00`;
+    expectNulRefused(await client.put(criteria, patientBody({ identifier: [{ system: MRN, value: mrn }] })));
+    expectNulRefused(await client.patch(criteria, [{ op: 'replace', path: '/gender', value: 'female' }]));
+    expectNulRefused(await client.delete(criteria));
+    const read = await client.get(`/Patient/${patient.id}`);
+    expect(read.body.meta.versionId).toBe(patient.meta.versionId);
+  });
+
+  it('are refused with 400 in a transaction entry, which writes nothing', async () => {
+    const client = api.newProject();
+    const mrn = randomUUID();
+    const entry = (ifNoneExist: string) => ({
+      request: { method: 'POST', url: 'Patient', ifNoneExist },
+      resource: patientBody({ identifier: [{ system: MRN, value: mrn }] }),
+    });
+    const res = await client.post('', { resourceType: 'Bundle', type: 'transaction', entry: [entry(`identifier=${MRN}|other`), entry(`identifier=${MRN}|${mrn}%00`)] });
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.issue[0].details.text).toContain('NUL');
+    expect(await countByMrn(client, mrn)).toBe(0);
+  });
+});
+
 describe('CapabilityStatement', () => {
   it('states conditional create, update and delete, and the batch and transaction interactions', async () => {
     const res = await api.newProject().get('/metadata');
