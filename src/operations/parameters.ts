@@ -1,6 +1,6 @@
 import { errors } from '../fhir/outcome.js';
 import { isRecord, type Resource } from '../fhir/types.js';
-import { getPrimitiveType } from '../validation/primitives.js';
+import { getPrimitiveType, unstorableTextProblem } from '../validation/primitives.js';
 import { validateResource } from '../validation/validator.js';
 import {
   isOpenType,
@@ -237,7 +237,9 @@ export function checkValue(value: unknown, type: string): string | undefined {
   const primitive = getPrimitiveType(type);
   if (primitive) {
     if (typeof value !== primitive.json) return `expected ${primitive.expected}, got ${JSON.stringify(value)}`;
-    const problem = primitive.check(value as never);
+    // A query string's values are checked only here (a body's strings by the validator too): a
+    // NUL passed the uri and code patterns and failed the operation's SQL with a 500.
+    const problem = (typeof value === 'string' ? unstorableTextProblem(value) : undefined) ?? primitive.check(value as never);
     return problem ? `${JSON.stringify(value)} is not a valid ${type}: ${problem}` : undefined;
   }
   if (!isRecord(value)) return `expected a ${type} object, got ${JSON.stringify(value)}`;
