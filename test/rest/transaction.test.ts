@@ -207,6 +207,22 @@ describe('transaction', () => {
     expect(res.body.issue[0].details.text).toContain('Bundle.entry[0] and Bundle.entry[1]');
   });
 
+  it('refuses two conditional creates with the same criteria, naming both, and creates nothing', async () => {
+    const client = api.newProject();
+    const mrn = randomUUID();
+    const create = (ifNoneExist: string): Entry => ({
+      request: { method: 'POST', url: 'Patient', ifNoneExist },
+      resource: patientBody({ identifier: [{ system: MRN, value: mrn }] }),
+    });
+    // The second in the `Type?search` form some clients send: the same criteria.
+    const res = await post(client, [create(`identifier=${MRN}|${mrn}`), create(`Patient?identifier=${MRN}|${mrn}`)]);
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.issue[0].code).toBe('invalid');
+    expect(res.body.issue[0].details.text).toContain('Bundle.entry[0] and Bundle.entry[1] both write Patient?identifier=');
+    expect(res.body.issue[0].expression).toEqual(['Bundle.entry[1]']);
+    expect((await client.get(`/Patient?identifier=${MRN}|${mrn}&_total=accurate`)).body.total).toBe(0);
+  });
+
   it('refuses a reference to a urn:uuid that no entry defines', async () => {
     const missing = urn();
     const res = await post(api.newProject(), [{ request: { method: 'POST', url: 'Observation' }, resource: observation(missing) }]);

@@ -93,7 +93,7 @@ function assertOneWritePerResource(entries: readonly PlannedEntry[]): void {
   const writers = new Map<string, number>();
   for (const { index, request, fullUrl } of entries) {
     if (request.method === 'GET' || request.method === 'HEAD') continue;
-    const targets = [request.method === 'POST' ? undefined : request.path + (request.query.size > 0 ? `?${request.query}` : ''), fullUrl];
+    const targets = [writeTarget(request), fullUrl];
     for (const target of targets) {
       if (target === undefined) continue;
       const earlier = writers.get(target);
@@ -103,6 +103,18 @@ function assertOneWritePerResource(entries: readonly PlannedEntry[]): void {
       writers.set(target, index);
     }
   }
+}
+
+/**
+ * What a write entry names by its URL: `Patient/1`, or `Patient?identifier=x` for a conditional
+ * update and for a conditional create (its ifNoneExist), which both write the one match or a new
+ * resource. Two conditional creates with the same criteria each searched before either wrote, and
+ * both created. A plain create names a resource of its own: none.
+ */
+function writeTarget(request: BundleEntryRequest['request']): string | undefined {
+  if (request.method !== 'POST') return request.path + (request.query.size > 0 ? `?${request.query}` : '');
+  const ifNoneExist = request.header('if-none-exist');
+  return ifNoneExist === undefined ? undefined : `${request.path}?${searchOfHeader(ifNoneExist)}`;
 }
 
 /**
