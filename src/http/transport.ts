@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import { getRequestListener, type HttpBindings } from '@hono/node-server';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { answerClientError } from './client-errors.js';
 
 type FetchHandler = (request: Request, bindings: HttpBindings) => Response | Promise<Response>;
 
@@ -40,6 +41,7 @@ export function listenHttp(handlers: HttpHandlers, port: number, limits: SlowCli
     },
     listener,
   );
+  server.on('clientError', answerClientError);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '0.0.0.0', () => resolve(server));
