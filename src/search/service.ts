@@ -9,7 +9,7 @@ import { searchTotal } from './total.js';
 import { searchWithBuiltins } from './with-builtins.js';
 import { withoutBotCode } from '../storage/bot-code.js';
 
-export { DEFAULT_COUNT, MAX_COUNT, MAX_OFFSET, MIN_CURSOR_COUNT, parseOffset } from './plan/control.js';
+export { DEFAULT_COUNT, MAX_COUNT, MAX_OFFSET, MIN_CURSOR_COUNT, parseOffset, wholeNumber } from './plan/control.js';
 export type { Paging, SearchOptions, SearchResult, SearchRow, SearchTotal } from './result.js';
 export { checkSearchSize } from './plan/limits.js';
 export { searchServicesFor, type SearchContext, type SearchServices, type SearchServicesOptions } from './search-services.js';

@@ -27,6 +27,13 @@ describe('history _offset', () => {
     expect(text).toContain('_cursor');
   });
 
+  it('refuses a _count or _offset that is not digits only (0x10, 1e3, +5) with 400', async () => {
+    for (const value of ['0x10', '1e3', '+5']) {
+      await refused(`/Patient/_history?_count=${value}`, '_count');
+      await refused(`/_history?_offset=${value}`, '_offset');
+    }
+  });
+
   it('accepts an _offset of 10000', async () => {
     const res = await api.newProject().get('/_history?_offset=10000');
     expect(res.status, res.text).toBe(200);

@@ -61,6 +61,17 @@ describe('_count', () => {
     expectInvalid(await p.get('/Patient?_count=abc'), '_count');
     expectInvalid(await p.get('/Patient?_count=-1'), '_count');
   });
+
+  it('_count and _offset take digits only: hexadecimal, exponents, signs and spaces give 400', async () => {
+    const p = api.newProject();
+    for (const value of ['0x10', '1e3', '+5', '%2010', '1.0']) {
+      for (const name of ['_count', '_offset']) {
+        const res = await p.get(`/Patient?${name}=${value}`);
+        expectInvalid(res, name);
+        expect(res.body.issue[0].expression).toEqual([name]);
+      }
+    }
+  });
 });
 
 describe('_offset', () => {

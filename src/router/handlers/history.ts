@@ -1,7 +1,7 @@
 import type { RequestContext } from '../../operations/context.js';
 import { errors } from '../../fhir/outcome.js';
 import type { BundleLink } from '../../fhir/types.js';
-import { parseOffset } from '../../search/service.js';
+import { parseOffset, wholeNumber } from '../../search/service.js';
 import type { HistoryOptions, HistoryPage } from '../../storage/types.js';
 import { historyBundle, offsetLinks } from '../bundle.js';
 import { assertJsonAcceptable } from '../negotiation.js';
@@ -84,7 +84,7 @@ function cursorLinks(base: string, query: URLSearchParams, count: number, page: 
 function intParam(query: URLSearchParams, name: string, fallback: number, min: number): number {
   const raw = query.get(name);
   if (raw === null) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw errors.invalid(`${name} must be an integer >= ${min}, not "${raw}"`, name);
+  const value = wholeNumber(raw);
+  if (value === undefined || value < min) throw errors.invalid(`${name} must be an integer >= ${min}, not "${raw}"`, name);
   return value;
 }

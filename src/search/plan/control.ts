@@ -89,10 +89,18 @@ export function orderedWhenUnfiltered(control: ResultControl, typeList: readonly
   return { ...control, sort: [{ code: '_lastUpdated', descending: false }] };
 }
 
+/**
+ * A count written as FHIR writes an unsigned integer, digits only; undefined otherwise. `Number()`
+ * alone read `0x10` as 16, and `1e3`, ` 10` and `+5` as numbers too.
+ */
+export function wholeNumber(raw: string): number | undefined {
+  return /^[0-9]+$/.test(raw) ? Number(raw) : undefined;
+}
+
 function parseCount(raw: string | undefined): number {
   if (raw === undefined) return DEFAULT_COUNT;
-  const value = Number(raw);
-  if (raw.trim() === '' || !Number.isInteger(value) || value < 0) {
+  const value = wholeNumber(raw);
+  if (value === undefined) {
     throw errors.invalid(`_count must be an integer from 0 to ${MAX_COUNT}, not "${raw}"`, '_count');
   }
   return Math.min(value, MAX_COUNT);
@@ -101,8 +109,8 @@ function parseCount(raw: string | undefined): number {
 /** `_offset`: 0 to MAX_OFFSET (history takes the same rule). */
 export function parseOffset(raw: string | undefined): number {
   if (raw === undefined) return 0;
-  const value = Number(raw);
-  if (raw.trim() === '' || !Number.isInteger(value) || value < 0) {
+  const value = wholeNumber(raw);
+  if (value === undefined) {
     throw errors.invalid(`_offset must be an integer from 0 to ${MAX_OFFSET}, not "${raw}"`, '_offset');
   }
   if (value > MAX_OFFSET) {
