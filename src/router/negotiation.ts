@@ -112,6 +112,6 @@ export function preferReturn(header: string | null | undefined): PreferReturn {
 export function parseIfMatch(header: string | null | undefined): string | undefined {
   if (!header) return undefined;
   const version = versionOfTag(header);
-  if (version === undefined) throw errors.invalid(`Malformed If-Match header "${header}": use W/"<versionId>"`);
+  if (version === undefined) throw errors.invalid(`Malformed If-Match header "${header}": use W/"<versionId>"`, 'If-Match');
   return version;
 }

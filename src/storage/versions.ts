@@ -1,4 +1,5 @@
 import { toInstant } from '../db/database.js';
+import { ANY_VERSION } from '../fhir/etag.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import type { StoredVersion } from './types.js';
@@ -55,7 +56,7 @@ export function parseStored(version: StoredVersion): Resource {
 
 /** If-Match: the version the client last read must still be the current one (412 otherwise). */
 export function checkVersion(current: { versionId: string }, options: { ifMatch?: string }, resourceType: string, id: string): void {
-  if (options.ifMatch !== undefined && options.ifMatch !== current.versionId) {
+  if (options.ifMatch !== undefined && options.ifMatch !== ANY_VERSION && options.ifMatch !== current.versionId) {
     throw errors.preconditionFailed(
       `${resourceType}/${id} is at version ${current.versionId}, not ${options.ifMatch}: read it again and retry`,
     );

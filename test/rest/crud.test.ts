@@ -217,6 +217,34 @@ describe('update', () => {
     expect((await client.get(`/Patient/${created.body.id}`)).body.gender).toBe('female');
   });
 
+  it('refuses an If-Match tag cut short (W/"1) with 400 naming If-Match, and changes nothing', async () => {
+    const client = api.newProject();
+    const created = await client.post('/Patient', patientBody());
+    const version = created.body.meta.versionId as string;
+    for (const ifMatch of [`W/"${version}`, `${version}"`]) {
+      const update = await client.put(`/Patient/${created.body.id}`, { ...created.body, gender: 'other' }, { 'If-Match': ifMatch });
+      const patch = await client.patch(`/Patient/${created.body.id}`, [{ op: 'replace', path: '/gender', value: 'other' }], { 'If-Match': ifMatch });
+      const removal = await client.delete(`/Patient/${created.body.id}`, { 'If-Match': ifMatch });
+      for (const res of [update, patch, removal]) {
+        expect(res.status, res.text).toBe(400);
+        expect(res.body.issue[0]).toMatchObject({ code: 'invalid', expression: ['If-Match'] });
+        expect(res.body.issue[0].details.text).toContain('Malformed If-Match');
+      }
+    }
+    expect((await client.get(`/Patient/${created.body.id}`)).body.meta.versionId).toBe(version);
+  });
+
+  it('takes If-Match: * as whatever version is current, and refuses it for a resource that does not exist', async () => {
+    const client = api.newProject();
+    const created = await client.post('/Patient', patientBody());
+    const res = await client.put(`/Patient/${created.body.id}`, { ...created.body, gender: 'female' }, { 'If-Match': '*' });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.gender).toBe('female');
+    const absent = await client.put('/Patient/never-written', { ...patientBody(), id: 'never-written' }, { 'If-Match': '*' });
+    expect(absent.status, absent.text).toBe(412);
+    expect((await client.get('/Patient/never-written')).status).toBe(404);
+  });
+
   it('accepts a current If-Match', async () => {
     const client = api.newProject();
     const created = await client.post('/Patient', patientBody());
