@@ -34,6 +34,9 @@ export async function inviteUser(auth: AuthService, identity: Identity, projectI
     const value = body[name];
     if (value === undefined && !required) return undefined;
     if (typeof value !== 'string' || value.trim() === '') throw errors.invalid(`"${name}" must be a non-empty string`, name);
+    // externalId is locked on before anything is validated: a NUL (which PostgreSQL text cannot
+    // hold) failed that statement with a 500.
+    if (value.includes('\0')) throw errors.invalid(`"${name}" holds a NUL character (U+0000)`, name);
     return value;
   };
   const resourceType = str('resourceType', true)!;

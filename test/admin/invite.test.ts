@@ -82,6 +82,19 @@ describe('POST /admin/projects/{id}/invite', () => {
     expect(bad.body.issue[0].code).toBe('invalid');
   });
 
+  it('refuses a NUL (U+0000) in a field with 400 naming it, and writes nothing', async () => {
+    const admin = api.newProject();
+    const token = await admin.token();
+    const externalId = `auth0|${randomUUID()}`;
+    for (const [field, value] of [['externalId', `${externalId}\u0000`], ['lastName', 'Love\u0000lace']]) {
+      const res = await invite(admin.projectId, token, { resourceType: 'Practitioner', firstName: 'Ada', lastName: 'Lovelace', externalId, [field]: value });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.issue[0]).toMatchObject({ code: 'invalid', expression: [field] });
+      expect(res.body.issue[0].details.text).toContain('NUL');
+    }
+    expect(await find(`Practitioner?_project=${admin.projectId}&name=Lovelace`)).toEqual([]);
+  });
+
   it('makes one User and one membership of concurrent invites of one email and externalId; the others get 409', async () => {
     const admin = api.newProject();
     const token = await admin.token();

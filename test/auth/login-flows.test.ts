@@ -46,6 +46,16 @@ describe('authorization code with PKCE', () => {
     expect(res.body.issue[0].code).toBe('login');
   });
 
+  it('refuses a /auth/login body that is JSON but no object with 400 invalid', async () => {
+    for (const body of [null, ['a@example.com', 'x'], 'a@example.com']) {
+      const res = await sendJson(api, 'POST', '/auth/login', body);
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.resourceType).toBe('OperationOutcome');
+      expect(res.body.issue[0].code).toBe('invalid');
+      expect(res.body.issue[0].details.text).toBe('Send a JSON object with email and password');
+    }
+  });
+
   it('serves /oauth2/authorize: a sign-in form, then a redirect with code and state', async () => {
     const admin = api.newProject();
     const app = await admin.post('/ClientApplication', {

@@ -9,6 +9,7 @@ import { checkAuthFields } from '../../auth/request-fields.js';
 import { randomSecret, sha256Base64Url } from '../../auth/secrets.js';
 import type { AuthService } from '../../auth/service.js';
 import { clientAddress } from '../client-address.js';
+import { jsonObject } from './json-object.js';
 import { TokenError } from '../../auth/tokens.js';
 import { SIGNING_ALGORITHM } from '../../auth/keys.js';
 import { grantScope } from '../../auth/scope-grant.js';
@@ -156,12 +157,7 @@ export async function logoutHandler(c: HonoContext): Promise<Response> {
  */
 export async function loginHandler(c: HonoContext): Promise<Response> {
   const auth = c.get('services').auth;
-  let body: Record<string, unknown>;
-  try {
-    body = (await c.req.json()) as Record<string, unknown>;
-  } catch {
-    throw errors.invalid('Send a JSON body with email and password');
-  }
+  const body = await jsonObject(c, 'email and password');
   const str = (name: string) => (typeof body[name] === 'string' ? (body[name] as string) : undefined);
   const email = str('email');
   const password = str('password');

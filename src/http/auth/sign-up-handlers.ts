@@ -3,6 +3,7 @@ import type { AuthService } from '../../auth/service.js';
 import { errors } from '../../fhir/outcome.js';
 import type { HonoContext } from '../route.js';
 import { asOutcome, loginCodeChallenge } from './endpoints.js';
+import { jsonObject } from './json-object.js';
 import { clientAddress } from '../client-address.js';
 
 /**
@@ -65,17 +66,6 @@ async function finishSignUp(
 
 function refuseWhenSignUpOff(c: HonoContext): void {
   if (!c.get('services').config.allowSignUp) throw errors.notFound('Sign-up is not enabled on this server (ALLOW_SIGN_UP)');
-}
-
-async function jsonObject(c: HonoContext, expected: string): Promise<Record<string, unknown>> {
-  let body: unknown;
-  try {
-    body = await c.req.json();
-  } catch {
-    throw errors.invalid(`Send a JSON object with ${expected}`);
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.invalid(`Send a JSON object with ${expected}`);
-  return body as Record<string, unknown>;
 }
 
 function requiredString(body: Record<string, unknown>, name: string): string {
