@@ -1,5 +1,6 @@
 import { versionOfTag } from '../fhir/etag.js';
 import { errors } from '../fhir/outcome.js';
+import type { FhirRequest } from './types.js';
 
 export const FHIR_JSON = 'application/fhir+json';
 const JSON_TYPES = new Set(['application/fhir+json', 'application/json', 'application/json+fhir']);
@@ -46,6 +47,14 @@ export function assertJsonAcceptable(format: string | null, accept: string | nul
   if (!acceptsFhirJson(parseAccept(accept))) {
     throw errors.notAcceptable(`Accept: ${accept} cannot be satisfied: this server returns application/fhir+json`);
   }
+}
+
+/**
+ * assertJsonAcceptable for a request's `_format` and Accept. Writes check it before they write: a
+ * create asking for XML was made, and answered in JSON, while a read asking the same got 406.
+ */
+export function assertAnswerAcceptable(req: FhirRequest): void {
+  assertJsonAcceptable(req.query.get('_format'), req.header('accept') ?? null);
 }
 
 const FHIR_JSON_TYPES = new Set(['application/fhir+json', 'application/json+fhir']);

@@ -77,3 +77,31 @@ describe('content types of resource bodies', () => {
     expect(firstIssue(res.body).details.text).toContain('UTF-8');
   });
 });
+
+describe('writes whose answer the client does not accept', () => {
+  const XML = { Accept: 'application/fhir+xml' };
+
+  function expectNotAcceptable(res: { status: number; body: any; text: string }): void {
+    expect(res.status, res.text).toBe(406);
+    expect(res.body.resourceType).toBe('OperationOutcome');
+    expect(firstIssue(res.body).code).toBe('not-supported');
+    expect(firstIssue(res.body).details.text).toContain('application/fhir+json');
+  }
+
+  it('are refused with 406 before anything is written, as reads are', async () => {
+    const client = api.newProject();
+    const id = await newPatientId(client);
+    const version = (await client.get(`/Patient/${id}`)).body.meta.versionId;
+    const marker = `xml-${id}`;
+    expectNotAcceptable(await client.post('/Patient', patientBody({ name: [{ family: marker }] }), XML));
+    expectNotAcceptable(await client.post('/Patient', patientBody({ name: [{ family: marker }] }), { ...XML, 'If-None-Exist': `name=${marker}` }));
+    expectNotAcceptable(await client.put(`/Patient/${id}`, patientBody({ id, gender: 'female' }), XML));
+    expectNotAcceptable(await client.put(`/Patient?_id=${id}`, patientBody({ id, gender: 'female' }), XML));
+    expectNotAcceptable(await client.patch(`/Patient/${id}`, [{ op: 'replace', path: '/gender', value: 'female' }], XML));
+    expectNotAcceptable(await client.delete(`/Patient/${id}`, XML));
+    expectNotAcceptable(await client.delete(`/Patient?_id=${id}`, XML));
+    expectNotAcceptable(await client.post('/Patient?_format=xml', patientBody({ name: [{ family: marker }] })));
+    expect((await client.get(`/Patient/${id}`)).body.meta.versionId).toBe(version);
+    expect((await client.get(`/Patient?name=${marker}&_total=accurate`)).body.total).toBe(0);
+  });
+});

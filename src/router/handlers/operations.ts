@@ -6,7 +6,7 @@ import type { OperationLevel } from '../../operations/definition.js';
 import { assertOperationAccess, assertOperationScopes, invokeOperation } from '../../operations/execute.js';
 import { decodeBody, decodeQuery } from '../../operations/parameters.js';
 import { findOperationDefinition, resolveOperation, type Operation } from '../../operations/registry.js';
-import { assertJsonAcceptable, assertJsonContentType } from '../negotiation.js';
+import { assertAnswerAcceptable, assertJsonContentType } from '../negotiation.js';
 import { optionalJsonBody } from '../request-body.js';
 import { resourceResponse } from '../responses.js';
 import type { FhirRequest, FhirResponse, RouteParams } from '../types.js';
@@ -20,7 +20,7 @@ export function operationHandler(level: OperationLevel) {
   return async (req: FhirRequest, { type, id, op }: RouteParams, ctx: RequestContext): Promise<FhirResponse> => {
     const operation = await resolveWithCustom(ctx, op!.slice(1), level, type);
     const definition = operation.definition;
-    assertJsonAcceptable(req.query.get('_format'), req.header('accept') ?? null);
+    assertAnswerAcceptable(req);
     // What an operation that writes reads decides its writes: from the primary, as they go.
     if (definition.affectsState) ctx.reads.usePrimary();
     const request = { level, resourceType: type, id, ctx, db: ctx.database };
@@ -85,6 +85,6 @@ async function assertInputContentType(req: FhirRequest): Promise<void> {
 export async function operationDefinitionReadHandler(req: FhirRequest, params: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
   const definition = findOperationDefinition(params.id!);
   if (!definition) return readHandler(req, params, ctx);
-  assertJsonAcceptable(req.query.get('_format'), req.header('accept') ?? null);
+  assertAnswerAcceptable(req);
   return resourceResponse(definition);
 }
