@@ -419,3 +419,16 @@ describe('errors and lenient handling', () => {
     expect(res.body.link.find((l: any) => l.relation === 'self').url).not.toContain('nonsense');
   });
 });
+
+describe('system search _type', () => {
+  it('refuses a _type that names no type (empty, or commas only) with 400, rather than searching every type', async () => {
+    const p = api.newProject();
+    await create(p, patient());
+    for (const value of ['', ',', '%20,%20']) {
+      const res = await p.get(`?_type=${value}`);
+      expectInvalid(res, '_type names no resource type');
+      expect(res.body.issue[0].expression).toEqual(['_type']);
+    }
+    expect(matchIds(await p.get('?_type=Patient,'))).toHaveLength(1);
+  });
+});

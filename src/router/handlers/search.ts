@@ -28,11 +28,13 @@ export async function searchPostHandler(req: FhirRequest, { type }: RouteParams,
 
 export async function searchSystemHandler(req: FhirRequest, _params: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
   const params = [...req.query.entries()];
-  const types = params
-    .filter(([name]) => name === '_type')
+  const given = params.filter(([name]) => name === '_type');
+  const types = given
     .flatMap(([, value]) => value.split(','))
     .map((t) => t.trim())
     .filter((t) => t !== '');
+  // Read as absent, `_type=` searched every type: wider than any list the client could have meant.
+  if (given.length > 0 && types.length === 0) throw errors.invalid('_type names no resource type: give one or more, e.g. _type=Patient,Observation', '_type');
   return respond(req, ctx, types.length > 0 ? types : undefined, params, '');
 }
 
