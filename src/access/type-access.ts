@@ -2,6 +2,7 @@ import type { Identity } from '../identity/identity.js';
 import { errors } from '../fhir/outcome.js';
 import { scopeRefusal } from '../identity/scope-access.js';
 import type { Permission } from '../identity/scopes.js';
+import { policyNarrowsSomeType } from '../identity/policy.js';
 
 /**
  * Types only project admins (or super admins) may create, change or delete. A Bot runs as its own
@@ -91,10 +92,22 @@ export function assertRouteAccess(identity: Identity, path: string, query: URLSe
   // The base path is also where batch and transaction Bundles are posted: their entries are checked each.
   if (path === '' && route.interaction === 'search-system') {
     const types = searchedTypes(query);
-    if (types.length === 0 && !identity.accessPolicy.resources.some((r) => r.resourceType === '*')) {
-      throw errors.forbidden('Your access policy limits the resource types you may search: name them with _type');
-    }
+    if (types.length === 0) assertMaySearchEveryType(identity);
     for (const type of types) assertTypeAccess(identity, type, false);
+  }
+}
+
+/**
+ * A system search without `_type` reaches every type, so the policy must allow every type (`*`)
+ * and narrow none: criteria are applied per named type, and a search of no named type would show
+ * the resources outside them.
+ */
+function assertMaySearchEveryType(identity: Identity): void {
+  if (!identity.accessPolicy!.resources.some((r) => r.resourceType === '*')) {
+    throw errors.forbidden('Your access policy limits the resource types you may search: name them with _type');
+  }
+  if (policyNarrowsSomeType(identity)) {
+    throw errors.forbidden('Your access policy narrows resource types by criteria or a compartment: name the types you search with _type');
   }
 }
 

@@ -69,6 +69,17 @@ export function policyCriteria(identity: Identity, resourceType: string): [strin
   return [...criteria.all, ...(criteria.anyOf ?? []).flat()].map(([name, value]) => [name, value]);
 }
 
+/**
+ * Whether the caller's policy narrows some type by criteria or a compartment (a `*` rule's
+ * compartment narrows every type). A search of every type cannot apply per-type criteria, whose
+ * parameters exist on their own type only.
+ */
+export function policyNarrowsSomeType(identity: Identity): boolean {
+  const policy = identity.accessPolicy;
+  if (!policy || identity.superAdmin) return false;
+  return policy.resources.some((rule) => rule.criteria !== undefined || rule.compartment !== undefined);
+}
+
 /** False when the caller's policy does not list the type, or lists it read-only. */
 export function policyAllowsWrite(identity: Identity, resourceType: string): boolean {
   const rule = ruleFor(identity, resourceType);
