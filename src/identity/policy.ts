@@ -1,11 +1,13 @@
-import type { Identity } from './identity.js';
+import type { AccessRule, Identity, PolicyInteraction } from './identity.js';
 import { scopeAllows, scopeCriteria, scopeUseOf, type CriteriaGroup } from './scope-access.js';
 
-/**
+/*
  * The caller's AccessPolicy, read the way search applies it: which types it allows, and the
  * search criteria (`Patient?organization=Organization/123`) that narrow a type.
  */
-function ruleFor(identity: Identity, resourceType: string) {
+
+/** The policy rule for the type: its own, else `*`; null when neither, undefined when no policy applies. */
+export function ruleFor(identity: Identity, resourceType: string): AccessRule | null | undefined {
   const policy = identity.accessPolicy;
   if (!policy || identity.superAdmin) return undefined;
   return (
@@ -15,12 +17,26 @@ function ruleFor(identity: Identity, resourceType: string) {
   );
 }
 
+const READS: readonly PolicyInteraction[] = ['read', 'vread', 'history', 'search'];
+
 /**
- * False when the caller's policy does not list the type (nor `*`), or its SMART scopes do not
- * grant the permission its searches run under (scopeUse) on the type.
+ * Whether a rule grants the interaction: as its `interaction` list says when it has one (Medplum
+ * reads that list alone then, `readonly` included), else every interaction, or the reads when `readonly`.
+ */
+export function ruleAllows(rule: AccessRule, interaction: PolicyInteraction): boolean {
+  if (rule.interactions) return rule.interactions.includes(interaction);
+  return !rule.readonly || READS.includes(interaction);
+}
+
+/**
+ * False when the caller's policy does not let it read the type (no rule for it nor `*`, or one
+ * whose interactions list no read), or its SMART scopes do not grant the permission its searches
+ * run under (scopeUse) on the type. Reads that are no interaction of their own (included
+ * resources, references, chains) need any read interaction.
  */
 export function policyAllowsType(identity: Identity, resourceType: string): boolean {
-  if (ruleFor(identity, resourceType) === null) return false;
+  const rule = ruleFor(identity, resourceType);
+  if (rule === null || (rule && !READS.some((read) => ruleAllows(rule, read)))) return false;
   return !identity.scopes || scopeAllows(identity, resourceType, scopeUseOf(identity));
 }
 
@@ -80,8 +96,8 @@ export function policyNarrowsSomeType(identity: Identity): boolean {
   return policy.resources.some((rule) => rule.criteria !== undefined || rule.compartment !== undefined);
 }
 
-/** False when the caller's policy does not list the type, or lists it read-only. */
+/** False when the caller's policy does not list the type, or lists it read-only or without `update`. */
 export function policyAllowsWrite(identity: Identity, resourceType: string): boolean {
   const rule = ruleFor(identity, resourceType);
-  return rule === undefined || (rule !== null && rule.readonly !== true);
+  return rule === undefined || (rule !== null && ruleAllows(rule, 'update'));
 }

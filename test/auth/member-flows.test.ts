@@ -56,6 +56,14 @@ function expectForbidden(res: { status: number; body: any }, type: string): void
   expect(res.body.issue[0].details.text).toContain(type);
 }
 
+/** Create, update, patch and delete of Observations are 403 naming the type. */
+async function expectObservationWritesRefused(client: ProjectClient, obs: any): Promise<void> {
+  expectForbidden(await client.post('/Observation', { ...obs, id: undefined, meta: undefined }), 'Observation');
+  expectForbidden(await client.put(`/Observation/${obs.id}`, { ...obs, status: 'amended' }), 'Observation');
+  expectForbidden(await client.patch(`/Observation/${obs.id}`, [{ op: 'replace', path: '/status', value: 'amended' }]), 'Observation');
+  expectForbidden(await client.delete(`/Observation/${obs.id}`), 'Observation');
+}
+
 /** Patient allowed, Observation read-only, nothing else. */
 const TYPE_LIST = [{ resourceType: 'Patient' }, { resourceType: 'Observation', readonly: true }];
 /** Patient allowed, Observation narrowed to final ones. */
@@ -85,10 +93,7 @@ describe('a member with a type list and a read-only type', () => {
     const { admin, client } = await memberWith(TYPE_LIST);
     const patient = await created(admin, patientBody());
     const obs = await created(admin, observation(patient.id));
-    expectForbidden(await client.post('/Observation', observation(patient.id)), 'Observation');
-    expectForbidden(await client.put(`/Observation/${obs.id}`, { ...obs, status: 'amended' }), 'Observation');
-    expectForbidden(await client.patch(`/Observation/${obs.id}`, [{ op: 'replace', path: '/status', value: 'amended' }]), 'Observation');
-    expectForbidden(await client.delete(`/Observation/${obs.id}`), 'Observation');
+    await expectObservationWritesRefused(client, obs);
     expect((await admin.get(`/Observation/${obs.id}`)).body.meta.versionId).toBe(obs.meta.versionId);
   });
 
@@ -202,6 +207,64 @@ describe('a member with a type list and a read-only type', () => {
     expect(res.body.entry[0].resource.id).toBe(patient.id);
     expect(res.body.entry[1].resource).toBeUndefined();
     expect(res.body.entry[1].response.outcome.issue[0].details.text).toContain('Practitioner');
+  });
+});
+
+describe("a member whose policy lists interactions (Medplum's AccessPolicy.resource.interaction)", () => {
+  /** Observation to read and search only (Medplum's replacement of `readonly`), Patient to read and create. */
+  const INTERACTIONS = [
+    { resourceType: 'Observation', interaction: ['read', 'vread', 'history', 'search'] },
+    { resourceType: 'Patient', interaction: ['read', 'search', 'create'] },
+  ];
+
+  it('reads and searches what the interactions list', async () => {
+    const { admin, client } = await memberWith(INTERACTIONS);
+    const patient = await created(admin, patientBody());
+    const obs = await created(admin, observation(patient.id));
+    expect((await client.get(`/Observation/${obs.id}`)).status).toBe(200);
+    expect(ids((await client.get(`/Observation?subject=Patient/${patient.id}`)).body)).toEqual([`Observation/${obs.id}`]);
+    expect((await client.get(`/Observation/${obs.id}/_history`)).status).toBe(200);
+    expect((await client.post('/Patient', patientBody())).status).toBe(201);
+  });
+
+  it('refuses writes the interactions do not list (403 naming the type), changing nothing', async () => {
+    const { admin, client } = await memberWith(INTERACTIONS);
+    const patient = await created(admin, patientBody());
+    const obs = await created(admin, observation(patient.id));
+    await expectObservationWritesRefused(client, obs);
+    expectForbidden(await client.put(`/Patient/${patient.id}`, { ...patient, gender: 'female' }), 'Patient');
+    expectForbidden(await client.delete(`/Patient/${patient.id}`), 'Patient');
+    expect((await admin.get(`/Observation/${obs.id}`)).body.meta.versionId).toBe(obs.meta.versionId);
+    expect((await admin.get(`/Patient/${patient.id}`)).body.meta.versionId).toBe(patient.meta.versionId);
+  });
+
+  it('refuses them in batch entries and GraphQL mutations too', async () => {
+    const { admin, client } = await memberWith(INTERACTIONS);
+    const patient = await created(admin, patientBody());
+    const batch = await client.post('', {
+      resourceType: 'Bundle',
+      type: 'batch',
+      entry: [{ resource: observation(patient.id), request: { method: 'POST', url: 'Observation' } }],
+    });
+    expect(batch.body.entry[0].response.status).toMatch(/^403/);
+    const mutation = await client.post(
+      '/$graphql',
+      { query: `mutation { PatientDelete(id: "${patient.id}") { id } }` },
+      { 'Content-Type': 'application/json' },
+    );
+    expect(mutation.body.errors[0].extensions.resource.issue[0].code).toBe('forbidden');
+    expect((await admin.get(`/Patient/${patient.id}`)).status).toBe(200);
+  });
+
+  it('a type whose interactions list no read is not readable (403)', async () => {
+    const { admin, client } = await memberWith([{ resourceType: 'Patient' }, { resourceType: 'Observation', interaction: ['create'] }]);
+    const patient = await created(admin, patientBody());
+    const obs = await created(admin, observation(patient.id));
+    expect((await client.post('/Observation', observation(patient.id))).status).toBe(201);
+    expectForbidden(await client.get(`/Observation/${obs.id}`), 'Observation');
+    expectForbidden(await client.get('/Observation'), 'Observation');
+    const included = await client.get(`/Patient?_id=${patient.id}&_revinclude=Observation:subject`);
+    expect(ids(included.body)).toEqual([`Patient/${patient.id}`]);
   });
 });
 
