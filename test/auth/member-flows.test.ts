@@ -552,6 +552,61 @@ describe('a patient member (%patient policy)', () => {
   });
 });
 
+describe('Binary by a member whose policy narrows every type to a patient (* with a compartment)', () => {
+  async function compartmentMember() {
+    const admin = api.newProject();
+    const mine = await created(admin, patientBody());
+    const other = await created(admin, patientBody());
+    const member = await memberWith([{ resourceType: '*', compartment: { reference: `Patient/${mine.id}` } }], admin);
+    return { ...member, mine, other };
+  }
+
+  const upload = async (client: ProjectClient, headers: Record<string, string> = {}) =>
+    api.raw('/fhir/R4/Binary', { method: 'POST', headers: { ...(await client.authHeaders()), 'Content-Type': 'text/plain', ...headers }, body: 'hello' });
+
+  it("uploads a Binary whose securityContext is the patient (X-Security-Context, MedplumClient's createBinary) and reads it back", async () => {
+    const { client, mine } = await compartmentMember();
+    const res = await upload(client, { 'X-Security-Context': `Patient/${mine.id}` });
+    expect(res.status).toBe(201);
+    const binary = (await res.json()) as { id: string; securityContext: { reference: string } };
+    expect(binary.securityContext.reference).toBe(`Patient/${mine.id}`);
+    const read = await api.raw(`/fhir/R4/Binary/${binary.id}`, { headers: { ...(await client.authHeaders()), Accept: 'text/plain' } });
+    expect(read.status).toBe(200);
+    expect(await read.text()).toBe('hello');
+    // It is no part of the patient's record.
+    expect(ids((await client.get(`/Patient/${mine.id}/$everything`)).body)).toEqual([`Patient/${mine.id}`]);
+  });
+
+  it('a Binary of another patient is hidden (404)', async () => {
+    const { admin, client, other } = await compartmentMember();
+    const theirs = await api.raw('/fhir/R4/Binary', {
+      method: 'POST',
+      headers: { ...(await admin.authHeaders()), 'Content-Type': 'text/plain', 'X-Security-Context': `Patient/${other.id}` },
+      body: 'secret',
+    });
+    expect(theirs.status).toBe(201);
+    const { id } = (await theirs.json()) as { id: string };
+    const read = await api.raw(`/fhir/R4/Binary/${id}`, { headers: { ...(await client.authHeaders()), Accept: 'text/plain' } });
+    expect(read.status).toBe(404);
+    expect(await read.text()).not.toContain('secret');
+  });
+
+  it('refuses (403) and stores nothing for an upload outside the compartment, rather than storing what it could not read back', async () => {
+    const { admin, client, other } = await compartmentMember();
+    const contexts: Record<string, string>[] = [{}, { 'X-Security-Context': `Patient/${other.id}` }];
+    for (const headers of contexts) {
+      const res = await upload(client, headers);
+      expect(res.status).toBe(403);
+      const body = (await res.json()) as { issue: { code: string; details: { text: string } }[] };
+      expect(body.issue[0].code).toBe('forbidden');
+      expect(body.issue[0].details.text).toContain('Binary');
+    }
+    const json = await client.post('/Binary', { resourceType: 'Binary', contentType: 'text/plain', data: Buffer.from('x').toString('base64') });
+    expectForbidden(json, 'Binary');
+    expect((await admin.get('/Binary?_summary=count')).body.total).toBe(0);
+  });
+});
+
 describe('a member with * and a read-only type', () => {
   const STAR = [{ resourceType: '*' }, { resourceType: 'Observation', readonly: true }];
 
