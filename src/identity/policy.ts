@@ -6,15 +6,32 @@ import { scopeAllows, scopeCriteria, scopeUseOf, type CriteriaGroup } from './sc
  * search criteria (`Patient?organization=Organization/123`) that narrow a type.
  */
 
+/**
+ * The project's accounts: who its members are, their emails and their sign-ins (addresses, user
+ * agents). As in Medplum, a `*` rule does not reach them for a member who is not a project admin;
+ * a policy that names the type grants it.
+ */
+const ACCOUNT_TYPES: ReadonlySet<string> = new Set(['Login', 'Project', 'ProjectMembership', 'User']);
+
+/**
+ * The types a search of every type (no type list, under a `*` rule) must leave out: the accounts a
+ * `*` rule does not reach, and the types whose own rule grants no read.
+ */
+export function typesNotReadEverywhere(identity: Identity): string[] {
+  const policy = identity.accessPolicy;
+  if (!policy || identity.superAdmin) return [];
+  const named = policy.resources.map((rule) => rule.resourceType).filter((type) => type !== '*');
+  return [...new Set([...ACCOUNT_TYPES, ...named])].filter((type) => !policyAllowsType(identity, type));
+}
+
 /** The policy rule for the type: its own, else `*`; null when neither, undefined when no policy applies. */
 export function ruleFor(identity: Identity, resourceType: string): AccessRule | null | undefined {
   const policy = identity.accessPolicy;
   if (!policy || identity.superAdmin) return undefined;
-  return (
-    policy.resources.find((rule) => rule.resourceType === resourceType) ??
-    policy.resources.find((rule) => rule.resourceType === '*') ??
-    null
-  );
+  const own = policy.resources.find((rule) => rule.resourceType === resourceType);
+  if (own) return own;
+  if (ACCOUNT_TYPES.has(resourceType) && !identity.projectAdmin) return null;
+  return policy.resources.find((rule) => rule.resourceType === '*') ?? null;
 }
 
 const READS: readonly PolicyInteraction[] = ['read', 'vread', 'history', 'search'];

@@ -659,6 +659,28 @@ describe('a member with * and a read-only type', () => {
     expect(ids(res.body)).toEqual([`Patient/${patient.id}`]);
   });
 
+  it("does not reach the project's accounts (Login, ProjectMembership, Project, User) of a member who is not admin, as Medplum's * does not", async () => {
+    const { admin, client, clientId } = await memberWith(STAR);
+    for (const type of ['Login', 'ProjectMembership', 'Project', 'User']) {
+      expectForbidden(await client.get(`/${type}`), type);
+    }
+    const membership = (await admin.get(`/ProjectMembership?profile=ClientApplication/${clientId}`)).body.entry[0].resource;
+    expectForbidden(await client.get(`/ProjectMembership/${membership.id}`), 'ProjectMembership');
+    const everything = await client.get('/?_count=1000');
+    expect(everything.status).toBe(200);
+    const types = new Set(ids(everything.body).map((id) => id.split('/')[0]));
+    for (const type of ['Login', 'ProjectMembership', 'Project', 'User']) expect(types.has(type), type).toBe(false);
+    const gql = await client.post('/$graphql', { query: '{ LoginList { id remoteAddress } }' }, { 'Content-Type': 'application/json' });
+    expect(gql.body.errors[0].message).toContain('Login');
+  });
+
+  it('reaches them when the policy names them', async () => {
+    const { client } = await memberWith([...STAR, { resourceType: 'ProjectMembership', readonly: true }]);
+    const res = await client.get('/ProjectMembership');
+    expect(res.status).toBe(200);
+    expect(res.body.entry.length).toBeGreaterThan(0);
+  });
+
   it('$validate of any type', async () => {
     const { client } = await memberWith(STAR);
     const res = await client.post('/Observation/$validate', { resourceType: 'Observation', status: 'final', code: { text: 'x' } });
