@@ -670,6 +670,7 @@ describe('a member with * and a read-only type', () => {
     expect(everything.status).toBe(200);
     const types = new Set(ids(everything.body).map((id) => id.split('/')[0]));
     for (const type of ['Login', 'ProjectMembership', 'Project', 'User']) expect(types.has(type), type).toBe(false);
+    expect((await client.get('/?_summary=count')).body.total).toBe(everything.body.entry.length);
     const gql = await client.post('/$graphql', { query: '{ LoginList { id remoteAddress } }' }, { 'Content-Type': 'application/json' });
     expect(gql.body.errors[0].message).toContain('Login');
   });
