@@ -93,7 +93,7 @@ export class GuardedRepository implements ResourceRepository {
   }
 
   async readVersion(resourceType: string, id: string): Promise<StoredVersion> {
-    assertTypeAccess(this.who, resourceType, false);
+    assertTypeAccess(this.who, resourceType, 'read');
     assertScope(this.who, resourceType, 'r');
     this.assertJoinable(resourceType);
     let version = await this.store.readVersion(resourceType, id);
@@ -150,7 +150,7 @@ export class GuardedRepository implements ResourceRepository {
   }
 
   async readHistoryVersion(resourceType: string, id: string, versionId: string): Promise<StoredVersion> {
-    assertTypeAccess(this.who, resourceType, false);
+    assertTypeAccess(this.who, resourceType, 'vread');
     assertScope(this.who, resourceType, 'r');
     const version = await this.store.readHistoryVersion(resourceType, id, versionId);
     await this.assertWithinCriteria(resourceType, id, 'r');
@@ -160,7 +160,7 @@ export class GuardedRepository implements ResourceRepository {
 
   async history(resourceType: string | undefined, id: string | undefined, options: HistoryOptions): Promise<HistoryPage> {
     if (resourceType === undefined) return this.projectsAsSeen(await this.store.history(undefined, id, systemHistoryOptions(this.as('r'), options)));
-    assertTypeAccess(this.who, resourceType, false);
+    assertTypeAccess(this.who, resourceType, 'history');
     assertScope(this.who, resourceType, 'r');
     if (id !== undefined) {
       await this.assertWithinCriteria(resourceType, id, 'r');
@@ -185,7 +185,7 @@ export class GuardedRepository implements ResourceRepository {
   }
 
   async createResource(resourceType: string, input: unknown, id?: string): Promise<WriteResult> {
-    assertTypeAccess(this.who, resourceType, true);
+    assertTypeAccess(this.who, resourceType, 'create');
     assertScope(this.who, resourceType, 'c');
     this.assertJoinable(resourceType);
     this.checkMembership(resourceType, input);
@@ -228,7 +228,7 @@ export class GuardedRepository implements ResourceRepository {
   private assertMayCreate(items: readonly NewResource[]): void {
     items.forEach((item, index) => {
       try {
-        assertTypeAccess(this.who, item.resourceType, true);
+        assertTypeAccess(this.who, item.resourceType, 'create');
         assertScope(this.who, item.resourceType, 'c');
         if (item.resourceType === 'ClientApplication') throw errors.invalid('ClientApplications are created one at a time, with their secret');
         this.checkMembership(item.resourceType, item.input);
@@ -239,7 +239,7 @@ export class GuardedRepository implements ResourceRepository {
   }
 
   async updateResource(resourceType: string, id: string, input: unknown, options: WriteOptions = {}): Promise<WriteResult> {
-    assertTypeAccess(this.who, resourceType, true);
+    assertTypeAccess(this.who, resourceType, 'update');
     assertScope(this.who, resourceType, 'u');
     this.assertJoinable(resourceType);
     this.checkMembership(resourceType, input);
@@ -254,7 +254,7 @@ export class GuardedRepository implements ResourceRepository {
   }
 
   async patchResource(resourceType: string, id: string, operations: unknown, options: WriteOptions = {}): Promise<WriteResult> {
-    assertTypeAccess(this.who, resourceType, true);
+    assertTypeAccess(this.who, resourceType, 'update');
     assertScope(this.who, resourceType, 'u');
     if (
       resourceType === 'ClientApplication' &&
@@ -271,7 +271,7 @@ export class GuardedRepository implements ResourceRepository {
   }
 
   async deleteResource(resourceType: string, id: string, options: WriteOptions = {}): Promise<void> {
-    assertTypeAccess(this.who, resourceType, true);
+    assertTypeAccess(this.who, resourceType, 'delete');
     assertScope(this.who, resourceType, 'd');
     await this.assertExistingWithinCriteria(resourceType, id, 'd');
     await this.assertNotBotCode(resourceType, id);
@@ -293,18 +293,18 @@ export class GuardedRepository implements ResourceRepository {
   /** Admins only: an expunge cannot be undone, so a policy's write access is not enough. */
   async expungeResource(resourceType: string, id: string): Promise<void> {
     if (!this.who.superAdmin && !this.who.projectAdmin) throw errors.forbidden('Only a project admin or a super admin can expunge a resource');
-    assertTypeAccess(this.who, resourceType, true);
+    assertTypeAccess(this.who, resourceType, 'delete');
     return this.store.expungeResource(resourceType, id);
   }
 
   createBinary(contentType: string, data: Uint8Array, extra: Partial<Resource> = {}, id?: string): Promise<WriteResult> {
-    assertTypeAccess(this.who, 'Binary', true);
+    assertTypeAccess(this.who, 'Binary', 'create');
     assertScope(this.who, 'Binary', 'c');
     return this.creator.createBinary(contentType, data, extra, id);
   }
 
   async updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
-    assertTypeAccess(this.who, 'Binary', true);
+    assertTypeAccess(this.who, 'Binary', 'update');
     assertScope(this.who, 'Binary', 'u');
     await this.assertExistingWithinCriteria('Binary', id, 'u');
     await this.assertNotBotCode('Binary', id);
@@ -313,13 +313,13 @@ export class GuardedRepository implements ResourceRepository {
 
   /** The version came from a guarded read or search, which applied the criteria: the type is checked again, not the criteria. */
   async readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined> {
-    assertTypeAccess(this.who, 'Binary', false);
+    assertTypeAccess(this.who, 'Binary', 'read');
     assertScope(this.who, 'Binary', 'r');
     return this.store.readBinaryData(version);
   }
 
   async readBinaryStream(version: StoredVersion): Promise<BinaryStream | undefined> {
-    assertTypeAccess(this.who, 'Binary', false);
+    assertTypeAccess(this.who, 'Binary', 'read');
     assertScope(this.who, 'Binary', 'r');
     return this.store.readBinaryStream(version);
   }

@@ -1,7 +1,8 @@
-import type { Identity } from '../identity/identity.js';
+import type { AccessRule, Identity, PolicyInteraction } from '../identity/identity.js';
 import { errors } from '../fhir/outcome.js';
 import { scopeRefusal } from '../identity/scope-access.js';
 import type { Permission } from '../identity/scopes.js';
+import { policyNarrowsSomeType, ruleAllows, ruleFor } from '../identity/policy.js';
 
 /**
  * Types only project admins (or super admins) may create, change or delete. A Bot runs as its own
@@ -13,15 +14,19 @@ const ADMIN_TYPES = new Set(['ProjectMembership', 'ClientApplication', 'AccessPo
 /** Types written only by the server itself or a super admin. */
 const SYSTEM_TYPES = new Set(['Login', 'Project', 'AsyncJob']);
 
-/** Whether the identity may read (`write` false) or write resources of a type; throws 403 otherwise. */
-export function assertTypeAccess(identity: Identity, resourceType: string, write: boolean): void {
-  const policy = identity.accessPolicy;
-  if (policy && !identity.superAdmin) {
-    const rule = policy.resources.find((r) => r.resourceType === resourceType) ?? policy.resources.find((r) => r.resourceType === '*');
-    if (!rule) throw errors.forbidden(`Your access policy does not allow ${resourceType} resources`);
-    if (write && rule.readonly) throw errors.forbidden(`Your access policy allows ${resourceType} resources read-only`);
+const WRITES = new Set<PolicyInteraction>(['create', 'update', 'delete']);
+
+/** Whether the identity may perform the interaction on resources of a type; throws 403 otherwise. */
+export function assertTypeAccess(identity: Identity, resourceType: string, interaction: PolicyInteraction): void {
+  const rule = listedRule(identity, resourceType);
+  if (rule && !ruleAllows(rule, interaction)) {
+    throw errors.forbidden(
+      rule.interactions
+        ? `Your access policy does not allow the ${interaction} interaction on ${resourceType} resources`
+        : `Your access policy allows ${resourceType} resources read-only`,
+    );
   }
-  if (!write || identity.superAdmin) return;
+  if (!WRITES.has(interaction) || identity.superAdmin) return;
   if (SYSTEM_TYPES.has(resourceType)) {
     throw errors.forbidden(
       resourceType === 'Project'
@@ -32,6 +37,13 @@ export function assertTypeAccess(identity: Identity, resourceType: string, write
   if (ADMIN_TYPES.has(resourceType) && !identity.projectAdmin) {
     throw errors.forbidden(`Only project admins can create or change ${resourceType} resources`);
   }
+}
+
+/** The identity's policy rule for the type (undefined without a policy); 403 when the policy has none for it (nor `*`). */
+function listedRule(identity: Identity, resourceType: string): AccessRule | undefined {
+  const rule = ruleFor(identity, resourceType);
+  if (rule === null) throw errors.forbidden(`Your access policy does not allow ${resourceType} resources`);
+  return rule;
 }
 
 /** Throws 403 naming the missing scope when the token's SMART scopes do not grant `permission` on the type. */
@@ -85,16 +97,44 @@ export function assertRouteAccess(identity: Identity, path: string, query: URLSe
   if (!identity.accessPolicy || identity.superAdmin) return;
   const match = TYPE_PATH.exec(path);
   if (match) {
-    assertTypeAccess(identity, match[1], false);
+    assertRouteType(identity, match[1], route);
     return;
   }
   // The base path is also where batch and transaction Bundles are posted: their entries are checked each.
   if (path === '' && route.interaction === 'search-system') {
     const types = searchedTypes(query);
-    if (types.length === 0 && !identity.accessPolicy.resources.some((r) => r.resourceType === '*')) {
-      throw errors.forbidden('Your access policy limits the resource types you may search: name them with _type');
-    }
-    for (const type of types) assertTypeAccess(identity, type, false);
+    if (types.length === 0) assertMaySearchEveryType(identity);
+    for (const type of types) assertTypeAccess(identity, type, 'search');
+  }
+}
+
+/** The read interactions of routes; writes are checked by the repository, operations by the reads and writes they make. */
+const ROUTE_READS: Record<string, PolicyInteraction> = {
+  read: 'read',
+  vread: 'vread',
+  'history-instance': 'history',
+  'history-type': 'history',
+  'search-type': 'search',
+};
+
+function assertRouteType(identity: Identity, resourceType: string, route: RouteAccess): void {
+  const read = route.interaction === undefined ? undefined : ROUTE_READS[route.interaction];
+  if (read) assertTypeAccess(identity, resourceType, read);
+  else listedRule(identity, resourceType);
+  if (route.conditional) assertTypeAccess(identity, resourceType, 'search');
+}
+
+/**
+ * A system search without `_type` reaches every type, so the policy must allow every type (`*`)
+ * and narrow none: criteria are applied per named type, and a search of no named type would show
+ * the resources outside them.
+ */
+function assertMaySearchEveryType(identity: Identity): void {
+  if (!identity.accessPolicy!.resources.some((r) => r.resourceType === '*')) {
+    throw errors.forbidden('Your access policy limits the resource types you may search: name them with _type');
+  }
+  if (policyNarrowsSomeType(identity)) {
+    throw errors.forbidden('Your access policy narrows resource types by criteria or a compartment: name the types you search with _type');
   }
 }
 

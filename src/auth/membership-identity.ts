@@ -37,7 +37,15 @@ function accessRulesOf(membership: ProjectMembership, stored: AccessPolicy | und
     // A rule names its type (min 1, so validation ensures it); one without would allow nothing.
     resources: (policy?.resource ?? []).flatMap((rule) =>
       rule.resourceType
-        ? [{ resourceType: rule.resourceType, readonly: rule.readonly === true, criteria: rule.criteria, compartment: rule.compartment?.reference }]
+        ? [
+            {
+              resourceType: rule.resourceType,
+              readonly: rule.readonly === true,
+              ...(rule.interaction ? { interactions: rule.interaction.filter((code) => code !== null) } : {}),
+              criteria: rule.criteria,
+              compartment: rule.compartment?.reference,
+            },
+          ]
         : [],
     ),
     compartment: policy?.compartment?.reference,

@@ -49,6 +49,8 @@ function compartmentConditions(source: RecordSource, ctx: CompileContext, withTy
   const types = partTypes(source.identity, 'match', filters);
   const conditions = ['NOT r.deleted'];
   if (types) conditions.push(typeListCondition(typeColumn, types, ctx));
+  // The rows of a Binary guarded by the patient (securityContext) say who may read it: it is no part of the record.
+  else conditions.push(`${typeColumn} <> 'Binary'`);
   conditions.push(...clinicalDateConditions(filters, types, ctx));
   if (withTypeFilters) conditions.push(...sinceCondition(filters, ctx));
   conditions.push(...criteriaConditions(source.identity, types ?? [...compartmentTypes()], ctx, 'probe'));

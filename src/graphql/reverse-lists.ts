@@ -36,7 +36,7 @@ export function reverseReferences(): Map<string, Set<string>> {
 export function reverseListResolver(source: string): FieldResolver {
   return async (parent: Resource, args: Args, context: GraphQLContext) => {
     if (!parent.id) return [];
-    assertTypeAccess(context.requestContext.identity, source, false);
+    assertTypeAccess(context.requestContext.identity, source, 'search');
     assertScope(context.requestContext.identity, source, 's');
     const params = rawParams(args._params);
     const query: ReverseQuery = {

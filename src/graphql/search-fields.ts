@@ -26,7 +26,7 @@ async function runSearch(
   params: [string, string][],
   options?: SearchServicesOptions,
 ): Promise<{ result: SearchResult; resources: Resource[] }> {
-  assertTypeAccess(context.requestContext.identity, type, false);
+  assertTypeAccess(context.requestContext.identity, type, 'search');
   assertScope(context.requestContext.identity, type, 's');
   const withoutContent = context.requestContext.repo.cachesVersions || parsedResources.holdsPagesOf(type);
   const found = await search(searchServicesFor(context.requestContext, options), type, params, { withoutContent, withBuiltins: true });

@@ -44,8 +44,21 @@ export interface AccessRules {
    * `AccessPolicy.resource.compartment`, a reference) narrows the type like criteria
    * `_compartment=<it>`, on a `*` rule too.
    */
-  readonly resources: readonly { readonly resourceType: string; readonly readonly: boolean; readonly criteria?: string; readonly compartment?: string }[];
+  readonly resources: readonly AccessRule[];
   /** `AccessPolicy.compartment` (Medplum's, deprecated): the account a member's new resources are assigned to. */
+  readonly compartment?: string;
+}
+
+/** An interaction an AccessPolicy rule may list (Medplum's `AccessPolicy.resource.interaction`). */
+export type PolicyInteraction = 'read' | 'vread' | 'history' | 'search' | 'create' | 'update' | 'delete';
+
+/** One `AccessPolicy.resource` rule. */
+export interface AccessRule {
+  readonly resourceType: string;
+  readonly readonly: boolean;
+  /** The interactions the rule grants, when it lists them (Medplum's successor of `readonly`); absent: all, or the reads when `readonly`. */
+  readonly interactions?: readonly PolicyInteraction[];
+  readonly criteria?: string;
   readonly compartment?: string;
 }
 

@@ -1,26 +1,59 @@
-import type { Identity } from './identity.js';
+import type { AccessRule, Identity, PolicyInteraction } from './identity.js';
 import { scopeAllows, scopeCriteria, scopeUseOf, type CriteriaGroup } from './scope-access.js';
 
-/**
+/*
  * The caller's AccessPolicy, read the way search applies it: which types it allows, and the
  * search criteria (`Patient?organization=Organization/123`) that narrow a type.
  */
-function ruleFor(identity: Identity, resourceType: string) {
+
+/**
+ * The project's accounts: who its members are, their emails and their sign-ins (addresses, user
+ * agents). As in Medplum, a `*` rule does not reach them for a member who is not a project admin;
+ * a policy that names the type grants it.
+ */
+const ACCOUNT_TYPES: ReadonlySet<string> = new Set(['Login', 'Project', 'ProjectMembership', 'User']);
+
+/**
+ * The types a search of every type (no type list, under a `*` rule) must leave out: the accounts a
+ * `*` rule does not reach, and the types whose own rule grants no read.
+ */
+export function typesNotReadEverywhere(identity: Identity): string[] {
+  const policy = identity.accessPolicy;
+  if (!policy || identity.superAdmin) return [];
+  const named = policy.resources.map((rule) => rule.resourceType).filter((type) => type !== '*');
+  return [...new Set([...ACCOUNT_TYPES, ...named])].filter((type) => !policyAllowsType(identity, type));
+}
+
+/** The policy rule for the type: its own, else `*`; null when neither, undefined when no policy applies. */
+export function ruleFor(identity: Identity, resourceType: string): AccessRule | null | undefined {
   const policy = identity.accessPolicy;
   if (!policy || identity.superAdmin) return undefined;
-  return (
-    policy.resources.find((rule) => rule.resourceType === resourceType) ??
-    policy.resources.find((rule) => rule.resourceType === '*') ??
-    null
-  );
+  const own = policy.resources.find((rule) => rule.resourceType === resourceType);
+  if (own) return own;
+  if (ACCOUNT_TYPES.has(resourceType) && !identity.projectAdmin) return null;
+  return policy.resources.find((rule) => rule.resourceType === '*') ?? null;
+}
+
+const READS: readonly PolicyInteraction[] = ['read', 'vread', 'history', 'search'];
+
+/**
+ * Whether a rule grants the interaction: as its `interaction` list says when it has one (Medplum
+ * reads that list alone then, `readonly` included), else every interaction, or the reads when `readonly`.
+ */
+export function ruleAllows(rule: AccessRule, interaction: PolicyInteraction): boolean {
+  if (rule.interactions) return rule.interactions.includes(interaction);
+  return !rule.readonly || READS.includes(interaction);
 }
 
 /**
- * False when the caller's policy does not list the type (nor `*`), or its SMART scopes do not
- * grant the permission its searches run under (scopeUse) on the type.
+ * False when the caller's policy does not let it read the type (no rule for it nor `*`, or one
+ * whose interactions list no read), or its SMART scopes do not grant the permission its searches
+ * run under (scopeUse) on the type. Reads that are no interaction of their own (included
+ * resources, references, chains) need any read interaction.
  */
 export function policyAllowsType(identity: Identity, resourceType: string): boolean {
-  if (ruleFor(identity, resourceType) === null) return false;
+  const rule = ruleFor(identity, resourceType);
+  if (rule === null || (rule && !READS.some((read) => ruleAllows(rule, read)))) return false;
   return !identity.scopes || scopeAllows(identity, resourceType, scopeUseOf(identity));
 }
 
@@ -69,8 +102,19 @@ export function policyCriteria(identity: Identity, resourceType: string): [strin
   return [...criteria.all, ...(criteria.anyOf ?? []).flat()].map(([name, value]) => [name, value]);
 }
 
-/** False when the caller's policy does not list the type, or lists it read-only. */
+/**
+ * Whether the caller's policy narrows some type by criteria or a compartment (a `*` rule's
+ * compartment narrows every type). A search of every type cannot apply per-type criteria, whose
+ * parameters exist on their own type only.
+ */
+export function policyNarrowsSomeType(identity: Identity): boolean {
+  const policy = identity.accessPolicy;
+  if (!policy || identity.superAdmin) return false;
+  return policy.resources.some((rule) => rule.criteria !== undefined || rule.compartment !== undefined);
+}
+
+/** False when the caller's policy does not list the type, or lists it read-only or without `update`. */
 export function policyAllowsWrite(identity: Identity, resourceType: string): boolean {
   const rule = ruleFor(identity, resourceType);
-  return rule === undefined || (rule !== null && rule.readonly !== true);
+  return rule === undefined || (rule !== null && ruleAllows(rule, 'update'));
 }

@@ -24,6 +24,8 @@ export function addCompartmentRows(resource: Resource, rows: IndexRows): void {
   if (resource.resourceType === 'Patient' && typeof resource.id === 'string') {
     values.push({ code: COMPARTMENT_PARAMETER_CODE, targetType: 'Patient', targetId: resource.id, url: null });
   }
+  const guardingPatient = securityContextPatient(resource);
+  if (guardingPatient) values.push({ code: COMPARTMENT_PARAMETER_CODE, targetType: 'Patient', targetId: guardingPatient, url: null });
   const accounts = accountsOf(resource);
   if (accounts.length > 0) {
     // Only the reference rows: an account named by identifier alone names no resource to match.
@@ -38,6 +40,18 @@ export function addCompartmentRows(resource: Resource, rows: IndexRows): void {
     seen.add(key);
     rows.reference.push(row);
   }
+}
+
+/**
+ * The patient a Binary's `securityContext` names: the Binary is in that patient's compartment, as
+ * Medplum guards a Binary by its securityContext (a Binary has no compartment of its own, so a
+ * patient narrowed to their compartment could otherwise never read back a file they uploaded).
+ */
+function securityContextPatient(resource: Resource): string | undefined {
+  if (resource.resourceType !== 'Binary') return undefined;
+  const reference = (resource.securityContext as { reference?: unknown } | undefined)?.reference;
+  const match = typeof reference === 'string' ? /^Patient\/([A-Za-z0-9\-.]{1,64})$/.exec(reference) : null;
+  return match?.[1];
 }
 
 const compartmentPlans = new Map<string, readonly ParamPlan[]>();

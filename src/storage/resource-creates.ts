@@ -99,14 +99,31 @@ async function createEach(ctx: StoreContext, items: readonly NewResource[]): Pro
   return results;
 }
 
-/** Stores Binary bytes and a Binary resource describing them; the bytes are not in the JSON. */
+/**
+ * Stores Binary bytes and a Binary resource describing them; the bytes are not in the JSON. Under a
+ * write check (AccessPolicy criteria on Binary) bytes and resource are written in one transaction
+ * with the check, as any create is: a Binary the writer could not read back is refused, not stored.
+ */
 export async function createBinary(ctx: StoreContext, contentType: string, data: Uint8Array, extra: Partial<Resource>, id: string): Promise<WriteResult> {
   const input: Resource = { ...extra, resourceType: 'Binary', contentType };
   validateResource(input);
-  const resource = ctx.stamp(input, id, newId());
-  await ctx.binaries.put(binaryKey(ctx.identity.projectId, resource.id!, resource.meta!.versionId!), ctx.identity.projectId, contentType, data, ctx.db.joined);
-  const text = await insertNewResource(ctx.db, resource);
+  const resource = ctx.stamp(await ctx.prepared(ctx.db, input, undefined), id, newId());
+  const key = binaryKey(ctx.identity.projectId, resource.id!, resource.meta!.versionId!);
+  if (!ctx.checksWrites('Binary')) {
+    await ctx.binaries.put(key, ctx.identity.projectId, contentType, data, ctx.db.joined);
+    const text = await insertNewResource(ctx.db, resource);
+    ctx.committed.written(resource, text);
+    return { resource, text, created: true, changed: true };
+  }
+  let recorded = false;
+  const text = await ctx.db.transaction(async (tx) => {
+    await ctx.binaries.put(key, ctx.identity.projectId, contentType, data, tx);
+    const written = await insertNewResource(tx, resource);
+    recorded = await ctx.afterWrite(tx, resource, 'create');
+    return written;
+  });
   ctx.committed.written(resource, text);
+  if (recorded) ctx.changes.committed();
   return { resource, text, created: true, changed: true };
 }
 

@@ -1,5 +1,5 @@
 import type { Identity } from '../../identity/identity.js';
-import { typeCriteria } from '../../identity/policy.js';
+import { typeCriteria, typesNotReadEverywhere } from '../../identity/policy.js';
 import { compileParameter, resolveParameter } from '../query/conditions.js';
 import { selectsByKey } from '../query/conditions/keys.js';
 import { type CompileContext } from '../query/conditions/types.js';
@@ -33,6 +33,9 @@ export function baseConditions(identity: Identity, typeList: readonly string[] |
         ? `r."resourceType" = ${args.add(typeList[0])}`
         : `r."resourceType" IN (${typeList.map((t) => args.add(t)).join(', ')})`,
     );
+  } else {
+    const hidden = typesNotReadEverywhere(identity);
+    if (hidden.length > 0) where.push(`r."resourceType" NOT IN (${hidden.map((t) => args.add(t)).join(', ')})`);
   }
   const scoped = scopeSql('r', 'projectId', scope, args);
   if (scoped) where.push(scoped);
