@@ -98,11 +98,25 @@ if (!primaryUrl || !replicaUrl) {
       try {
         await locker.query('BEGIN');
         await locker.query('LOCK TABLE resource IN ACCESS EXCLUSIVE MODE');
+        // The lock's WAL record is not flushed (nor sent) until something commits: on an idle
+        // primary it can wait in a partial page. A commit on another connection flushes it.
+        await flushWal();
         const held = "SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'resource'::regclass AND mode = 'AccessExclusiveLock'";
-        await eventually(async () => (await replica.query(held)).rows[0].n, 1, 10_000);
+        expect(await eventually(async () => (await replica.query(held)).rows[0].n, 1, 10_000)).toBe(1);
         await replica.query('SELECT pg_wal_replay_pause()');
       } finally {
         await locker.query('ROLLBACK').finally(() => locker.end());
+      }
+    }
+
+    /** Everything written on the primary so far flushed to its WAL (so sent to the replica): a commit of its own. */
+    async function flushWal(): Promise<void> {
+      const committer = new pg.Client({ connectionString: primaryUrl });
+      await committer.connect();
+      try {
+        await committer.query('SELECT txid_current()');
+      } finally {
+        await committer.end();
       }
     }
 
