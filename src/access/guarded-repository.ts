@@ -393,32 +393,37 @@ export class GuardedRepository implements ResourceRepository {
 
   /** The versions outside the AccessPolicy criteria of their type (one search per type that has criteria). */
   private async outsideCriteria<K extends ResourceKey>(versions: readonly K[], who: Identity): Promise<K[]> {
-    const outside: K[] = [];
-    for (const type of new Set(versions.map((version) => version.resourceType))) {
-      if (!policyCriteria(who, type)) continue;
-      const ofType = versions.filter((version) => version.resourceType === type);
-      const within = await this.idsWithinCriteria(who, type, ofType.map((version) => version.id));
-      outside.push(...ofType.filter((version) => !within.has(version.id)));
-    }
-    return outside;
+    const verdicts = await this.criteriaVerdicts(versions, who);
+    return versions.filter((version) => verdicts.has(version) && verdicts.get(version) === undefined);
   }
 
   /** Of current versions read, those within the reader's criteria, each as its criteria search judged it (see judgedVersion). */
   private async asJudgedWithinCriteria(versions: readonly StoredVersion[], who: Identity): Promise<StoredVersion[]> {
+    const verdicts = await this.criteriaVerdicts(versions, who);
     const judged: StoredVersion[] = [];
-    for (const type of new Set(versions.map((version) => version.resourceType))) {
-      const ofType = versions.filter((version) => version.resourceType === type);
-      if (!policyCriteria(who, type)) {
-        judged.push(...ofType);
-        continue;
-      }
-      const within = await this.idsWithinCriteria(who, type, ofType.map((version) => version.id));
-      for (const version of ofType) {
-        const versionId = within.get(version.id);
+    for (const version of versions) {
+      if (!verdicts.has(version)) judged.push(version);
+      else {
+        const versionId = verdicts.get(version);
         if (versionId !== undefined) judged.push(await this.judgedVersion(version, versionId));
       }
     }
     return judged;
+  }
+
+  /**
+   * For each version of a type the criteria narrow: the versionId its criteria search saw, or
+   * undefined when outside them (one search per such type). Versions of other types are absent.
+   */
+  private async criteriaVerdicts<K extends ResourceKey>(versions: readonly K[], who: Identity): Promise<Map<K, string | undefined>> {
+    const verdicts = new Map<K, string | undefined>();
+    for (const type of new Set(versions.map((version) => version.resourceType))) {
+      if (!policyCriteria(who, type)) continue;
+      const ofType = versions.filter((version) => version.resourceType === type);
+      const within = await this.idsWithinCriteria(who, type, ofType.map((version) => version.id));
+      for (const version of ofType) verdicts.set(version, within.get(version.id));
+    }
+    return verdicts;
   }
 
   /** Which of `ids` meet the policy's criteria for `type`, each with the versionId the search judged: the search engine decides, as for single reads. */
