@@ -102,6 +102,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: merged.LOG_LEVEL || 'info',
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000),
     sendTimeoutMs: int('SEND_TIMEOUT_MS', 30_000, 100),
+    searchReadAhead: oneOf('SEARCH_READ_AHEAD', ['true', 'false'] as const, 'true') === 'true',
     headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 20_000, 100),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 300_000, 100),
     resourceCacheSize: int('RESOURCE_CACHE_SIZE', 10_000),

@@ -31,6 +31,7 @@ import { migrate } from './db/migrate.js';
 import { PostgresStatistics } from './db/postgres-statistics.js';
 import { pgVacuumSession } from './db/postgres-vacuum.js';
 import { createHttpHandlers } from './http/app.js';
+import { ReadAhead } from './http/read-ahead.js';
 import { BotRunner } from './bots/runner.js';
 import { routeBotCall } from './router/bot-calls.js';
 import { fhirRouter } from './router/router.js';
@@ -158,11 +159,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const statistics = keepStatistics(db, config, log);
   // Ended exports' files go after EXPORT_FILE_TTL_MS, whichever server notices first (src/bulk).
   const exportExpiry = startExportExpiry(services);
-  const metrics = new ServerMetrics(metricsSources(services, admission));
+  const readAhead = config.searchReadAhead ? new ReadAhead(services.searchCache) : undefined;
+  const metrics = new ServerMetrics(metricsSources(services, admission, readAhead));
   const exposition = cluster.isWorker ? workerExposition(metrics.registry) : localExposition(metrics.registry);
   // With WORKERS, the primary serves METRICS_PORT for all of them (src/workers.ts).
   const metricsServer = !cluster.isWorker && config.metricsPort !== undefined ? await listenMetrics(config.metricsPort, exposition, config.metricsToken, log) : undefined;
-  const server = await listenHttp(createHttpHandlers(services, admission, { metrics, exposition }), config.port, config, log);
+  const server = await listenHttp(createHttpHandlers(services, admission, { metrics, exposition }, readAhead), config.port, config, log);
   const viewers = new SocketViewers(services);
   const webSockets = serveWebSockets(
     server,
@@ -229,7 +231,7 @@ function botApi(services: () => Services, config: Config, log: Logger): (identit
 }
 
 /** What the metrics' gauges read at each scrape. */
-function metricsSources(services: Services, admission: Admission): MetricsSources {
+function metricsSources(services: Services, admission: Admission, readAhead: ReadAhead | undefined): MetricsSources {
   const { db, resourceCache, searchCache } = services;
   return {
     pools: () => db.poolUse(),
@@ -238,6 +240,7 @@ function metricsSources(services: Services, admission: Admission): MetricsSource
     caches: () => ({
       ...(resourceCache instanceof LruResourceCache ? { resource: resourceCache } : {}),
       search_count: { hits: searchCache.countHits, misses: searchCache.countMisses },
+      ...(readAhead ? { search_read_ahead: readAhead } : {}),
     }),
   };
 }

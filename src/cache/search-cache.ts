@@ -182,6 +182,15 @@ export class SearchCache {
     if (this.stillValid(entry)) store.set(statement, entry);
   }
 
+  /**
+   * Whether no write `dependency` depends on has been heard of since `at` (a value of `now()` taken
+   * before the answer's statements were sent): an answer taken then is still what a search now
+   * would see, within the lag other servers' notices have (a page read ahead, src/http/read-ahead.ts).
+   */
+  unchangedSince(dependency: WriteDependency, at: number): boolean {
+    return this.stillValid({ value: undefined, keys: dependencyKeys(dependency), at, expires: Infinity, weight: 0 });
+  }
+
   /** The planner's estimate for a search's statement, when one was taken in the last ESTIMATE_AGE_MS. */
   getEstimate(statement: string, now = Date.now()): number | undefined {
     return this.estimates.get(statement, ALWAYS_VALID, now);

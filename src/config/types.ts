@@ -78,6 +78,8 @@ export interface Config {
    * the connection is then closed and what was left to send is dropped.
    */
   readonly sendTimeoutMs: number;
+  /** Whether the next page of a walk by cursor is read ahead while the client reads the last (src/http/read-ahead.ts). */
+  readonly searchReadAhead: boolean;
   /** Longest a client may take to send a request's headers (Node's `headersTimeout`): 408, closed. */
   readonly headersTimeoutMs: number;
   /** Longest a client may take to send a whole request, headers and body (Node's `requestTimeout`): 408, closed. */

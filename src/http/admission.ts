@@ -100,6 +100,16 @@ export class Admission {
     });
   }
 
+  /**
+   * A place for work nobody waits for yet (a page read ahead), only while at least half the places
+   * are free and no request waits: it never delays a request, and under load it is not done.
+   */
+  enterSpare(): Release | undefined {
+    if (this.queued > 0 || (this.inWork + 1) * 2 > this.limits.admissionMaxInWork) return undefined;
+    this.inWork++;
+    return this.releaser();
+  }
+
   private releaser(): Release {
     let released = false;
     return () => {

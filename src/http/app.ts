@@ -20,6 +20,7 @@ import { Admission } from './admission.js';
 import { readFastPath, type DirectAnswering, type FastPath } from './read-fast-path.js';
 import { createFastPath } from './create-fast-path.js';
 import { searchFastPath } from './search-fast-path.js';
+import type { ReadAhead } from './read-ahead.js';
 import type { HttpHandlers } from './transport.js';
 import { ROUTES } from './routes.js';
 import { logRequest, requestIdOf } from './request-log.js';
@@ -42,10 +43,10 @@ export interface HttpObservability {
  * What answers HTTP: the application, and the fast path of reads by id beside it, sharing one
  * admission control. `admission` is the server's own (the metrics read its load).
  */
-export function createHttpHandlers(services: Services, admission: Admission, observability: HttpObservability): HttpHandlers {
+export function createHttpHandlers(services: Services, admission: Admission, observability: HttpObservability, readAhead?: ReadAhead): HttpHandlers {
   return {
     fetch: createApp(services, admission, observability).fetch,
-    fastPath: directPaths({ services, admission, authenticate: bearerAuthentication, metrics: observability.metrics }),
+    fastPath: directPaths({ services, admission, authenticate: bearerAuthentication, metrics: observability.metrics, readAhead }),
   };
 }
 

@@ -6,7 +6,9 @@ import { incomingHeaders } from '../graphql/http-body.js';
 import { headerValue } from '../graphql/http-fast-path.js';
 import type { RequestContext, Services } from '../operations/context.js';
 import { fhirRouter } from '../router/router.js';
-import type { FhirRequest, FhirResponse } from '../router/types.js';
+import type { FhirRequest, FhirResponse, WalkPage } from '../router/types.js';
+import type { Identity } from '../identity/identity.js';
+import type { AnswerAhead, ReadAhead } from './read-ahead.js';
 import type { Admission } from './admission.js';
 import { laneOf } from './admission-middleware.js';
 import { knownCaller, recentIdentity } from '../auth/authenticate.js';
@@ -59,6 +61,8 @@ export interface DirectAnswering {
   readonly admission: Admission;
   readonly authenticate: Authenticator;
   readonly metrics: RequestMetrics;
+  /** Where pages of walks by cursor are read ahead (the search's fast path); none when SEARCH_READ_AHEAD is false. */
+  readonly readAhead?: ReadAhead;
 }
 
 /**
@@ -75,12 +79,14 @@ export async function answerDirectly(
   headers: IncomingMessage['headers'],
   route: string,
   readsStopWhenClientGoes = false,
+  ahead?: AnswerAhead,
 ): Promise<void> {
   const started = performance.now();
   const requestId = requestIdOf(headerValue(headers, 'x-request-id') ?? undefined);
   const path = request.url!;
   let status = 500;
   let ctx: RequestContext | undefined;
+  let walked: { walk: WalkPage; identity: Identity } | undefined;
   try {
     const authorization = headers.authorization;
     const known = knownCaller(services.auth, authorization);
@@ -95,10 +101,20 @@ export async function answerDirectly(
       // id or a create is one short statement, which a signal per request would only slow.
       const clientGone = readsStopWhenClientGoes ? () => closedSignal(response) : undefined;
       ctx = createRequestContext(services, identity, requestId, clientGone);
-      const answer = await fhirRouter.dispatch(fhirRequest, { config: services.config, database: services.db, ctx });
-      status = answer.status;
-      const sending = send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services);
-      if (sending) await sending;
+      const kept = ahead && (await ahead.kept(identity));
+      let walk: WalkPage | undefined;
+      if (kept) {
+        status = kept.status;
+        walk = kept.walk;
+        writeAnswer(response, status, { ...kept.encoded.headers, 'X-Request-Id': requestId }, kept.encoded.body, services.config.sendTimeoutMs, services.log);
+      } else {
+        const answer = await fhirRouter.dispatch(fhirRequest, { config: services.config, database: services.db, ctx });
+        status = answer.status;
+        walk = answer.walk;
+        const sending = send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services);
+        if (sending) await sending;
+      }
+      if (walk) walked = { walk, identity };
     } finally {
       release();
     }
@@ -115,6 +131,8 @@ export async function answerDirectly(
   }
   metrics.observe(fhirRequest.method, route, status, started);
   logRequest(services.log, requestId, fhirRequest.method, path, status, started);
+  // After its own place in work is freed: the next page is read only while places are spare.
+  if (ahead && walked) ahead.after(walked.walk, walked.identity, requestId);
 }
 
 /** A GET as the FHIR router takes it (a read, a search): a class, one shape for every request, its header lookup a method rather than a closure. */

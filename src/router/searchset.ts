@@ -40,6 +40,11 @@ export function searchsetText(fhirBase: string, searchBase: string, result: Sear
   return `${json.slice(0, -1)},"entry":[${entries.join(',')}]}`;
 }
 
+/** The `next` link of a searchset, as searchsetText writes it; undefined on the last page. */
+export function nextLink(searchBase: string, paging: Paging): string | undefined {
+  return paging.next ? links(searchBase, paging).find(({ relation }) => relation === 'next')?.url : undefined;
+}
+
 function links(base: string, paging: Paging): BundleLink[] {
   const url = (extra: [string, string][]): string => {
     const query = new URLSearchParams([...paging.params, ['_count', String(paging.count)], ...extra]);

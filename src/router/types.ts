@@ -3,6 +3,7 @@ import type { Database } from '../db/database.js';
 import type { Resource } from '../fhir/types.js';
 import type { RequestContext } from '../operations/context.js';
 import type { OperationLevel } from '../operations/definition.js';
+import type { WriteDependency } from '../cache/search-cache.js';
 
 /**
  * The FHIR router's own request and response: plain values with no transport in them, so REST,
@@ -51,6 +52,16 @@ export interface FhirResponse {
   status: number;
   headers: Record<string, string>;
   body?: string | Resource | Uint8Array | StreamedBytes;
+  /** A page of a walk by cursor: what its answer depends on, and its next page's link (src/http/read-ahead.ts). */
+  walk?: WalkPage;
+}
+
+/** A search page reached by a cursor: the HTTP layer may read the next one ahead of its request. */
+export interface WalkPage {
+  /** Whose writes change this answer: a page read ahead is kept until one is heard of. */
+  readonly dependency: WriteDependency;
+  /** The `next` link, as the Bundle gives it; absent on the last page. */
+  readonly next: string | undefined;
 }
 
 /** FHIR RESTful interactions (http://hl7.org/fhir/R4/http.html); the CapabilityStatement lists them. */

@@ -1,5 +1,6 @@
 import type { SummaryMode } from '../fhir/summary.js';
 import type { OperationOutcomeIssue } from '../fhir/types.js';
+import type { WriteDependency } from '../cache/search-cache.js';
 
 /** What search() answers, transport-free: REST and GraphQL turn it into a Bundle or a Connection. */
 
@@ -44,6 +45,12 @@ export interface SearchResult {
   summary: SummaryMode | undefined;
   elements: string | undefined;
   paging: Paging;
+  /**
+   * Whose writes can change this answer (matches, includes and total), when known and the answer
+   * does not depend on terminology: a later page of a walk by cursor may then be read ahead and kept
+   * until such a write is heard of (src/http/read-ahead.ts).
+   */
+  dependency?: WriteDependency;
 }
 
 export interface Paging {

@@ -8,6 +8,7 @@ import type { SearchServices } from './search-services.js';
 import { searchTotal } from './total.js';
 import { searchWithBuiltins } from './with-builtins.js';
 import { withoutBotCode } from '../storage/bot-code.js';
+import type { WriteDependency } from '../cache/search-cache.js';
 
 export { DEFAULT_COUNT, MAX_COUNT, MAX_OFFSET, MIN_CURSOR_COUNT, parseOffset, wholeNumber } from './plan/control.js';
 export type { Paging, SearchOptions, SearchResult, SearchRow, SearchTotal } from './result.js';
@@ -56,7 +57,15 @@ async function searchStored(
     result.includes = await withoutBotCode(db, services.identity, await includedResources(query, result.matches));
   }
   if (wantsTotal(query)) result.total = await searchTotal(query, result);
+  result.dependency = answerDependency(query, params);
   return result;
+}
+
+/** What the whole answer depends on: included resources are of other types, so any write of the project. */
+function answerDependency({ dependency }: SearchQuery, params: readonly [string, string][]): WriteDependency | undefined {
+  if (!dependency) return undefined;
+  const includes = params.some(([name]) => name.startsWith('_include') || name.startsWith('_revinclude'));
+  return includes ? { projectIds: dependency.projectIds, types: undefined } : dependency;
 }
 
 function emptyResult({ control, paging, leniency }: SearchQuery): SearchResult {

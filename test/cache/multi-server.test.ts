@@ -136,6 +136,26 @@ function twoServerCases(redis: Record<string, string>): void {
     }
   });
 
+  it('does not answer on the other server a page it read ahead after a resource of it was deleted here', async () => {
+    const client = api.newProject();
+    const viaOther = await onOther(client);
+    const ids: string[] = [];
+    for (let i = 0; i < 45; i++) ids.push((await client.post('/Patient', { resourceType: 'Patient' })).body.id as string);
+    const nextOf = (bundle: { link: { relation: string; url: string }[] }) => {
+      const next = new URL(bundle.link.find((link) => link.relation === 'next')!.url);
+      return `${next.pathname.slice('/fhir/R4'.length)}${next.search}`;
+    };
+    const first = await viaOther.get('/Patient?_count=20');
+    // The second page follows a cursor: the other server reads the third ahead.
+    const second = await viaOther.get(nextOf(first.body));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await client.delete(`/Patient/${ids[42]}`)).status).toBe(200);
+    // Notices take milliseconds: a page read ahead is answered only while none was heard.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const third = await viaOther.get(nextOf(second.body));
+    expect((third.body.entry as { resource: { id: string } }[]).map((entry) => entry.resource.id)).toEqual([ids[40], ids[41], ids[43], ids[44]]);
+  });
+
   it('counts failed logins on one server when another server decides', async () => {
     for (let i = 0; i < 5; i++) expect((await passwordAttempt(api.url, 'wrong')).status).toBe(400);
     // One attempt only: a success would clear the count. Notices take milliseconds.

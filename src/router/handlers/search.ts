@@ -2,7 +2,7 @@ import type { RequestContext } from '../../operations/context.js';
 import { errors } from '../../fhir/outcome.js';
 import { searchWithClientSecrets } from '../../access/client-secrets.js';
 import { search, searchServicesFor } from '../../search/service.js';
-import { searchsetText } from '../searchset.js';
+import { nextLink, searchsetText } from '../searchset.js';
 import { assertAnswerAcceptable } from '../negotiation.js';
 import { textResponse } from '../responses.js';
 import type { FhirRequest, FhirResponse, RouteParams } from '../types.js';
@@ -46,5 +46,8 @@ async function respond(req: FhirRequest, ctx: RequestContext, types: string[] | 
   }
   const result = await searchWithClientSecrets(ctx, await search(searchServicesFor(ctx), types, params, { lenient, withBuiltins: true }));
   const base = path === '' ? ctx.config.fhirBaseUrl : `${ctx.config.fhirBaseUrl}/${path}`;
-  return textResponse(searchsetText(ctx.config.fhirBaseUrl, base, result));
+  const response = textResponse(searchsetText(ctx.config.fhirBaseUrl, base, result));
+  // Only pages reached by a cursor: an app that follows one link is walking, one that shows a first page may stop there.
+  if (result.dependency && result.paging.cursor !== undefined) response.walk = { dependency: result.dependency, next: nextLink(base, result.paging) };
+  return response;
 }

@@ -77,10 +77,8 @@ export async function parseQuery(
   where.push(...conditions, ...dateRangeConditions(filters, paramTypes, ctx));
   const planOnce = filters.some(({ name, value, resolved }) => selectsByKey(name, value, resolved));
   const paging = parsePaging(services.config.fhirBaseUrl, typeList, params, control, filters, ignored);
-  // Only where an answer may be kept: a page (embedded database) or an exact total.
-  const cache = services.searchCache;
-  const keepsAnswers = cache !== undefined && (cache.keepsPages || control.summary === 'count' || control.total === 'accurate');
-  const dependency = keepsAnswers ? writeDependency(services.identity, scope, typeList, filters) : undefined;
+  // Wherever answers are kept: a page (embedded database, or read ahead by the HTTP layer) or an exact total.
+  const dependency = services.searchCache !== undefined ? writeDependency(services.identity, scope, typeList, filters) : undefined;
   return { services, typeList, paramTypes, params, control, scope, valueSets, ctx, where: where.join(' AND '), filters, planOnce, paging, leniency, dependency };
 }
 

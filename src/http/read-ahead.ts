@@ -1,0 +1,136 @@
+import type { IncomingMessage } from 'node:http';
+import type { SearchCache } from '../cache/search-cache.js';
+import type { Identity } from '../identity/identity.js';
+import type { WalkPage } from '../router/types.js';
+import type { EncodedAnswer } from './node-answers.js';
+
+/**
+ * Pages of a walk by cursor read ahead (docs/search.md, "Walks read ahead"). An app reading
+ * through a type follows each page's `next` link as soon as it has parsed the page; while it
+ * parses, the server would be idle. Once a client has followed one cursor link, the page after the
+ * one it gets is read and encoded then, under the same token, headers and access, and kept for it.
+ * HAPI FHIR reads result sets ahead in the same spirit (its search pre-fetch thresholds).
+ *
+ * A page kept is answered only while no write it depends on has been heard of since its
+ * statements were sent (SearchCache.unchangedSince): then it is what the request would read now,
+ * within the few milliseconds other servers' write notices take, as kept exact counts are. It is
+ * answered once, to a request with the same token, path, query and content headers, within
+ * KEPT_MS; a request that comes while it is being read waits for it rather than reading it again.
+ */
+
+/** How long a page read ahead waits for its request: walking clients ask within milliseconds. */
+const KEPT_MS = 10_000;
+/** Pages kept at most, and their bytes (each is one client's next page). */
+const MAX_PAGES = 256;
+const MAX_BYTES = 32 * 1024 * 1024;
+/** The request headers a search answer depends on, beside the token: each is part of the key. */
+const KEYED_HEADERS = ['accept', 'accept-encoding', 'prefer'] as const;
+/** Requests with these headers are answered as they ask, never from a page read ahead. */
+const UNKEPT_HEADERS = ['if-none-match', 'if-modified-since', 'if-match'];
+const NO_CACHE = /\bno-(?:cache|store)\b/i;
+
+/** What answerDirectly asks of read-ahead for a search request that may be answered from it. */
+export interface AnswerAhead {
+  /** The page read ahead for this request by `identity`, when one is kept and still current. */
+  kept(identity: Identity): Promise<PageAhead | undefined>;
+  /** After the answer, whose `walk` is given: reads its next page ahead for the same caller. */
+  after(walk: WalkPage, identity: Identity, requestId: string): void;
+}
+
+/** A page read ahead, encoded as its request asks for it. */
+export interface PageAhead {
+  readonly status: number;
+  readonly encoded: EncodedAnswer;
+  /** Its own `walk`: what it depends on and the link after it. */
+  readonly walk: WalkPage;
+  /** SearchCache.now() before its statements were sent. */
+  readonly at: number;
+  /**
+   * Who it was read for: the identity the token stood for then. A changed AccessPolicy or
+   * membership gives the token a new identity (the identity cache drops the old one), whatever
+   * types the search depends on.
+   */
+  readonly identity: Identity;
+}
+
+interface Kept {
+  readonly page: Promise<PageAhead | undefined>;
+  readonly expires: number;
+  bytes: number;
+}
+
+export class ReadAhead {
+  private readonly pages = new Map<string, Kept>();
+  private bytes = 0;
+  /** Requests answered from a page read ahead, and requests of a walk that were read anew (metrics). */
+  hits = 0;
+  misses = 0;
+
+  constructor(private readonly searchCache: SearchCache) {}
+
+  /**
+   * The key of a search request's answer (`pathAndQuery`: the type's path and its query as
+   * URLSearchParams writes it), or undefined when it must not be answered from a page read ahead.
+   */
+  keyOf(pathAndQuery: string, headers: IncomingMessage['headers']): string | undefined {
+    if (UNKEPT_HEADERS.some((name) => headers[name] !== undefined)) return undefined;
+    const cacheControl = headers['cache-control'];
+    if (cacheControl !== undefined && NO_CACHE.test(cacheControl)) return undefined;
+    let key = `${headers.authorization ?? ''}\u0000${pathAndQuery}`;
+    for (const name of KEYED_HEADERS) key += `\u0000${headers[name] ?? ''}`;
+    return key;
+  }
+
+  /** The page read ahead for `key`, when one is kept (or being read) and still what a search by `identity` would read now. */
+  async take(key: string, identity: Identity): Promise<PageAhead | undefined> {
+    const page = await this.current(key, identity);
+    if (page) this.hits++;
+    else this.misses++;
+    return page;
+  }
+
+  private async current(key: string, identity: Identity): Promise<PageAhead | undefined> {
+    const kept = this.pages.get(key);
+    if (!kept) return undefined;
+    this.forget(key, kept);
+    const page = await kept.page;
+    if (!page || page.identity !== identity || Date.now() > kept.expires) return undefined;
+    return this.searchCache.unchangedSince(page.walk.dependency, page.at) ? page : undefined;
+  }
+
+  /** Reads the page of `key` ahead with `read` (given SearchCache.now() first), unless it is kept or being read. */
+  readAhead(key: string, read: (at: number) => Promise<PageAhead | undefined>): void {
+    if (this.pages.has(key)) return;
+    const at = this.searchCache.now();
+    const kept: Kept = { page: read(at).catch(() => undefined), expires: Date.now() + KEPT_MS, bytes: 0 };
+    this.pages.set(key, kept);
+    void kept.page.then((page) => {
+      if (this.pages.get(key) !== kept) return;
+      if (!page) return this.forget(key, kept);
+      kept.bytes = page.encoded.body.byteLength;
+      this.bytes += kept.bytes;
+      this.evict();
+    });
+    this.evict();
+  }
+
+  /** Pages kept now (for tests and metrics). */
+  get size(): number {
+    return this.pages.size;
+  }
+
+  private evict(): void {
+    const now = Date.now();
+    for (const [key, kept] of this.pages) {
+      const over = this.pages.size > MAX_PAGES || this.bytes > MAX_BYTES;
+      if (!over && kept.expires > now) break;
+      this.forget(key, kept);
+    }
+  }
+
+  private forget(key: string, kept: Kept): void {
+    if (this.pages.get(key) !== kept) return;
+    this.pages.delete(key);
+    this.bytes -= kept.bytes;
+  }
+}
