@@ -79,6 +79,12 @@ export function requestHeader(c: Context, name: string): string | undefined {
   return isIncomingMessage(incoming) ? (headerValue(incoming.headers, name) ?? undefined) : c.req.header(name);
 }
 
+/** The Node request behind the Hono context, when Hono runs on Node. */
+export function incomingMessageOf(c: Context): IncomingMessage | undefined {
+  const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
+  return isIncomingMessage(incoming) ? incoming : undefined;
+}
+
 /** The Node request behind the Hono context, unless something has started reading it already. */
 function nodeRequestOf(c: Context): IncomingMessage | undefined {
   const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;

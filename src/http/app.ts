@@ -45,7 +45,7 @@ export interface HttpObservability {
  */
 export function createHttpHandlers(services: Services, admission: Admission, observability: HttpObservability, readAhead?: ReadAhead): HttpHandlers {
   return {
-    fetch: createApp(services, admission, observability).fetch,
+    fetch: createApp(services, admission, observability, readAhead).fetch,
     fastPath: directPaths({ services, admission, authenticate: bearerAuthentication, metrics: observability.metrics, readAhead }),
   };
 }
@@ -59,7 +59,7 @@ function directPaths(answering: DirectAnswering): FastPath {
 }
 
 /** Builds the HTTP application: one route table, one error shape (OperationOutcome). */
-export function createApp(services: Services, admission: Admission, observability: HttpObservability): Hono<AppEnv> {
+export function createApp(services: Services, admission: Admission, observability: HttpObservability, readAhead?: ReadAhead): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestLogging(services, observability));
   app.use(crossOrigin(services));
@@ -74,7 +74,7 @@ export function createApp(services: Services, admission: Admission, observabilit
   // Identity documents under the FHIR base (bodiless GETs) before the router's wildcard.
   const underFhirBase = (route: Route) => route.path.startsWith(`${FHIR_BASE_PATH}/`);
   ROUTES.filter(underFhirBase).forEach(mount);
-  const fhir = fhirRestHandler(services, bearerAuthentication);
+  const fhir = fhirRestHandler(services, bearerAuthentication, readAhead && { services, admission, readAhead });
   app.all(FHIR_BASE_PATH, fhir);
   app.all(`${FHIR_BASE_PATH}/*`, fhir);
   app.use(requestBodyLimit(services.config.maxBodyBytes));

@@ -11,7 +11,9 @@ import type { HonoContext } from './route.js';
 import { routeLabel } from './metrics/route-label.js';
 import { clientAddress } from './client-address.js';
 import { clientGoneOf } from './client-gone.js';
-import { authorizationHeader, readRequestBytes, requestHeader } from '../graphql/http-body.js';
+import { authorizationHeader, incomingHeaders, incomingMessageOf, readRequestBytes, requestHeader } from '../graphql/http-body.js';
+import type { AnswerAhead } from './read-ahead.js';
+import { walkAhead, type WalkAheadParts } from './walk-ahead.js';
 
 /** Where the FHIR router is mounted. */
 export const FHIR_BASE_PATH = '/fhir/R4';
@@ -31,7 +33,7 @@ const BODYLESS = new Set(['GET', 'HEAD', 'DELETE']);
  * HTTP response. The route is matched before authentication, so an unknown path is a 404 for
  * anyone and the CapabilityStatement stays public.
  */
-export function fhirRestHandler(services: Services, authenticate: Authenticator): (c: HonoContext) => Promise<Response> {
+export function fhirRestHandler(services: Services, authenticate: Authenticator, walks?: WalkAheadParts): (c: HonoContext) => Promise<Response> {
   const maxBytes = services.config.maxBodyBytes;
   return async (c) => {
     // A declared length over the limit is refused before anything else looks at the request.
@@ -42,7 +44,13 @@ export function fhirRestHandler(services: Services, authenticate: Authenticator)
     const needsIdentity = found !== undefined && (!found.route.public || req.header('authorization') !== undefined);
     const ctx = needsIdentity ? createRequestContext(services, await authenticate(authorizationHeader(c), services, { known: c.get('knownCaller'), addressOf: () => clientAddress(c) }), c.get('requestId'), clientGoneOf(c)) : undefined;
     if (ctx) c.set('ctx', ctx);
-    const response = await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx }, found);
+    const interaction = found?.route.interaction;
+    const ahead = walks && ctx && interaction && 'type' in interaction && interaction.type === 'search-type' ? walkAheadOf(c, req, walks) : undefined;
+    const kept = ahead && (await ahead.kept(ctx!.identity));
+    const response: FhirResponse = kept ? { status: kept.status, headers: kept.encoded.headers, body: kept.encoded.body } : await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx }, found);
+    const walk = kept ? kept.walk : response.walk;
+    // Once this answer is on its way: the next page is read while the client reads this one.
+    if (ahead && walk) setImmediate(() => ahead.after(walk, ctx!.identity, c.get('requestId')));
     // X-Request-Id goes into the answer's own header record: added to the finished Response by the
     // logging middleware, it would turn that record into a fetch Headers object first.
     const headers = { ...response.headers, 'X-Request-Id': c.get('requestId') };
@@ -50,6 +58,14 @@ export function fhirRestHandler(services: Services, authenticate: Authenticator)
     c.set('requestIdSent', true);
     return answer;
   };
+}
+
+/** Read-ahead for a GET type search reached by a cursor (read-ahead.ts), as Node parsed its headers; none under `_pretty` (re-indented here) or outside Node. */
+function walkAheadOf(c: HonoContext, req: FhirRequest, walks: WalkAheadParts): AnswerAhead | undefined {
+  const incoming = incomingMessageOf(c);
+  // Binary's answers hide bot code, which depends on Bot resources, not only on Binary's own.
+  if (req.method !== 'GET' || !incoming || req.path === 'Binary' || !req.query.has('_cursor') || req.query.has('_pretty')) return undefined;
+  return walkAhead(walks, `${req.path}?${req.query.toString()}`, incomingHeaders(incoming));
 }
 
 /**

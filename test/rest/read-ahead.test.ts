@@ -77,6 +77,17 @@ describe('pages of a walk by cursor read ahead', () => {
     expect((await readAheadHits()) - before).toBeGreaterThanOrEqual(1);
   });
 
+  it('reads ahead for a browser (Origin) on the full path, its pages with their CORS headers', async () => {
+    const client = api.newProject();
+    const ids = await createPatients(client, 'Browser', 70);
+    const before = await readAheadHits();
+    const pages = await walk({ ...(await client.authHeaders()), 'Accept-Encoding': 'gzip', Origin: 'http://app.example.org' });
+    expect(pages.flatMap((p) => p.ids)).toEqual(ids);
+    expect(pages[3].answer.headers['access-control-allow-origin']).toBeDefined();
+    expect(pages[3].answer.headers['content-encoding']).toBe('gzip');
+    expect((await readAheadHits()) - before).toBeGreaterThanOrEqual(1);
+  });
+
   it('does not answer a page read ahead after a resource of it was deleted', async () => {
     const client = api.newProject();
     const ids = await createPatients(client, 'Deleted', 45);
