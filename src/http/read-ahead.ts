@@ -114,11 +114,6 @@ export class ReadAhead {
     this.evict();
   }
 
-  /** Pages kept now (for tests and metrics). */
-  get size(): number {
-    return this.pages.size;
-  }
-
   private evict(): void {
     const now = Date.now();
     for (const [key, kept] of this.pages) {
