@@ -309,12 +309,12 @@ export class GuardedRepository implements ResourceRepository {
     return this.creator.createBinary(contentType, data, extra, id);
   }
 
-  async updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
+  async updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}, extra: Partial<Resource> = {}): Promise<WriteResult> {
     assertTypeAccess(this.who, 'Binary', 'update');
     assertScope(this.who, 'Binary', 'u');
     await this.assertExistingWithinCriteria('Binary', id, 'u');
     await this.assertNotBotCode('Binary', id);
-    return this.store.updateBinary(id, contentType, data, options);
+    return this.store.updateBinary(id, contentType, data, options, extra);
   }
 
   /** The version came from a guarded read or search, which applied the criteria: the type is checked again, not the criteria. */
