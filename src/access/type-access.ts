@@ -126,8 +126,8 @@ const ROUTE_READS: Record<string, PolicyInteraction> = {
 function assertRouteType(identity: Identity, resourceType: string, route: RouteAccess): void {
   const read = route.interaction === undefined ? undefined : ROUTE_READS[route.interaction];
   if (read) assertTypeAccess(identity, resourceType, read);
-  // An operation on an account type may serve the caller itself (a user's own $update-email): the
-  // reads and writes it makes are checked instead.
+  // Without a policy, an operation on an account type hidden from the caller may still serve the
+  // caller itself (a user's own $update-email): the reads and writes it makes are checked instead.
   else if (identity.accessPolicy) listedRule(identity, resourceType);
   if (route.conditional) assertTypeAccess(identity, resourceType, 'search');
 }
