@@ -36,6 +36,7 @@ import { policyAllowsType, policyCriteria } from '../identity/policy.js';
 import type { Permission } from '../identity/scopes.js';
 import { assertScope, assertTypeAccess } from './type-access.js';
 import { systemHistoryOptions } from './system-history.js';
+import { judgedVersions } from './version-criteria.js';
 import { decideAccounts } from './write-accounts.js';
 import { assertProtectedElementsKept, isServerWide, serverWideUserRefusal } from './protected-elements.js';
 import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../search/service.js';
@@ -153,7 +154,10 @@ export class GuardedRepository implements ResourceRepository {
     assertTypeAccess(this.who, resourceType, 'vread');
     assertScope(this.who, resourceType, 'r');
     const version = await this.store.readHistoryVersion(resourceType, id, versionId);
-    await this.assertWithinCriteria(resourceType, id, 'r');
+    const current = await this.versionWithinCriteria(resourceType, id, 'r');
+    if (current !== undefined && (await judgedVersions(this.primary, this.as('r'), [version], current)).length === 0) {
+      throw errors.notFound(`Version ${versionId} of ${resourceType}/${id} not found`);
+    }
     await this.assertNotBotCode(resourceType, id);
     return resourceType === 'Project' ? (await withClientSecrets(this.services, this.who, [version]))[0] : version;
   }
@@ -162,13 +166,15 @@ export class GuardedRepository implements ResourceRepository {
     if (resourceType === undefined) return this.projectsAsSeen(await this.store.history(undefined, id, systemHistoryOptions(this.as('r'), options)));
     assertTypeAccess(this.who, resourceType, 'history');
     assertScope(this.who, resourceType, 'r');
-    if (id !== undefined) {
-      await this.assertWithinCriteria(resourceType, id, 'r');
-      await this.assertNotBotCode(resourceType, id);
-    } else if (policyCriteria(this.as('r'), resourceType)) {
+    if (id === undefined && policyCriteria(this.as('r'), resourceType)) {
       throw errors.forbidden(`Your access policy or SMART scopes narrow ${resourceType} by criteria: read its history per resource`);
     }
-    return this.projectsAsSeen(await this.store.history(resourceType, id, options));
+    const current = id === undefined ? undefined : await this.versionWithinCriteria(resourceType, id, 'r');
+    if (id !== undefined) await this.assertNotBotCode(resourceType, id);
+    const page = await this.store.history(resourceType, id, options);
+    if (current === undefined) return this.projectsAsSeen(page);
+    const versions = await judgedVersions(this.primary, this.as('r'), page.versions, current);
+    return this.projectsAsSeen(versions.length === page.versions.length ? page : { ...page, versions });
   }
 
   /**
@@ -303,12 +309,12 @@ export class GuardedRepository implements ResourceRepository {
     return this.creator.createBinary(contentType, data, extra, id);
   }
 
-  async updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
+  async updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}, extra: Partial<Resource> = {}): Promise<WriteResult> {
     assertTypeAccess(this.who, 'Binary', 'update');
     assertScope(this.who, 'Binary', 'u');
     await this.assertExistingWithinCriteria('Binary', id, 'u');
     await this.assertNotBotCode('Binary', id);
-    return this.store.updateBinary(id, contentType, data, options);
+    return this.store.updateBinary(id, contentType, data, options, extra);
   }
 
   /** The version came from a guarded read or search, which applied the criteria: the type is checked again, not the criteria. */

@@ -2,7 +2,7 @@ import type { AccessRule, Identity, PolicyInteraction } from '../identity/identi
 import { errors } from '../fhir/outcome.js';
 import { scopeRefusal } from '../identity/scope-access.js';
 import type { Permission } from '../identity/scopes.js';
-import { policyNarrowsSomeType, ruleAllows, ruleFor } from '../identity/policy.js';
+import { accountTypeRefusal, policyNarrowsSomeType, ruleAllows, ruleFor } from '../identity/policy.js';
 
 /**
  * Types only project admins (or super admins) may create, change or delete. A Bot runs as its own
@@ -39,8 +39,13 @@ export function assertTypeAccess(identity: Identity, resourceType: string, inter
   }
 }
 
-/** The identity's policy rule for the type (undefined without a policy); 403 when the policy has none for it (nor `*`). */
+/**
+ * The identity's policy rule for the type (undefined without a policy); 403 when the type is hidden
+ * from its kind of account, or the policy has no rule for it (nor `*`).
+ */
 function listedRule(identity: Identity, resourceType: string): AccessRule | undefined {
+  const hidden = accountTypeRefusal(identity, resourceType);
+  if (hidden) throw errors.forbidden(hidden);
   const rule = ruleFor(identity, resourceType);
   if (rule === null) throw errors.forbidden(`Your access policy does not allow ${resourceType} resources`);
   return rule;
@@ -94,7 +99,8 @@ function searchedTypes(query: URLSearchParams): string[] {
  */
 export function assertRouteAccess(identity: Identity, path: string, query: URLSearchParams, route: RouteAccess = {}): void {
   if (identity.scopes) assertRouteScopes(identity, path, query, route);
-  if (!identity.accessPolicy || identity.superAdmin) return;
+  // Without a policy, account types are still hidden (policy.ts, accountTypeRefusal).
+  if (identity.superAdmin) return;
   const match = TYPE_PATH.exec(path);
   if (match) {
     assertRouteType(identity, match[1], route);
@@ -103,7 +109,7 @@ export function assertRouteAccess(identity: Identity, path: string, query: URLSe
   // The base path is also where batch and transaction Bundles are posted: their entries are checked each.
   if (path === '' && route.interaction === 'search-system') {
     const types = searchedTypes(query);
-    if (types.length === 0) assertMaySearchEveryType(identity);
+    if (types.length === 0 && identity.accessPolicy) assertMaySearchEveryType(identity);
     for (const type of types) assertTypeAccess(identity, type, 'search');
   }
 }
@@ -120,7 +126,9 @@ const ROUTE_READS: Record<string, PolicyInteraction> = {
 function assertRouteType(identity: Identity, resourceType: string, route: RouteAccess): void {
   const read = route.interaction === undefined ? undefined : ROUTE_READS[route.interaction];
   if (read) assertTypeAccess(identity, resourceType, read);
-  else listedRule(identity, resourceType);
+  // Without a policy, an operation on an account type hidden from the caller may still serve the
+  // caller itself (a user's own $update-email): the reads and writes it makes are checked instead.
+  else if (identity.accessPolicy) listedRule(identity, resourceType);
   if (route.conditional) assertTypeAccess(identity, resourceType, 'search');
 }
 

@@ -23,8 +23,8 @@ export const resolvers: Resolvers = {
     }),
   },
   Me: {
-    // Through the caller's repository: the same read rights as `Project(id:)` would have.
-    project: (_me, _args, { requestContext }) => requestContext.repo.readResource('Project', requestContext.identity.projectId),
+    // As the caller reads it: null for a member who is not a project admin, as for a hidden profile.
+    project: (_me, _args, { requestContext, loaders }) => loaders.reference(`Project/${requestContext.identity.projectId}`),
     profile: async (_me, _args, { requestContext, loaders }) => {
       const [resourceType, id] = requestContext.identity.profile?.split('/') ?? [];
       if (!resourceType || !id) return null;

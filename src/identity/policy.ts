@@ -7,30 +7,55 @@ import { scopeAllows, scopeCriteria, scopeUseOf, type CriteriaGroup } from './sc
  */
 
 /**
- * The project's accounts: who its members are, their emails and their sign-ins (addresses, user
- * agents). As in Medplum, a `*` rule does not reach them for a member who is not a project admin;
- * a policy that names the type grants it.
+ * Medplum's protected types: only super admins read or write them, whatever a policy names. A
+ * Login holds a sign-in's secrets (its code, refresh secret, PKCE challenge); the server reads its
+ * own through system access.
  */
-const ACCOUNT_TYPES: ReadonlySet<string> = new Set(['Login', 'Project', 'ProjectMembership', 'User']);
+const SUPER_ADMIN_TYPES: ReadonlySet<string> = new Set(['Login', 'DomainConfiguration', 'JsonWebKey']);
 
 /**
- * The types a search of every type (no type list, under a `*` rule) must leave out: the accounts a
- * `*` rule does not reach, and the types whose own rule grants no read.
+ * Medplum's project admin types: who the members are, their emails and the project's settings.
+ * Hidden from members who are not project admins, with or without a policy, even one naming them.
  */
-export function typesNotReadEverywhere(identity: Identity): string[] {
-  const policy = identity.accessPolicy;
-  if (!policy || identity.superAdmin) return [];
-  const named = policy.resources.map((rule) => rule.resourceType).filter((type) => type !== '*');
-  return [...new Set([...ACCOUNT_TYPES, ...named])].filter((type) => !policyAllowsType(identity, type));
+const PROJECT_ADMIN_TYPES: ReadonlySet<string> = new Set(['Project', 'ProjectMembership', 'User', 'UserSecurityRequest']);
+
+/** Why the identity may not reach the type at all, whatever its policy says; undefined when it may. */
+export function accountTypeRefusal(identity: Identity, resourceType: string): string | undefined {
+  if (identity.superAdmin) return undefined;
+  if (SUPER_ADMIN_TYPES.has(resourceType)) return `Only super admins can access ${resourceType} resources`;
+  if (PROJECT_ADMIN_TYPES.has(resourceType) && !identity.projectAdmin) return `Only project admins can access ${resourceType} resources`;
+  return undefined;
 }
 
-/** The policy rule for the type: its own, else `*`; null when neither, undefined when no policy applies. */
+/**
+ * Whether nothing hides any type from the identity: a super admin without SMART scopes. Everyone
+ * else has at least the super admins' types hidden.
+ */
+export function readsEveryType(identity: Identity): boolean {
+  return identity.superAdmin && !identity.scopes;
+}
+
+/**
+ * The types a search of every type (no type list) must leave out: the account types hidden from
+ * the identity and the types whose own rule grants no read.
+ */
+export function typesNotReadEverywhere(identity: Identity): string[] {
+  if (identity.superAdmin) return [];
+  const named = (identity.accessPolicy?.resources ?? []).map((rule) => rule.resourceType).filter((type) => type !== '*');
+  return [...new Set([...SUPER_ADMIN_TYPES, ...PROJECT_ADMIN_TYPES, ...named])].filter((type) => !policyAllowsType(identity, type));
+}
+
+/**
+ * The policy rule for the type: its own, else `*`; null when neither or when the type is hidden
+ * from the identity's kind of account, undefined when no policy applies.
+ */
 export function ruleFor(identity: Identity, resourceType: string): AccessRule | null | undefined {
+  if (identity.superAdmin) return undefined;
+  if (accountTypeRefusal(identity, resourceType)) return null;
   const policy = identity.accessPolicy;
-  if (!policy || identity.superAdmin) return undefined;
+  if (!policy) return undefined;
   const own = policy.resources.find((rule) => rule.resourceType === resourceType);
   if (own) return own;
-  if (ACCOUNT_TYPES.has(resourceType) && !identity.projectAdmin) return null;
   return policy.resources.find((rule) => rule.resourceType === '*') ?? null;
 }
 

@@ -6,7 +6,7 @@ import { policyCondition } from './plan/base-conditions.js';
 import type { SearchQuery } from './plan/query.js';
 import { expandValueSets } from './plan/value-set-discovery.js';
 import type { ProjectParameters } from '../indexing/parameters.js';
-import { policyAllowsType } from '../identity/policy.js';
+import { policyAllowsType, readsEveryType } from '../identity/policy.js';
 import { findParameter } from './query/conditions/lookup.js';
 import { scopeSql, type Scope } from '../storage/project-scope.js';
 import { SqlArgs } from '../db/sql-args.js';
@@ -118,7 +118,7 @@ async function includeRows(db: SqlExecutor, scope: Scope, spec: IncludeSpec, sou
  */
 async function restrictToPolicy({ services, scope, valueSets: known }: SearchQuery, rows: SearchRow[]): Promise<SearchRow[]> {
   const identity = services.identity;
-  if (((!identity.accessPolicy || identity.superAdmin) && !identity.scopes) || rows.length === 0) return rows;
+  if (readsEveryType(identity) || rows.length === 0) return rows;
   const allowed = rows.filter((row) => policyAllowsType(identity, row.resourceType));
   const kept = new Set<string>();
   // Included types can have criteria with `:in` that the search's own types did not need.

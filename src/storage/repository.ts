@@ -92,8 +92,8 @@ export class Repository implements ResourceRepository {
     return updates.update(this.ctx, resourceType, id, input, options, newId(), false);
   }
 
-  updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
-    return updates.updateBinary(this.ctx, id, contentType, data, options);
+  updateBinary(id: string, contentType: string, data: Uint8Array, options: WriteOptions = {}, extra: Partial<Resource> = {}): Promise<WriteResult> {
+    return updates.updateBinary(this.ctx, id, contentType, data, options, extra);
   }
 
   patchResource(resourceType: string, id: string, operations: unknown, options: WriteOptions = {}): Promise<WriteResult> {

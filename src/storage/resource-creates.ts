@@ -1,4 +1,5 @@
 import type { Resource } from '../fhir/types.js';
+import type { SqlExecutor } from '../db/database.js';
 import { validateResource } from '../validation/validator.js';
 import { FIRST_VERSIONS, firstVersionsStatement, insertFirstVersions } from './sql.js';
 import { binaryKey } from './binary-storage.js';
@@ -103,28 +104,32 @@ async function createEach(ctx: StoreContext, items: readonly NewResource[]): Pro
  * Stores Binary bytes and a Binary resource describing them; the bytes are not in the JSON. Under a
  * write check (AccessPolicy criteria on Binary) bytes and resource are written in one transaction
  * with the check, as any create is: a Binary the writer could not read back is refused, not stored.
+ * Without one, no transaction of its own: the bytes join the caller's, if any.
  */
 export async function createBinary(ctx: StoreContext, contentType: string, data: Uint8Array, extra: Partial<Resource>, id: string): Promise<WriteResult> {
   const input: Resource = { ...extra, resourceType: 'Binary', contentType };
   validateResource(input);
   const resource = ctx.stamp(await ctx.prepared(ctx.db, input, undefined), id, newId());
-  const key = binaryKey(ctx.identity.projectId, resource.id!, resource.meta!.versionId!);
-  if (!ctx.checksWrites('Binary')) {
-    await ctx.binaries.put(key, ctx.identity.projectId, contentType, data, ctx.db.joined);
-    const text = await insertNewResource(ctx.db, resource);
-    ctx.committed.written(resource, text);
-    return { resource, text, created: true, changed: true };
-  }
+  const written = { resource, contentType, data };
   let recorded = false;
-  const text = await ctx.db.transaction(async (tx) => {
-    await ctx.binaries.put(key, ctx.identity.projectId, contentType, data, tx);
-    const written = await insertNewResource(tx, resource);
-    recorded = await ctx.afterWrite(tx, resource, 'create');
-    return written;
-  });
+  const text = !ctx.checksWrites('Binary')
+    ? await writeBinary(ctx, ctx.db, ctx.db.joined, written)
+    : await ctx.db.transaction(async (tx) => {
+        const inserted = await writeBinary(ctx, tx, tx, written);
+        recorded = await ctx.afterWrite(tx, resource, 'create');
+        return inserted;
+      });
   ctx.committed.written(resource, text);
   if (recorded) ctx.changes.committed();
   return { resource, text, created: true, changed: true };
+}
+
+/** A new Binary's bytes (joining `within`, when given) and then its first version, through `db`; the stored text. */
+async function writeBinary(ctx: StoreContext, db: SqlExecutor, within: SqlExecutor | undefined, written: { resource: Resource; contentType: string; data: Uint8Array }): Promise<string> {
+  const { resource, contentType, data } = written;
+  const projectId = ctx.identity.projectId;
+  await ctx.binaries.put(binaryKey(projectId, resource.id!, resource.meta!.versionId!), projectId, contentType, data, within);
+  return insertNewResource(db, resource);
 }
 
 /**

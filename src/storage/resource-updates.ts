@@ -18,16 +18,20 @@ import { newId } from './ids.js';
  * expunge. Each locks the current row in a transaction and checks `If-Match` there.
  */
 
-/** Replaces a Binary's bytes (a raw PUT): always a new version, since the bytes are not in the JSON. */
-export async function updateBinary(ctx: StoreContext, id: string, contentType: string, data: Uint8Array, options: WriteOptions): Promise<WriteResult> {
+/**
+ * Replaces a Binary's bytes (a raw PUT): always a new version, since the bytes are not in the JSON.
+ * A securityContext not in `extra` is kept: it says whose compartment the file is in, which new
+ * bytes do not change.
+ */
+export async function updateBinary(ctx: StoreContext, id: string, contentType: string, data: Uint8Array, options: WriteOptions, extra: Partial<Resource> = {}): Promise<WriteResult> {
   const versionId = newId();
-  const input: Resource = { resourceType: 'Binary', id, contentType };
+  const input: Resource = { ...extra, resourceType: 'Binary', id, contentType };
   validateResource(input);
   // Bytes first, under the new version's key: a failed write leaves unreferenced bytes, never a
   // version without its bytes.
   const projectId = await projectOfExisting(ctx, 'Binary', id);
   await ctx.binaries.put(binaryKey(projectId, id, versionId), projectId, contentType, data, ctx.db.joined);
-  return update(ctx, 'Binary', id, input, options, versionId, true);
+  return update(ctx, 'Binary', id, input, options, versionId, true, ['securityContext']);
 }
 
 /** Update, or create with the client's id when it does not exist yet (update-as-create). */
@@ -39,6 +43,8 @@ export async function update(
   options: WriteOptions,
   versionId: string,
   alwaysNewVersion: boolean,
+  /** Elements taken from the current version when the input has none (read under the write's lock). */
+  carried: readonly string[] = [],
 ): Promise<WriteResult> {
   assertType(resourceType);
   validateResource(input, { expectedType: resourceType });
@@ -66,8 +72,8 @@ export async function update(
         return { resource, text, created: true, changed: true };
       }
       checkVersion(current, options, resourceType, id);
-      const completed = await ctx.completeAndCheck(tx, input, current.projectId);
       const existing = !current.deleted && current.content !== null ? (JSON.parse(current.content) as Resource) : undefined;
+      const completed = await ctx.completeAndCheck(tx, withCarried(input, existing, carried), current.projectId);
       const next = await ctx.prepared(tx, completed, existing);
       if (!alwaysNewVersion && existing && sameContent(existing, next)) {
         return { resource: existing, text: current.content!, created: false, changed: false };
@@ -81,6 +87,12 @@ export async function update(
   if (result.changed) ctx.committed.written(result.resource, result.text);
   if (recorded) ctx.changes.committed();
   return result;
+}
+
+function withCarried(input: Resource, existing: Resource | undefined, carried: readonly string[]): Resource {
+  if (!existing) return input;
+  const kept = carried.filter((name) => input[name] === undefined && existing[name] !== undefined);
+  return kept.length === 0 ? input : { ...input, ...Object.fromEntries(kept.map((name) => [name, existing[name]])) };
 }
 
 /** Applies a JSON Patch (RFC 6902) to the current version and stores the result as an update. */

@@ -138,7 +138,8 @@ export interface ResourceRepository {
   /** Removes a resource for good: every version, its index rows and its bytes (404 when the caller cannot see it). */
   expungeResource(resourceType: string, id: string): Promise<void>;
   createBinary(contentType: string, data: Uint8Array, extra?: Partial<Resource>, id?: string): Promise<WriteResult>;
-  updateBinary(id: string, contentType: string, data: Uint8Array, options?: WriteOptions): Promise<WriteResult>;
+  /** New bytes as a new version; `extra` sets elements of it (securityContext: the current one is kept when not given). */
+  updateBinary(id: string, contentType: string, data: Uint8Array, options?: WriteOptions, extra?: Partial<Resource>): Promise<WriteResult>;
   /** The bytes of a Binary version found by a read or a search (none for a project the caller cannot see). */
   readBinaryData(version: StoredVersion): Promise<Uint8Array | undefined>;
   /** The same bytes a chunk at a time, with their size: what an HTTP answer streams. */

