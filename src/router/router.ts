@@ -4,6 +4,7 @@ import { errors } from '../fhir/outcome.js';
 import { notFound } from './not-found.js';
 import { RouteShapes } from './route-shapes.js';
 import type { RequestContext } from '../operations/context.js';
+import { assertAnswerAcceptable } from './negotiation.js';
 import { errorResponse } from './responses.js';
 import { fhirRoutes } from './routes.js';
 import type { EntryRouter, FhirMethod, FhirRequest, FhirResponse, FhirRoute, PublicCaller, RouteMatch, RouteParams } from './types.js';
@@ -65,9 +66,13 @@ export class FhirRouter implements EntryRouter {
   private run(req: FhirRequest, caller: PublicCaller, found: RouteMatch | undefined): Promise<FhirResponse> {
     if (!found) throw notFound(req.method, req.path);
     const { route, params } = found;
-    if (route.public) return route.handler(req, params, caller);
+    if (route.public) {
+      if (!route.ownAnswerTypes) assertAnswerAcceptable(req);
+      return route.handler(req, params, caller);
+    }
     if (!caller.ctx) throw errors.unauthorized('Authentication required: send Authorization: Bearer <access token>');
     assertRouteAccess(caller.ctx.identity, req.path, req.query, routeAccess(route, req, params));
+    if (!route.ownAnswerTypes) assertAnswerAcceptable(req);
     return route.handler(req, params, caller.ctx);
   }
 }

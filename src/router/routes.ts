@@ -32,18 +32,18 @@ export function fhirRoutes(router: EntryRouter): FhirRoute[] {
   const routes: FhirRoute[] = [
     { method: 'GET', path: 'metadata', public: true, handler: metadataHandler(() => routes), interaction: { system: 'capabilities' } },
     // Public like metadata, and before the operation routes, which would look for an OperationDefinition.
-    { method: 'GET', path: '$versions', public: true, handler: versionsHandler },
+    { method: 'GET', path: '$versions', public: true, handler: versionsHandler, ownAnswerTypes: true },
     // A search answered as CSV, streamed: not an operation's Parameters, so a route of its own.
-    { method: 'GET', path: `${TYPE}/:csv{\\$csv}`, handler: csvHandler },
+    { method: 'GET', path: `${TYPE}/:csv{\\$csv}`, handler: csvHandler, ownAnswerTypes: true },
     // Bot/$execute takes and answers any content type (JSON, text, HL7 v2, form data), so it is routed apart from the operation framework.
-    { method: 'POST', path: `:type{Bot}/${ID}/:op{\\$execute}`, handler: botExecuteHandler, refusedInTransaction: true },
-    { method: 'GET', path: `:type{Bot}/${ID}/:op{\\$execute}`, handler: botExecuteHandler, refusedInTransaction: true },
-    { method: 'POST', path: ':type{Bot}/:op{\\$execute}', handler: botExecuteHandler, refusedInTransaction: true },
-    { method: 'GET', path: ':type{Bot}/:op{\\$execute}', handler: botExecuteHandler, refusedInTransaction: true },
+    { method: 'POST', path: `:type{Bot}/${ID}/:op{\\$execute}`, handler: botExecuteHandler, refusedInTransaction: true, ownAnswerTypes: true },
+    { method: 'GET', path: `:type{Bot}/${ID}/:op{\\$execute}`, handler: botExecuteHandler, refusedInTransaction: true, ownAnswerTypes: true },
+    { method: 'POST', path: ':type{Bot}/:op{\\$execute}', handler: botExecuteHandler, refusedInTransaction: true, ownAnswerTypes: true },
+    { method: 'GET', path: ':type{Bot}/:op{\\$execute}', handler: botExecuteHandler, refusedInTransaction: true, ownAnswerTypes: true },
     // A bulk data export's status URL and files (the Bulk Data IG's endpoints, not operations).
-    { method: 'GET', path: `$export-status/${ID}`, handler: exportStatusHandler },
-    { method: 'DELETE', path: `$export-status/${ID}`, handler: exportDeleteHandler },
-    { method: 'GET', path: `$export-status/${ID}/:file{[A-Za-z]+-[0-9]+\\.ndjson}`, handler: exportFileHandler },
+    { method: 'GET', path: `$export-status/${ID}`, handler: exportStatusHandler, ownAnswerTypes: true },
+    { method: 'DELETE', path: `$export-status/${ID}`, handler: exportDeleteHandler, ownAnswerTypes: true },
+    { method: 'GET', path: `$export-status/${ID}/:file{[A-Za-z]+-[0-9]+\\.ndjson}`, handler: exportFileHandler, ownAnswerTypes: true },
     // Operations (SPEC 4.1): every level is routed; the OperationDefinition decides what exists and whether GET is allowed.
     operation('POST', OP, 'system'),
     operation('GET', OP, 'system'),
@@ -52,7 +52,7 @@ export function fhirRoutes(router: EntryRouter): FhirRoute[] {
     operation('POST', `${TYPE}/${ID}/${OP}`, 'instance'),
     operation('GET', `${TYPE}/${ID}/${OP}`, 'instance'),
     // Built-in OperationDefinitions are served from the registry, stored ones by the normal read.
-    { method: 'GET', path: `:type{OperationDefinition}/${ID}`, handler: operationDefinitionReadHandler },
+    { method: 'GET', path: `:type{OperationDefinition}/${ID}`, handler: operationDefinitionReadHandler, ownAnswerTypes: true },
     { method: 'POST', path: '', handler: bundleHandler(router), interaction: { system: 'transaction' }, refusedInTransaction: true },
     { method: 'POST', path: '', handler: bundleHandler(router), interaction: { system: 'batch' }, refusedInTransaction: true },
     { method: 'GET', path: '_history', handler: historyHandler, interaction: { system: 'history-system' } },
@@ -65,8 +65,8 @@ export function fhirRoutes(router: EntryRouter): FhirRoute[] {
     { method: 'PATCH', path: TYPE, handler: conditionalPatchHandler, interaction: { type: 'patch' }, conditional: true },
     { method: 'DELETE', path: TYPE, handler: conditionalDeleteHandler, interaction: { type: 'delete' }, conditional: true },
     { method: 'GET', path: `${TYPE}/${ID}/_history`, handler: historyHandler, interaction: { type: 'history-instance' } },
-    { method: 'GET', path: `${TYPE}/${ID}/_history/:vid`, handler: vreadHandler, interaction: { type: 'vread' } },
-    { method: 'GET', path: `${TYPE}/${ID}`, handler: readHandler, interaction: { type: 'read' } },
+    { method: 'GET', path: `${TYPE}/${ID}/_history/:vid`, handler: vreadHandler, interaction: { type: 'vread' }, ownAnswerTypes: true },
+    { method: 'GET', path: `${TYPE}/${ID}`, handler: readHandler, interaction: { type: 'read' }, ownAnswerTypes: true },
     { method: 'PUT', path: `${TYPE}/${ID}`, handler: updateHandler, interaction: { type: 'update' } },
     { method: 'PATCH', path: `${TYPE}/${ID}`, handler: patchHandler, interaction: { type: 'patch' } },
     { method: 'DELETE', path: `${TYPE}/${ID}`, handler: deleteHandler, interaction: { type: 'delete' } },

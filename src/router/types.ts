@@ -105,6 +105,13 @@ interface RouteBase {
   operationLevel?: OperationLevel;
   /** The route is the conditional form of its interaction (`PUT [type]?search`); the CapabilityStatement says so. */
   conditional?: boolean;
+  /**
+   * The handler decides which content types it can answer in: a read (a Binary's own bytes, and a
+   * 304 that has no body), `$csv`, bot calls, export files. Every other route answers FHIR JSON,
+   * so the router refuses (406) an Accept or `_format` that rules it out before the handler runs,
+   * and before a write writes.
+   */
+  ownAnswerTypes?: true;
 }
 
 export interface AuthenticatedRoute extends RouteBase {

@@ -105,3 +105,37 @@ describe('writes whose answer the client does not accept', () => {
     expect((await client.get(`/Patient?name=${marker}&_total=accurate`)).body.total).toBe(0);
   });
 });
+
+describe('answers in FHIR JSON only, checked by the router for every route but those that choose their own', () => {
+  const XML = { Accept: 'application/fhir+xml' };
+
+  it('refuses XML with 406 on searches, history, metadata, operations and Bundles', async () => {
+    const client = api.newProject();
+    const id = await newPatientId(client);
+    const answers = [
+      await client.get('/Patient?gender=female', XML),
+      await client.get('/?_type=Patient', XML),
+      await client.post('/Patient/_search', 'gender=female', { ...XML, 'Content-Type': 'application/x-www-form-urlencoded' }),
+      await client.get(`/Patient/${id}/_history`, XML),
+      await client.get('/metadata', XML),
+      await client.get(`/Patient/${id}/$everything`, XML),
+      await client.get('/Patient?_format=xml'),
+      await client.post('/', { resourceType: 'Bundle', type: 'batch', entry: [] }, XML),
+    ];
+    for (const res of answers) {
+      expect(res.status, res.text).toBe(406);
+      expect(res.body.resourceType).toBe('OperationOutcome');
+    }
+  });
+
+  it('leaves a Binary read its own content type and $csv its CSV', async () => {
+    const client = api.newProject();
+    const binary = await client.request('POST', '/Binary', json('%PDF-1.4'), { 'Content-Type': 'application/pdf' });
+    expect(binary.status, binary.text).toBe(201);
+    const bytes = await fetch(`${api.fhir}/Binary/${binary.body.id}`, { headers: { ...(await client.authHeaders()), Accept: 'application/pdf' } });
+    expect(bytes.status).toBe(200);
+    expect(bytes.headers.get('content-type')).toContain('application/pdf');
+    const csv = await fetch(`${api.fhir}/Patient/$csv?_fields=id`, { headers: { ...(await client.authHeaders()), Accept: 'text/csv' } });
+    expect(csv.status, await csv.clone().text()).toBe(200);
+  });
+});

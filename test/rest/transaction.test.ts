@@ -207,20 +207,68 @@ describe('transaction', () => {
     expect(res.body.issue[0].details.text).toContain('Bundle.entry[0] and Bundle.entry[1]');
   });
 
-  it('refuses two conditional creates with the same criteria, naming both, and creates nothing', async () => {
+  it('collapses conditional creates with the same criteria into one resource, which every entry answers with', async () => {
     const client = api.newProject();
     const mrn = randomUUID();
-    const create = (ifNoneExist: string): Entry => ({
+    const [firstUrl, secondUrl] = [urn(), urn()];
+    const create = (fullUrl: string, ifNoneExist: string): Entry => ({
+      fullUrl,
       request: { method: 'POST', url: 'Patient', ifNoneExist },
       resource: patientBody({ identifier: [{ system: MRN, value: mrn }] }),
     });
     // The second in the `Type?search` form some clients send: the same criteria.
-    const res = await post(client, [create(`identifier=${MRN}|${mrn}`), create(`Patient?identifier=${MRN}|${mrn}`)]);
+    const res = await post(client, [
+      create(firstUrl, `identifier=${MRN}|${mrn}`),
+      create(secondUrl, `Patient?identifier=${MRN}|${mrn}`),
+      { request: { method: 'POST', url: 'Observation' }, resource: observation(firstUrl) },
+      { request: { method: 'POST', url: 'Observation' }, resource: observation(secondUrl) },
+    ]);
+    expect(res.status, res.text).toBe(200);
+    const [first, second, byFirst, bySecond] = res.body.entry;
+    expect(first.response.status).toBe('201 Created');
+    expect(second.response.status).toBe('200 OK');
+    expect(second.response.location).toBe(first.response.location);
+    expect(second.resource.id).toBe(first.resource.id);
+    expect(byFirst.resource.subject.reference).toBe(`Patient/${first.resource.id}`);
+    expect(bySecond.resource.subject.reference).toBe(`Patient/${first.resource.id}`);
+    expect((await client.get(`/Patient?identifier=${MRN}|${mrn}&_total=accurate`)).body.total).toBe(1);
+  });
+
+  it('answers collapsed conditional creates with the match they find', async () => {
+    const client = api.newProject();
+    const mrn = randomUUID();
+    const existing = (await client.post('/Patient', patientBody({ identifier: [{ system: MRN, value: mrn }] }))).body;
+    const create: Entry = { request: { method: 'POST', url: 'Patient', ifNoneExist: `identifier=${MRN}|${mrn}` }, resource: patientBody() };
+    const res = await post(client, [create, create]);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.entry.map((e: { response: { status: string } }) => e.response.status)).toEqual(['200 OK', '200 OK']);
+    expect(res.body.entry.map((e: { resource: { id: string } }) => e.resource.id)).toEqual([existing.id, existing.id]);
+    expect((await client.get(`/Patient?identifier=${MRN}|${mrn}&_total=accurate`)).body.total).toBe(1);
+  });
+
+  it('still refuses a conditional update beside a conditional create of the same criteria, naming both', async () => {
+    const client = api.newProject();
+    const mrn = randomUUID();
+    const body = patientBody({ identifier: [{ system: MRN, value: mrn }] });
+    const res = await post(client, [
+      { request: { method: 'POST', url: 'Patient', ifNoneExist: `identifier=${MRN}|${mrn}` }, resource: body },
+      { request: { method: 'PUT', url: `Patient?identifier=${MRN}|${mrn}` }, resource: body },
+    ]);
     expect(res.status, res.text).toBe(400);
-    expect(res.body.issue[0].code).toBe('invalid');
     expect(res.body.issue[0].details.text).toContain('Bundle.entry[0] and Bundle.entry[1] both write Patient?identifier=');
     expect(res.body.issue[0].expression).toEqual(['Bundle.entry[1]']);
     expect((await client.get(`/Patient?identifier=${MRN}|${mrn}&_total=accurate`)).body.total).toBe(0);
+  });
+
+  it('still refuses two conditional creates with the same fullUrl', async () => {
+    const client = api.newProject();
+    const fullUrl = urn();
+    const res = await post(client, [
+      { fullUrl, request: { method: 'POST', url: 'Patient', ifNoneExist: 'identifier=a|1' }, resource: patientBody() },
+      { fullUrl, request: { method: 'POST', url: 'Patient', ifNoneExist: 'identifier=a|1' }, resource: patientBody() },
+    ]);
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.issue[0].details.text).toContain(`both write ${fullUrl}`);
   });
 
   it('refuses a reference to a urn:uuid that no entry defines', async () => {

@@ -1,7 +1,7 @@
 import type { RequestContext } from '../../operations/context.js';
 import { errors } from '../../fhir/outcome.js';
 import { isRecord } from '../../fhir/types.js';
-import { assertAnswerAcceptable, assertJsonContentType } from '../negotiation.js';
+import { assertJsonContentType } from '../negotiation.js';
 import { requiredJsonBody } from '../request-body.js';
 import type { EntryRouter, FhirRequest, FhirResponse } from '../types.js';
 import { runBatch } from './batch.js';
@@ -10,7 +10,6 @@ import { runTransaction } from './transaction.js';
 /** `POST [base]` with a batch or transaction Bundle (http.html 3.1.0.11). */
 export function bundleHandler(router: EntryRouter) {
   return async (req: FhirRequest, _params: unknown, ctx: RequestContext): Promise<FhirResponse> => {
-    assertAnswerAcceptable(req);
     assertJsonContentType(req.header('content-type'));
     const bundle = await requiredJsonBody(req);
     if (!isRecord(bundle) || bundle.resourceType !== 'Bundle') {

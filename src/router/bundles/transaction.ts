@@ -12,9 +12,11 @@ import { resolveOperation } from '../../operations/registry.js';
 import { prefersAsync } from '../../operations/jobs/async-jobs.js';
 import { textResponse } from '../responses.js';
 import type { EntryRouter, FhirResponse, RouteMatch } from '../types.js';
-import { type BundleEntryRequest, entryError, entryPath, failedEntry, readEntry, responseEntryText, withResource } from './entries.js';
+import { type BundleEntryRequest, entryError, failedEntry, readEntry, responseEntryText, withResource } from './entries.js';
 import { mapReferences } from './references.js';
 import { conditionalReferencesOf, resolveConditionalReferences } from './conditional-references.js';
+import { conditionalCreateTarget, laterAnswer, SameCreates } from './same-creates.js';
+import { assertOneWritePerResource } from './write-targets.js';
 
 /** http.html 3.1.0.11.2: deletes, then creates, then updates and patches, then reads (which see the writes). */
 const PHASES: readonly (readonly string[])[] = [['DELETE'], ['POST'], ['PUT', 'PATCH'], ['GET', 'HEAD']];
@@ -42,14 +44,15 @@ export async function runTransaction(router: EntryRouter, ctx: RequestContext, r
   const early = references.size > 0 || hasConditionalEntry(entries) ? undefined : await prepareEntries(ctx, entries, references);
   if (early && writtenInOneStatement(early, entries)) return transactionResponse(ctx, await writeAnswers(ctx, early.creates));
   const answers = await ctx.inTransaction(async (tx) => {
-    const { rewritten, creates, answered } = early ?? (await prepareEntries(tx, entries, references));
+    const { rewritten, creates, answered, same } = early ?? (await prepareEntries(tx, entries, references));
     for (const methods of PHASES) {
-      const phase = rewritten.filter((entry) => methods.includes(entry.request.method) && !answered.has(entry.index));
+      const phase = rewritten.filter((entry) => methods.includes(entry.request.method) && !answered.has(entry.index) && !same.later.has(entry.index));
       if (methods.includes('POST')) for (const [index, answer] of await writeCreates(tx, creates)) answered.set(index, answer);
       for (const entry of phase) {
         if (!answered.has(entry.index)) answered.set(entry.index, await runEntry(router, tx, entry));
       }
     }
+    for (const [index, first] of same.later) answered.set(index, laterAnswer(entries[index].request, first, answered.get(first.index)!));
     return entries.map((entry) => answered.get(entry.index)!);
   });
   return transactionResponse(ctx, answers);
@@ -88,63 +91,46 @@ function changesData({ route, params }: RouteMatch, index: number, prefer: strin
   }
 }
 
-/** Two entries that write the same resource make the outcome depend on their order: refused. */
-function assertOneWritePerResource(entries: readonly PlannedEntry[]): void {
-  const writers = new Map<string, number>();
-  for (const { index, request, fullUrl } of entries) {
-    if (request.method === 'GET' || request.method === 'HEAD') continue;
-    const targets = [writeTarget(request), fullUrl];
-    for (const target of targets) {
-      if (target === undefined) continue;
-      const earlier = writers.get(target);
-      if (earlier !== undefined) {
-        throw errors.invalid(`Bundle.entry[${earlier}] and Bundle.entry[${index}] both write ${target}`, entryPath(index));
-      }
-      writers.set(target, index);
-    }
-  }
-}
-
-/**
- * What a write entry names by its URL: `Patient/1`, or `Patient?identifier=x` for a conditional
- * update and for a conditional create (its ifNoneExist), which both write the one match or a new
- * resource. Two conditional creates with the same criteria each searched before either wrote, and
- * both created. A plain create names a resource of its own: none.
- */
-function writeTarget(request: BundleEntryRequest['request']): string | undefined {
-  if (request.method !== 'POST') return request.path + (request.query.size > 0 ? `?${request.query}` : '');
-  const ifNoneExist = request.header('if-none-exist');
-  return ifNoneExist === undefined ? undefined : `${request.path}?${searchOfHeader(ifNoneExist)}`;
-}
-
 /**
  * Gives each create its id before anything is written, so references to its fullUrl can be
- * rewritten: a conditional create that finds its match answers with it and maps to it instead.
+ * rewritten: a conditional create that finds its match answers with it and maps to it instead, and
+ * a later one of the same criteria maps to the first's resource (`same`).
  */
-async function assignIds(tx: RequestContext, entries: PlannedEntry[], answered: Map<number, FhirResponse>): Promise<Map<string, string>> {
+async function assignIds(tx: RequestContext, entries: PlannedEntry[], answered: Map<number, FhirResponse>, same: SameCreates): Promise<Map<string, string>> {
   const ids = new Map<string, string>();
   for (const entry of entries) {
-    const { request, fullUrl, index } = entry;
+    const { request, fullUrl } = entry;
     const type = entry.found.params.type;
     if (request.method === 'PUT' && fullUrl && entry.found.params.id) ids.set(fullUrl, request.path);
     if (request.method === 'PUT' && fullUrl && type && !entry.found.params.id) {
       ids.set(fullUrl, `${type}/${await conditionalUpdateTarget(tx, entry, type)}`);
     }
     if (request.method !== 'POST' || !type) continue;
-    const ifNoneExist = request.header('if-none-exist');
-    if (ifNoneExist !== undefined) {
-      const match = await conditionalMatch(tx, type, ifNoneExist, index);
-      if (match) {
-        answered.set(index, existingResponse(request, tx, match));
-        if (fullUrl) ids.set(fullUrl, `${type}/${match.id}`);
-        continue;
-      }
-    }
-    const id = newId();
-    entry.request = { ...request, assignedId: id, header: (name) => (name === 'if-none-exist' ? undefined : request.header(name)) };
-    if (fullUrl) ids.set(fullUrl, `${type}/${id}`);
+    const reference = await createdReference(tx, entry, type, answered, same);
+    if (fullUrl) ids.set(fullUrl, reference);
   }
   return ids;
+}
+
+/**
+ * The `Type/id` a create entry writes: the first's of its criteria, its match (answered with it),
+ * or a new id given to the entry.
+ */
+async function createdReference(tx: RequestContext, entry: PlannedEntry, type: string, answered: Map<number, FhirResponse>, same: SameCreates): Promise<string> {
+  const { request, index } = entry;
+  const target = conditionalCreateTarget(request);
+  const first = target === undefined ? undefined : same.firstOf(target);
+  if (first) {
+    same.noteLater(index, first);
+    return first.reference;
+  }
+  const ifNoneExist = request.header('if-none-exist');
+  const match = ifNoneExist === undefined ? undefined : await conditionalMatch(tx, type, ifNoneExist, index);
+  if (match) answered.set(index, existingResponse(request, tx, match));
+  const id = match?.id ?? newId();
+  if (!match) entry.request = { ...request, assignedId: id, header: (name) => (name === 'if-none-exist' ? undefined : request.header(name)) };
+  if (target !== undefined) same.noteFirst(target, { index, reference: `${type}/${id}` });
+  return `${type}/${id}`;
 }
 
 /**
@@ -210,16 +196,19 @@ interface PreparedEntries {
   creates: { entries: PlannedEntry[]; prepared: PreparedCreates };
   /** Entries answered without a write of their own (a conditional create that found its match). */
   answered: Map<number, FhirResponse>;
+  /** Conditional creates answered by an earlier one of the same criteria, once it is written. */
+  same: SameCreates;
 }
 
 /** Ids given, references rewritten and plain creates prepared: with `ctx` a transaction's when it searches. */
 async function prepareEntries(ctx: RequestContext, entries: PlannedEntry[], references: ReadonlyMap<string, number>): Promise<PreparedEntries> {
   const answered = new Map<number, FhirResponse>();
+  const same = new SameCreates();
   const resolved = await resolveConditionalReferences(ctx, references);
-  const ids = await assignIds(ctx, entries, answered);
+  const ids = await assignIds(ctx, entries, answered, same);
   const rewritten = entries.map((entry) => rewrite(entry, ids, resolved));
   const plain = rewritten.filter((entry) => isPlainCreate(entry) && !answered.has(entry.index));
-  return { rewritten, answered, creates: { entries: plain, prepared: await prepareCreates(ctx, plain) } };
+  return { rewritten, answered, same, creates: { entries: plain, prepared: await prepareCreates(ctx, plain) } };
 }
 
 /** A conditional create or conditional update: its search reads the data, which only the transaction may do. */

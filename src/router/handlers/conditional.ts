@@ -3,7 +3,7 @@ import { allOk, errors, OperationOutcomeError } from '../../fhir/outcome.js';
 import { isRecord } from '../../fhir/types.js';
 import type { SearchRow } from '../../search/service.js';
 import { conditionalCriteria, lockedMatch, onlyMatch, searchOfHeader } from '../conditional.js';
-import { assertAnswerAcceptable, assertJsonContentType, JSON_PATCH_TYPES, parseIfMatch, preferReturn } from '../negotiation.js';
+import { assertJsonContentType, JSON_PATCH_TYPES, parseIfMatch, preferReturn } from '../negotiation.js';
 import { requiredJsonBody } from '../request-body.js';
 import { emptyResponse, outcomeResponse, textResponse, versionHeaders } from '../responses.js';
 import type { FhirRequest, FhirResponse, RouteParams } from '../types.js';
@@ -34,7 +34,6 @@ export async function conditionalCreate(req: FhirRequest, ctx: RequestContext, t
 
 /** `PUT [type]?criteria`, by http.html's rules for no, one and several matches. */
 export async function conditionalUpdateHandler(req: FhirRequest, { type }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  assertAnswerAcceptable(req);
   assertJsonContentType(req.header('content-type'));
   const criteria = conditionalCriteria(req.query, `Conditional update of ${type}`);
   const body = await requiredJsonBody(req);
@@ -60,7 +59,6 @@ export async function conditionalUpdateHandler(req: FhirRequest, { type }: Route
 
 /** `PATCH [type]?criteria`: one match → patched; none → 404; several → 412. */
 export async function conditionalPatchHandler(req: FhirRequest, { type }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  assertAnswerAcceptable(req);
   assertJsonContentType(req.header('content-type'), JSON_PATCH_TYPES);
   const criteria = conditionalCriteria(req.query, `Conditional patch of ${type}`);
   const body = await requiredJsonBody(req);
@@ -77,7 +75,6 @@ export async function conditionalPatchHandler(req: FhirRequest, { type }: RouteP
  * `single`: deleting many at once by criteria is refused, whatever `_count` says).
  */
 export async function conditionalDeleteHandler(req: FhirRequest, { type }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  assertAnswerAcceptable(req);
   const criteria = conditionalCriteria(req.query, `Conditional delete of ${type}`);
   const ifMatch = parseIfMatch(req.header('if-match'));
   return ctx.inTransaction(async (tx) => {

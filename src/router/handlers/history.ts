@@ -4,7 +4,6 @@ import type { BundleLink } from '../../fhir/types.js';
 import { parseOffset, wholeNumber } from '../../search/service.js';
 import type { HistoryOptions, HistoryPage } from '../../storage/types.js';
 import { historyBundle, offsetLinks } from '../bundle.js';
-import { assertAnswerAcceptable } from '../negotiation.js';
 import { resourceResponse } from '../responses.js';
 import type { FhirRequest, FhirResponse, RouteParams } from '../types.js';
 
@@ -27,7 +26,6 @@ const NOT_FOR_HISTORY: Record<string, string> = {
  * clients that ask for it, up to the search's maximum offset.
  */
 export async function historyHandler(req: FhirRequest, { type, id }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  assertAnswerAcceptable(req);
   const query = req.query;
   checkHistoryParameters(query, /(^|[;,\s])handling\s*=\s*strict\b/i.test(req.header('prefer') ?? ''));
   const options = historyOptions(query);

@@ -1,6 +1,5 @@
 import type { Config } from '../../config.js';
 import { buildCapabilityStatement, projectCapabilityText } from '../capability.js';
-import { assertAnswerAcceptable } from '../negotiation.js';
 import { textResponse } from '../responses.js';
 import type { FhirRequest, FhirResponse, FhirRoute, PublicCaller } from '../types.js';
 
@@ -13,7 +12,6 @@ const capabilityByConfig = new WeakMap<Config, string>();
  */
 export function metadataHandler(routes: () => readonly FhirRoute[]) {
   return async (req: FhirRequest, _params: unknown, caller: PublicCaller): Promise<FhirResponse> => {
-    assertAnswerAcceptable(req);
     let text = capabilityByConfig.get(caller.config);
     if (!text) {
       text = JSON.stringify(buildCapabilityStatement(caller.config, routes()));

@@ -20,7 +20,6 @@ export function operationHandler(level: OperationLevel) {
   return async (req: FhirRequest, { type, id, op }: RouteParams, ctx: RequestContext): Promise<FhirResponse> => {
     const operation = await resolveWithCustom(ctx, op!.slice(1), level, type);
     const definition = operation.definition;
-    assertAnswerAcceptable(req);
     // What an operation that writes reads decides its writes: from the primary, as they go.
     if (definition.affectsState) ctx.reads.usePrimary();
     const request = { level, resourceType: type, id, ctx, db: ctx.database };

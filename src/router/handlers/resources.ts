@@ -3,7 +3,7 @@ import { allOk } from '../../fhir/outcome.js';
 import { applySubsetting, parseSummary } from '../../fhir/summary.js';
 import { parseStored } from '../../storage/versions.js';
 import type { StoredVersion } from '../../storage/types.js';
-import { assertAnswerAcceptable, assertJsonAcceptable, assertJsonContentType, explicitlyAcceptsFhirJson, JSON_PATCH_TYPES, parseAccept, parseIfMatch } from '../negotiation.js';
+import { assertJsonAcceptable, assertJsonContentType, explicitlyAcceptsFhirJson, JSON_PATCH_TYPES, parseAccept, parseIfMatch } from '../negotiation.js';
 import { isJsonContentType, requiredJsonBody } from '../request-body.js';
 import { emptyResponse, outcomeResponse, resourceResponse, textResponse, versionHeaders } from '../responses.js';
 import { StreamedBytes, type FhirRequest, type FhirResponse, type RouteParams } from '../types.js';
@@ -22,7 +22,6 @@ export function vreadHandler(req: FhirRequest, { type, id, vid }: RouteParams, c
 }
 
 export async function createHandler(req: FhirRequest, { type }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  assertAnswerAcceptable(req);
   const contentType = req.header('content-type');
   if (type === 'Binary' && !isJsonContentType(contentType)) {
     const bytes = req.body ? await req.body.bytes() : new Uint8Array();
@@ -36,7 +35,6 @@ export async function createHandler(req: FhirRequest, { type }: RouteParams, ctx
 }
 
 export async function updateHandler(req: FhirRequest, { type, id }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  assertAnswerAcceptable(req);
   const contentType = req.header('content-type');
   const ifMatch = parseIfMatch(req.header('if-match'));
   if (type === 'Binary' && !isJsonContentType(contentType)) {
@@ -49,14 +47,12 @@ export async function updateHandler(req: FhirRequest, { type, id }: RouteParams,
 }
 
 export async function patchHandler(req: FhirRequest, { type, id }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  assertAnswerAcceptable(req);
   assertJsonContentType(req.header('content-type'), JSON_PATCH_TYPES);
   const body = await requiredJsonBody(req);
   return writeResponse(req, ctx, await ctx.repo.patchResource(type!, id!, body, { ifMatch: parseIfMatch(req.header('if-match')) }));
 }
 
 export async function deleteHandler(req: FhirRequest, { type, id }: RouteParams, ctx: RequestContext): Promise<FhirResponse> {
-  assertAnswerAcceptable(req);
   await ctx.repo.deleteResource(type!, id!, { ifMatch: parseIfMatch(req.header('if-match')) });
   return outcomeResponse(allOk(`Deleted ${type}/${id}`), 200);
 }

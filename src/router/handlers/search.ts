@@ -3,7 +3,6 @@ import { errors } from '../../fhir/outcome.js';
 import { searchWithClientSecrets } from '../../access/client-secrets.js';
 import { search, searchServicesFor } from '../../search/service.js';
 import { nextLink, searchsetText } from '../searchset.js';
-import { assertAnswerAcceptable } from '../negotiation.js';
 import { textResponse } from '../responses.js';
 import type { FhirRequest, FhirResponse, RouteParams } from '../types.js';
 
@@ -39,7 +38,6 @@ export async function searchSystemHandler(req: FhirRequest, _params: RouteParams
 }
 
 async function respond(req: FhirRequest, ctx: RequestContext, types: string[] | undefined, params: [string, string][], path: string): Promise<FhirResponse> {
-  assertAnswerAcceptable(req);
   const lenient = /(^|[;,\s])handling\s*=\s*lenient\b/i.test(req.header('prefer') ?? '');
   for (const type of types ?? []) {
     if (!/^[A-Z][A-Za-z]+$/.test(type)) throw errors.invalid(`Unknown resource type "${type}" in _type`, '_type');

@@ -5,17 +5,16 @@ import { splitOr, takePrefix } from '../query/values.js';
 import { joinByPrimaryKey, loneFilter, otherConditions, type DrivenSearch } from './driven.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
 
-/** A date parameter's lower and upper bound among a search's filters (dateRangeConditions' first pair), and the other filters. */
+/**
+ * A date parameter's lower and upper bound among a search's filters (dateRangeConditions' first
+ * pair), or a lone one of them (the other side open), and the other filters.
+ */
 export interface DateRangePair {
   name: string;
-  lower: string;
-  upper: string;
+  lower?: string;
+  upper?: string;
   others: Filter[];
 }
-
-/** The bounds that every stored date meets (FHIR's years run from 0001 to 9999). */
-const EARLIEST_DATE = 'ge0001-01-01';
-const LATEST_DATE = 'le9999-12-31';
 
 function isDate(filter: Filter): boolean {
   return plainParameter(filter)?.type === 'date';
@@ -52,18 +51,18 @@ function equalDateRange(filters: readonly Filter[]): DateRangePair | undefined {
 
 /**
  * A lone one-sided date bound (`Observation?date=gt2024-06-01`, besides `_project`) as a pair
- * whose other side every stored date meets, so that the GiST index's rows, which stop at the
- * page, drive it (dateRangePage). The result is the same: the added bound holds for every row.
- * Alone only: with other filters, a bound that half the rows meet would drive a page that those
- * filters may thin out.
+ * open on its other side, so that the GiST index's rows, which stop at the page, drive it
+ * (dateRangePage). No date stands for the open side: `le9999-12-31` misses a period starting on
+ * that day and open-ended, which `gt2024-06-01` must find. Alone only: with other filters, a
+ * bound that half the rows meet would drive a page that those filters may thin out.
  */
 function openDateRange(filters: readonly Filter[]): DateRangePair | undefined {
   const lone = loneFilter(filters);
   if (!lone || !isDate(lone.filter)) return undefined;
   const { filter: { name, value }, others } = lone;
   const kind = dateBoundKind(value);
-  if (kind === 'lower') return { name, lower: value, upper: LATEST_DATE, others };
-  if (kind === 'upper') return { name, lower: EARLIEST_DATE, upper: value, others };
+  if (kind === 'lower') return { name, lower: value, others };
+  if (kind === 'upper') return { name, upper: value, others };
   return undefined;
 }
 

@@ -1,4 +1,4 @@
-import { getSearchParametersFor, type SearchParameter } from '../../fhir/definitions.js';
+import { getSearchParametersFor, isResourceType, type SearchParameter } from '../../fhir/definitions.js';
 import { errors } from '../../fhir/outcome.js';
 import { findCompositePlan } from '../../indexing/composite.js';
 import type { ProjectParameters } from '../../indexing/parameters.js';
@@ -6,7 +6,7 @@ import { compileChain, compileHas } from './conditions/chain-has.js';
 import { compileComposite } from './conditions/composite.js';
 import { dateParameter } from './conditions/date.js';
 import { compileFilter, ENDS_WITH_MODIFIER, type FilterCompiler } from './conditions/filter.js';
-import { findParameter, isSearchable, parameterCodes } from './conditions/lookup.js';
+import { checkTargetTypes, findParameter, isSearchable, parameterCodes } from './conditions/lookup.js';
 import { numberParameter, quantityParameter } from './conditions/number-quantity.js';
 import { compileReferenceIdentifier, referenceParameter } from './conditions/reference.js';
 import { codesArg, missingCondition, notSupported, rowsExist, rowsOfCodes, unsupportedModifier } from './conditions/shared.js';
@@ -77,6 +77,7 @@ export function resolveParameter(name: string, types: readonly string[], paramet
     throw notSupported(`Search parameter "${code}" (${param.type}) is not supported by this server${why}`, name);
   }
   // The stored code: a parameter may read another's rows (findParameter).
+  if (param.type === 'reference' && modifier !== undefined && isResourceType(modifier)) checkTargetTypes(name, code, param, [modifier]);
   if (modifier !== 'identifier') return { kind: 'indexed', code: param.code, codes: parameterCodes(code, types, name, parameters), modifier, param };
   if (param.type !== 'reference') throw unsupportedModifier(name, modifier, param.type);
   return { kind: 'reference-identifier', code, param };
@@ -98,7 +99,7 @@ export function compileResolved(
 ): string {
   switch (resolved.kind) {
     case 'has':
-      return compileHas(name, value, alias, ctx, compileParameter);
+      return compileHas(name, value, types, alias, ctx, compileParameter);
     case 'filter':
       return compileFilter(value, types, alias, ctx, FILTER_COMPILER);
     case 'chain':

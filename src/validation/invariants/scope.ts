@@ -2,6 +2,7 @@ import { isRecord } from '../../fhir/types.js';
 import type { ElementModel, TypeModel, TypeRef } from '../model.js';
 import { invariantsAt, type Invariant, type InvariantSeverity } from './catalog.js';
 import { evaluateInvariant, primitiveBase, uncheckedText } from './evaluate.js';
+import { referenceTextProblem } from '../reference-text.js';
 import { containedProblems, extensionIsWellFormed, hasContentBesidesId, narrativeProblem, nativeText } from './native.js';
 
 /**
@@ -15,7 +16,7 @@ export type InvariantReport = (
   severity: InvariantSeverity | 'information',
   text: string,
   where: string,
-  code?: 'invariant' | 'not-supported',
+  code?: 'invariant' | 'not-supported' | 'value',
 ) => void;
 
 interface Frame {
@@ -116,6 +117,8 @@ export class InvariantScope {
 
   private noteReference(value: Record<string, unknown>, frame: Frame, where: () => string): void {
     const reference = value.reference;
+    const problem = typeof reference === 'string' ? referenceTextProblem(reference, frame.root.type) : undefined;
+    if (problem) this.report('error', `Invalid reference ${JSON.stringify(reference)} at ${where()}.reference: ${problem}`, `${where()}.reference`, 'value');
     if (typeof reference !== 'string' || !reference.startsWith('#') || reference.length === 1) return;
     frame.root.refChecks.push({ id: reference.slice(1), where: where() });
   }

@@ -1,9 +1,9 @@
-import { getSearchParametersFor, isResourceType } from '../../../fhir/definitions.js';
+import { getSearchParametersFor, isResourceType, type SearchParameter } from '../../../fhir/definitions.js';
 import { errors } from '../../../fhir/outcome.js';
 import type { CompileContext, CompileParameter, IndexRowsCondition } from './types.js';
 import { firstMatchingRow, indexRowsSource } from './shared.js';
 import { scopeSql } from '../../../storage/project-scope.js';
-import { findParameter } from './lookup.js';
+import { checkTargetTypes, findParameter } from './lookup.js';
 
 /**
  * Chains and `_has` follow references to other resources, whose parameters the caller's
@@ -49,6 +49,7 @@ export function compileChain(
   if (typeModifier !== undefined && !isResourceType(typeModifier)) {
     throw errors.invalid(`Unknown resource type "${typeModifier}" in chain "${name}"`, name);
   }
+  if (typeModifier !== undefined) checkTargetTypes(name, code, param, [typeModifier]);
   const restCode = rest.split(/[:.]/)[0];
   const candidates = typeModifier ? [typeModifier] : (param.target ?? []).filter((t) => t !== null && isResourceType(t));
   const known = candidates.filter(
@@ -193,7 +194,7 @@ function reportUnreadChainRows(ctx: CompileContext, ri: string, codeArg: string,
 }
 
 /** The parts of `_has:Type:reference:parameter`: the referencing type, its reference parameter, and the rest. */
-export function parseHas(name: string, ctx: Pick<CompileContext, 'parameters' | 'mayRead'>): { type: string; code: string; rest: string } {
+export function parseHas(name: string, ctx: Pick<CompileContext, 'parameters' | 'mayRead'>): { type: string; code: string; rest: string; param: SearchParameter } {
   const match = /^_has:([A-Za-z]+):([A-Za-z0-9_-]+):(.+)$/.exec(name);
   if (!match || !isResourceType(match[1])) {
     throw errors.invalid(`Invalid _has "${name}": use _has:Type:referenceParameter:parameter`, name);
@@ -202,7 +203,7 @@ export function parseHas(name: string, ctx: Pick<CompileContext, 'parameters' | 
   if (ctx.mayRead && !ctx.mayRead(type)) throw errors.forbidden(`Your access does not allow ${type} resources, which "${name}" searches`);
   const param = findParameter(code, [type], name, ctx.parameters);
   if (param.type !== 'reference') throw errors.invalid(`In "${name}", ${code} is not a reference parameter of ${type}`, name);
-  return { type, code, rest };
+  return { type, code, rest, param };
 }
 
 /**
@@ -220,8 +221,16 @@ export function parseHas(name: string, ctx: Pick<CompileContext, 'parameters' | 
  * The caller's criteria of the referencing type are tested on its row too (criteriaOn): the
  * references of resources it may not read tell nothing.
  */
-export function compileHas(name: string, value: string, alias: string, ctx: CompileContext, compileParameter: CompileParameter): string {
-  const { type, code, rest } = parseHas(name, ctx);
+export function compileHas(
+  name: string,
+  value: string,
+  searched: readonly string[],
+  alias: string,
+  ctx: CompileContext,
+  compileParameter: CompileParameter,
+): string {
+  const { type, code, rest, param } = parseHas(name, ctx);
+  checkTargetTypes(name, code, param, searched);
   const inner = nextDepth(ctx, name);
   const ri = `h${inner.depth}`;
   const s = `s${inner.depth}`;

@@ -37,25 +37,41 @@ export function dateRangeCondition(
 
 /**
  * The conditions on a date_index row `x` of `name` that it meets both bounds, and that it overlaps
- * [A, B] (the GiST index's), or undefined when `lower`/`upper` are not such a pair.
+ * [A, B] (the GiST index's), or undefined when `lower`/`upper` are not such a pair. A missing bound
+ * leaves that side open: no date value of FHIR's years stands in for it, as a period open on that
+ * side or starting (ending) within the edge day of the years meets no `le`/`ge` of that day.
  */
-function dateRowMeetsRange(name: string, lower: string, upper: string, x: string, ctx: CompileContext): { both: string; overlap: string } | undefined {
-  if (dateBoundKind(lower) !== 'lower' || dateBoundKind(upper) !== 'upper') return undefined;
-  const low = parseDateValue(name, lower);
-  const high = parseDateValue(name, upper);
-  // The row's end must reach A, its start must not pass B (looser than gt/lt, as a hint may be).
-  const a = low.prefix === 'ge' ? low.range.start : low.range.end;
-  const b = high.prefix === 'le' ? high.range.end : high.range.start;
-  const [aTime, bTime] = [Date.parse(a), Date.parse(b)];
+function dateRowMeetsRange(name: string, lower: string | undefined, upper: string | undefined, x: string, ctx: CompileContext): { both: string; overlap: string } | undefined {
+  if ((lower === undefined && upper === undefined) || !isBound(lower, 'lower') || !isBound(upper, 'upper')) return undefined;
+  const a = lower === undefined ? undefined : lowerEdge(name, lower);
+  const b = upper === undefined ? undefined : upperEdge(name, upper);
+  const [aTime, bTime] = [a === undefined ? -Infinity : Date.parse(a), b === undefined ? Infinity : Date.parse(b)];
   if (Number.isNaN(aTime) || Number.isNaN(bTime)) return undefined;
   const start = `${x}.start`;
   const end = `${x}."end"`;
-  const both = `${dateCondition(name, lower, start, end, ctx)} AND ${dateCondition(name, upper, start, end, ctx)}`;
+  const both = [lower, upper].flatMap((raw) => (raw === undefined ? [] : [dateCondition(name, raw, start, end, ctx)])).join(' AND ');
+  const bound = (at: string | undefined): string => (at === undefined ? 'NULL' : ctx.args.add(at, 'timestamptz'));
   const overlap =
     aTime <= bTime
-      ? `${dateRowRange(x)} && tstzrange(${ctx.args.add(a, 'timestamptz')}, ${ctx.args.add(b, 'timestamptz')}, '[]')`
-      : `${dateRowRange(x)} @> tstzrange(${ctx.args.add(b, 'timestamptz')}, ${ctx.args.add(a, 'timestamptz')}, '[]')`;
+      ? `${dateRowRange(x)} && tstzrange(${bound(a)}, ${bound(b)}, '[]')`
+      : `${dateRowRange(x)} @> tstzrange(${bound(b)}, ${bound(a)}, '[]')`;
   return { both, overlap };
+}
+
+function isBound(raw: string | undefined, kind: 'lower' | 'upper'): boolean {
+  return raw === undefined || dateBoundKind(raw) === kind;
+}
+
+/** The row's end must reach this, for a lower bound (looser than gt, as a hint may be). */
+function lowerEdge(name: string, raw: string): string {
+  const { prefix, range } = parseDateValue(name, raw);
+  return prefix === 'ge' ? range.start : range.end;
+}
+
+/** The row's start must not pass this, for an upper bound (looser than lt, as a hint may be). */
+function upperEdge(name: string, raw: string): string {
+  const { prefix, range } = parseDateValue(name, raw);
+  return prefix === 'le' ? range.end : range.start;
 }
 
 /**
@@ -66,18 +82,21 @@ function dateRowMeetsRange(name: string, lower: string, upper: string, x: string
  * distinct; the resources with such a row (the partial index on seq > 1; none when the parameter
  * has one value per resource) are listed once each when some row meets each bound, as FHIR says.
  * A page joined from these rows stops at its last row, where `IN` had PostgreSQL hash every match
- * first (550 rows for a day of 1,000,000 Observations). Undefined when the pair is not one;
- * `name` is a date parameter without modifier (the caller checks).
+ * first (550 rows for a day of 1,000,000 Observations). A missing bound leaves that side open (a
+ * lone `gt`, say). Undefined when the pair is not one; `name` is a date parameter without
+ * modifier (the caller checks).
  */
-export function dateRangeRows(name: string, lower: string, upper: string, type: string, projectId: string, ctx: CompileContext): string | undefined {
+export function dateRangeRows(name: string, lower: string | undefined, upper: string | undefined, type: string, projectId: string, ctx: CompileContext): string | undefined {
   const range = dateRowMeetsRange(name, lower, upper, 'g', ctx);
   if (!range) return undefined;
   const inProject = (x: string): string =>
     `${x}."projectId" = ${ctx.args.add(projectId)} AND ${x}."resourceType" = ${ctx.args.add(type)} AND ${x}.code = ${ctx.args.add(name)}`;
   const sameResource = (x: string, of: string): string =>
     `${x}."projectId" = ${of}."projectId" AND ${x}."resourceType" = ${of}."resourceType" AND ${x}.code = ${of}.code AND ${x}."resourceId" = ${of}."resourceId"`;
-  const someRow = (raw: string): string =>
-    `EXISTS (SELECT 1 FROM date_index x WHERE ${sameResource('x', 'l')} AND ${dateCondition(name, raw, 'x.start', 'x."end"', ctx)})`;
+  const someRow = (raw: string | undefined): string =>
+    raw === undefined
+      ? 'true'
+      : `EXISTS (SELECT 1 FROM date_index x WHERE ${sameResource('x', 'l')} AND ${dateCondition(name, raw, 'x.start', 'x."end"', ctx)})`;
   // Only the overlap is left for an index to serve: with statistics older than the data, the
   // planner also read the project's every row ending after A from a btree index, to AND the two.
   const single =

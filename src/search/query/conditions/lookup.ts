@@ -1,4 +1,4 @@
-import { getSearchParametersFor, type SearchParameter } from '../../../fhir/definitions.js';
+import { getSearchParametersFor, isResourceType, type SearchParameter } from '../../../fhir/definitions.js';
 import { errors } from '../../../fhir/outcome.js';
 import { isIndexedType } from '../../../indexing/add-rows.js';
 import type { ProjectParameters } from '../../../indexing/parameters.js';
@@ -51,4 +51,16 @@ export function parameterCodes(code: string, types: readonly string[], name = co
 /** Whether a parameter can be searched (indexed kinds plus the resource columns); composites: findCompositePlan. */
 export function isSearchable(param: SearchParameter): boolean {
   return param.code === '_id' || param.code === '_lastUpdated' || (param.expression !== undefined && isIndexedType(param.type));
+}
+
+/**
+ * A 400 unless the reference parameter `code` (`param`, in the searched parameter `name`) can
+ * point at one of `types`: a chain, `_has` or type modifier through a type it cannot point at would
+ * only ever find nothing, which hides the mistake. A definition that names no target (a project's
+ * own parameter may not) allows every type.
+ */
+export function checkTargetTypes(name: string, code: string, param: SearchParameter, types: readonly string[]): void {
+  const targets: string[] = (param.target ?? []).filter((t) => t !== null && isResourceType(t));
+  if (targets.length === 0 || types.some((t) => targets.includes(t))) return;
+  throw errors.invalid(`In "${name}", ${code} refers to ${[...targets].sort().join(', ')}, never to ${types.join(' or ')}`, name);
 }
