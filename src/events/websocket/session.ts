@@ -4,6 +4,7 @@ import type { ServerKeys } from '../../auth/keys.js';
 import type { Config } from '../../config.js';
 import type { StorageServices } from '../../storage/repository.js';
 import { systemRepository } from '../../auth/accounts.js';
+import type { Viewer } from '../author-access.js';
 import type { Subscription } from '../subscription.js';
 import { BindingTokenError, verifyBindingToken, type BindingGrant } from './binding-token.js';
 import type { BoundSocket, SocketEvent, WebSocketHub } from './hub.js';
@@ -20,13 +21,8 @@ export interface SessionServices {
    * What a membership may see now (its AccessPolicy), undefined when it no longer exists or is
    * inactive: checked on bind and before each event is sent. Supplied by the access layer, cached.
    */
-  viewerOf(membershipId: string): Promise<SocketViewer | undefined>;
+  viewerOf(membershipId: string): Promise<Viewer | undefined>;
   readonly log: Logger;
-}
-
-export interface SocketViewer {
-  /** Whether the version `versionId` of the resource may be sent (`deleted`: the event is its delete). */
-  sees(resourceType: string, id: string, versionId: string, deleted: boolean): Promise<boolean>;
 }
 
 /** WebSocket close code for a policy violation (RFC 6455). */
