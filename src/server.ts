@@ -9,7 +9,7 @@ import type { Registry } from 'prom-client';
 import type { Services } from './operations/context.js';
 import { countUnfinishedJobs, watchAsyncJobs } from './admin/async-job.js';
 import { createRequestContext } from './access/context.js';
-import { SocketViewers } from './access/socket-viewers.js';
+import { MemberViewers } from './access/member-viewers.js';
 import { startJobWorker } from './operations/jobs/worker.js';
 import { startExportExpiry } from './bulk/export-expiry.js';
 import { Admission } from './http/admission.js';
@@ -151,7 +151,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const services: Services = { log, ...storage, auth, bus, readRouting, bots };
   const admission = new Admission(config);
   // Deliveries yield to the requests admission lets in (src/events/yielding.ts).
-  events.deliverWith(storage, auth, botDelivery(services), admission);
+  const viewers = new MemberViewers(services);
+  events.deliverWith({ storage, auth, authors: (projectId, subscription) => viewers.authorViewer(projectId, subscription), botDelivery: botDelivery(services), foreground: admission });
   // AsyncJobs no queued job stands for, whose server stopped, become `error` (src/admin/async-job.ts).
   const jobs = await watchAsyncJobs(services);
   // Queued jobs, and jobs whose server stopped, run here as well as anywhere (src/operations/jobs).
@@ -165,7 +166,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // With WORKERS, the primary serves METRICS_PORT for all of them (src/workers.ts).
   const metricsServer = !cluster.isWorker && config.metricsPort !== undefined ? await listenMetrics(config.metricsPort, exposition, config.metricsToken, log) : undefined;
   const server = await listenHttp(createHttpHandlers(services, admission, { metrics, exposition }, readAhead), config.port, config, log);
-  const viewers = new SocketViewers(services);
   const webSockets = serveWebSockets(
     server,
     { hub: events.webSockets!, keys: auth.keys, storage, config, log, viewerOf: (id) => viewers.viewerOf(id) },

@@ -38,6 +38,7 @@ import { assertScope, assertTypeAccess } from './type-access.js';
 import { systemHistoryOptions } from './system-history.js';
 import { judgedVersions } from './version-criteria.js';
 import { decideAccounts } from './write-accounts.js';
+import { withSubscriptionAuthors } from './subscription-author.js';
 import { assertProtectedElementsKept, isServerWide, serverWideUserRefusal } from './protected-elements.js';
 import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../search/service.js';
 
@@ -82,9 +83,9 @@ export class GuardedRepository implements ResourceRepository {
     return new Repository(storage, who, {
       appliesTo: (resourceType: string) => policyCriteria(writer, resourceType) !== undefined,
       verify: (tx: SqlExecutor, resource: Resource) => this.verifyWrite(tx, resource, writer),
-      prepare: (db: SqlExecutor, writes: readonly PreparedWrite[]) => {
+      prepare: async (db: SqlExecutor, writes: readonly PreparedWrite[]) => {
         assertProtectedElementsKept(who, writes);
-        return decideAccounts(who, db, writes, joined ? undefined : services.searchCache);
+        return withSubscriptionAuthors(who, await decideAccounts(who, db, writes, joined ? undefined : services.searchCache));
       },
     });
   }

@@ -2,6 +2,7 @@ import { systemRepository } from '../auth/accounts.js';
 import type { StorageServices } from '../storage/repository.js';
 import type { ActiveSubscriptions } from './active-subscriptions.js';
 import { attempt, backoffMs, recordOutcome, type Attempts } from './attempts.js';
+import { visibleToAuthors, type AuthorViewers } from './author-access.js';
 import { writeAuditEvents, type Attempt } from './audit.js';
 import { changedVersions } from './versions.js';
 import { matchChanges, needsPrevious, type ChangedVersion } from './matching.js';
@@ -23,6 +24,8 @@ export interface ChangeBatches extends Attempts {
   readonly storage: StorageServices;
   readonly subscriptions: ActiveSubscriptions;
   readonly channels: ReadonlyMap<string, ChannelListener>;
+  /** What each Subscription's author may see: a match it may not see is not delivered, on any channel. */
+  readonly authors: AuthorViewers;
   /** The lease of a claimed row: how long a slow attempt's own row stays with this server. */
   readonly leaseMs: number;
   /** Looks for due rows again in `delayMs` (a retry this server scheduled). */
@@ -99,7 +102,7 @@ async function startAttempts(on: ChangeBatches, projectId: string, rows: readonl
   const subscriptions = await on.subscriptions.of(on.storage.db, projectId);
   if (subscriptions.length === 0) return [];
   const versions = await changedVersions(systemRepository(on.storage, projectId), rows, needsPrevious(subscriptions));
-  const matched = await matchChanges(on.storage.db, on.config, subscriptions, versions);
+  const matched = await visibleToAuthors(on.authors, projectId, versions, await matchChanges(on.storage.db, on.config, subscriptions, versions));
   const pending: Pending[] = [];
   matched.forEach((list, index) => {
     const row = rows[index];

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { StorageServices } from '../storage/repository.js';
 import { ActiveSubscriptions } from './active-subscriptions.js';
+import type { AuthorViewers } from './author-access.js';
 import type { ChannelListener } from './change-batch.js';
 import { SubscriptionChangeLog } from './change-log.js';
 import { EventWorker, type BotDelivery } from './worker.js';
@@ -19,11 +20,22 @@ export interface Events {
   readonly subscriptions: ActiveSubscriptions;
   /** Matches for Subscriptions of `channelType` (other than rest-hook) go to `listener`; before deliverWith. */
   onMatch(channelType: string, listener: ChannelListener): void;
-  /** Starts this server's workers, which read and write resources with `storage` and yield to `foreground`'s requests. */
-  deliverWith(storage: StorageServices, auth: AuthService, botDelivery?: BotDelivery, foreground?: Foreground): EventWorker;
+  /**
+   * Starts this server's workers, which read and write resources with `storage`, deliver only what
+   * each Subscription's author may see (`authors`), and yield to `foreground`'s requests.
+   */
+  deliverWith(workers: WorkerServices): EventWorker;
   /** The sockets of websocket Subscriptions this server holds; set by deliverWith. */
   readonly webSockets: WebSocketHub | undefined;
   close(): Promise<void>;
+}
+
+export interface WorkerServices {
+  readonly storage: StorageServices;
+  readonly auth: AuthService;
+  readonly authors: AuthorViewers;
+  readonly botDelivery?: BotDelivery;
+  readonly foreground?: Foreground;
 }
 
 /** Subscriptions of one server: the change log first (storage needs it), the workers once storage exists. */
@@ -38,12 +50,12 @@ export function startEvents(db: Database, config: Config, log: Logger, bus: Inva
     changeLog,
     subscriptions,
     onMatch: (channelType, listener) => void channels.set(channelType, listener),
-    deliverWith(storage, auth, botDelivery, foreground) {
+    deliverWith({ storage, auth, authors, botDelivery, foreground }) {
       const workerLog = log.child({ component: 'subscriptions' });
       const hub = new WebSocketHub(bus, storage, config, workerLog);
       webSockets = hub;
       channels.set('websocket', webSocketListener(hub, workerLog));
-      worker = new EventWorker(db, storage, auth, config, subscriptions, channels, workerLog, botDelivery, foreground);
+      worker = new EventWorker(db, storage, auth, config, subscriptions, channels, authors, workerLog, botDelivery, foreground);
       worker.start();
       return worker;
     },

@@ -6,6 +6,7 @@ import type { StorageServices } from '../storage/repository.js';
 import { systemRepository } from '../auth/accounts.js';
 import type { ActiveSubscriptions } from './active-subscriptions.js';
 import { attempt, backoffMs, recordOutcome, Slots, type BotDelivery, type EventConfig } from './attempts.js';
+import { authorSees, type AuthorViewers } from './author-access.js';
 import { deliverChanges, type ChangeBatches, type ChannelListener } from './change-batch.js';
 import { claimDue, finish, retryLater, type OutboxRow } from './outbox.js';
 import type { RestHookDelivery } from './rest-hook.js';
@@ -59,6 +60,7 @@ export class EventWorker {
     config: EventConfig,
     subscriptions: ActiveSubscriptions,
     channels: ReadonlyMap<string, ChannelListener>,
+    authors: AuthorViewers,
     private readonly log: Logger,
     botDelivery?: BotDelivery,
     foreground?: Foreground,
@@ -67,7 +69,7 @@ export class EventWorker {
     // Each attempt in flight listens to it until its request ends.
     setMaxListeners(config.subscriptionConcurrency + 10, this.stopping.signal);
     this.batches = {
-      config, auth, botDelivery, storage, subscriptions, channels,
+      config, auth, botDelivery, storage, subscriptions, channels, authors,
       signal: this.stopping.signal,
       slots: new Slots(config.subscriptionConcurrency),
       // Longer than an attempt (its request, then its AuditEvent and its row): a lease that passes
@@ -161,6 +163,11 @@ export class EventWorker {
     const subscription = (await subscriptions.of(this.db, row.projectId)).find((item) => item.id === subscriptionId)
       // One created on another server may not be in this server's list yet.
       ?? ((await repo.readResource('Subscription', subscriptionId).catch(() => undefined)) as Subscription | undefined);
+    // An author who lost access since the first attempt (or never had it: `$resend`) gets nothing more.
+    if (subscription && !(await authorSees(this.batches.authors(row.projectId, subscription), unreadVersion(row).change))) {
+      await finish(this.db, row);
+      return;
+    }
     // `$resend` naming a websocket Subscription: its event is sent as a matched one's is (no retries).
     const channel = subscription?.status === 'active' ? subscription.channel?.type : undefined;
     const listener = channel && channel !== 'rest-hook' ? this.batches.channels.get(channel) : undefined;

@@ -39,6 +39,8 @@ function withoutServerFields(resource: Record<string, unknown>): Record<string, 
   // Binary.data is returned as canonical base64; the examples wrap theirs with spaces.
   if (typeof rest.data === 'string') rest.data = rest.data.replace(/\s+/g, '');
   const { versionId: _v, lastUpdated: _l, project: _p, ...clientMeta } = (meta ?? {}) as Record<string, unknown>;
+  // A Subscription's author is its writer, recorded by the server (docs/subscriptions.md).
+  if (resource.resourceType === 'Subscription') delete clientMeta.author;
   return Object.keys(clientMeta).length > 0 ? { ...rest, meta: clientMeta } : rest;
 }
 

@@ -5,7 +5,7 @@ import type { Resource } from '../../fhir/types.js';
 import type { StorageServices } from '../../storage/repository.js';
 import { systemRepository } from '../../auth/accounts.js';
 import type { OutboxRow } from '../outbox.js';
-import { eventMessage, heartbeatMessage } from './messages.js';
+import { eventMessage } from './messages.js';
 
 /** The notice topic of matched WebSocket events; every server hears it, the one holding the socket sends. */
 const EVENT_TOPIC = 'subscription:websocket';
@@ -19,7 +19,7 @@ interface EventNotice extends MatchedVersion {
 /** Subscriptions named by one notice: well under the channel's longest message (7,900 bytes). */
 const IDS_PER_NOTICE = 100;
 
-/** What the hub sends: the event's text, and what it is about, for the owner's access check. */
+/** What the hub sends: the event's message, and what it is about, for the owner's access check. */
 export interface SocketEvent {
   readonly subscriptionId: string;
   readonly resourceType: string;
@@ -27,14 +27,19 @@ export interface SocketEvent {
   /** The version the event carries. */
   readonly versionId: string;
   readonly deleted: boolean;
-  readonly text: string;
+  /** The event's text, numbered as the socket counts the events it was sent. */
+  message(eventNumber: number): string;
 }
 
-/** One socket as the hub sees it: it checks its owner's access before it sends an event. */
+/**
+ * One socket as the hub sees it: it checks its owner's access before it sends an event, and
+ * counts only the events it sent, so that neither its event numbers nor its heartbeats tell of
+ * events its owner may not see.
+ */
 export interface BoundSocket {
   deliver(event: SocketEvent): void;
-  /** A message that needs no access check (a heartbeat). */
-  send(text: string): void;
+  /** A `heartbeat` for one of its Subscriptions, with the events it was sent for it. */
+  heartbeat(subscriptionId: string): void;
 }
 
 export type HubLimits = Pick<Config, 'wsMaxConnections' | 'wsMaxConnectionsPerProject' | 'wsHeartbeatMs' | 'fhirBaseUrl'>;
@@ -51,8 +56,6 @@ export type HubLimits = Pick<Config, 'wsMaxConnections' | 'wsMaxConnectionsPerPr
 export class WebSocketHub {
   private readonly bySubscription = new Map<string, Set<BoundSocket>>();
   private readonly perProject = new Map<string, number>();
-  /** Events sent per Subscription since this server started (eventsSinceSubscriptionStart). */
-  private readonly eventCounts = new Map<string, number>();
   private open = 0;
   private unbound = 0;
   private readonly heartbeats: NodeJS.Timeout | undefined;
@@ -75,8 +78,7 @@ export class WebSocketHub {
   /** A `heartbeat` Bundle for each bound Subscription, to each of its sockets. */
   private heartbeat(): void {
     for (const [subscriptionId, sockets] of this.bySubscription) {
-      const text = heartbeatMessage(subscriptionId, this.eventCounts.get(subscriptionId) ?? 0);
-      for (const socket of sockets) socket.send(text);
+      for (const socket of sockets) socket.heartbeat(subscriptionId);
     }
   }
 
@@ -137,10 +139,7 @@ export class WebSocketHub {
     const sockets = this.bySubscription.get(subscriptionId);
     if (!sockets) return;
     sockets.delete(socket);
-    if (sockets.size === 0) {
-      this.bySubscription.delete(subscriptionId);
-      this.eventCounts.delete(subscriptionId);
-    }
+    if (sockets.size === 0) this.bySubscription.delete(subscriptionId);
   }
 
   /** Open sockets and bound Subscriptions of this server, for the health check and tests. */
@@ -157,10 +156,8 @@ export class WebSocketHub {
       const resource = await this.readVersion(notice);
       const focus = `${notice.resourceType}/${notice.resourceId}`;
       for (const subscriptionId of bound) {
-        const eventNumber = (this.eventCounts.get(subscriptionId) ?? 0) + 1;
-        this.eventCounts.set(subscriptionId, eventNumber);
-        const text = eventMessage({ subscriptionId, eventNumber, focus, resource, fullUrl: `${this.limits.fhirBaseUrl}/${focus}` });
-        const event = { subscriptionId, resourceType: notice.resourceType, id: notice.resourceId, versionId: notice.versionId, deleted: notice.interaction === 'delete', text };
+        const message = (eventNumber: number) => eventMessage({ subscriptionId, eventNumber, focus, resource, fullUrl: `${this.limits.fhirBaseUrl}/${focus}` });
+        const event = { subscriptionId, resourceType: notice.resourceType, id: notice.resourceId, versionId: notice.versionId, deleted: notice.interaction === 'delete', message };
         for (const socket of this.bySubscription.get(subscriptionId) ?? []) socket.deliver(event);
       }
     } catch (error) {

@@ -58,7 +58,7 @@ export function heartbeatMessage(subscriptionId: string, eventsSent: number): st
 
 export interface EventNotification {
   readonly subscriptionId: string;
-  /** Events of the Subscription this server sent since it started (this one included). */
+  /** Events of the Subscription this socket was sent since it bound it (this one included). */
   readonly eventNumber: number;
   /** `Type/id` of the changed resource. */
   readonly focus: string;

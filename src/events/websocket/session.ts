@@ -4,10 +4,11 @@ import type { ServerKeys } from '../../auth/keys.js';
 import type { Config } from '../../config.js';
 import type { StorageServices } from '../../storage/repository.js';
 import { systemRepository } from '../../auth/accounts.js';
+import type { Viewer } from '../author-access.js';
 import type { Subscription } from '../subscription.js';
 import { BindingTokenError, verifyBindingToken, type BindingGrant } from './binding-token.js';
 import type { BoundSocket, SocketEvent, WebSocketHub } from './hub.js';
-import { errorMessage, handshakeMessage, parseClientMessage, PONG } from './messages.js';
+import { errorMessage, handshakeMessage, heartbeatMessage, parseClientMessage, PONG } from './messages.js';
 
 export type SessionLimits = Pick<Config, 'baseUrl' | 'wsMaxBindingsPerSocket' | 'wsBindTimeoutMs' | 'wsIdleTimeoutMs'>;
 
@@ -20,13 +21,8 @@ export interface SessionServices {
    * What a membership may see now (its AccessPolicy), undefined when it no longer exists or is
    * inactive: checked on bind and before each event is sent. Supplied by the access layer, cached.
    */
-  viewerOf(membershipId: string): Promise<SocketViewer | undefined>;
+  viewerOf(membershipId: string): Promise<Viewer | undefined>;
   readonly log: Logger;
-}
-
-export interface SocketViewer {
-  /** Whether the version `versionId` of the resource may be sent (`deleted`: the event is its delete). */
-  sees(resourceType: string, id: string, versionId: string, deleted: boolean): Promise<boolean>;
 }
 
 /** WebSocket close code for a policy violation (RFC 6455). */
@@ -46,6 +42,8 @@ export class SubscriptionSocket implements BoundSocket {
   private readonly bindings = new Map<string, string>();
   /** The membership each bound Subscription was bound for (none for internal callers). */
   private readonly owners = new Map<string, string | undefined>();
+  /** Events sent per bound Subscription since it was bound (eventsSinceSubscriptionStart). */
+  private readonly sent = new Map<string, number>();
   private readonly bindTimer: NodeJS.Timeout;
   private readonly idleTimer: NodeJS.Timeout;
   private readonly pingTimer: NodeJS.Timeout;
@@ -84,14 +82,24 @@ export class SubscriptionSocket implements BoundSocket {
    */
   deliver(event: SocketEvent): void {
     const owner = this.owners.get(event.subscriptionId);
-    if (owner === undefined) return this.send(event.text);
+    if (owner === undefined) return this.sendEvent(event);
     this.outgoing = this.outgoing
       .then(async () => {
         const viewer = await this.services.viewerOf(owner);
         if (!viewer) return this.refuse('security', 'The membership the binding token was issued to has ended');
-        if (await viewer.sees(event.resourceType, event.id, event.versionId, event.deleted)) this.send(event.text);
+        if (await viewer.sees(event.resourceType, event.id, event.versionId, event.deleted)) this.sendEvent(event);
       })
       .catch((error: unknown) => this.services.log.warn({ err: error }, 'a websocket event could not be checked; not sent'));
+  }
+
+  heartbeat(subscriptionId: string): void {
+    this.send(heartbeatMessage(subscriptionId, this.sent.get(subscriptionId) ?? 0));
+  }
+
+  private sendEvent(event: SocketEvent): void {
+    const eventNumber = (this.sent.get(event.subscriptionId) ?? 0) + 1;
+    this.sent.set(event.subscriptionId, eventNumber);
+    this.send(event.message(eventNumber));
   }
 
   private async receive(data: RawData, isBinary: boolean): Promise<void> {
@@ -148,6 +156,7 @@ export class SubscriptionSocket implements BoundSocket {
     this.bindings.delete(token);
     if ([...this.bindings.values()].includes(subscriptionId)) return;
     this.owners.delete(subscriptionId);
+    this.sent.delete(subscriptionId);
     this.services.hub.unbind(this, subscriptionId);
   }
 
