@@ -15,8 +15,15 @@ const MAX_PROJECTS = 10_000;
  * is matched against. Loaded on a project's first use and dropped by the cache notice of every
  * committed Subscription write, on every server; at most MAX_PROJECTS projects are held.
  */
+/** A project's list, where its load went, and whether it has come back. */
+interface Held {
+  readonly list: Promise<Subscription[]>;
+  readonly db: SqlExecutor;
+  settled: boolean;
+}
+
 export class ActiveSubscriptions {
-  private readonly projects = new Map<string, Promise<Subscription[]>>();
+  private readonly projects = new Map<string, Held>();
 
   constructor(
     private readonly config: SearchConfig,
@@ -36,19 +43,31 @@ export class ActiveSubscriptions {
 
   /** `db`: where a lookup may go (a write's transaction when there is one: it may hold the only connection). */
   of(db: SqlExecutor, projectId: string): Promise<Subscription[]> {
-    let list = this.projects.get(projectId);
-    if (list) {
+    let held = this.projects.get(projectId);
+    // A load still under way elsewhere may wait for the very connection `db` holds (the embedded
+    // database's only one, or the last of a pool taken by such transactions): waiting for it would
+    // never end, so `db` reads the list itself.
+    if (held && !held.settled && held.db !== db) return load(db, this.config, projectId);
+    if (held) {
       // Most recently used last: Map keeps insertion order, the first key is the one to drop.
       this.projects.delete(projectId);
     } else {
-      list = load(db, this.config, projectId);
-      list.catch(() => {
-        if (this.projects.get(projectId) === list) this.projects.delete(projectId);
-      });
+      held = this.loading(db, projectId);
     }
-    this.projects.set(projectId, list);
+    this.projects.set(projectId, held);
     if (this.projects.size > this.maxProjects) this.projects.delete(this.projects.keys().next().value!);
-    return list;
+    return held.list;
+  }
+
+  private loading(db: SqlExecutor, projectId: string): Held {
+    const held: Held = { list: load(db, this.config, projectId), db, settled: false };
+    held.list.then(
+      () => (held.settled = true),
+      () => {
+        if (this.projects.get(projectId) === held) this.projects.delete(projectId);
+      },
+    );
+    return held;
   }
 
   /** How many projects are held (for tests of the bound). */

@@ -21,4 +21,20 @@ describe("each project's active Subscriptions held in memory", () => {
     await held.of(db, two.projectId);
     expect(db.statementCount).toBeGreaterThan(before);
   });
+
+  it('answers a write’s transaction while a load started outside it is still waiting for a connection', async () => {
+    const { db, config } = api.server.services;
+    const held = new ActiveSubscriptions(config);
+    const { projectId } = api.newProject();
+    const within = await db.transaction(async (tx) => {
+      // On the embedded database this load waits for the connection the transaction holds.
+      const outside = held.of(db, projectId);
+      const inside = held.of(tx, projectId);
+      const stalled = new Promise<'stalled'>((resolve) => setTimeout(() => resolve('stalled'), 5_000).unref());
+      const answer = await Promise.race([inside, stalled]);
+      return { answer, outside };
+    });
+    expect(within.answer).toEqual([]);
+    expect(await within.outside).toEqual([]);
+  });
 });

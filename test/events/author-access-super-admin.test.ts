@@ -5,13 +5,9 @@ import { useTestServer } from '../helpers/server.js';
 
 /**
  * A Subscription the super admin wrote in another project acts as the super admin's own
- * membership, and gets everything. A server of its own: on a worker's shared server, after many
- * other files, this PUT was seen to hang past the test's timeout (3 full runs of 6); the likely
- * cause, not confirmed, is the write's transaction awaiting the project's list of active
- * Subscriptions while the worker loads it outside the transaction on the single embedded
- * connection (src/events/active-subscriptions.ts shares one pending load between them).
+ * membership, and gets everything.
  */
-const api = await useTestServer({ WS_HEARTBEAT_MS: '0' });
+const api = await useTestServer();
 const receiver = receiversClosedAfterAll();
 
 describe('a Subscription the super admin took on', () => {
