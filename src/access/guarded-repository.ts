@@ -40,7 +40,8 @@ import { judgedVersions } from './version-criteria.js';
 import { decideAccounts } from './write-accounts.js';
 import { withSubscriptionAuthors } from './subscription-author.js';
 import { assertProtectedElementsKept, isServerWide, serverWideUserRefusal } from './protected-elements.js';
-import { MAX_COUNT, search, searchServicesFor, type SearchContext } from '../search/service.js';
+import { search, searchServicesFor, type SearchContext } from '../search/service.js';
+import { criteriaVerdicts, idsWithinCriteria } from './criteria-verdicts.js';
 
 /**
  * The repository of a request: the project-scoped store plus access control (admin-only types,
@@ -380,7 +381,7 @@ export class GuardedRepository implements ResourceRepository {
   private versionWithinCriteria(resourceType: string, id: string, permission: Permission, from: 'reader' | 'primary' = 'reader'): Promise<string> | undefined {
     const who = this.as(permission);
     if (!policyCriteria(who, resourceType)) return undefined;
-    return this.idsWithinCriteria(who, resourceType, [id], from).then((within) => {
+    return idsWithinCriteria(this.searchContext(who, from), resourceType, [id]).then((within) => {
       const versionId = within.get(id);
       if (versionId === undefined) throw errors.notFound(`${resourceType}/${id} not found`);
       return versionId;
@@ -400,13 +401,13 @@ export class GuardedRepository implements ResourceRepository {
 
   /** The versions outside the AccessPolicy criteria of their type (one search per type that has criteria). */
   private async outsideCriteria<K extends ResourceKey>(versions: readonly K[], who: Identity): Promise<K[]> {
-    const verdicts = await this.criteriaVerdicts(versions, who);
+    const verdicts = await criteriaVerdicts(this.searchContext(who), versions);
     return versions.filter((version) => verdicts.has(version) && verdicts.get(version) === undefined);
   }
 
   /** Of current versions read, those within the reader's criteria, each as its criteria search judged it (see judgedVersion). */
   private async asJudgedWithinCriteria(versions: readonly StoredVersion[], who: Identity): Promise<StoredVersion[]> {
-    const verdicts = await this.criteriaVerdicts(versions, who);
+    const verdicts = await criteriaVerdicts(this.searchContext(who), versions);
     const judged: StoredVersion[] = [];
     for (const version of versions) {
       if (!verdicts.has(version)) judged.push(version);
@@ -416,36 +417,6 @@ export class GuardedRepository implements ResourceRepository {
       }
     }
     return judged;
-  }
-
-  /**
-   * For each version of a type the criteria narrow: the versionId its criteria search saw, or
-   * undefined when outside them (one search per such type). Versions of other types are absent.
-   */
-  private async criteriaVerdicts<K extends ResourceKey>(versions: readonly K[], who: Identity): Promise<Map<K, string | undefined>> {
-    const verdicts = new Map<K, string | undefined>();
-    for (const type of new Set(versions.map((version) => version.resourceType))) {
-      if (!policyCriteria(who, type)) continue;
-      const ofType = versions.filter((version) => version.resourceType === type);
-      const within = await this.idsWithinCriteria(who, type, ofType.map((version) => version.id));
-      for (const version of ofType) verdicts.set(version, within.get(version.id));
-    }
-    return verdicts;
-  }
-
-  /** Which of `ids` meet the policy's criteria for `type`, each with the versionId the search judged: the search engine decides, as for single reads. */
-  private async idsWithinCriteria(who: Identity, type: string, ids: readonly string[], from: 'reader' | 'primary' = 'reader'): Promise<Map<string, string>> {
-    const within = new Map<string, string>();
-    const chunkSize = Math.min(MAX_COUNT, this.services.config.searchMaxOrValues);
-    for (let start = 0; start < ids.length; start += chunkSize) {
-      const chunk = ids.slice(start, start + chunkSize);
-      const result = await search(searchServicesFor(this.searchContext(who, from)), type, [
-        ['_id', chunk.join(',')],
-        ['_count', String(chunk.length)],
-      ]);
-      for (const row of result.matches) within.set(row.id, row.versionId);
-    }
-    return within;
   }
 
   /** A written resource must meet the criteria of the caller's policy for its type, or the write is undone. */

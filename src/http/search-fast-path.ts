@@ -20,7 +20,8 @@ const SEARCH_PATH = /^\/fhir\/R4\/([A-Z][A-Za-z]{1,63})(?:\?(.*))?$/;
  * Pages of walks by cursor are read ahead here (read-ahead.ts).
  */
 export function searchFastPath(answering: DirectAnswering): FastPath {
-  const { readAhead } = answering;
+  const { services, admission, readAhead } = answering;
+  const walks = readAhead && { services, admission, readAhead };
   return (request, response) => {
     if (request.method !== 'GET' || request.headers.origin !== undefined) return false;
     const match = SEARCH_PATH.exec(request.url ?? '');
@@ -28,7 +29,7 @@ export function searchFastPath(answering: DirectAnswering): FastPath {
     const query = new URLSearchParams(match[2] ?? '');
     if (query.has('_pretty')) return false;
     const headers = incomingHeaders(request);
-    const ahead = readAhead && query.has('_cursor') ? walkAhead({ ...answering, readAhead }, `${match[1]}?${query.toString()}`, headers) : undefined;
+    const ahead = walks && query.has('_cursor') ? walkAhead(walks, `${match[1]}?${query.toString()}`, headers) : undefined;
     void answerDirectly(answering, request, response, new DirectGet(match[1], query, headers), headers, SEARCH_ROUTE, true, ahead);
     return true;
   };
