@@ -30,11 +30,15 @@ export function serverArgs(tree = '.'): string[] {
   return [...FLINT_NODE_FLAGS, ...extra, 'dist/main.js'];
 }
 
-/** Starts Flint as a child process on `port`, as `npm start` does (serverArgs), and waits until /healthcheck answers. */
+/**
+ * Starts Flint as a child process on `port`, as `npm start` does (serverArgs), and waits until
+ * /healthcheck answers. Its output is dropped unless BENCH_SERVER_STDOUT is set (for
+ * BENCH_NODE_FLAGS that print, e.g. `--trace-gc`); its errors are shown.
+ */
 export async function launchFlint(port: number, env: Record<string, string | undefined>): Promise<ChildProcess> {
   const child = spawn(process.execPath, serverArgs(), {
     env: { ...process.env, PORT: String(port), ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_SERVER_STDOUT ? 'inherit' : 'ignore', 'inherit'],
   });
   return answering(child, port, 'Flint');
 }

@@ -5,6 +5,9 @@ export interface Walk {
   meanMs: number;
   p50Ms: number;
   maxMs: number;
+  /** The mean of each walk's first two pages (read live by any server), and of the pages after them. */
+  firstTwoMeanMs: number;
+  restMeanMs: number;
   failed: number;
 }
 
@@ -16,13 +19,21 @@ export interface Walk {
  */
 export async function walkPages(side: Side, rounds = 1): Promise<Walk> {
   const times: number[] = [];
+  const firstTwo: number[] = [];
   let failed = 0;
-  for (let walk = 0; walk < rounds && failed === 0; walk++) failed += await walkOnce(side, times);
+  for (let walk = 0; walk < rounds && failed === 0; walk++) {
+    const from = times.length;
+    failed += await walkOnce(side, times);
+    firstTwo.push(...times.slice(from, from + 2));
+  }
   const sorted = [...times].sort((x, y) => x - y);
   const round = (ms: number) => Math.round(ms * 10) / 10;
+  const sum = (values: number[]) => values.reduce((total, t) => total + t, 0);
   return {
     pages: times.length,
-    meanMs: round(times.reduce((sum, t) => sum + t, 0) / times.length),
+    meanMs: round(sum(times) / times.length),
+    firstTwoMeanMs: round(sum(firstTwo) / firstTwo.length),
+    restMeanMs: round((sum(times) - sum(firstTwo)) / (times.length - firstTwo.length)),
     p50Ms: round(sorted[Math.floor(sorted.length / 2)]),
     maxMs: round(sorted[sorted.length - 1]),
     failed,

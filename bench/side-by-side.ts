@@ -160,7 +160,9 @@ async function walkAboveFloor(sides: Side[], [a, b]: Walk[]): Promise<string> {
   const above = (walk: Walk) => round(walk.meanMs - floor, 2);
   return (
     `Page walk, the client's own share: a static server of ${sides[0].name}'s first page takes the client ${round(floor, 2)} ms a page` +
-    ` (fetch, gunzip, JSON.parse); above it, ${sides[0].name} ${above(a)} and ${sides[1].name} ${above(b)} ms a page, ${ratio(above(b), above(a))}.`
+    ` (fetch, gunzip, JSON.parse); above it, ${sides[0].name} ${above(a)} and ${sides[1].name} ${above(b)} ms a page, ${ratio(above(b), above(a))}.` +
+    ` Each walk's first two pages take ${sides[0].name} ${a.firstTwoMeanMs} and ${sides[1].name} ${b.firstTwoMeanMs} ms by the mean,` +
+    ` the pages after them ${a.restMeanMs} and ${b.restMeanMs} ms.`
   );
 }
 

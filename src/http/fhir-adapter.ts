@@ -46,7 +46,7 @@ export function fhirRestHandler(services: Services, authenticate: Authenticator,
     if (ctx) c.set('ctx', ctx);
     const interaction = found?.route.interaction;
     const ahead = walks && ctx && interaction && 'type' in interaction && interaction.type === 'search-type' ? walkAheadOf(c, req, walks) : undefined;
-    const kept = ahead && (await ahead.kept(ctx!.identity));
+    const kept = await ahead?.kept(ctx!.identity);
     const response: FhirResponse = kept ? { status: kept.status, headers: kept.encoded.headers, body: kept.encoded.body } : await fhirRouter.dispatch(req, { config: services.config, database: services.db, ctx }, found);
     const walk = kept ? kept.walk : response.walk;
     // Once this answer is on its way: the next page is read while the client reads this one.
@@ -60,12 +60,12 @@ export function fhirRestHandler(services: Services, authenticate: Authenticator,
   };
 }
 
-/** Read-ahead for a GET type search reached by a cursor (read-ahead.ts), as Node parsed its headers; none under `_pretty` (re-indented here) or outside Node. */
+/** Read-ahead for a GET type search (walk-ahead.ts), as Node parsed its headers; none under `_pretty` (re-indented here) or outside Node. */
 function walkAheadOf(c: HonoContext, req: FhirRequest, walks: WalkAheadParts): AnswerAhead | undefined {
   const incoming = incomingMessageOf(c);
   // Binary's answers hide bot code, which depends on Bot resources, not only on Binary's own.
-  if (req.method !== 'GET' || !incoming || req.path === 'Binary' || !req.query.has('_cursor') || req.query.has('_pretty')) return undefined;
-  return walkAhead(walks, `${req.path}?${req.query.toString()}`, incomingHeaders(incoming));
+  if (req.method !== 'GET' || !incoming || req.path === 'Binary' || req.query.has('_pretty')) return undefined;
+  return walkAhead(walks, req.path, req.query, incomingHeaders(incoming));
 }
 
 /**

@@ -9,6 +9,8 @@ import type { EncodedAnswer } from './node-answers.js';
  * through a type follows each page's `next` link as soon as it has parsed the page; while it
  * parses, the server would be idle. Once a client has followed one cursor link, the page after the
  * one it gets is read and encoded then, under the same token, headers and access, and kept for it.
+ * A caller that walked a search so is remembered: when it asks for that search's first page again,
+ * the second is read ahead too (a first page alone starts nothing: most apps show it and stop).
  * HAPI FHIR reads result sets ahead in the same spirit (its search pre-fetch thresholds).
  *
  * A page kept is answered only while no write it depends on has been heard of since its
@@ -20,6 +22,13 @@ import type { EncodedAnswer } from './node-answers.js';
 
 /** How long a page read ahead waits for its request: walking clients ask within milliseconds. */
 const KEPT_MS = 10_000;
+/**
+ * How long a search a caller walked by cursor stays known: its next first page is read ahead from
+ * (a sync that walks a type every few minutes, a report run again); tokens last an hour by default.
+ */
+const WALKER_MS = 60 * 60_000;
+/** Searches remembered as walked, at most (one key each, a few hundred bytes). */
+const MAX_WALKERS = 4096;
 /** Pages kept at most, and their bytes (each is one client's next page). */
 const MAX_PAGES = 256;
 const MAX_BYTES = 32 * 1024 * 1024;
@@ -31,8 +40,8 @@ const NO_CACHE = /\bno-(?:cache|store)\b/i;
 
 /** What answerDirectly asks of read-ahead for a search request that may be answered from it. */
 export interface AnswerAhead {
-  /** The page read ahead for this request by `identity`, when one is kept and still current. */
-  kept(identity: Identity): Promise<PageAhead | undefined>;
+  /** The page read ahead for this request by `identity`, when one is kept and still current (a first page never is). */
+  kept(identity: Identity): Promise<PageAhead | undefined> | undefined;
   /** After the answer, whose `walk` is given: reads its next page ahead for the same caller. */
   after(walk: WalkPage, identity: Identity, requestId: string): void;
 }
@@ -62,6 +71,8 @@ interface Kept {
 export class ReadAhead {
   private readonly pages = new Map<string, Kept>();
   private bytes = 0;
+  /** Searches (keyOf a page's `next` link without its cursor) walked by cursor, and until when they count as walked. */
+  private readonly walkers = new Map<string, number>();
   /** Requests answered from a page read ahead, and requests of a walk that were read anew (metrics). */
   hits = 0;
   misses = 0;
@@ -112,6 +123,22 @@ export class ReadAhead {
       this.evict();
     });
     this.evict();
+  }
+
+  /** Remembers that the caller of `walkerKey` (keyOf a search without its cursor) walks it by cursor. */
+  walked(walkerKey: string): void {
+    this.walkers.delete(walkerKey);
+    this.walkers.set(walkerKey, Date.now() + WALKER_MS);
+    if (this.walkers.size > MAX_WALKERS) this.walkers.delete(this.walkers.keys().next().value!);
+  }
+
+  /** Whether the caller of `walkerKey` walked that search by cursor within WALKER_MS. */
+  walks(walkerKey: string): boolean {
+    const until = this.walkers.get(walkerKey);
+    if (until === undefined) return false;
+    if (until >= Date.now()) return true;
+    this.walkers.delete(walkerKey);
+    return false;
   }
 
   private evict(): void {

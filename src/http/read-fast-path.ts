@@ -101,7 +101,8 @@ export async function answerDirectly(
       // id or a create is one short statement, which a signal per request would only slow.
       const clientGone = readsStopWhenClientGoes ? () => closedSignal(response) : undefined;
       ctx = createRequestContext(services, identity, requestId, clientGone);
-      const kept = ahead && (await ahead.kept(identity));
+      const keeping = ahead?.kept(identity);
+      const kept = keeping && (await keeping);
       let walk: WalkPage | undefined;
       if (kept) {
         status = kept.status;

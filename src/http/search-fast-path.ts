@@ -29,7 +29,7 @@ export function searchFastPath(answering: DirectAnswering): FastPath {
     const query = new URLSearchParams(match[2] ?? '');
     if (query.has('_pretty')) return false;
     const headers = incomingHeaders(request);
-    const ahead = walks && query.has('_cursor') ? walkAhead(walks, `${match[1]}?${query.toString()}`, headers) : undefined;
+    const ahead = walks && walkAhead(walks, match[1], query, headers);
     void answerDirectly(answering, request, response, new DirectGet(match[1], query, headers), headers, SEARCH_ROUTE, true, ahead);
     return true;
   };

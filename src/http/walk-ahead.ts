@@ -18,23 +18,37 @@ export interface WalkAheadParts {
 }
 
 /**
- * Read-ahead for a type search reached by a cursor (`pathAndQuery`: its type and its query as
- * URLSearchParams writes it; `headers`: Node's), or undefined when its answer must be read anew
- * (read-ahead.ts keyOf). Both HTTP paths of a search use it (search-fast-path.ts, fhir-adapter.ts).
+ * Read-ahead for a type search (`type` and `query`; `headers`: Node's), or undefined when its answer
+ * must be read anew (read-ahead.ts keyOf) or it is a page reached by `_offset`. A page reached by
+ * cursor is answered from what was read ahead for it, and has the page after it read ahead; a first
+ * page has its second read ahead only when its caller walked that search by cursor before. Both
+ * HTTP paths of a search use it (search-fast-path.ts, fhir-adapter.ts).
  */
-export function walkAhead(parts: WalkAheadParts, pathAndQuery: string, headers: IncomingHttpHeaders): AnswerAhead | undefined {
+export function walkAhead(parts: WalkAheadParts, type: string, query: URLSearchParams, headers: IncomingHttpHeaders): AnswerAhead | undefined {
   const { readAhead } = parts;
-  const key = readAhead.keyOf(pathAndQuery, headers);
+  const byCursor = query.has('_cursor');
+  if (!byCursor && query.has('_offset')) return undefined;
+  const key = readAhead.keyOf(`${type}?${query.toString()}`, headers);
   if (key === undefined) return undefined;
   return {
-    kept: (identity) => readAhead.take(key, identity),
+    kept: (identity) => (byCursor ? readAhead.take(key, identity) : undefined),
     after: (walk, identity, requestId) => {
       const next = walk.next === undefined ? undefined : typeAndQueryOf(walk.next, parts.services.config.fhirBaseUrl);
-      if (!next) return;
+      if (!next?.query.has('_cursor')) return;
       const nextKey = readAhead.keyOf(`${next.type}?${next.query.toString()}`, headers);
-      if (nextKey !== undefined) readAhead.readAhead(nextKey, (at) => readPage(parts, searchRequest(next.type, next.query, headers), identity, requestId, at));
+      const walkerKey = readAhead.keyOf(`${next.type}?${withoutCursor(next.query).toString()}`, headers);
+      if (nextKey === undefined || walkerKey === undefined) return;
+      if (byCursor) readAhead.walked(walkerKey);
+      else if (!readAhead.walks(walkerKey)) return;
+      readAhead.readAhead(nextKey, (at) => readPage(parts, searchRequest(next.type, next.query, headers), identity, requestId, at));
     },
   };
+}
+
+function withoutCursor(query: URLSearchParams): URLSearchParams {
+  const rest = new URLSearchParams(query);
+  rest.delete('_cursor');
+  return rest;
 }
 
 /** The type and query of a `next` link this server wrote, or undefined for any other URL. */

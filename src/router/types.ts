@@ -52,11 +52,11 @@ export interface FhirResponse {
   status: number;
   headers: Record<string, string>;
   body?: string | Resource | Uint8Array | StreamedBytes;
-  /** A page of a walk by cursor: what its answer depends on, and its next page's link (src/http/read-ahead.ts). */
+  /** A search page: what its answer depends on, and its next page's link (src/http/read-ahead.ts). */
   walk?: WalkPage;
 }
 
-/** A search page reached by a cursor: the HTTP layer may read the next one ahead of its request. */
+/** A search page: the HTTP layer may read the next one ahead of its request. */
 export interface WalkPage {
   /** Whose writes change this answer: a page read ahead is kept until one is heard of. */
   readonly dependency: WriteDependency;

@@ -5,7 +5,8 @@ import { patientBody, useTestServer, type ProjectClient } from '../helpers/serve
 import { addMemberClient } from '../auth/helpers.js';
 
 // Once a client follows a cursor link, the server reads the page after the one it answers ahead of
-// its request (src/http/read-ahead.ts). A client must not be able to tell: each page is what a
+// its request, and the second page after the first of a search the client walked before
+// (src/http/read-ahead.ts). A client must not be able to tell: each page is what a
 // search at that moment answers, for that caller only.
 
 const TOKEN = 'read-ahead-metrics-token';
@@ -75,6 +76,30 @@ describe('pages of a walk by cursor read ahead', () => {
     expect(pages[3].answer.headers['x-request-id']).toBeDefined();
     // Pages 3 and 4 follow a page reached by cursor: read ahead, unless the client came first.
     expect((await readAheadHits()) - before).toBeGreaterThanOrEqual(1);
+  });
+
+  it('reads the second page ahead of a caller that walked the same search before', async () => {
+    const client = api.newProject();
+    const ids = await createPatients(client, 'Again', 45);
+    const headers = { ...(await client.authHeaders()), 'Accept-Encoding': 'gzip' };
+    await walk(headers);
+    const first = await getPage(`${api.fhir}/Patient?_count=20`, headers);
+    await pause(300);
+    const before = await readAheadHits();
+    const second = await getPage(first.next!, headers);
+    expect((await readAheadHits()) - before).toBe(1);
+    expect(second.ids).toEqual(ids.slice(20, 40));
+  });
+
+  it('does not read the second page ahead of a caller that has not walked the search', async () => {
+    const client = api.newProject();
+    await createPatients(client, 'Once', 45);
+    const headers = { ...(await client.authHeaders()), 'Accept-Encoding': 'gzip' };
+    const first = await getPage(`${api.fhir}/Patient?_count=20`, headers);
+    await pause(300);
+    const before = await readAheadHits();
+    await getPage(first.next!, headers);
+    expect((await readAheadHits()) - before).toBe(0);
   });
 
   it('reads ahead for a browser (Origin) on the full path, its pages with their CORS headers', async () => {

@@ -45,7 +45,7 @@ async function respond(req: FhirRequest, ctx: RequestContext, types: string[] | 
   const result = await searchWithClientSecrets(ctx, await search(searchServicesFor(ctx), types, params, { lenient, withBuiltins: true }));
   const base = path === '' ? ctx.config.fhirBaseUrl : `${ctx.config.fhirBaseUrl}/${path}`;
   const response = textResponse(searchsetText(ctx.config.fhirBaseUrl, base, result));
-  // Only pages reached by a cursor: an app that follows one link is walking, one that shows a first page may stop there.
-  if (result.dependency && result.paging.cursor !== undefined) response.walk = { dependency: result.dependency, next: nextLink(base, result.paging) };
+  // The HTTP layer decides which pages to read ahead (http/walk-ahead.ts): it knows who walks.
+  if (result.dependency) response.walk = { dependency: result.dependency, next: nextLink(base, result.paging) };
   return response;
 }
