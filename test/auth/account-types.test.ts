@@ -172,6 +172,13 @@ describe('a project admin with an AccessPolicy that does not list the account ty
     expect(users.status, users.text).toBe(200);
   });
 
+  it('gets its project as me.project in GraphQL', async () => {
+    const { owner, admin } = await policyAdmin();
+    const me = await graphql(api, admin, '{ me { project { id } } }');
+    expect(me.body.errors).toBeUndefined();
+    expect(me.body.data.me.project).toEqual({ id: owner.projectId });
+  });
+
   it('creates and updates memberships, its policy listing them read-only notwithstanding', async () => {
     const { owner, admin } = await policyAdmin();
     const client = await owner.post('/ClientApplication', { resourceType: 'ClientApplication', name: 'another app' });
