@@ -44,7 +44,7 @@ interface Row {
  * `Project/{id}/$clone` (SPEC 4.7), for super admins only: every resource type of the project is
  * scanned (at most 1000 resources per type), filtered by `resourceTypes`, `includeIds` and
  * `excludeIds` (an id in both is excluded), and copied with new ids; every reference to a cloned
- * resource (`Type/id`, absolute URLs of this server, Binary urls in attachments) is rewritten.
+ * resource (`Type/id`, absolute URLs of this server, Binary urls in attachments, `meta.author`) is rewritten.
  * Binary bytes are copied; ClientApplications get new secrets; Bot secrets, the Project's secret
  * and systemSecret and Subscriptions' credentials are dropped (subscriptionCopy); a Bot
  * whose membership is not cloned gets a new one in the clone's transaction; Users are not copied
@@ -193,7 +193,7 @@ function referenceRewriter(ids: Map<string, string>, fhirBase: string): <T>(valu
     if (Array.isArray(value)) return value.map((item) => walk(item, key));
     if (isRecord(value)) {
       const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(value)) out[k] = k === 'meta' ? metaWithoutVersion(v) : walk(v, k);
+      for (const [k, v] of Object.entries(value)) out[k] = k === 'meta' ? metaOfCopy(v, mapString) : walk(v, k);
       return out;
     }
     if (typeof value === 'string' && (key === 'reference' || key === 'url')) return mapString(value);
@@ -203,9 +203,17 @@ function referenceRewriter(ids: Map<string, string>, fhirBase: string): <T>(valu
   return <T>(value: T): T => walk(value) as T;
 }
 
-function metaWithoutVersion(meta: unknown): unknown {
+/**
+ * The copy's meta: without the source's version, and with `author` naming the cloned profile when
+ * the author's profile was cloned, as the cloned memberships name it. A Subscription delivers what
+ * its author's membership in its project may read (src/events/author-access.ts): kept as it was,
+ * the author of a cloned profile would have no membership in the clone and its Subscriptions would
+ * deliver nothing.
+ */
+function metaOfCopy(meta: unknown, mapString: (text: string) => string): unknown {
   if (!isRecord(meta)) return meta;
   const { versionId: _v, lastUpdated: _l, project: _p, ...rest } = meta;
+  if (isRecord(rest.author) && typeof rest.author.reference === 'string') rest.author = { ...rest.author, reference: mapString(rest.author.reference) };
   return rest;
 }
 

@@ -47,11 +47,15 @@ export function typesNotReadEverywhere(identity: Identity): string[] {
 
 /**
  * The policy rule for the type: its own, else `*`; null when neither or when the type is hidden
- * from the identity's kind of account, undefined when no policy applies.
+ * from the identity's kind of account, undefined when no policy applies. A project admin's policy
+ * does not apply to the project admin types: as Medplum replaces such rules with its own, admins
+ * read their Project and manage its members and users whatever the policy lists (the writes those
+ * types allow at all are decided elsewhere: Project by super admins, server-wide Users likewise).
  */
 export function ruleFor(identity: Identity, resourceType: string): AccessRule | null | undefined {
   if (identity.superAdmin) return undefined;
   if (accountTypeRefusal(identity, resourceType)) return null;
+  if (PROJECT_ADMIN_TYPES.has(resourceType)) return undefined;
   const policy = identity.accessPolicy;
   if (!policy) return undefined;
   const own = policy.resources.find((rule) => rule.resourceType === resourceType);

@@ -1,6 +1,5 @@
 import type { Resource } from '../fhir/types.js';
 import type { SqlExecutor } from '../db/database.js';
-import { validateResource } from '../validation/validator.js';
 import { FIRST_VERSIONS, firstVersionsStatement, insertFirstVersions } from './sql.js';
 import { binaryKey } from './binary-storage.js';
 import { ItemError, isPrepared, type NewResource, type PreparedCreates, type WriteResult } from './types.js';
@@ -18,7 +17,7 @@ import { newId } from './ids.js';
 
 export async function createResource(ctx: StoreContext, resourceType: string, input: unknown, id: string): Promise<WriteResult> {
   assertType(resourceType);
-  validateResource(input, { expectedType: resourceType });
+  ctx.validate(input, resourceType);
   const completed = await ctx.completeAndCheck(ctx.db, input, ctx.identity.projectId);
   const resource = ctx.stamp(await ctx.prepared(ctx.db, completed, undefined), id, newId());
   const inTransaction = writeHookOf(resourceType) !== undefined || ctx.checksWrites(resourceType);
@@ -64,7 +63,7 @@ export async function prepareCreates(ctx: StoreContext, items: readonly NewResou
   for (const [index, item] of items.entries()) {
     try {
       assertType(item.resourceType);
-      validateResource(item.input, { expectedType: item.resourceType });
+      ctx.validate(item.input, item.resourceType);
       inputs.push(await ctx.completeAndCheck(ctx.db, item.input, ctx.identity.projectId));
     } catch (error) {
       throw new ItemError(index, error);
@@ -108,7 +107,7 @@ async function createEach(ctx: StoreContext, items: readonly NewResource[]): Pro
  */
 export async function createBinary(ctx: StoreContext, contentType: string, data: Uint8Array, extra: Partial<Resource>, id: string): Promise<WriteResult> {
   const input: Resource = { ...extra, resourceType: 'Binary', contentType };
-  validateResource(input);
+  ctx.validate(input);
   const resource = ctx.stamp(await ctx.prepared(ctx.db, input, undefined), id, newId());
   const written = { resource, contentType, data };
   let recorded = false;

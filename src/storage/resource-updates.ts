@@ -1,7 +1,6 @@
 import { ID_PATTERN } from '../fhir/ids.js';
 import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
-import { validateResource } from '../validation/validator.js';
 import { applyJsonPatch } from './patch.js';
 import { projectOf, retryOnCreateRace } from './current-rows.js';
 import { replaceVersion, writeDeletion } from './sql.js';
@@ -26,7 +25,7 @@ import { newId } from './ids.js';
 export async function updateBinary(ctx: StoreContext, id: string, contentType: string, data: Uint8Array, options: WriteOptions, extra: Partial<Resource> = {}): Promise<WriteResult> {
   const versionId = newId();
   const input: Resource = { ...extra, resourceType: 'Binary', id, contentType };
-  validateResource(input);
+  ctx.validate(input);
   // Bytes first, under the new version's key: a failed write leaves unreferenced bytes, never a
   // version without its bytes.
   const projectId = await projectOfExisting(ctx, 'Binary', id);
@@ -47,7 +46,7 @@ export async function update(
   carried: readonly string[] = [],
 ): Promise<WriteResult> {
   assertType(resourceType);
-  validateResource(input, { expectedType: resourceType });
+  ctx.validate(input, resourceType);
   if (input.id !== id) {
     throw errors.invalid(
       input.id === undefined
@@ -106,7 +105,7 @@ export async function patchResource(ctx: StoreContext, resourceType: string, id:
     checkVersion(current, options, resourceType, id);
     const before = JSON.parse(current.content) as Resource;
     const patched = applyJsonPatch(before, operations, ctx.patchLimits);
-    validateResource(patched, { expectedType: resourceType });
+    ctx.validate(patched, resourceType);
     if (patched.id !== id) throw errors.invalid('A patch must not change the resource id', `${resourceType}.id`);
     const completed = await ctx.completeAndCheck(tx, patched, current.projectId);
     const next = await ctx.prepared(tx, completed, before);

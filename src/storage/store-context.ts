@@ -7,6 +7,7 @@ import { errors } from '../fhir/outcome.js';
 import type { Resource } from '../fhir/types.js';
 import { assertResourceChecks } from '../validation/resource-checks.js';
 import { prepareResource } from '../validation/resource-preparers.js';
+import { validateResource } from '../validation/validator.js';
 import type { PatchLimits } from './patch.js';
 import { idInUse, lockCurrentRow, type CurrentRow } from './current-rows.js';
 import type { BinaryStorage } from './binary-storage.js';
@@ -27,8 +28,11 @@ import { canSee } from './project-scope.js';
  * projects for a super admin). Writes of a resource, its history row and its index rows are atomic.
  */
 export interface StorageServices {
-  /** The body limit also bounds what a JSON Patch makes (src/storage/patch.ts). */
-  readonly config: Pick<Config, 'maxBodyBytes' | 'maxPatchOperations'>;
+  /**
+   * The body limit also bounds what a JSON Patch makes (src/storage/patch.ts); references by
+   * absolute URL to the FHIR base are checked as relative ones (src/validation/reference-text.ts).
+   */
+  readonly config: Pick<Config, 'maxBodyBytes' | 'maxPatchOperations' | 'fhirBaseUrl'>;
   /** The database, or a transaction that the writes join (a transaction Bundle). */
   readonly db: TransactionalSql;
   /** Where reads, history and the checks before them go (a read replica); absent: `db`. */
@@ -86,6 +90,11 @@ export class StoreContext {
 
   get patchLimits(): PatchLimits {
     return { maxOperations: this.services.config.maxPatchOperations, maxBytes: this.services.config.maxBodyBytes };
+  }
+
+  /** Throws 400 when the input is not a valid resource (of `expectedType`, when given). */
+  validate(input: unknown, expectedType?: string): asserts input is Resource {
+    validateResource(input, { expectedType, fhirBase: this.services.config.fhirBaseUrl });
   }
 
   canSee(projectId: string): boolean {

@@ -15,7 +15,7 @@ export async function validationIssues(
   resource: unknown,
   options: { expectedType: string; profiles: readonly string[] },
 ): Promise<OperationOutcomeIssue[]> {
-  const issues = collectValidationIssues(resource, { expectedType: options.expectedType, warnings: true });
+  const issues = collectValidationIssues(resource, { expectedType: options.expectedType, warnings: true, fhirBase: ctx.config.fhirBaseUrl });
   if (issues.some(isError)) return issues;
   const checks = await runResourceChecks(resource as Resource, {
     projectId: ctx.identity.projectId,

@@ -24,6 +24,8 @@ import { InvariantScope } from './invariants/scope.js';
 export interface ValidateOptions {
   /** The resource type named by the URL; the body's resourceType must match it. */
   expectedType?: string;
+  /** This server's FHIR base: references to it by absolute URL must name a resource as relative ones do. */
+  fhirBase?: string;
 }
 
 export interface CollectOptions extends ValidateOptions {
@@ -41,7 +43,7 @@ const MAX_SHOWN_CODES = 12;
 
 /** Throws a 400 OperationOutcome listing every error: structure, bindings of codes, invariants. */
 export function validateResource(resource: unknown, options?: ValidateOptions): asserts resource is Resource {
-  const walk = new Walk(false);
+  const walk = new Walk(false, options?.fhirBase);
   walk.validateRoot(resource, options?.expectedType);
   const issues = walk.finish();
   if (issues.length > 0) throw new OperationOutcomeError(outcome(issues), 400);
@@ -52,7 +54,7 @@ export function validateResource(resource: unknown, options?: ValidateOptions): 
  * `warnings` the best-practice invariants too. [] when the resource is valid.
  */
 export function collectValidationIssues(resource: unknown, options?: CollectOptions): OperationOutcomeIssue[] {
-  const walk = new Walk(options?.warnings ?? false);
+  const walk = new Walk(options?.warnings ?? false, options?.fhirBase);
   walk.validateRoot(resource, options?.expectedType);
   return walk.finish();
 }
@@ -70,8 +72,8 @@ class Walk {
   private readonly invariants: InvariantScope;
   private readonly whereNow = (): string => this.where();
 
-  constructor(warnings: boolean) {
-    this.invariants = new InvariantScope(warnings, (severity, text, where, code) => this.reportInvariant(severity, text, where, code));
+  constructor(warnings: boolean, fhirBase: string | undefined) {
+    this.invariants = new InvariantScope(warnings, (severity, text, where, code) => this.reportInvariant(severity, text, where, code), fhirBase);
   }
 
   validateRoot(value: unknown, expectedType: string | undefined): void {

@@ -147,3 +147,75 @@ describe('a project admin', () => {
     expect(login.body.resourceType).toBe('Login');
   });
 });
+
+describe('a project admin with an AccessPolicy that does not list the account types', () => {
+  /** An admin membership of a fresh project whose policy allows Patients only (and ProjectMembership read-only). */
+  async function policyAdmin() {
+    const owner = api.newProject();
+    const policy = await owner.post('/AccessPolicy', {
+      resourceType: 'AccessPolicy',
+      name: 'admin with a narrow policy',
+      resource: [{ resourceType: 'Patient' }, { resourceType: 'ProjectMembership', readonly: true }],
+    });
+    const { token, clientId } = await addMemberClient(api, owner, { admin: true, accessPolicy: `AccessPolicy/${policy.body.id}` });
+    return { owner, clientId, admin: projectClient(api.fhir, owner.projectId, async () => token) };
+  }
+
+  it('reads its project, searches its memberships and users', async () => {
+    const { owner, admin, clientId } = await policyAdmin();
+    const project = await admin.get(`/Project/${owner.projectId}`);
+    expect(project.status, project.text).toBe(200);
+    const memberships = await admin.get(`/ProjectMembership?profile=ClientApplication/${clientId}`);
+    expect(memberships.status, memberships.text).toBe(200);
+    expect(memberships.body.entry).toHaveLength(1);
+    const users = await admin.get('/User');
+    expect(users.status, users.text).toBe(200);
+  });
+
+  it('gets its project as me.project in GraphQL', async () => {
+    const { owner, admin } = await policyAdmin();
+    const me = await graphql(api, admin, '{ me { project { id } } }');
+    expect(me.body.errors).toBeUndefined();
+    expect(me.body.data.me.project).toEqual({ id: owner.projectId });
+  });
+
+  it('creates and updates memberships, its policy listing them read-only notwithstanding', async () => {
+    const { owner, admin } = await policyAdmin();
+    const client = await owner.post('/ClientApplication', { resourceType: 'ClientApplication', name: 'another app' });
+    const created = await admin.post('/ProjectMembership', {
+      resourceType: 'ProjectMembership',
+      project: { reference: `Project/${owner.projectId}` },
+      user: { reference: `ClientApplication/${client.body.id}` },
+      profile: { reference: `ClientApplication/${client.body.id}` },
+    });
+    expect(created.status, created.text).toBe(201);
+    const updated = await admin.put(`/ProjectMembership/${created.body.id}`, { ...created.body, admin: true });
+    expect(updated.status, updated.text).toBe(200);
+    expect(updated.body.admin).toBe(true);
+  });
+
+  it('creates a User scoped to its project', async () => {
+    const { owner, admin } = await policyAdmin();
+    const user = await admin.post('/User', {
+      resourceType: 'User',
+      firstName: 'Pat',
+      lastName: 'Scoped',
+      email: `scoped-${owner.projectId}@example.com`,
+      project: { reference: `Project/${owner.projectId}` },
+    });
+    expect(user.status, user.text).toBe(201);
+  });
+
+  it('still writes neither its Project nor a server-wide User', async () => {
+    const { owner, admin } = await policyAdmin();
+    const project = await admin.get(`/Project/${owner.projectId}`);
+    expectForbidden(await admin.put(`/Project/${owner.projectId}`, { ...project.body, name: 'renamed' }), 'Project');
+    const user = await admin.post('/User', { resourceType: 'User', firstName: 'Ser', lastName: 'Ver', email: `wide-${owner.projectId}@example.com` });
+    expect(user.status, user.text).toBe(403);
+  });
+
+  it('is still refused the other types its policy does not list', async () => {
+    const { admin } = await policyAdmin();
+    expectForbidden(await admin.get('/Observation'), 'Observation');
+  });
+});

@@ -80,6 +80,17 @@ describe('subscription deliveries and the author\'s access', () => {
     expect(memberships.received).toHaveLength(0);
   });
 
+  it('delivers ProjectMembership to a project admin whose policy does not list it', async () => {
+    const owner = api.newProject();
+    const policy = await owner.post('/AccessPolicy', { resourceType: 'AccessPolicy', name: 'admin', resource: [{ resourceType: 'Subscription' }, { resourceType: 'Patient' }] });
+    const { token } = await addMemberClient(api, owner, { admin: true, accessPolicy: `AccessPolicy/${policy.body.id}` });
+    const memberships = await receiver();
+    await subscribe(projectClient(api.fhir, owner.projectId, async () => token), 'ProjectMembership', memberships);
+    const added = await addMemberClient(api, owner);
+    await memberships.waitFor(1);
+    expect(JSON.parse(memberships.received[0].body).profile.reference).toBe(`ClientApplication/${added.clientId}`);
+  });
+
   it('records the writer as the author, whatever meta.author the body names', async () => {
     const admin = api.newProject();
     const adminSubscription = await subscribe(admin, 'Patient', await receiver());

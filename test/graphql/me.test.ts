@@ -18,6 +18,12 @@ describe('me', () => {
     });
   });
 
+  it('says in its schema that project is null for members who are not project admins', async () => {
+    const body = await data(api, api.newProject(), '{ __type(name: "Me") { fields { name description } } }');
+    const project = body.__type.fields.find((field: { name: string }) => field.name === 'project');
+    expect(project.description).toMatch(/null for a member who is not a\s+project admin/);
+  });
+
   it('tells a super admin token apart', async () => {
     const body = await data(api, api.superAdmin, '{ me { superAdmin } }');
     expect(body.me.superAdmin).toBe(true);

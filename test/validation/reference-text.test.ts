@@ -98,3 +98,37 @@ describe('relative references on write', () => {
     expect(nested.body.issue[0].expression).toEqual(['Patient.contained[0].patient.reference']);
   });
 });
+
+describe('absolute references to this server on write', () => {
+  /** This server's FHIR base as it names itself (BASE_URL). */
+  const base = api.server.services.config.fhirBaseUrl;
+
+  for (const local of ['Patient/../x', 'Practitioner//x', 'Practitioner/', 'Practitioner/x/y', 'Practitioner/x/_history/..', 'practitioner/x']) {
+    it(`refuses "<base>/${local}" with 400 at the element`, async () => {
+      const p = api.newProject();
+      const res = await p.post('/Patient', patientReferring(`${base}/${local}`));
+      expect(res.status, res.text).toBe(400);
+      const issue = res.body.issue[0];
+      expect(issue.code).toBe('value');
+      expect(issue.expression).toEqual(['Patient.generalPractitioner[1].reference']);
+      expect(issue.details.text).toContain(JSON.stringify(`${base}/${local}`));
+      expect(issue.details.text).toContain(`${base}/Type/id`);
+    });
+  }
+
+  for (const local of ['Practitioner/x', 'Practitioner/x/_history/2', 'Practitioner?identifier=http://npi|123']) {
+    it(`accepts "<base>/${local}"`, async () => {
+      const p = api.newProject();
+      const res = await p.post('/Patient', patientReferring(`${base}/${local}`));
+      expect(res.status, res.text).toBe(201);
+    });
+  }
+
+  it('reports one in $validate as an error at the element', async () => {
+    const p = api.newProject();
+    const res = await p.post('/Patient/$validate', patientReferring(`${base}/Patient/../x`));
+    expect(res.status, res.text).toBe(200);
+    const errorsFound = res.body.issue.filter((issue: { severity: string }) => issue.severity === 'error');
+    expect(errorsFound.map((issue: { expression: string[] }) => issue.expression)).toEqual([['Patient.generalPractitioner[1].reference']]);
+  });
+});

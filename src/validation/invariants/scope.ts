@@ -43,6 +43,8 @@ export class InvariantScope {
   constructor(
     private readonly warnings: boolean,
     private readonly report: InvariantReport,
+    /** This server's FHIR base, whose absolute URLs name resources here. */
+    private readonly fhirBase?: string,
   ) {}
 
   enterResource(value: Record<string, unknown>, type: string, where: string, contained: boolean): void {
@@ -117,7 +119,7 @@ export class InvariantScope {
 
   private noteReference(value: Record<string, unknown>, frame: Frame, where: () => string): void {
     const reference = value.reference;
-    const problem = typeof reference === 'string' ? referenceTextProblem(reference, frame.root.type) : undefined;
+    const problem = typeof reference === 'string' ? referenceTextProblem(reference, frame.root.type, this.fhirBase) : undefined;
     if (problem) this.report('error', `Invalid reference ${JSON.stringify(reference)} at ${where()}.reference: ${problem}`, `${where()}.reference`, 'value');
     if (typeof reference !== 'string' || !reference.startsWith('#') || reference.length === 1) return;
     frame.root.refChecks.push({ id: reference.slice(1), where: where() });
