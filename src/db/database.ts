@@ -39,7 +39,8 @@ export interface QueryOptions {
   pgValues?: boolean;
   /**
    * The request's client going away (src/db/cancellation.ts): a statement in flight is cancelled
-   * on PostgreSQL, and none is sent once it has aborted (both databases). Ignored inside
+   * on PostgreSQL, one still waiting for the embedded database's connection is dropped
+   * (worker-adapter.ts), and none is sent once it has aborted (both databases). Ignored inside
    * transactions.
    */
   signal?: AbortSignal;
