@@ -11,8 +11,12 @@ import { accountTypeRefusal, policyNarrowsSomeType, ruleAllows, ruleFor } from '
  * members by naming it as the Bot's code.
  */
 const ADMIN_TYPES = new Set(['ProjectMembership', 'ClientApplication', 'AccessPolicy', 'User', 'Bot']);
-/** Types written only by the server itself or a super admin. */
-const SYSTEM_TYPES = new Set(['Login', 'Project', 'AsyncJob']);
+/**
+ * Types written only by the server itself or a super admin. A UserSecurityRequest carries the
+ * secret of a password reset or an invitation: project admins read it (Medplum's policy for them
+ * makes it read-only), and one they could write would let them set a user's password.
+ */
+const SYSTEM_TYPES = new Set(['Login', 'Project', 'AsyncJob', 'UserSecurityRequest']);
 
 const WRITES = new Set<PolicyInteraction>(['create', 'update', 'delete']);
 

@@ -1,4 +1,3 @@
-import { ID_SOURCE } from '../fhir/ids.js';
 import { randomUUID } from 'node:crypto';
 import type { AuthService } from '../auth/service.js';
 import { readAny } from '../auth/accounts.js';
@@ -16,6 +15,7 @@ import { validateResource } from '../validation/validator.js';
 import { botMembershipOf } from '../bots/membership.js';
 import { credentialsOf, withoutCredentials, type Subscription } from '../events/subscription.js';
 import type { Operation } from '../operations/registry.js';
+import { referenceRewriter } from './clone-references.js';
 
 /** SPEC 4.7 rule 1: resources scanned per type. */
 export const CLONE_LIMIT_PER_TYPE = 1000;
@@ -44,7 +44,8 @@ interface Row {
  * `Project/{id}/$clone` (SPEC 4.7), for super admins only: every resource type of the project is
  * scanned (at most 1000 resources per type), filtered by `resourceTypes`, `includeIds` and
  * `excludeIds` (an id in both is excluded), and copied with new ids; every reference to a cloned
- * resource (`Type/id`, absolute URLs of this server, Binary urls in attachments, `meta.author`) is rewritten.
+ * resource (`Type/id`, absolute URLs of this server, Binary urls in attachments, `meta.author` and
+ * `meta.accounts`, the values of search criteria: clone-references.ts) is rewritten.
  * Binary bytes are copied; ClientApplications get new secrets; Bot secrets, the Project's secret
  * and systemSecret and Subscriptions' credentials are dropped (subscriptionCopy); a Bot
  * whose membership is not cloned gets a new one in the clone's transaction; Users are not copied
@@ -173,50 +174,6 @@ function botMemberships(cloned: readonly Resource[], projectId: string): { resou
     .filter((resource) => resource.resourceType === 'Bot' && !withMembership.has(`Bot/${resource.id}`))
     .map((bot) => ({ resource: { ...botMembershipOf(projectId, bot.id!), id: randomUUID() } as Resource }));
 }
-
-/**
- * Rewrites every string that names a cloned resource: `reference` values (`Type/id`, with a
- * `_history` suffix or as an absolute URL of this server) and attachment `url`s of Binaries.
- */
-function referenceRewriter(ids: Map<string, string>, fhirBase: string): <T>(value: T) => T {
-  const pattern = new RegExp(`^((?:.*/)?)([A-Z][A-Za-z]+)/(${ID_SOURCE})((?:/_history/.*)?)$`);
-  const mapString = (text: string): string => {
-    const match = pattern.exec(text);
-    if (!match) return text;
-    const [, prefix, type, id] = match;
-    if (prefix !== '' && prefix !== `${fhirBase}/`) return text;
-    const next = ids.get(`${type}/${id}`);
-    // A version-specific reference points at the clone's current version (its only one).
-    return next ? `${prefix}${type}/${next}` : text;
-  };
-  const walk = (value: unknown, key?: string): unknown => {
-    if (Array.isArray(value)) return value.map((item) => walk(item, key));
-    if (isRecord(value)) {
-      const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(value)) out[k] = k === 'meta' ? metaOfCopy(v, mapString) : walk(v, k);
-      return out;
-    }
-    if (typeof value === 'string' && (key === 'reference' || key === 'url')) return mapString(value);
-    return value;
-  };
-  // The walk keeps every value's shape: strings stay strings, meta only loses optional elements.
-  return <T>(value: T): T => walk(value) as T;
-}
-
-/**
- * The copy's meta: without the source's version, and with `author` naming the cloned profile when
- * the author's profile was cloned, as the cloned memberships name it. A Subscription delivers what
- * its author's membership in its project may read (src/events/author-access.ts): kept as it was,
- * the author of a cloned profile would have no membership in the clone and its Subscriptions would
- * deliver nothing.
- */
-function metaOfCopy(meta: unknown, mapString: (text: string) => string): unknown {
-  if (!isRecord(meta)) return meta;
-  const { versionId: _v, lastUpdated: _l, project: _p, ...rest } = meta;
-  if (isRecord(rest.author) && typeof rest.author.reference === 'string') rest.author = { ...rest.author, reference: mapString(rest.author.reference) };
-  return rest;
-}
-
 
 export const projectCloneOperation: Operation<CloneRequest> = {
   definition: {

@@ -2,7 +2,8 @@ import type { QueryOptions, Row, SqlExecutor } from './database.js';
 
 /**
  * A request's reads as `db` runs them, each sent with the signal of the request's client going
- * away: the statement in flight is cancelled (PostgreSQL) and none is sent after (both databases).
+ * away: the statement in flight is cancelled (PostgreSQL), one waiting for the connection is
+ * dropped (PGlite), and none is sent after (both databases).
  * `clientGone` is asked on the first statement only. Writes go through as they are: a write runs
  * whole or, cancelled by nothing, not at all.
  */

@@ -11,6 +11,37 @@ export function clientClosed(): Error {
 }
 
 /**
+ * Hands a signal to the one statement that a synchronous call sends: the Prisma adapter sends its
+ * statement within its queryRaw, synchronously, and has no way to pass a signal along.
+ */
+export class SignalHandoff {
+  /** The signal of the statement being sent now (set and taken within one synchronous call). */
+  private signal: AbortSignal | undefined;
+
+  /** Runs `send` (which sends one statement, synchronously) with `signal` for that statement. */
+  sendWith<T>(signal: AbortSignal, send: () => Promise<T>): Promise<T> {
+    if (signal.aborted) return Promise.reject(clientClosed());
+    this.signal = signal;
+    try {
+      return send();
+    } finally {
+      this.signal = undefined;
+    }
+  }
+
+  /** The signal for the statement being sent now, if any; the next statement gets none. */
+  take(): AbortSignal | undefined {
+    const signal = this.signal;
+    this.signal = undefined;
+    return signal;
+  }
+
+  get pending(): boolean {
+    return this.signal !== undefined;
+  }
+}
+
+/**
  * A pool whose statements can be cancelled when a request's client goes away
  * (docs/overload.md "Abandoned"). A statement sent with a signal takes a connection of its own
  * from the pool (as pool.query does inside), and when the signal aborts, PostgreSQL is sent a
@@ -23,26 +54,17 @@ export function clientClosed(): Error {
  * `sendWith` hands the signal to that one call.
  */
 export class CancellablePool extends pg.Pool {
-  /** The signal of the statement being sent now (set and taken within one synchronous call). */
-  private sending: AbortSignal | undefined;
+  private readonly handoff = new SignalHandoff();
 
   /** Runs `send` (which calls query() once, synchronously) with `signal` for its statement. */
   sendWith<T>(signal: AbortSignal, send: () => Promise<T>): Promise<T> {
-    if (signal.aborted) return Promise.reject(clientClosed());
-    this.sending = signal;
-    try {
-      return send();
-    } finally {
-      this.sending = undefined;
-    }
+    return this.handoff.sendWith(signal, send);
   }
 
   // pg's query() is a set of overloads over untyped configs (an untyped boundary): `any` here.
   override query(config: any, ...rest: any[]): any {
-    const signal = this.sending;
-    if (signal === undefined || typeof rest[rest.length - 1] === 'function') return (super.query as (...args: unknown[]) => unknown)(config, ...rest);
-    this.sending = undefined;
-    return this.cancellableQuery(signal, config, rest[0]);
+    if (!this.handoff.pending || typeof rest[rest.length - 1] === 'function') return (super.query as (...args: unknown[]) => unknown)(config, ...rest);
+    return this.cancellableQuery(this.handoff.take()!, config, rest[0]);
   }
 
   private async cancellableQuery(signal: AbortSignal, config: unknown, values: unknown): Promise<pg.QueryResult> {

@@ -39,7 +39,8 @@ export interface QueryOptions {
   pgValues?: boolean;
   /**
    * The request's client going away (src/db/cancellation.ts): a statement in flight is cancelled
-   * on PostgreSQL, and none is sent once it has aborted (both databases). Ignored inside
+   * on PostgreSQL, one still waiting for the embedded database's connection is dropped
+   * (worker-adapter.ts), and none is sent once it has aborted (both databases). Ignored inside
    * transactions.
    */
   signal?: AbortSignal;
@@ -119,7 +120,11 @@ export class Database implements TransactionalSql {
     private readonly closeDriver: () => Promise<void>,
     /** Connections whose statements PostgreSQL may plan once (QueryOptions.planOnce). */
     private readonly planOnceAdapter: SqlDriverAdapter = adapter,
-    /** PostgreSQL's bounds on statements; none on the embedded database, whose engine cannot cancel one. */
+    /**
+     * The bounds on statements: PostgreSQL's statement_timeout; on the embedded database, whose
+     * engine cannot cancel a statement, how long one outside a transaction may wait for the
+     * connection (worker-adapter.ts).
+     */
     private readonly timeouts?: StatementTimeouts,
     /** PostgreSQL's connection pools by name, for the metrics; none on the embedded database. */
     private readonly namedPools: ReadonlyMap<string, pg.Pool> = new Map(),
@@ -142,8 +147,10 @@ export class Database implements TransactionalSql {
       const pools = new Map([['main', pool], ...(planOncePool ? [['plan_once', planOncePool] as const] : [])]);
       return new Database('postgres', adapter, close, planOnceAdapter ?? adapter, statementTimeouts(config), pools);
     }
-    const worker = await WorkerSqlAdapter.start(config.dataDir);
-    return new Database('pglite', worker, () => worker.dispose());
+    // PGlite cannot stop a statement, but one still waiting for its connection can be dropped.
+    const timeouts = statementTimeouts(config);
+    const worker = await WorkerSqlAdapter.start(config.dataDir, timeouts.statementTimeoutMs);
+    return new Database('pglite', worker, () => worker.dispose(), worker, timeouts);
   }
 
   /** Each PostgreSQL pool's connections now (total, idle, and requests waiting for one). */
@@ -162,14 +169,16 @@ export class Database implements TransactionalSql {
 
   /**
    * A read sent with its client's signal: on PostgreSQL its pool cancels it when the signal aborts
-   * (cancellation.ts); on the embedded database, whose engine cannot stop a statement, it is only
-   * not sent once the signal has aborted. Any failure after the abort is the client's going away.
+   * (cancellation.ts); on the embedded database, whose engine cannot stop a statement, it is
+   * dropped while it still waits for the connection (worker-adapter.ts), and not sent once the
+   * signal has aborted. Any failure after the abort is the client's going away.
    */
   private async cancellableQuery<R>(signal: AbortSignal, sql: string, args: readonly unknown[], options: QueryOptions): Promise<R[]> {
     if (signal.aborted) throw clientClosed();
     const plain = { planOnce: options.planOnce, pgValues: options.pgValues };
     // The pool the statement goes to either way (both paths share it: see query()).
-    const sending = ((options.planOnce && this.namedPools.get('plan_once')) || this.namedPools.get('main')) as CancellablePool | undefined;
+    const pool = ((options.planOnce && this.namedPools.get('plan_once')) || this.namedPools.get('main')) as CancellablePool | undefined;
+    const sending = pool ?? (this.adapter instanceof WorkerSqlAdapter ? this.adapter : undefined);
     try {
       return await (sending ? sending.sendWith(signal, () => this.query<R>(sql, args, plain)) : this.query<R>(sql, args, plain));
     } catch (error) {
@@ -195,7 +204,7 @@ export class Database implements TransactionalSql {
     const executor = new TransactionExecutor(tx, this, timeoutMs);
     let result: T;
     try {
-      if (this.timeouts && timeoutMs !== this.timeouts.statementTimeoutMs) {
+      if (this.kind === 'postgres' && this.timeouts && timeoutMs !== this.timeouts.statementTimeoutMs) {
         await executor.execute(`SET LOCAL statement_timeout = ${timeoutMs}`);
       }
       result = await work(executor);

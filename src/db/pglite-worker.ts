@@ -4,24 +4,28 @@
  * The main thread talks to it through `WorkerSqlAdapter` (worker-adapter.ts).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { SqlDriverAdapter, SqlQuery, Transaction } from '@prisma/driver-adapter-utils';
+import type { IsolationLevel, SqlDriverAdapter, SqlQuery, Transaction, TransactionOptions } from '@prisma/driver-adapter-utils';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { openPGlite } from './pglite.js';
+import { ConnectionQueue, StatementDropped } from './connection-queue.js';
 import { PlanStatistics } from './plan-statistics.js';
-import type { WorkerRequest, WorkerResponse } from './worker-protocol.js';
+import { statementTimeoutCause, WITHDRAWN_MESSAGE, type WorkerRequest, type WorkerResponse } from './worker-protocol.js';
 
 const port = parentPort!;
-const { dataDir } = workerData as { dataDir: string };
+const { dataDir, waitStates } = workerData as { dataDir: string; waitStates: SharedArrayBuffer };
+const connection = new ConnectionQueue(new Int32Array(waitStates));
 const pglite = await openPGlite(dataDir);
 // pglite-prisma-adapter is typed against an older driver-adapter-utils; same interface at run time.
 const adapter = (await new PrismaPGlite(pglite).connect()) as unknown as SqlDriverAdapter;
 const transactions = new Map<number, Transaction>();
 // PGlite has no autovacuum: planner statistics are kept up to date here (plan-statistics.ts).
+// Its statements take their turn of the connection like the others, one at a time.
 const statistics = new PlanStatistics({
-  query: async <R>(sql: string, args?: readonly unknown[]) => (await pglite.query<R>(sql, args ? [...args] : undefined)).rows,
-  exec: async (sql: string) => {
-    await pglite.exec(sql);
-  },
+  query: <R>(sql: string, args?: readonly unknown[]) => connection.run(async () => (await pglite.query<R>(sql, args ? [...args] : undefined)).rows),
+  exec: (sql: string) =>
+    connection.run(async () => {
+      await pglite.exec(sql);
+    }),
 });
 statistics.start();
 let nextTransaction = 1;
@@ -29,30 +33,49 @@ let nextTransaction = 1;
 async function handle(request: WorkerRequest): Promise<unknown> {
   switch (request.op) {
     case 'query':
-      return queryable(request.tx).queryRaw(withByteArgs(request.query as SqlQuery));
-    case 'execute':
-      statistics.noteWrite();
-      return queryable(request.tx).executeRaw(withByteArgs(request.query as SqlQuery));
-    case 'script':
-      return adapter.executeScript(request.script);
-    case 'begin': {
-      const tx = await adapter.startTransaction(request.isolationLevel);
-      const id = nextTransaction++;
-      transactions.set(id, tx);
-      return { tx: id, options: tx.options };
+    case 'execute': {
+      const { tx, slot, deadline } = request;
+      const query = withByteArgs(request.query as SqlQuery);
+      const send = (): Promise<unknown> => (request.op === 'query' ? queryable(tx).queryRaw(query) : queryable(tx).executeRaw(query));
+      if (request.op === 'execute') statistics.noteWrite();
+      // A transaction's statements use the connection it holds already.
+      return tx === undefined ? connection.run(send, slot, deadline) : send();
     }
+    case 'script':
+      return connection.run(() => adapter.executeScript(request.script));
+    case 'begin':
+      return begin(request.isolationLevel);
     case 'commit':
     case 'rollback': {
       const tx = transactions.get(request.tx);
       transactions.delete(request.tx);
       if (!tx) throw new Error(`Transaction ${request.tx} is not open`);
-      return request.op === 'commit' ? tx.commit() : tx.rollback();
+      try {
+        return await (request.op === 'commit' ? tx.commit() : tx.rollback());
+      } finally {
+        connection.release();
+      }
     }
     case 'close':
       await statistics.close();
       await pglite.close();
       return undefined;
   }
+}
+
+/** Opens a transaction that holds the connection until its commit or rollback. */
+async function begin(isolationLevel: IsolationLevel | undefined): Promise<{ tx: number; options: TransactionOptions }> {
+  await connection.take();
+  let tx: Transaction;
+  try {
+    tx = await adapter.startTransaction(isolationLevel);
+  } catch (error) {
+    connection.release();
+    throw error;
+  }
+  const id = nextTransaction++;
+  transactions.set(id, tx);
+  return { tx: id, options: tx.options };
 }
 
 /**
@@ -90,6 +113,11 @@ port.on('message', (request: WorkerRequest) => {
 port.postMessage({ id: 0, ok: true, value: 'ready' } satisfies WorkerResponse);
 
 function serializeError(error: unknown): { name: string; message: string; cause?: unknown } {
+  if (error instanceof StatementDropped) {
+    // Past its deadline: answered as PostgreSQL answers a statement its statement_timeout stopped.
+    if (error.timedOut) return { name: 'DriverAdapterError', message: error.message, cause: statementTimeoutCause() };
+    return { name: 'Error', message: WITHDRAWN_MESSAGE };
+  }
   if (error instanceof Error) {
     const cause = (error as { cause?: unknown }).cause;
     return { name: error.name, message: error.message, cause: cause && typeof cause === 'object' ? withErrorKind({ ...cause }) : undefined };

@@ -8,30 +8,54 @@ import {
   type Transaction,
   type TransactionOptions,
 } from '@prisma/driver-adapter-utils';
-import type { WorkerCall, WorkerResponse } from './worker-protocol.js';
+import { clientClosed, SignalHandoff } from './cancellation.js';
+import { WaitSlots } from './wait-slots.js';
+import { statementTimeoutCause, type WorkerCall, type WorkerResponse } from './worker-protocol.js';
 
 const ADAPTER_NAME = 'flint-pglite-worker';
+
+interface Waiter {
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+  /** The statement's wait slot, given back when the worker answers. */
+  slot?: number;
+  /** Stops the statement's timer and abort listener. */
+  done?(): void;
+}
 
 /**
  * The embedded database on a worker thread, seen through the driver adapter interface Prisma and
  * the resource store use. Every call is a message to the worker; results come back by id.
+ *
+ * A statement outside a transaction waits on the worker for the one connection
+ * (connection-queue.ts). While it waits it can be withdrawn, as PostgreSQL cancels a statement:
+ * when the signal it was sent with aborts (its client went away: answered 499) or when
+ * `waitBoundMs`, the reads' statement timeout, passes (answered as a statement_timeout, which
+ * the Database turns into its 503). Once it has started it runs to its end: PGlite cannot stop it.
  */
 export class WorkerSqlAdapter implements SqlDriverAdapter {
   readonly provider = 'postgres' as const;
   readonly adapterName = ADAPTER_NAME;
-  private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
+  private readonly pending = new Map<number, Waiter>();
   private nextId = 1;
   /** Set once the worker has stopped: every later call fails at once instead of waiting forever. */
   private stopped: Error | undefined;
+  private readonly handoff = new SignalHandoff();
 
-  private constructor(private readonly worker: Worker) {
+  private constructor(
+    private readonly worker: Worker,
+    private readonly slots: WaitSlots,
+    private readonly waitBoundMs: number,
+  ) {
     worker.on('message', (response: WorkerResponse) => this.settle(response));
     worker.on('error', (error) => this.stop(error));
     worker.on('exit', (code) => this.stop(new Error(`The database worker has stopped (exit code ${code})`)));
   }
 
-  static async start(dataDir: string): Promise<WorkerSqlAdapter> {
-    const worker = spawnWorker(new URL(`./pglite-worker${extensionOf(import.meta.url)}`, import.meta.url), { dataDir });
+  /** `waitBoundMs`: how long a statement outside a transaction may wait for the connection (0: as long as it takes). */
+  static async start(dataDir: string, waitBoundMs = 0): Promise<WorkerSqlAdapter> {
+    const slots = new WaitSlots();
+    const worker = spawnWorker(new URL(`./pglite-worker${extensionOf(import.meta.url)}`, import.meta.url), { dataDir, waitStates: slots.buffer });
     await new Promise<void>((resolve, reject) => {
       const onExit = (code: number): void => fail(new Error(`The database worker exited during start-up (code ${code})`));
       const cleanUp = (): void => {
@@ -53,7 +77,12 @@ export class WorkerSqlAdapter implements SqlDriverAdapter {
       worker.on('error', fail);
       worker.on('exit', onExit);
     });
-    return new WorkerSqlAdapter(worker);
+    return new WorkerSqlAdapter(worker, slots, waitBoundMs);
+  }
+
+  /** Runs `send` (which sends one statement, synchronously) with `signal` for that statement. */
+  sendWith<T>(signal: AbortSignal, send: () => Promise<T>): Promise<T> {
+    return this.handoff.sendWith(signal, send);
   }
 
   call(request: WorkerCall): Promise<unknown> {
@@ -66,11 +95,44 @@ export class WorkerSqlAdapter implements SqlDriverAdapter {
   }
 
   queryRaw(query: SqlQuery): Promise<SqlResultSet> {
-    return this.call({ op: 'query', query }) as Promise<SqlResultSet>;
+    return this.callWithdrawable('query', query) as Promise<SqlResultSet>;
   }
 
   executeRaw(query: SqlQuery): Promise<number> {
-    return this.call({ op: 'execute', query }) as Promise<number>;
+    return this.callWithdrawable('execute', query) as Promise<number>;
+  }
+
+  /**
+   * Sends a statement that may be withdrawn while it waits for the connection: when the signal
+   * being sent with it aborts, or when the wait bound passes. Either answers at once; the worker
+   * skips the statement when its turn comes.
+   */
+  private callWithdrawable(op: 'query' | 'execute', query: SqlQuery): Promise<unknown> {
+    const signal = this.handoff.take();
+    if (this.stopped || (!signal && !this.waitBoundMs)) return this.call({ op, query });
+    const slot = this.slots.take();
+    if (slot === undefined) return this.call({ op, query });
+    const id = this.nextId++;
+    const deadline = this.waitBoundMs ? Date.now() + this.waitBoundMs : undefined;
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = { resolve, reject, slot };
+      const withdraw = (error: () => Error) => {
+        if (!this.slots.withdraw(slot)) return;
+        waiter.done?.();
+        // The worker still answers when the statement's turn comes (then the slot is free again).
+        waiter.resolve = waiter.reject = () => undefined;
+        reject(error());
+      };
+      const onAbort = () => withdraw(clientClosed);
+      const timer = deadline === undefined ? undefined : setTimeout(() => withdraw(timedOut), this.waitBoundMs);
+      signal?.addEventListener('abort', onAbort);
+      waiter.done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      this.pending.set(id, waiter);
+      this.worker.postMessage({ op, query, slot, deadline, id });
+    });
   }
 
   async executeScript(script: string): Promise<void> {
@@ -97,13 +159,18 @@ export class WorkerSqlAdapter implements SqlDriverAdapter {
     const waiter = this.pending.get(response.id);
     if (!waiter) return;
     this.pending.delete(response.id);
+    if (waiter.slot !== undefined) this.slots.give(waiter.slot);
+    waiter.done?.();
     if (response.ok) waiter.resolve(response.value);
     else waiter.reject(rebuildError(response.error));
   }
 
   private stop(error: Error): void {
     this.stopped ??= error;
-    for (const waiter of this.pending.values()) waiter.reject(error);
+    for (const waiter of this.pending.values()) {
+      waiter.done?.();
+      waiter.reject(error);
+    }
     this.pending.clear();
   }
 }
@@ -133,6 +200,11 @@ class WorkerTransaction implements Transaction {
   async rollback(): Promise<void> {
     await this.adapter.call({ op: 'rollback', tx: this.tx });
   }
+}
+
+/** A statement whose wait bound passed before it started, as PostgreSQL's statement_timeout ends one. */
+function timedOut(): Error {
+  return new DriverAdapterError(statementTimeoutCause() as ConstructorParameters<typeof DriverAdapterError>[0]);
 }
 
 /** Database errors keep their driver shape (Prisma and our SQLSTATE checks read `cause`). */

@@ -48,6 +48,19 @@ function expectForbidden(res: TestResponse<any>, type: string): void {
   expect(res.body.issue[0].details.text).toContain(type);
 }
 
+/** A User scoped to the admin's project, created by the admin; its id. */
+async function projectUser(admin: ProjectClient): Promise<string> {
+  const user = await admin.post('/User', {
+    resourceType: 'User',
+    firstName: 'Project',
+    lastName: 'User',
+    email: `user-${admin.projectId}@example.com`,
+    project: { reference: `Project/${admin.projectId}` },
+  });
+  expect(user.status, user.text).toBe(201);
+  return user.body.id;
+}
+
 const typesOf = (bundle: { entry?: { resource?: { resourceType: string }; fullUrl?: string }[] }) =>
   new Set((bundle.entry ?? []).map((entry) => entry.resource?.resourceType ?? entry.fullUrl?.split('/').at(-2)));
 
@@ -140,6 +153,27 @@ describe('a project admin', () => {
     expect(typesOf(everything.body).has('Login')).toBe(false);
   });
 
+  it('reads UserSecurityRequests but is refused (403) creating one', async () => {
+    const { admin } = await projectWithMember();
+    const userId = await projectUser(admin);
+    expect((await admin.get('/UserSecurityRequest')).status).toBe(200);
+    const request = { resourceType: 'UserSecurityRequest', type: 'reset', user: { reference: `User/${userId}` }, secret: 'chosen-by-admin' };
+    expectForbidden(await admin.post('/UserSecurityRequest', request), 'UserSecurityRequest');
+  });
+
+  it('the super admin writes a UserSecurityRequest', async () => {
+    const { admin } = await projectWithMember();
+    const user = await api.superAdmin.post('/User', { resourceType: 'User', firstName: 'Wide', lastName: 'User', email: `usr-${admin.projectId}@example.com` });
+    expect(user.status, user.text).toBe(201);
+    const created = await api.superAdmin.post('/UserSecurityRequest', {
+      resourceType: 'UserSecurityRequest',
+      type: 'reset',
+      user: { reference: `User/${user.body.id}` },
+      secret: 'server-chosen',
+    });
+    expect(created.status, created.text).toBe(201);
+  });
+
   it('the super admin reads a Login', async () => {
     const { loginId } = await projectWithMember();
     const login = await api.superAdmin.get(`/Login/${loginId}`);
@@ -195,15 +229,21 @@ describe('a project admin with an AccessPolicy that does not list the account ty
   });
 
   it('creates a User scoped to its project', async () => {
-    const { owner, admin } = await policyAdmin();
-    const user = await admin.post('/User', {
-      resourceType: 'User',
-      firstName: 'Pat',
-      lastName: 'Scoped',
-      email: `scoped-${owner.projectId}@example.com`,
-      project: { reference: `Project/${owner.projectId}` },
+    const { admin } = await policyAdmin();
+    expect(await projectUser(admin)).toEqual(expect.any(String));
+  });
+
+  it('does not write UserSecurityRequests, its policy naming them notwithstanding', async () => {
+    const owner = api.newProject();
+    const policy = await owner.post('/AccessPolicy', {
+      resourceType: 'AccessPolicy',
+      name: 'admin naming UserSecurityRequest',
+      resource: [{ resourceType: 'UserSecurityRequest' }, { resourceType: 'User' }],
     });
-    expect(user.status, user.text).toBe(201);
+    const { token } = await addMemberClient(api, owner, { admin: true, accessPolicy: `AccessPolicy/${policy.body.id}` });
+    const admin = projectClient(api.fhir, owner.projectId, async () => token);
+    const request = { resourceType: 'UserSecurityRequest', type: 'invite', user: { reference: `User/${await projectUser(admin)}` }, secret: 'chosen-by-admin' };
+    expectForbidden(await admin.post('/UserSecurityRequest', request), 'UserSecurityRequest');
   });
 
   it('still writes neither its Project nor a server-wide User', async () => {
