@@ -212,7 +212,8 @@ async function chainRead(
 /**
  * A page of a chain to common targets (more candidates than readChain reads at once, `common`
  * its first): unsorted, from growing windows of its candidates (chainWindowPage); sorted, from up
- * to 51,200 of them (chainSortedPage); not a cursor's, whose keyset order the general statement keeps.
+ * to 51,200 of them or of a rarer filter's resources (chainSortedPage); not a cursor's, whose
+ * keyset order the general statement keeps.
  */
 function commonChainPage(query: SearchQuery, { search, common }: { search: ChainSearch; common: ChainCandidates }, page: PageShape): Promise<PageRows | undefined> {
   const { control, paging, filters } = query;
