@@ -73,7 +73,7 @@ describe('sorted pages of a chain to common targets driven by a rarer filter', (
   }
 
   /** The general statement over one project's resources (pages/general.ts pageRows), or over every project's (`p.id`). */
-  const general = ({ sql }: Sent) => / FROM resource r WHERE /.test(sql) && !sql.includes('LIMIT 1)');
+  const general = ({ sql }: Sent) => /^SELECT [^(]* FROM resource r WHERE /.test(sql) || sql.includes('FROM resource r WHERE r."projectId" = p.id');
   const overProject = (project: string) => ({ args }: Sent) => args.some((arg) => Array.isArray(arg) && arg.includes(project));
 
   it('a page sorted by -date of one project is read from the quantity rows, newest first', async () => {
@@ -86,6 +86,19 @@ describe('sorted pages of a chain to common targets driven by a rarer filter', (
   it('a page sorted by date past an offset keeps the order', async () => {
     const { sent, ids } = await searched(member, `subject:Patient.name=smith&value-quantity=99.9&_project=${PROJECT}&_sort=date&_offset=2&_count=3`);
     expect(ids).toEqual(['o4007', 'o6007', 'o8007']);
+    expect(sent.filter(general)).toEqual([]);
+  });
+
+  it('a page sorted by -_lastUpdated walks the resources in that order and probes the chain on each', async () => {
+    const { sent, ids } = await searched(member, `subject:Patient.name=smith&_project=${PROJECT}&_sort=-_lastUpdated&_count=5`);
+    // An Observation's lastUpdated grows with its number too.
+    expect(ids).toEqual(['o52000', 'o51999', 'o51998', 'o51997', 'o51996']);
+    expect(sent.filter(general)).toEqual([]);
+  });
+
+  it('a page sorted by -_lastUpdated whose walk falls short is read from the quantity rows', async () => {
+    const { sent, ids } = await searched(member, `subject:Patient.name=smith&value-quantity=99.9&_project=${PROJECT}&_sort=-_lastUpdated&_count=5`);
+    expect(ids).toEqual(['o50007', 'o48007', 'o46007', 'o44007', 'o42007']);
     expect(sent.filter(general)).toEqual([]);
   });
 

@@ -15,6 +15,7 @@ import { orderedMatchesPage } from '../pages/ordered-matches.js';
 import { COLUMNS, KEY_COLUMNS, type PageRows, type PageShape } from '../pages/rows.js';
 import { hasSortWindow, sortWalk, sortWindow } from '../pages/sorted-window.js';
 import { walkedSortPage } from '../pages/sorted-walk.js';
+import { byLastUpdatedAlone, updatedWalkPage } from '../pages/updated-walk.js';
 import { prefixDriver, prefixRangeOf } from '../pages/string-prefix.js';
 import { isTokenCodeFilter, tokenCodeDriver } from '../pages/token-code.js';
 import { policyCriteria } from '../../identity/policy.js';
@@ -137,7 +138,9 @@ function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShap
   if (!windowedSort(query)) return undefined;
   const direction = sort[0].descending ? 'DESC' : 'ASC';
   // A chain is probed on each resource it reaches: walked, a page probes no more of them than it needs.
-  const walk = chainAt(query.filters) >= 0 ? sortWalk(sort, search.type) : undefined;
+  const chained = chainAt(query.filters) >= 0;
+  if (chained && byLastUpdatedAlone(sort)) return () => updatedWalkPage(search, sort[0].descending, query.filters, page);
+  const walk = chained ? sortWalk(sort, search.type) : undefined;
   const rows = sortWindow(search, sort);
   const windows: PageReader | undefined =
     walk ? () => walkedSortPage(search, walk, direction, query.filters, page) : rows && (() => growingWindowPage(search, rows, direction, query.filters, page));
