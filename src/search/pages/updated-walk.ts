@@ -32,6 +32,9 @@ export async function updatedWalkPage(search: DrivenSearch, descending: boolean,
   const sql =
     `SELECT ${page.columns} FROM (${walked}) r CROSS JOIN LATERAL (SELECT r."projectId", r."resourceType", r.id) d` +
     ` WHERE (${[...candidates, ...onResource].join(' AND ')}) IS TRUE${order} LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
-  const rows = await runPage(search.services.db, sql, ctx.args, page.count, false, page.kept, false);
+  // Planned once, as inLastUpdatedOrderAlone's page is: planned for its values without statistics,
+  // PostgreSQL guessed ~120 resources of the type and read every one of the project's (1,000,000)
+  // by a bitmap or sequential scan to sort them; the plan-once pool prices those scans out.
+  const rows = await runPage(search.services.db, sql, ctx.args, page.count, false, page.kept, true);
   return rows.more ? rows : undefined;
 }
