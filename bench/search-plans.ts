@@ -58,6 +58,12 @@ const shapes: [string, string, string, Who?][] = [
   ['chained name common, sort -date', 'Observation', 'subject:Patient.name=smi&_sort=-date&_count=20'],
   ['chained gender', 'Observation', 'subject:Patient.gender=female'],
   ['chained gender, sort -date', 'Observation', 'subject:Patient.gender=female&_sort=-date&_count=20'],
+  // Chains past the sorted candidates' bound (500,000 references to female Patients) whose other filter few rows of the
+  // sort parameter meet: a value one Observation in 600 has (each a female Patient's), a code none of hers has.
+  ['chained gender rare, sort -date', 'Observation', 'subject:Patient.gender=female&value-quantity=99.9&_sort=-date&_count=20'],
+  ['chained gender rare, sort date', 'Observation', 'subject:Patient.gender=female&value-quantity=99.9&_sort=date&_count=20'],
+  ['chained gender none, sort -date', 'Observation', 'subject:Patient.gender=female&code=http://loinc.org|8867-4&_sort=-date&_count=20'],
+  ['chained gender, sort -lastUpdated', 'Observation', 'subject:Patient.gender=female&_sort=-_lastUpdated&_count=20'],
   ['sort -lastUpdated', 'Observation', '_sort=-_lastUpdated&_count=20'],
   ['cursor first', 'Patient', '_sort=_lastUpdated&_count=1000'],
   ['include', 'Observation', 'code=http://loinc.org|8867-4&_include=Observation:subject'],
@@ -98,6 +104,7 @@ const shapes: [string, string, string, Who?][] = [
   ['every: chained name common', 'Observation', 'subject:Patient.name=smi', 'every'],
   ['every: chained gender', 'Observation', 'subject:Patient.gender=female', 'every'],
   ['every: chained name common, sort -date', 'Observation', 'subject:Patient.name=smi&_sort=-date&_count=20', 'every'],
+  ['every: chained gender rare, sort -date', 'Observation', 'subject:Patient.gender=female&value-quantity=99.9&_sort=-date&_count=20', 'every'],
   ['every: has', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&name=smith42', 'every'],
   // Reverse chains on the seed data: every Patient's Observations share one code, 8867-4 being that of 5,000
   // Patients (every Johnson's, Adams's and Perez's: johnson42 names ~20 who have it, smith42 none).

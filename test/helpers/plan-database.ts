@@ -8,6 +8,11 @@ import { search, searchServicesFor } from '../../src/search/service.js';
 import { createOwnDatabase, type OwnDatabase } from './own-database.js';
 import { testEnv } from './server.js';
 
+/** What the writers below need of a connection: pg's client, or the database itself (PGlite or PostgreSQL). */
+export interface SqlClient {
+  query(sql: string, values: unknown[]): Promise<unknown>;
+}
+
 /** A statement a search sent and its plan. */
 /** A chain's reference rows read by the project, type and code alone (alias c1): every subject reference of the project. */
 export const EVERY_SUBJECT_ROW = /on reference_index c1\s+Index Cond: \(\("projectId" = [^\n]*\(code = 'subject'::text\) AND \("targetType" = 'Patient'::text\)\)\n/;
@@ -108,7 +113,7 @@ export function searchPlans(statements: readonly ExplainedStatement[]): string {
  * `count` Observations of `projectId` (ids `<prefix>o<n>`), each with its status (final), code
  * (8867-4 for every twentieth, else 2339-0) and an hourly date from 2023, as the store writes them.
  */
-export async function writeObservations(client: pg.Client, projectId: string, count: number, prefix = ''): Promise<void> {
+export async function writeObservations(client: SqlClient, projectId: string, count: number, prefix = ''): Promise<void> {
   await client.query(
     `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
      SELECT 'Observation', $3 || 'o' || g, $1, gen_random_uuid(), timestamptz '2025-01-01' + g * interval '1 second', false,
@@ -135,7 +140,7 @@ export async function writeObservations(client: pg.Client, projectId: string, co
  * `patients` Patients (`<prefix>pat<n>`, family `smith<n>`) and the subject of each of
  * `observations` Observations (writeObservations): `<prefix>pat<g % patients + 1>`.
  */
-export async function writeSubjects(client: pg.Client, projectId: string, observations: number, patients: number, prefix: string): Promise<void> {
+export async function writeSubjects(client: SqlClient, projectId: string, observations: number, patients: number, prefix: string): Promise<void> {
   await client.query(
     `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
      SELECT 'Patient', $2 || 'pat' || g, $1, gen_random_uuid(), timestamptz '2025-01-01' + g * interval '1 second', false,

@@ -1,11 +1,12 @@
 import type { Filter } from '../plan/filters.js';
 import type { SortKey } from '../plan/control.js';
 import type { SqlArgs } from '../../db/sql-args.js';
-import { CHAIN_CANDIDATES_MAX, chainAt, chainCandidates, SORTED_CHAIN_CANDIDATES_MAX, type ChainCandidates, type ChainSearch } from './chain-driven.js';
+import { CHAIN_CANDIDATES_MAX, chainAt, chainCandidates, type ChainCandidates, type ChainSearch } from './chain-driven.js';
 import { orderBy } from './every-project.js';
 import { sortKeys } from './general.js';
-import { candidateConditions, freshContext } from './driven.js';
+import { candidateConditions, freshContext, type AnyProjectSearch } from './driven.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
+import { sortedChainDriver } from './sorted-chain-driver.js';
 
 /** The first window of a common chain's candidates (those readChain read), and how many times each next one is larger. */
 const FIRST_CHAIN_WINDOW = CHAIN_CANDIDATES_MAX;
@@ -38,24 +39,43 @@ export async function chainWindowPage(search: ChainSearch, filters: readonly Fil
 }
 
 /**
- * A sorted page of a chain whose targets are common: its candidates, up to
- * SORTED_CHAIN_CANDIDATES_MAX of them, are tested as chainWindowPage's are and sorted, each sort
- * value probed by its own rows. Undefined past that bound: the general statement answers. Handed
- * to the general statement as an array of 16,660 ids (`name=smi`), the same page ran past 15 s
- * without statistics (a generic plan); read here it took about a second.
+ * A sorted page of a chain whose targets are common: the resources of its filter with the fewest,
+ * up to SORTED_CHAIN_CANDIDATES_MAX (sortedChainDriver: the chain's, or another filter's), are
+ * tested as chainWindowPage's are and sorted, each sort value probed by its own rows. Undefined
+ * when every filter has more: the general statement answers. Handed to the general statement as
+ * an array of 16,660 ids (`name=smi`), the same page ran past 15 s without statistics (a generic
+ * plan); read here it took about a second.
  */
 export async function chainSortedPage(search: ChainSearch, filters: readonly Filter[], sort: readonly SortKey[], page: PageShape): Promise<PageRows | undefined> {
-  const at = chainAt(filters);
-  if (at < 0) return undefined;
-  const found = await chainCandidates(search, filters[at], SORTED_CHAIN_CANDIDATES_MAX);
-  if (!found?.complete) return undefined;
+  const driver = await sortedChainDriver(search, filters);
+  if (!driver) return undefined;
   return pageOfCandidates(
     search,
-    filters.filter((_, i) => i !== at),
-    found,
+    filters.filter((filter) => filter !== driver.filter),
+    driver.found,
     page,
     (args) => orderBy(sortKeys(sort, false, args), (key) => key.expression),
   );
+}
+
+/**
+ * Of a super admin's sorted page of every project, the first `each.count` resources of each of
+ * `projects` (those whose walk fell short) as a search of that project alone reads them
+ * (chainSortedPage), and the projects left to the general statement, where none was read.
+ */
+export async function chainSortedProjects(
+  search: AnyProjectSearch & { filters: readonly Filter[]; sort: readonly SortKey[] },
+  projects: readonly string[],
+  each: PageShape,
+): Promise<{ ids: string[]; rest: string[] }> {
+  const ids: string[] = [];
+  const rest: string[] = [];
+  for (const projectId of projects) {
+    const read = await chainSortedPage({ ...search, projectId }, search.filters, search.sort, each);
+    if (read) ids.push(...read.rows.map(({ id }) => id));
+    else rest.push(projectId);
+  }
+  return { ids, rest };
 }
 
 /**

@@ -7,6 +7,7 @@ import { growingWindows, impliedByIndexRows } from './growing-windows.js';
 import { KEY_COLUMNS, type PageRows, type PageShape } from './rows.js';
 import { projectSortWindow, sortRowsUpTo, sortWalk, type ProjectSortWindow, type SortWalk } from './sorted-window.js';
 import { chainAt } from './chain-driven.js';
+import { chainSortedProjects } from './chain-windows.js';
 
 /**
  * What one window statement found: the first rows of the projects it answered for, the projects
@@ -34,7 +35,8 @@ interface WindowRead {
  * projects with few rows of the code are read from those rows first (fewCodeRowsPage) and the
  * windows read only the others; those past the largest window are read from every row of the code
  * (everyCodeRowPage), not by that statement, as are all projects when the page is deeper than the
- * largest window. Before all of that, filters that most rows meet are probed on the
+ * largest window. With a chain among the filters, the projects left to that statement are first
+ * read as a search of each alone is past its walk (chainSortedProjects). Before all of that, filters that most rows meet are probed on the
  * merged heads of every project's sort rows (mergedHeadsRows), which answer with a few rows of
  * each project. Undefined when the parameter has no sort window.
  */
@@ -62,7 +64,12 @@ export async function everyProjectSortedPage(search: EveryProjectSorted, page: P
   }
   if (code && projects.length > 0) ids.push(...(await everyCodeRowPage(search, code, each.count, projects)));
   else sorted.push(...projects);
-  if (sorted.length > 0) ids.push(...(await fallenProjectsRows(search, sorted, each)));
+  // With a chain, those projects are read as a search of each alone reads it past its walk: the
+  // every-project statement started from their references to the chain's targets without
+  // statistics, even in a project of 5,200 Observations.
+  const fallen = walk ? await chainSortedProjects(search, sorted, each) : { ids: [], rest: sorted };
+  ids.push(...fallen.ids);
+  if (fallen.rest.length > 0) ids.push(...(await fallenProjectsRows(search, fallen.rest, each)));
   return pageOfCandidates(services.db, page, type, ids, sort);
 }
 

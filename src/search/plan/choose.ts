@@ -15,6 +15,7 @@ import { orderedMatchesPage } from '../pages/ordered-matches.js';
 import { COLUMNS, KEY_COLUMNS, type PageRows, type PageShape } from '../pages/rows.js';
 import { hasSortWindow, sortWalk, sortWindow } from '../pages/sorted-window.js';
 import { walkedSortPage } from '../pages/sorted-walk.js';
+import { byLastUpdatedAlone, updatedWalkPage } from '../pages/updated-walk.js';
 import { prefixDriver, prefixRangeOf } from '../pages/string-prefix.js';
 import { isTokenCodeFilter, tokenCodeDriver } from '../pages/token-code.js';
 import { policyCriteria } from '../../identity/policy.js';
@@ -137,7 +138,9 @@ function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShap
   if (!windowedSort(query)) return undefined;
   const direction = sort[0].descending ? 'DESC' : 'ASC';
   // A chain is probed on each resource it reaches: walked, a page probes no more of them than it needs.
-  const walk = chainAt(query.filters) >= 0 ? sortWalk(sort, search.type) : undefined;
+  const chained = chainAt(query.filters) >= 0;
+  if (chained && byLastUpdatedAlone(sort)) return () => updatedWalkPage(search, sort[0].descending, query.filters, page);
+  const walk = chained ? sortWalk(sort, search.type) : undefined;
   const rows = sortWindow(search, sort);
   const windows: PageReader | undefined =
     walk ? () => walkedSortPage(search, walk, direction, query.filters, page) : rows && (() => growingWindowPage(search, rows, direction, query.filters, page));
@@ -212,7 +215,8 @@ async function chainRead(
 /**
  * A page of a chain to common targets (more candidates than readChain reads at once, `common`
  * its first): unsorted, from growing windows of its candidates (chainWindowPage); sorted, from up
- * to 51,200 of them (chainSortedPage); not a cursor's, whose keyset order the general statement keeps.
+ * to 51,200 of them or of a rarer filter's resources (chainSortedPage); not a cursor's, whose
+ * keyset order the general statement keeps.
  */
 function commonChainPage(query: SearchQuery, { search, common }: { search: ChainSearch; common: ChainCandidates }, page: PageShape): Promise<PageRows | undefined> {
   const { control, paging, filters } = query;
