@@ -83,12 +83,19 @@ describe('pages of a walk by cursor read ahead', () => {
     const ids = await createPatients(client, 'Again', 45);
     const headers = { ...(await client.authHeaders()), 'Accept-Encoding': 'gzip' };
     await walk(headers);
-    const first = await getPage(`${api.fhir}/Patient?_count=20`, headers);
-    await pause(300);
-    const before = await readAheadHits();
-    const second = await getPage(first.next!, headers);
-    expect((await readAheadHits()) - before).toBe(1);
-    expect(second.ids).toEqual(ids.slice(20, 40));
+    // A page read ahead is voided when a server on the same database says every project changed
+    // (other files' reindex or clone on PostgreSQL), and skipped while admission has no spare
+    // place: a few tries, each a first and a second page; none is ever answered ahead without it.
+    let answeredAhead = 0;
+    for (let attempt = 0; attempt < 5 && answeredAhead === 0; attempt++) {
+      const first = await getPage(`${api.fhir}/Patient?_count=20`, headers);
+      await pause(300);
+      const before = await readAheadHits();
+      const second = await getPage(first.next!, headers);
+      answeredAhead = (await readAheadHits()) - before;
+      expect(second.ids).toEqual(ids.slice(20, 40));
+    }
+    expect(answeredAhead).toBe(1);
   });
 
   it('does not read the second page ahead of a caller that has not walked the search', async () => {
