@@ -35,11 +35,11 @@ export function walkAhead(parts: WalkAheadParts, type: string, query: URLSearchP
     after: (walk, identity, requestId) => {
       const next = walk.next === undefined ? undefined : typeAndQueryOf(walk.next, parts.services.config.fhirBaseUrl);
       if (!next?.query.has('_cursor')) return;
-      const nextKey = readAhead.keyOf(`${next.type}?${next.query.toString()}`, headers);
-      const walkerKey = readAhead.keyOf(`${next.type}?${withoutCursor(next.query).toString()}`, headers);
-      if (nextKey === undefined || walkerKey === undefined) return;
+      // keyOf gave `key`, so it gives these too (same headers).
+      const walkerKey = readAhead.keyOf(`${next.type}?${withoutCursor(next.query).toString()}`, headers)!;
       if (byCursor) readAhead.walked(walkerKey);
       else if (!readAhead.walks(walkerKey)) return;
+      const nextKey = readAhead.keyOf(`${next.type}?${next.query.toString()}`, headers)!;
       readAhead.readAhead(nextKey, (at) => readPage(parts, searchRequest(next.type, next.query, headers), identity, requestId, at));
     },
   };

@@ -6,16 +6,16 @@ import type { Paging, SearchResult, SearchRow } from '../search/service.js';
 export const TOTAL_ACCURACY_SYSTEM = 'https://flint.dev/fhir/CodeSystem/search-total';
 
 /**
- * The searchset Bundle as text: stored resources are spliced in as stored (no parse and
- * re-serialise) unless `_summary`/`_elements` ask for a subset.
+ * The searchset Bundle as text, with `links` (searchLinks): stored resources are spliced in as
+ * stored (no parse and re-serialise) unless `_summary`/`_elements` ask for a subset.
  */
-export function searchsetText(fhirBase: string, searchBase: string, result: SearchResult): string {
+export function searchsetText(fhirBase: string, result: SearchResult, links: BundleLink[]): string {
   const head: Record<string, unknown> = { resourceType: 'Bundle', type: 'searchset' };
   if (result.total) {
     head.meta = { tag: [{ system: TOTAL_ACCURACY_SYSTEM, code: result.total.exact ? 'exact' : 'estimate' }] };
     head.total = result.total.value;
   }
-  head.link = links(searchBase, result.paging);
+  head.link = links;
   const entries: string[] = [];
   const entry = (row: SearchRow, mode: 'match' | 'include'): string => {
     const fullUrl = JSON.stringify(`${fhirBase}/${row.resourceType}/${row.id}`);
@@ -40,12 +40,8 @@ export function searchsetText(fhirBase: string, searchBase: string, result: Sear
   return `${json.slice(0, -1)},"entry":[${entries.join(',')}]}`;
 }
 
-/** The `next` link of a searchset, as searchsetText writes it; undefined on the last page. */
-export function nextLink(searchBase: string, paging: Paging): string | undefined {
-  return paging.next ? links(searchBase, paging).find(({ relation }) => relation === 'next')?.url : undefined;
-}
-
-function links(base: string, paging: Paging): BundleLink[] {
+/** The links of a searchset page of the search at `base` (its `self`, `first`, `previous` and `next`). */
+export function searchLinks(base: string, paging: Paging): BundleLink[] {
   const url = (extra: [string, string][]): string => {
     const query = new URLSearchParams([...paging.params, ['_count', String(paging.count)], ...extra]);
     return `${base}?${query.toString()}`;

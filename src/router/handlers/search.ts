@@ -2,7 +2,7 @@ import type { RequestContext } from '../../operations/context.js';
 import { errors } from '../../fhir/outcome.js';
 import { searchWithClientSecrets } from '../../access/client-secrets.js';
 import { search, searchServicesFor } from '../../search/service.js';
-import { nextLink, searchsetText } from '../searchset.js';
+import { searchLinks, searchsetText } from '../searchset.js';
 import { textResponse } from '../responses.js';
 import type { FhirRequest, FhirResponse, RouteParams } from '../types.js';
 
@@ -44,8 +44,9 @@ async function respond(req: FhirRequest, ctx: RequestContext, types: string[] | 
   }
   const result = await searchWithClientSecrets(ctx, await search(searchServicesFor(ctx), types, params, { lenient, withBuiltins: true }));
   const base = path === '' ? ctx.config.fhirBaseUrl : `${ctx.config.fhirBaseUrl}/${path}`;
-  const response = textResponse(searchsetText(ctx.config.fhirBaseUrl, base, result));
+  const links = searchLinks(base, result.paging);
+  const response = textResponse(searchsetText(ctx.config.fhirBaseUrl, result, links));
   // The HTTP layer decides which pages to read ahead (http/walk-ahead.ts): it knows who walks.
-  if (result.dependency) response.walk = { dependency: result.dependency, next: nextLink(base, result.paging) };
+  if (result.dependency) response.walk = { dependency: result.dependency, next: links.find(({ relation }) => relation === 'next')?.url };
   return response;
 }
