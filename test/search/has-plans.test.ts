@@ -87,7 +87,36 @@ describe.skipIf(!serverUrl)('plans of _has searches, on data never analyzed', ()
     expect(searchPlans(answer.statements)).not.toMatch(EVERY_SUBJECT_ROW);
     expect(answer.total).toBe(withCode('', OBSERVATIONS, () => true).length);
   });
+
+  it("an exact count reads the referencing Observations' references in one read of their primary key, not one lookup per Observation", async () => {
+    const answer = await db.explain(member, 'Patient', `_has:Observation:subject:code=${CODE}&_project=${PROJECT}&_total=accurate&_count=10`);
+    expect(mappingPlans(answer.statements)).toMatch(ONE_READ_OF_REFERENCES);
+    expect(mappingPlans(answer.statements)).not.toMatch(LOOKUP_PER_SOURCE);
+    expect(answer.total).toBe(withCode('', OBSERVATIONS, () => true).length);
+  });
+
+  it('a sorted page of many referencing Observations maps them to their patients in one read of their references', async () => {
+    // 19,000 Observations of 2339-0: more than a first page reads them for, so they are counted and mapped in one statement.
+    const answer = await db.explain(member, 'Patient', `_has:Observation:subject:code=http://loinc.org|2339-0&family:exact=Smith1999&_sort=-family&_count=20&_project=${PROJECT}`);
+    expect(answer.statements.filter(({ sql }) => sql.startsWith('WITH s AS MATERIALIZED'))).toHaveLength(1);
+    expect(mappingPlans(answer.statements)).toMatch(ONE_READ_OF_REFERENCES);
+    expect(mappingPlans(answer.statements)).not.toMatch(LOOKUP_PER_SOURCE);
+    expect(answer.ids).toEqual(['pat1999']);
+  });
 });
+
+/** The references of the `_has`'s referencing resources read for all of them at once, through the primary key. */
+const ONE_READ_OF_REFERENCES = /on reference_index_pkey\s+Index Cond: \(\("resourceType" = 'Observation'::text\) AND \("resourceId" = ANY \(\$\d+\)\)\)/;
+/** The references of each referencing resource looked up on their own. */
+const LOOKUP_PER_SOURCE = /"resourceId" = g\.id/;
+
+/** The plans of the statements that map a `_has`'s referencing resources to the resources they reference. */
+function mappingPlans(statements: readonly { sql: string; plan: string }[]): string {
+  return statements
+    .filter(({ sql }) => sql.includes('FROM reference_index h '))
+    .map(({ plan }) => plan)
+    .join('\n');
+}
 
 /**
  * UNREFERENCED_MEN Patients `<prefix>apat<n>` of `projectId`, and a male gender for them and for the

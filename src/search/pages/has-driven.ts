@@ -57,8 +57,8 @@ export async function hasDrivenConditions(search: ChainSearch, filters: readonly
  * (a nested `_has`, a chain, `:missing`) or has more than `most` rows (counted first, up to
  * `most` + 1). An index row
  * stands for a live resource of its project (the store's invariant, as exact counts rely on), and
- * its reference rows are read by their primary key: no resource row is read, but where the
- * caller's criteria narrow the referencing type (each source's row is then tested on them).
+ * their reference rows are read by their primary key, all in one read: no resource row is read, but
+ * where the caller's criteria narrow the referencing type (each source's row is then tested on them).
  */
 async function hasCandidates(search: ChainSearch, filter: Filter, most: number): Promise<{ projects: string[]; ids: string[] } | undefined> {
   const ctx = freshContext(search);
@@ -73,16 +73,18 @@ async function hasCandidates(search: ChainSearch, filter: Filter, most: number):
   const scope = `${rows.alias}."projectId" = ${project} AND ${rows.alias}."resourceType" = ${ctx.args.add(type)}`;
   const each = `SELECT d."projectId", d."resourceType", d.id FROM (${indexRowsSource(rows, scope)}) d LIMIT ${limit}`;
   const sources = search.projectId === undefined ? `SELECT c.* FROM unnest(${everyProject('resource')}) p(id) CROSS JOIN LATERAL (${each}) c LIMIT ${limit}` : each;
-  // Each source's reference rows by the primary key (resourceType, resourceId, seq): a handful per
-  // resource. Compiled when its statement is sent: a statement takes every argument added before it.
+  // The sources' reference rows in one read of the primary key (resourceType, resourceId, seq) for
+  // all their ids at once: a bitmap that visits each page of the table once, in its order, where a
+  // lookup per source visited a page per source (the rows of resources written together share
+  // pages). A resource id is unique within its type, so its rows are of its project. Compiled when
+  // its statement is sent: a statement takes every argument added before it.
   const targetsOf = (from: string, within: string) => {
     const criteria = criteriaOn(type, 'k', ctx);
-    const readable = criteria ? ` AND (SELECT ${criteria} FROM resource k WHERE k."resourceType" = g."resourceType" AND k.id = g.id LIMIT 1) IS TRUE` : '';
+    const readable = criteria ? ` WHERE (SELECT ${criteria} FROM resource k WHERE k."resourceType" = g."resourceType" AND k.id = g.id LIMIT 1) IS TRUE` : '';
     return (
-      `SELECT DISTINCT g."projectId", t."targetId" AS id FROM ${from} g CROSS JOIN LATERAL (SELECT h."targetId" FROM reference_index h` +
-      ` WHERE h."resourceType" = g."resourceType" AND h."resourceId" = g.id` +
-      ` AND (h."projectId" = g."projectId" AND h.code = ${ctx.args.add(code)} AND h."targetType" = ${ctx.args.add(search.type)}) IS TRUE ORDER BY h.seq OFFSET 0) t` +
-      ` WHERE ${within}${readable}`
+      `SELECT DISTINCT h."projectId", h."targetId" AS id FROM reference_index h` +
+      ` WHERE ${within} AND h."resourceType" = ${ctx.args.add(type)} AND h."resourceId" = ANY(ARRAY(SELECT g.id FROM ${from} g${readable}))` +
+      ` AND (h.code = ${ctx.args.add(code)} AND h."targetType" = ${ctx.args.add(search.type)}) IS TRUE`
     );
   };
   const db = search.services.db;
