@@ -8,7 +8,7 @@
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_bench [ONLY=chained,date or ONLY="has: code, gender;chained"] [EXPLAIN=1] [PLAN_ONLY=1] [ALLCUSTOM=1] [TIMEOUT_MS=60000] \
  *     [EXTRA='label|Observation|date=ge2015-01-01[|every]'] [BENCH_TREE=/work/wt-base] npx tsx bench/search-plans.ts
  *
- * Each statement runs once untimed, then once timed. Each search's line ends with its matches'
+ * Each statement runs once untimed, then once timed (wall and the backend's CPU). Each search's line ends with its matches'
  * count, a digest of their ids in order, one of the same ids sorted (`set`: a page without _sort
  * has no order of its own, so two plans may list it differently) and its total, to compare answers
  * across trees. FULL_SQL=1 prints each statement whole. PLAN_ONLY=1 only explains each statement
@@ -182,6 +182,8 @@ await client.query(`SET statement_timeout = ${Number(process.env.TIMEOUT_MS ?? 6
 // JIT as the tree's pools have it (src/db/database.ts planSettings: off since it cost tens of ms per statement).
 await client.query(`SET jit = ${planSettings('force_custom_plan').includes('-c jit=off') ? 'off' : 'on'}`);
 let n = 0;
+// The backend's CPU per statement (from /proc, in 10 ms ticks): the machine's load does not count.
+const [{ pid: backendPid }] = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
 /** A value as an SQL literal, for EXPLAIN EXECUTE (which takes no bind parameters). */
 function literal(v: unknown): string {
   if (v === null || v === undefined) return 'NULL';
@@ -189,7 +191,7 @@ function literal(v: unknown): string {
   if (v instanceof Date) return `'${v.toISOString()}'`;
   return `'${String(v).replace(/'/g, "''")}'`;
 }
-async function run(sql: string, args: readonly unknown[], options?: QueryOptions): Promise<{ rows: unknown[]; ms: number; plan?: string }> {
+async function run(sql: string, args: readonly unknown[], options?: QueryOptions): Promise<{ rows: unknown[]; ms: number; cpuMs: number; plan?: string }> {
   await client.query(`SET plan_cache_mode = ${options?.planOnce && !process.env.ALLCUSTOM ? 'force_generic_plan' : 'force_custom_plan'}`);
   // The plan-once pool's connections price sequential and bitmap scans out (src/db/database.ts, planSettings).
   const generic = options?.planOnce && !process.env.ALLCUSTOM ? 'off' : 'on';
@@ -200,18 +202,20 @@ async function run(sql: string, args: readonly unknown[], options?: QueryOptions
     // The plan alone, without running the statement (a plan that would run for minutes).
     await client.query(`PREPARE ${name} AS ${sql}`);
     const e = await client.query(`EXPLAIN (COSTS OFF) EXECUTE ${name}(${args.map(literal).join(',')})`).catch((err) => ({ rows: [{ 'QUERY PLAN': String(err) }] }));
-    return { rows: [], ms: 0, plan: e.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n') };
+    return { rows: [], ms: 0, cpuMs: 0, plan: e.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n') };
   }
   await client.query({ text: sql, values: args as unknown[], name });
   const started = performance.now();
+  const cpuBefore = cpuSeconds(backendPid);
   const res = await client.query({ text: sql, values: args as unknown[], name });
   const ms = performance.now() - started;
+  const cpuMs = (cpuSeconds(backendPid) - cpuBefore) * 1000;
   let plan: string | undefined;
   if (explain) {
     const e = await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE ${name}(${args.map(literal).join(',')})`).catch((err) => ({ rows: [{ 'QUERY PLAN': String(err) }] }));
     plan = e.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
   }
-  return { rows: res.rows, ms, plan };
+  return { rows: res.rows, ms, cpuMs, plan };
 }
 for (const [label, type, query, who = 'member'] of shapes) {
   const every = who === 'every';
@@ -220,7 +224,7 @@ for (const [label, type, query, who = 'member'] of shapes) {
   const executor: SqlExecutor = {
     query: async <R>(sql: string, args: readonly unknown[] = [], options?: QueryOptions) => {
       const r = await run(sql, args, options);
-      log.push(`  ${r.ms.toFixed(1)} ms ${options?.planOnce ? 'G' : 'C'} ${(process.env.FULL_SQL ? sql : sql.slice(0, 160)).replace(/\s+/g, ' ')}${r.plan ? '\n' + r.plan : ''}`);
+      log.push(`  ${r.ms.toFixed(1)} ms (backend CPU ${r.cpuMs.toFixed(0)}) ${options?.planOnce ? 'G' : 'C'} ${(process.env.FULL_SQL ? sql : sql.slice(0, 160)).replace(/\s+/g, ' ')}${r.plan ? '\n' + r.plan : ''}`);
       return r.rows as R[];
     },
     execute: async (sql: string, args: readonly unknown[] = []) => (await client.query(sql, args as unknown[])).rowCount ?? 0,
