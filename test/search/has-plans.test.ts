@@ -105,8 +105,8 @@ describe.skipIf(!serverUrl)('plans of _has searches, on data never analyzed', ()
   });
 });
 
-/** The references of the `_has`'s referencing resources read for all of them at once, through the primary key. */
-const ONE_READ_OF_REFERENCES = /on reference_index_pkey\s+Index Cond: \(\("resourceType" = 'Observation'::text\) AND \("resourceId" = ANY \(\$\d+\)\)\)/;
+/** The references of the `_has`'s referencing resources read for all of them at once, through the primary key (a bitmap, or an index scan). */
+const ONE_READ_OF_REFERENCES = /reference_index_pkey[^\n]*\n\s+Index Cond: \(\("resourceType" = 'Observation'::text\) AND \("resourceId" = ANY \(\$\d+\)\)\)/;
 /** The references of each referencing resource looked up on their own. */
 const LOOKUP_PER_SOURCE = /"resourceId" = g\.id/;
 
