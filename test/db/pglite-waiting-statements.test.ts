@@ -12,11 +12,12 @@ async function holdConnection(db: TransactionalSql): Promise<{ release(): Promis
   const released = new Promise<void>((resolve) => (release = resolve));
   let holding!: () => void;
   const held = new Promise<void>((resolve) => (holding = resolve));
+  // A migration's kind: its wait to start is unbounded, as the statistics keeper may hold the connection a moment.
   const transaction = db.transaction(async (tx) => {
     await tx.query('SELECT 1 AS one');
     holding();
     await released;
-  });
+  }, 'schema');
   await held;
   return {
     async release() {
@@ -47,10 +48,11 @@ describe.skipIf(serverUrl)('statements waiting for the embedded database (PGlite
   /** A sequence of its own (never taken from yet) and the statement that takes from it. */
   async function newSequence(db: Database): Promise<{ take: string; taken: () => Promise<boolean> }> {
     const name = `waiting_${randomUUID().replaceAll('-', '')}`;
-    await db.execute(`CREATE SEQUENCE ${name}`);
+    // Unbounded (a migration's kind), so that only the statement under test can be dropped.
+    await db.transaction((tx) => tx.execute(`CREATE SEQUENCE ${name}`), 'schema');
     return {
       take: `SELECT nextval('${name}')::int AS n`,
-      taken: async () => (await db.query<{ is_called: boolean }>(`SELECT is_called FROM ${name}`))[0].is_called,
+      taken: async () => (await db.transaction((tx) => tx.query<{ is_called: boolean }>(`SELECT is_called FROM ${name}`), 'schema'))[0].is_called,
     };
   }
 
