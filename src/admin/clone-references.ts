@@ -43,7 +43,9 @@ export function referenceRewriter(ids: Map<string, string>, fhirBase: string): <
  * the copy holds them: each value (one of a comma-separated list) that names a cloned resource
  * names its copy, and so does an `_id` value of a cloned resource of the criteria's type. Left as
  * they were, they would name resources that are not in the clone: an AccessPolicy rule of the
- * clone would grant nothing, a Subscription would never fire.
+ * clone would grant nothing, a Subscription would never fire. Values are read as the server reads
+ * criteria (URL-decoded: `subject=Patient%2F123` names Patient/123 too); a parameter none of whose
+ * values changed is kept byte for byte, a renamed one percent-encoded as it was.
  */
 function criteriaOfCopy(criteria: string, ids: Map<string, string>, mapString: (text: string) => string): string {
   const question = criteria.indexOf('?');
@@ -55,10 +57,13 @@ function criteriaOfCopy(criteria: string, ids: Map<string, string>, mapString: (
     .map((pair) => {
       const equals = pair.indexOf('=');
       if (equals < 0) return pair;
-      const name = pair.slice(0, equals);
-      const values = pair.slice(equals + 1).split(',');
-      const renamed = values.map((value) => (name === '_id' ? (ids.get(`${type}/${value}`) ?? value) : mapString(value)));
-      return `${name}=${renamed.join(',')}`;
+      const [[name, value]] = new URLSearchParams(pair);
+      const values = value.split(',');
+      const renamed = values.map((one) => (name === '_id' ? (ids.get(`${type}/${one}`) ?? one) : mapString(one)));
+      if (renamed.every((one, i) => one === values[i])) return pair;
+      const rawValue = pair.slice(equals + 1);
+      const encoded = rawValue === value ? renamed : renamed.map(encodeURIComponent);
+      return `${pair.slice(0, equals)}=${encoded.join(',')}`;
     });
   return `${type}?${query.join('&')}`;
 }

@@ -48,8 +48,11 @@ const PUBLISH_DELAY_MS = 5;
  */
 const NOTICE_INTERVAL_MS = 100;
 const BUSY_MS = 2 * NOTICE_INTERVAL_MS;
-/** Keys per notice, well under the bus's payload limit. */
-const KEYS_PER_NOTICE = 100;
+/**
+ * Characters of keys per notice, well under the bus's payload limit (7,900 bytes with its
+ * envelope; ids are ASCII): a longer notice would reach other servers as ALL_KEYS.
+ */
+const NOTICE_KEY_CHARS = 7_000;
 /** The type of a write that may have touched every type of a project. */
 const ANY_TYPE = '#';
 
@@ -113,8 +116,10 @@ export class SearchCache {
     this.bus = bus.kind === 'local' ? undefined : bus;
     bus.subscribe(RESOURCES_WRITTEN_TOPIC, (key) => {
       if (key === ALL_KEYS) this.forgetAll();
-      // The bus hands a server its own notices too (synchronously, while publishing): those pairs are not other servers' writes.
-      else for (const pair of key.split(',')) this.heard(pair, this.publishing ? undefined : Date.now() + BUSY_MS);
+      // The bus hands a server its own notices too (synchronously, while publishing): this server
+      // heard of those writes when they committed, and hearing them again would void the answers
+      // taken since (a count asked for right after a write, before its notice went out).
+      else if (!this.publishing) for (const pair of key.split(',')) this.heard(pair, Date.now() + BUSY_MS);
     });
   }
 
@@ -207,14 +212,13 @@ export class SearchCache {
     if (this.bus) this.queueNotice(pair);
   }
 
-  /** After writes to any types of a project (a clone into it), or of every project when none is named. */
-  writtenAnywhere(projectId?: string): void {
-    if (projectId === undefined) {
-      this.forgetAll();
-      void this.bus?.publish(RESOURCES_WRITTEN_TOPIC, ALL_KEYS);
-    } else {
-      this.written(projectId, ANY_TYPE);
-    }
+  /**
+   * After writes to any types of one project (a clone into it, its expunge). Writes always name
+   * their project: on a server shared by many projects, one project's clone voids none of the
+   * others' kept answers. Everything is forgotten only when notices were lost (ALL_KEYS).
+   */
+  writtenAnywhere(projectId: string): void {
+    this.written(projectId, ANY_TYPE);
   }
 
   forgetAll(): void {
@@ -288,9 +292,7 @@ export class SearchCache {
     const sent: Promise<void>[] = [];
     this.publishing = true;
     try {
-      for (let i = 0; i < pairs.length; i += KEYS_PER_NOTICE) {
-        if (this.bus) sent.push(this.bus.publish(RESOURCES_WRITTEN_TOPIC, pairs.slice(i, i + KEYS_PER_NOTICE).join(',')));
-      }
+      for (const notice of noticesOf(pairs)) if (this.bus) sent.push(this.bus.publish(RESOURCES_WRITTEN_TOPIC, notice));
     } finally {
       this.publishing = false;
     }
@@ -303,4 +305,19 @@ function dependencyKeys({ projectIds, types }: WriteDependency): string[] {
   const projects = projectIds ?? ['*'];
   const typeKeys = types ?? ['*'];
   return projects.flatMap((project) => typeKeys.map((type) => `${project}/${type}`));
+}
+
+/** `pairs` joined by commas, as few notices as fit NOTICE_KEY_CHARS each. */
+function noticesOf(pairs: readonly string[]): string[] {
+  const notices: string[] = [];
+  let notice = '';
+  for (const pair of pairs) {
+    if (notice !== '' && notice.length + 1 + pair.length > NOTICE_KEY_CHARS) {
+      notices.push(notice);
+      notice = '';
+    }
+    notice = notice === '' ? pair : `${notice},${pair}`;
+  }
+  if (notice !== '') notices.push(notice);
+  return notices;
 }

@@ -141,9 +141,12 @@ export interface Config {
    * outside a transaction (the connections' own setting). 0: none. Cancelled: 503 `timeout`.
    */
   readonly statementTimeoutMs: number;
-  /** PostgreSQL `statement_timeout` of the statements of a write's transaction. 0: none. */
+  /**
+   * PostgreSQL `statement_timeout` of the statements of a write's transaction; on the embedded
+   * database, how long the transaction may wait for its connection to begin. 0: none.
+   */
   readonly writeStatementTimeoutMs: number;
-  /** PostgreSQL `statement_timeout` of the transactions of bulk work: reindex, imports, project clones, statistics. 0: none. */
+  /** As writeStatementTimeoutMs, for the transactions of bulk work: reindex, imports, project clones, statistics. 0: none. */
   readonly bulkStatementTimeoutMs: number;
   /** Admission: most requests one server process works on at once; more wait in their project's queue. */
   readonly admissionMaxInWork: number;

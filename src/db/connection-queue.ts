@@ -6,7 +6,8 @@ import { STARTED, WAITING, WITHDRAWN } from './worker-protocol.js';
  * at a time, so that a statement still waiting here can be dropped before PGlite ever sees it: its
  * client gone or its statement timeout passed (worker-protocol.ts, wait states). A transaction
  * holds the connection from its begin to its commit or rollback, and its own statements do not
- * queue here (they would wait for themselves), so none of them is ever dropped.
+ * queue here (they would wait for themselves), so none of them is ever dropped; its begin may be,
+ * while it waits (nothing of the transaction has run then).
  */
 export class ConnectionQueue {
   private busy = false;
@@ -34,12 +35,26 @@ export class ConnectionQueue {
    * its deadline passed while it waited: then `work` never runs and the answer says why.
    */
   async run<T>(work: () => Promise<T>, slot?: number, deadline?: number): Promise<T> {
-    await this.take();
+    await this.takeFor(slot, deadline);
     try {
-      this.claim(slot, deadline);
       return await work();
     } finally {
       this.release();
+    }
+  }
+
+  /**
+   * Waits for the connection for the statement (or transaction) of `slot`, as `run` does; the
+   * caller gives it back with release(). A transaction's begin takes it so: dropped while it
+   * waits, it never started; once it has the connection, it holds it to its commit or rollback.
+   */
+  async takeFor(slot?: number, deadline?: number): Promise<void> {
+    await this.take();
+    try {
+      this.claim(slot, deadline);
+    } catch (error) {
+      this.release();
+      throw error;
     }
   }
 

@@ -199,8 +199,8 @@ export class Database implements TransactionalSql {
    * database would wait for this transaction forever).
    */
   async transaction<T>(work: (tx: SqlExecutor) => Promise<T>, kind: TransactionKind = 'write'): Promise<T> {
-    const tx = await this.adapter.startTransaction();
     const timeoutMs = this.timeoutOf(kind);
+    const tx = await this.begin(timeoutMs);
     const executor = new TransactionExecutor(tx, this, timeoutMs);
     let result: T;
     try {
@@ -214,6 +214,20 @@ export class Database implements TransactionalSql {
     }
     await finishTransaction(tx, 'COMMIT');
     return result;
+  }
+
+  /**
+   * A transaction. On the embedded database it waits for the one connection at most `timeoutMs`
+   * (what bounds each of its statements on PostgreSQL; 0: as long as it takes), then answers as a
+   * statement cancelled by its timeout (503 `timeout`, nothing of it having run).
+   */
+  private async begin(timeoutMs: number | undefined): Promise<Transaction> {
+    if (!(this.adapter instanceof WorkerSqlAdapter)) return this.adapter.startTransaction();
+    try {
+      return await this.adapter.startTransactionWithin(timeoutMs ?? 0);
+    } catch (error) {
+      throw cancelledAsOutcome(error, timeoutMs);
+    }
   }
 
   afterCommit(effect: () => void): void {

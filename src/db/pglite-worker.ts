@@ -44,7 +44,7 @@ async function handle(request: WorkerRequest): Promise<unknown> {
     case 'script':
       return connection.run(() => adapter.executeScript(request.script));
     case 'begin':
-      return begin(request.isolationLevel);
+      return begin(request.isolationLevel, request.slot, request.deadline);
     case 'commit':
     case 'rollback': {
       const tx = transactions.get(request.tx);
@@ -63,9 +63,9 @@ async function handle(request: WorkerRequest): Promise<unknown> {
   }
 }
 
-/** Opens a transaction that holds the connection until its commit or rollback. */
-async function begin(isolationLevel: IsolationLevel | undefined): Promise<{ tx: number; options: TransactionOptions }> {
-  await connection.take();
+/** Opens a transaction that holds the connection until its commit or rollback (unless dropped while it waits for it). */
+async function begin(isolationLevel: IsolationLevel | undefined, slot?: number, deadline?: number): Promise<{ tx: number; options: TransactionOptions }> {
+  await connection.takeFor(slot, deadline);
   let tx: Transaction;
   try {
     tx = await adapter.startTransaction(isolationLevel);

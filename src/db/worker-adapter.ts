@@ -10,7 +10,7 @@ import {
 } from '@prisma/driver-adapter-utils';
 import { clientClosed, SignalHandoff } from './cancellation.js';
 import { WaitSlots } from './wait-slots.js';
-import { statementTimeoutCause, type WorkerCall, type WorkerResponse } from './worker-protocol.js';
+import { statementTimeoutCause, type WithdrawableCall, type WorkerCall, type WorkerResponse } from './worker-protocol.js';
 
 const ADAPTER_NAME = 'flint-pglite-worker';
 
@@ -32,6 +32,7 @@ interface Waiter {
  * when the signal it was sent with aborts (its client went away: answered 499) or when
  * `waitBoundMs`, the reads' statement timeout, passes (answered as a statement_timeout, which
  * the Database turns into its 503). Once it has started it runs to its end: PGlite cannot stop it.
+ * A transaction's begin waits so too, within the bound its Database gives (startTransactionWithin).
  */
 export class WorkerSqlAdapter implements SqlDriverAdapter {
   readonly provider = 'postgres' as const;
@@ -108,12 +109,16 @@ export class WorkerSqlAdapter implements SqlDriverAdapter {
    * skips the statement when its turn comes.
    */
   private callWithdrawable(op: 'query' | 'execute', query: SqlQuery): Promise<unknown> {
-    const signal = this.handoff.take();
-    if (this.stopped || (!signal && !this.waitBoundMs)) return this.call({ op, query });
+    return this.sendWithdrawable({ op, query }, this.handoff.take(), this.waitBoundMs);
+  }
+
+  /** Sends `request`, withdrawn while it waits for the connection when `signal` aborts or `waitBoundMs` (0: none) passes. */
+  private sendWithdrawable(request: WithdrawableCall, signal: AbortSignal | undefined, waitBoundMs: number): Promise<unknown> {
+    if (this.stopped || (!signal && !waitBoundMs)) return this.call(request);
     const slot = this.slots.take();
-    if (slot === undefined) return this.call({ op, query });
+    if (slot === undefined) return this.call(request);
     const id = this.nextId++;
-    const deadline = this.waitBoundMs ? Date.now() + this.waitBoundMs : undefined;
+    const deadline = waitBoundMs ? Date.now() + waitBoundMs : undefined;
     return new Promise((resolve, reject) => {
       const waiter: Waiter = { resolve, reject, slot };
       const withdraw = (error: () => Error) => {
@@ -124,14 +129,14 @@ export class WorkerSqlAdapter implements SqlDriverAdapter {
         reject(error());
       };
       const onAbort = () => withdraw(clientClosed);
-      const timer = deadline === undefined ? undefined : setTimeout(() => withdraw(timedOut), this.waitBoundMs);
+      const timer = deadline === undefined ? undefined : setTimeout(() => withdraw(timedOut), waitBoundMs);
       signal?.addEventListener('abort', onAbort);
       waiter.done = () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
       };
       this.pending.set(id, waiter);
-      this.worker.postMessage({ op, query, slot, deadline, id });
+      this.worker.postMessage({ ...request, slot, deadline, id });
     });
   }
 
@@ -139,8 +144,18 @@ export class WorkerSqlAdapter implements SqlDriverAdapter {
     await this.call({ op: 'script', script });
   }
 
-  async startTransaction(isolationLevel?: IsolationLevel): Promise<Transaction> {
-    const { tx, options } = (await this.call({ op: 'begin', isolationLevel })) as { tx: number; options: TransactionOptions };
+  startTransaction(isolationLevel?: IsolationLevel): Promise<Transaction> {
+    return this.startTransactionWithin(0, isolationLevel);
+  }
+
+  /**
+   * A transaction, once the connection is free, unless `waitBoundMs` (0: none) passes first: then
+   * it is withdrawn and answered as a statement_timeout at once. A transaction withdrawn so never
+   * started; one that got the connection runs to its commit or rollback, however long it waited.
+   */
+  async startTransactionWithin(waitBoundMs: number, isolationLevel?: IsolationLevel): Promise<Transaction> {
+    const begun = await this.sendWithdrawable({ op: 'begin', isolationLevel }, undefined, waitBoundMs);
+    const { tx, options } = begun as { tx: number; options: TransactionOptions };
     return new WorkerTransaction(this, tx, options);
   }
 

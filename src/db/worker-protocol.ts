@@ -2,13 +2,13 @@ import type { IsolationLevel, SqlQuery } from '@prisma/driver-adapter-utils';
 
 /**
  * Messages between the main thread and the PGlite worker; `id` pairs a response with its request.
- * A statement outside a transaction may name a `slot` of the shared wait states (below) and a
- * `deadline` (epoch milliseconds) past which it must not start.
+ * A statement outside a transaction, and a transaction's begin, may name a `slot` of the shared
+ * wait states (below) and a `deadline` (epoch milliseconds) past which it must not start.
  */
 export type WorkerRequest =
   | { id: number; op: 'query' | 'execute'; query: SqlQuery; tx?: number; slot?: number; deadline?: number }
   | { id: number; op: 'script'; script: string }
-  | { id: number; op: 'begin'; isolationLevel?: IsolationLevel }
+  | { id: number; op: 'begin'; isolationLevel?: IsolationLevel; slot?: number; deadline?: number }
   | { id: number; op: 'commit' | 'rollback'; tx: number }
   | { id: number; op: 'close' };
 
@@ -18,6 +18,8 @@ export type WorkerResponse =
 
 type DistributiveOmit<T, K extends keyof never> = T extends unknown ? Omit<T, K> : never;
 export type WorkerCall = DistributiveOmit<WorkerRequest, 'id'>;
+/** The calls that wait for the connection and may be withdrawn meanwhile, without their slot and deadline. */
+export type WithdrawableCall = DistributiveOmit<Extract<WorkerCall, { op: 'query' | 'execute' | 'begin' }>, 'slot' | 'deadline' | 'tx'>;
 
 /**
  * The state of a statement waiting for the embedded database's one connection, in memory both

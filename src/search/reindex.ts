@@ -31,7 +31,7 @@ export interface ReindexOptions {
   batchSize?: number;
   /** Called after every batch; the next batch waits for a returned promise. */
   onProgress?: (progress: ReindexProgress) => void | Promise<void>;
-  /** Told of every committed batch: kept search counts of the reindexed resources are void. */
+  /** Told of every committed batch: kept search answers of the reindexed types in the batch's projects are void. */
   searchCache?: SearchCache;
   /** Checked before every batch: once aborted, the reindex stops there and returns what it did (`stopped`). */
   signal?: AbortSignal;
@@ -97,8 +97,9 @@ export async function reindex(db: Database, options: ReindexOptions = {}): Promi
       }
       const batch = await db.transaction((tx) => reindexBatch(tx, resourceType, after, batchSize, options.projectId, parameters), 'bulk');
       if (batch.rows === 0) break;
-      if (options.projectId !== undefined) options.searchCache?.written(options.projectId, resourceType);
-      else options.searchCache?.writtenAnywhere();
+      // Only the projects whose rows the batch rebuilt: a reindex of every project voids no
+      // kept answer of a project without resources of the type.
+      for (const projectId of batch.projects) options.searchCache?.written(projectId, resourceType);
       after = batch.lastId;
       done += batch.live;
       result.resources += batch.live;
@@ -120,7 +121,7 @@ async function reindexBatch(
   batchSize: number,
   projectId: string | undefined,
   parameters: Map<string, ProjectParameters>,
-): Promise<{ rows: number; live: number; lastId: string }> {
+): Promise<{ rows: number; live: number; lastId: string; projects: ReadonlySet<string> }> {
   const args: unknown[] = [resourceType, after, batchSize];
   if (projectId !== undefined) args.push(projectId);
   const rows = await tx.query<ResourceRow>(
@@ -129,7 +130,7 @@ async function reindexBatch(
      ORDER BY id LIMIT $3 FOR UPDATE`,
     args,
   );
-  if (rows.length === 0) return { rows: 0, live: 0, lastId: after };
+  if (rows.length === 0) return { rows: 0, live: 0, lastId: after, projects: new Set() };
   const built: { row: ResourceRow; rows: IndexRows }[] = [];
   for (const row of rows) {
     if (row.content === null) continue;
@@ -138,7 +139,7 @@ async function reindexBatch(
   }
   await deleteIndexRows(tx, resourceType, rows.map((row) => row.id));
   await insertIndexRows(tx, resourceType, built);
-  return { rows: rows.length, live: built.length, lastId: rows[rows.length - 1].id };
+  return { rows: rows.length, live: built.length, lastId: rows[rows.length - 1].id, projects: new Set(rows.map((row) => row.projectId)) };
 }
 
 /** Every index row of the resources `ids` of one type, all tables, in one statement. */

@@ -62,6 +62,32 @@ describe('Project/$clone and access', () => {
     expect(found.body.entry[0].resource.subject.reference).not.toBe(`Patient/${patientId}`);
   });
 
+  it("gives a member of the clone whose policy's criteria name a patient URL-encoded (Patient%2F<id>) the Observations of that patient's copy", async () => {
+    let patientId = '';
+    const admin = await projectWithPolicy(async (owner) => {
+      patientId = (await create(owner, patientBody())).id;
+      await create(owner, { resourceType: 'Observation', status: 'final', code: { text: 'weight' }, subject: { reference: `Patient/${patientId}` } });
+      return [{ resourceType: 'Observation', criteria: `Observation?subject=Patient%2F${patientId}&status=final` }];
+    });
+    const { member, cloneAdmin } = await cloneOf(admin);
+    const copy = (await cloneAdmin.get('/Patient')).body.entry[0].resource;
+    const found = await member.get('/Observation');
+    expect(found.status, found.text).toBe(200);
+    expect(found.body.entry.map((entry: Json) => entry.resource.subject.reference)).toEqual([`Patient/${copy.id}`]);
+  });
+
+  it('renames a URL-encoded criteria value to its copy, still URL-encoded', async () => {
+    let patientId = '';
+    const admin = await projectWithPolicy(async (owner) => {
+      patientId = (await create(owner, patientBody())).id;
+      return [{ resourceType: 'Observation', criteria: `Observation?subject=Patient%2F${patientId}%2CPatient%2Fnot-in-the-source&code=8867-4` }];
+    });
+    const { cloneId, cloneAdmin } = await cloneOf(admin);
+    const copy = (await cloneAdmin.get('/Patient')).body.entry[0].resource;
+    const policies = await api.superAdmin.get(`/AccessPolicy?_project=${cloneId}`);
+    expect(policies.body.entry[0].resource.resource[0].criteria).toBe(`Observation?subject=Patient%2F${copy.id},Patient%2Fnot-in-the-source&code=8867-4`);
+  });
+
   it("gives a member of the clone whose policy narrows Patients to an account the patients of the account's copy", async () => {
     const admin = await projectWithPolicy(async (owner) => {
       const clinic = await create(owner, { resourceType: 'Organization', name: 'clinic' });
