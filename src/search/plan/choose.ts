@@ -123,23 +123,33 @@ function everyProjectStrategy(query: SearchQuery, project: string | undefined, p
 }
 
 /**
- * Whether a sorted page may be read by growing windows: one sort key, no cursor (its own order),
- * no key (planOnce) or string prefix, whose few matches sorting serves better than windows of
- * the sort parameter's rows that few of them meet.
+ * Whether a sorted page may be read by growing windows: one sort key (walkableSort), and no cursor
+ * (its own order).
  */
-function windowedSort({ control: { sort }, paging, planOnce, filters }: SearchQuery): boolean {
-  return sort.length === 1 && !paging.cursorMode && !planOnce && !filters.some(prefixRangeOf);
+function windowedSort(query: SearchQuery): boolean {
+  return walkableSort(query) && !query.paging.cursorMode;
+}
+
+/**
+ * Whether a sorted page may be read in its order from an index: one sort key, no key (planOnce)
+ * or string prefix, whose few matches sorting serves better than walking rows few of them meet.
+ */
+function walkableSort({ control: { sort }, planOnce, filters }: SearchQuery): boolean {
+  return sort.length === 1 && !planOnce && !filters.some(prefixRangeOf);
 }
 
 /** The strategy for a search of one type in one project, if one suits it. */
 function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShape): PageReader | undefined {
   const { sort } = query.control;
   if (sort.length === 0) return unsortedStrategy(query, search, page);
-  if (!windowedSort(query)) return undefined;
-  const direction = sort[0].descending ? 'DESC' : 'ASC';
   // A chain is probed on each resource it reaches: walked, a page probes no more of them than it needs.
   const chained = chainAt(query.filters) >= 0;
-  if (chained && byLastUpdatedAlone(sort)) return () => updatedWalkPage(search, sort[0].descending, query.filters, page);
+  if (chained && byLastUpdatedAlone(sort) && walkableSort(query)) {
+    // A cursor's page too: the walk starts at its position, in the keyset order the cursor walks.
+    return () => updatedWalkPage(search, sort[0].descending, query.filters, page, query.paging.position);
+  }
+  if (!windowedSort(query)) return undefined;
+  const direction = sort[0].descending ? 'DESC' : 'ASC';
   const walk = chained ? sortWalk(sort, search.type) : undefined;
   const rows = sortWindow(search, sort);
   const windows: PageReader | undefined =
@@ -215,13 +225,13 @@ async function chainRead(
 /**
  * A page of a chain to common targets (more candidates than readChain reads at once, `common`
  * its first): unsorted, from growing windows of its candidates (chainWindowPage); sorted, from up
- * to 51,200 of them or of a rarer filter's resources (chainSortedPage); not a cursor's, whose
- * keyset order the general statement keeps.
+ * to 51,200 of them or of a rarer filter's resources (chainSortedPage), a cursor's page in its
+ * keyset order after its position.
  */
 function commonChainPage(query: SearchQuery, { search, common }: { search: ChainSearch; common: ChainCandidates }, page: PageShape): Promise<PageRows | undefined> {
   const { control, paging, filters } = query;
-  if (paging.cursorMode) return Promise.resolve(undefined);
-  return control.sort.length > 0 ? chainSortedPage(search, filters, control.sort, page) : chainWindowPage(search, filters, page, common);
+  if (control.sort.length === 0) return chainWindowPage(search, filters, page, common);
+  return chainSortedPage(search, filters, control.sort, page, paging.cursorMode ? paging.position : undefined);
 }
 
 /** Whether a `_has` may drive the page: there is one, and no string prefix (which always drives itself). */
