@@ -1,13 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { Database, type QueryOptions, type SqlExecutor } from '../../src/db/database.js';
-import { migrate } from '../../src/db/migrate.js';
+import type { Database } from '../../src/db/database.js';
 import type { Identity } from '../../src/identity/identity.js';
 import type { Paging } from '../../src/search/result.js';
-import { search, searchServicesFor } from '../../src/search/service.js';
 import { writeObservations, writeSubjects } from '../helpers/plan-database.js';
-import { createOwnDatabase, type OwnDatabase } from '../helpers/own-database.js';
-import { testEnv } from '../helpers/server.js';
+import { openSearchDatabase, recordedSearch } from '../helpers/recorded-search.js';
 
 const PROJECT = 'cursor-chain-pages';
 // More references to the chain's patients (`smith1`: smith1, smith10.., smith1999, 1,111 of 2,000)
@@ -39,16 +35,14 @@ interface Answer {
  * ties. On the database the tests run on (PGlite, or PostgreSQL never analyzed).
  */
 describe('cursor pages of a chain to common targets', () => {
-  let own: OwnDatabase | undefined;
   let db: Database;
+  let close: (() => Promise<void>) | undefined;
   /** Every match of CHAIN, and of CHAIN with RARE, in (lastUpdated, id) order. */
   let chained: string[];
   let rare: string[];
 
   beforeAll(async () => {
-    own = process.env.DATABASE_URL ? await createOwnDatabase('flint_cursor_chain_pages') : undefined;
-    db = await Database.open(loadConfig(testEnv(own ? { DATABASE_URL: own.url } : {})));
-    await migrate(db);
+    ({ db, close } = await openSearchDatabase('flint_cursor_chain_pages'));
     await writeObservations(db, PROJECT, OBSERVATIONS);
     await writeSubjects(db, PROJECT, OBSERVATIONS, PATIENTS, '');
     await db.query(`UPDATE resource SET "lastUpdated" = timestamptz '2025-01-01' + (substr(id, 2)::int / 3) * interval '1 second' WHERE "resourceType" = 'Observation'`);
@@ -72,23 +66,12 @@ describe('cursor pages of a chain to common targets', () => {
   }, 180_000);
 
   afterAll(async () => {
-    await db?.close();
-    await own?.drop();
+    await close?.();
   });
 
   /** The search's page (after `cursor`, when given): its matches' ids, the statements it sent and its links. */
   async function page(query: string, cursor?: string): Promise<Answer> {
-    const sent: string[] = [];
-    const database: SqlExecutor = {
-      query: <R>(sql: string, args: readonly unknown[] = [], options?: QueryOptions) => {
-        sent.push(sql);
-        return db.query<R>(sql, args, options);
-      },
-      execute: (sql: string, args: readonly unknown[] = [], options?: QueryOptions) => db.execute(sql, args, options),
-    };
-    const config = { ...loadConfig(testEnv()), fhirBaseUrl: 'http://flint.test/fhir/R4' };
-    const params = [...new URLSearchParams(`${query}&_project=${PROJECT}${cursor ? `&_cursor=${cursor}` : ''}`).entries()];
-    const result = await search(searchServicesFor({ database, identity: member, config }), 'Observation', params);
+    const { result, sent } = await recordedSearch(db, member, 'Observation', `${query}&_project=${PROJECT}${cursor ? `&_cursor=${cursor}` : ''}`);
     return { ids: result.matches.map(({ id }) => id), sent, paging: result.paging };
   }
 
