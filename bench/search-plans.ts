@@ -16,7 +16,9 @@
  * plans every statement for its values, as the embedded database and a server with
  * DATABASE_PREPARED_STATEMENTS=0 do. REPEAT=n then runs each search n more times and prints its
  * CPU per search (cpuPerSearch). BENCH_TREE runs the search service of another checkout (its
- * src/) on these shapes, so that shapes added here compare against an older tree.
+ * src/) on these shapes, so that shapes added here compare against an older tree. A query ending
+ * in `#next` is the page its first page's next link points to (a `_cursor` page): the first page
+ * runs untimed and unlogged, as the server plans it, then the next one as any other shape.
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
@@ -66,6 +68,12 @@ const shapes: [string, string, string, Who?][] = [
   ['chained gender, sort -lastUpdated', 'Observation', 'subject:Patient.gender=female&_sort=-_lastUpdated&_count=20'],
   ['sort -lastUpdated', 'Observation', '_sort=-_lastUpdated&_count=20'],
   ['cursor first', 'Patient', '_sort=_lastUpdated&_count=1000'],
+  // Pages by cursor (`_sort=_lastUpdated`, `_count` of at least 20) of chains to common targets.
+  ['cursor: chained gender', 'Observation', 'subject:Patient.gender=female&_sort=_lastUpdated&_count=100'],
+  ['cursor: chained gender, next', 'Observation', 'subject:Patient.gender=female&_sort=_lastUpdated&_count=100#next'],
+  ['cursor: chained name common', 'Observation', 'subject:Patient.name=smi&_sort=_lastUpdated'],
+  ['cursor: chained name common, next', 'Observation', 'subject:Patient.name=smi&_sort=_lastUpdated#next'],
+  ['cursor: chained gender rare, next', 'Observation', 'subject:Patient.gender=female&value-quantity=99.9&_sort=_lastUpdated&_count=20#next'],
   ['include', 'Observation', 'code=http://loinc.org|8867-4&_include=Observation:subject'],
   ['sort -date', 'Observation', 'code=http://loinc.org|8867-4&_sort=-date'],
   ['total estimate', 'Observation', 'code=http://loinc.org|8867-4&_total=estimate'],
@@ -172,6 +180,8 @@ const shapes: [string, string, string, Who?][] = [
 ];
 if (process.env.EXTRA) { const [l, t, q, w] = process.env.EXTRA.split('|'); shapes.unshift([l, t, q, w as Who | undefined]); }
 // Names are split on `;` when there is one, so that a name with commas can be picked alone.
+/** The end of a query whose next page (by its first page's next link) is the shape. */
+const NEXT = '#next';
 const only = process.env.ONLY?.split(process.env.ONLY.includes(';') ? ';' : ',');
 const repeat = Number(process.env.REPEAT ?? 0);
 const explain = process.env.EXPLAIN === '1';
@@ -231,8 +241,15 @@ for (const [label, type, query, who = 'member'] of shapes) {
   };
   const identity = { projectId: PROJECT, superAdmin: every, accessPolicy: who === 'policy' ? POLICY : undefined };
   const services = searchServicesFor({ database: executor, identity, config: { ...loadConfig({}), fhirBaseUrl: 'http://x/fhir/R4' } });
+  const next = query.endsWith(NEXT);
+  const asked = every ? query.replace(NEXT, '') : `${query.replace(NEXT, '')}&_project=${PROJECT}`;
+  const params = next ? await nextPageParams(type, asked, identity).catch((error: unknown) => new Error(String(error))) : asked;
+  if (params instanceof Error) {
+    console.log(`${label}: (failed: its first page: ${params.message.slice(0, 120)})`);
+    continue;
+  }
   const started = performance.now();
-  const failed = await search(services, type, [...new URLSearchParams(every ? query : `${query}&_project=${PROJECT}`).entries()]).then(
+  const failed = await search(services, type, [...new URLSearchParams(params).entries()]).then(
     // What it answered, to compare result sets across trees: the matches' count, a digest of their ids in order, the total.
     (result) => {
       const digest = (ids: string[]) => createHash('sha1').update(ids.join(',')).digest('hex').slice(0, 10);
@@ -243,7 +260,26 @@ for (const [label, type, query, who = 'member'] of shapes) {
   );
   console.log(`${label}: ${(performance.now() - started).toFixed(1)} ms total${failed}`);
   console.log(log.join('\n'));
-  if (repeat > 0 && !failed.includes('failed:')) console.log(`${label}: ${await cpuPerSearch(type, every ? query : `${query}&_project=${PROJECT}`, identity)}`);
+  if (repeat > 0 && !failed.includes('failed:')) console.log(`${label}: ${await cpuPerSearch(type, params, identity)}`);
+}
+
+/**
+ * `params` with the `_cursor` of its first page's next link: that page read once as the server
+ * reads it (each statement planned for its values unless planOnce), neither timed nor logged.
+ */
+async function nextPageParams(type: string, params: string, identity: Parameters<typeof searchServicesFor>[0]['identity']): Promise<string> {
+  const executor: SqlExecutor = {
+    query: async <R>(sql: string, args: readonly unknown[] = [], options?: QueryOptions) => {
+      const generic = options?.planOnce && !process.env.ALLCUSTOM;
+      await client.query(`SET plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}; SET enable_seqscan = ${generic ? 'off' : 'on'}; SET enable_bitmapscan = ${generic ? 'off' : 'on'}`);
+      return (await client.query({ text: sql, values: args as unknown[], name: `f${++n}` })).rows as R[];
+    },
+    execute: async (sql: string, args: readonly unknown[] = []) => (await client.query(sql, args as unknown[])).rowCount ?? 0,
+  };
+  const services = searchServicesFor({ database: executor, identity, config: { ...loadConfig({}), fhirBaseUrl: 'http://x/fhir/R4' } });
+  const { paging } = await search(services, type, [...new URLSearchParams(params).entries()]);
+  if (!paging.next || !('cursor' in paging.next)) throw new Error(`${type}?${params}: its first page has no next cursor`);
+  return `${params}&_cursor=${paging.next.cursor}`;
 }
 
 /**

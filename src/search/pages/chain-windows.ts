@@ -2,8 +2,9 @@ import type { Filter } from '../plan/filters.js';
 import type { SortKey } from '../plan/control.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { CHAIN_CANDIDATES_MAX, chainAt, chainCandidates, type ChainCandidates, type ChainSearch } from './chain-driven.js';
-import { orderBy } from './every-project.js';
-import { sortKeys } from './general.js';
+import type { CursorPosition } from '../query/cursor.js';
+import { orderBy, type OrderKey } from './every-project.js';
+import { cursorKeys, positionCondition, sortKeys } from './general.js';
 import { candidateConditions, freshContext, type AnyProjectSearch } from './driven.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
 import { sortedChainDriver } from './sorted-chain-driver.js';
@@ -41,21 +42,38 @@ export async function chainWindowPage(search: ChainSearch, filters: readonly Fil
 /**
  * A sorted page of a chain whose targets are common: the resources of its filter with the fewest,
  * up to SORTED_CHAIN_CANDIDATES_MAX (sortedChainDriver: the chain's, or another filter's), are
- * tested as chainWindowPage's are and sorted, each sort value probed by its own rows. Undefined
+ * tested as chainWindowPage's are and sorted, each sort value probed by its own rows; a cursor's
+ * page (`position`) keeps those after (or before) its position, in its keyset order. Undefined
  * when every filter has more: the general statement answers. Handed to the general statement as
  * an array of 16,660 ids (`name=smi`), the same page ran past 15 s without statistics (a generic
  * plan); read here it took about a second.
  */
-export async function chainSortedPage(search: ChainSearch, filters: readonly Filter[], sort: readonly SortKey[], page: PageShape): Promise<PageRows | undefined> {
+export async function chainSortedPage(
+  search: ChainSearch,
+  filters: readonly Filter[],
+  sort: readonly SortKey[],
+  page: PageShape,
+  position?: CursorPosition,
+): Promise<PageRows | undefined> {
   const driver = await sortedChainDriver(search, filters);
   if (!driver) return undefined;
+  const order: CandidateOrder = position
+    ? { keys: () => cursorKeys(position, false), after: (args) => positionCondition(position, false, args), backwards: position.direction === 'p' }
+    : { keys: (args) => sortKeys(sort, false, args) };
   return pageOfCandidates(
     search,
     filters.filter((filter) => filter !== driver.filter),
     driver.found,
     page,
-    (args) => orderBy(sortKeys(sort, false, args), (key) => key.expression),
+    order,
   );
+}
+
+/** The order of a page of candidates, and for a cursor's page the condition of its rows and whether they come backwards (a previous page). */
+interface CandidateOrder {
+  keys: (args: SqlArgs) => OrderKey[];
+  after?: (args: SqlArgs) => string;
+  backwards?: boolean;
 }
 
 /**
@@ -79,18 +97,19 @@ export async function chainSortedProjects(
 }
 
 /**
- * The page among candidates that meet `others` and the base conditions: in the order of `order`
- * (an ORDER BY clause), or without one in their array's order.
+ * The page among candidates that meet `others` and the base conditions: in the order of `order`,
+ * or without one in their array's order.
  */
 async function pageOfCandidates(
   search: ChainSearch,
   others: readonly Filter[],
   { projects, ids }: { projects: string[]; ids: string[] },
   page: PageShape,
-  order?: (args: SqlArgs) => string,
+  order?: CandidateOrder,
 ): Promise<PageRows> {
   const ctx = freshContext(search);
   const { candidates, onResource } = candidateConditions(search, others, ctx);
+  if (order?.after) onResource.push(order.after(ctx.args));
   const source =
     `SELECT v."projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v.id` +
     ` FROM unnest(${ctx.args.add(projects, 'text[]')}, ${ctx.args.add(ids, 'text[]')}) v("projectId", id)`;
@@ -102,6 +121,6 @@ async function pageOfCandidates(
   const sql =
     `SELECT ${page.columns} FROM (${tested}) p` +
     ` CROSS JOIN LATERAL (SELECT * FROM resource r WHERE r."resourceType" = ${ctx.args.add(search.type)} AND r.id = p.id AND (${where}) IS TRUE LIMIT 1) r` +
-    `${order ? order(ctx.args) : ''} LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
-  return runPage(search.services.db, sql, ctx.args, page.count, false, page.kept, false);
+    `${order ? orderBy(order.keys(ctx.args), (key) => key.expression) : ''} LIMIT ${ctx.args.add(page.count + 1)} OFFSET ${ctx.args.add(page.offset)}`;
+  return runPage(search.services.db, sql, ctx.args, page.count, order?.backwards ?? false, page.kept, false);
 }

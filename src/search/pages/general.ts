@@ -51,8 +51,8 @@ export async function pageOfCandidates(db: SqlExecutor, page: PageShape, type: s
   return runPage(db, sql, args, page.count, false, page.kept, false);
 }
 
-/** The rows after a cursor's position (before it, for a previous page), in keyset order. */
-function positionCondition(position: CursorPosition, multiType: boolean, args: SqlArgs): string {
+/** The rows of `r` after a cursor's position (before it, for a previous page), in keyset order. */
+export function positionCondition(position: CursorPosition, multiType: boolean, args: SqlArgs): string {
   const keyColumns = multiType ? 'r."lastUpdated", r.id, r."resourceType"' : 'r."lastUpdated", r.id';
   const keyValues = [args.add(position.lastUpdated, 'timestamptz'), args.add(position.id)];
   if (multiType) keyValues.push(args.add(position.resourceType));
@@ -60,7 +60,7 @@ function positionCondition(position: CursorPosition, multiType: boolean, args: S
 }
 
 /** A cursor's keyset order: towards the position for a previous page (its rows are then turned round). */
-function cursorKeys(position: CursorPosition, multiType: boolean): OrderKey[] {
+export function cursorKeys(position: CursorPosition, multiType: boolean): OrderKey[] {
   const direction = position.direction === 'p' ? 'DESC' : 'ASC';
   const keys = [
     { expression: 'r."lastUpdated"', direction },

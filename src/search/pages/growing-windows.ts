@@ -23,12 +23,12 @@ const DEEP_ROWS_PER_MATCH = 32;
  * statement then ran away without statistics.
  */
 export function lastWindow(page: PageShape): number {
-  return Math.min(page.windowCap ?? Infinity, Math.max(GROWING_WINDOW_MAX, DEEP_ROWS_PER_MATCH * (page.offset + page.count + 1)));
+  return Math.min(page.windowCap ?? Infinity, Math.max(page.windowFloor ?? 0, GROWING_WINDOW_MAX, DEEP_ROWS_PER_MATCH * (page.offset + page.count + 1)));
 }
 
 /** Whether a page's last window is larger than a first page's (past `_offset` ~180). */
 export function deepPage(page: PageShape): boolean {
-  return lastWindow({ ...page, windowCap: undefined }) > GROWING_WINDOW_MAX;
+  return lastWindow({ ...page, windowCap: undefined, windowFloor: undefined }) > GROWING_WINDOW_MAX;
 }
 
 /**

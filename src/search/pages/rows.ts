@@ -34,6 +34,8 @@ export type PageShape = {
   kept: KeptPages | undefined;
   /** The largest window of index rows the page reads (growing-windows.ts lastWindow), when smaller than usual. */
   windowCap?: number;
+  /** The last window a walk reads (lastWindow), when larger than usual: a chain's page that no filter's candidates could drive. */
+  windowFloor?: number;
 };
 
 interface RawRow {

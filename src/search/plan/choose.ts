@@ -6,7 +6,7 @@ import { everyProjectSortedPage } from '../pages/every-project-windows.js';
 import { pageRows } from '../pages/general.js';
 import { deepPage, growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
-import { chainAt, readChain, type ChainCandidates, type ChainRead, type ChainSearch } from '../pages/chain-driven.js';
+import { chainAt, readChain, SORTED_CHAIN_CANDIDATES_MAX, type ChainCandidates, type ChainRead, type ChainSearch } from '../pages/chain-driven.js';
 import { chainSortedPage, chainWindowPage } from '../pages/chain-windows.js';
 import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, WINDOWS_BEFORE_HAS_DRIVEN, hasDrivenConditions } from '../pages/has-driven.js';
 import type { SqlArgs } from '../../db/sql-args.js';
@@ -51,6 +51,9 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   if (read) return read;
   const common = chain && 'common' in chain ? await commonChainPage(query, chain, page) : undefined;
   if (common) return common;
+  const long = chain && 'common' in chain && oneProject ? longChainWalk(query, oneProject, page) : undefined;
+  const walked = long && (await long());
+  if (walked) return walked;
   const after =
     strategy && before < HAS_SOURCE_ROWS_MANY && !probesFillPage(query) && early === undefined
       ? await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY)
@@ -123,28 +126,57 @@ function everyProjectStrategy(query: SearchQuery, project: string | undefined, p
 }
 
 /**
- * Whether a sorted page may be read by growing windows: one sort key, no cursor (its own order),
- * no key (planOnce) or string prefix, whose few matches sorting serves better than windows of
- * the sort parameter's rows that few of them meet.
+ * Whether a sorted page may be read by growing windows: one sort key (walkableSort), and no cursor
+ * (its own order).
  */
-function windowedSort({ control: { sort }, paging, planOnce, filters }: SearchQuery): boolean {
-  return sort.length === 1 && !paging.cursorMode && !planOnce && !filters.some(prefixRangeOf);
+function windowedSort(query: SearchQuery): boolean {
+  return walkableSort(query) && !query.paging.cursorMode;
+}
+
+/**
+ * Whether a sorted page may be read in its order from an index: one sort key, no key (planOnce)
+ * or string prefix, whose few matches sorting serves better than walking rows few of them meet.
+ */
+function walkableSort({ control: { sort }, planOnce, filters }: SearchQuery): boolean {
+  return sort.length === 1 && !planOnce && !filters.some(prefixRangeOf);
 }
 
 /** The strategy for a search of one type in one project, if one suits it. */
 function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShape): PageReader | undefined {
   const { sort } = query.control;
   if (sort.length === 0) return unsortedStrategy(query, search, page);
-  if (!windowedSort(query)) return undefined;
-  const direction = sort[0].descending ? 'DESC' : 'ASC';
   // A chain is probed on each resource it reaches: walked, a page probes no more of them than it needs.
   const chained = chainAt(query.filters) >= 0;
-  if (chained && byLastUpdatedAlone(sort)) return () => updatedWalkPage(search, sort[0].descending, query.filters, page);
+  if (chained && byLastUpdatedAlone(sort) && walkableSort(query)) {
+    // A cursor's page too: the walk starts at its position, in the keyset order the cursor walks.
+    return () => updatedWalkPage(search, sort[0].descending, query.filters, page, query.paging.position);
+  }
+  if (!windowedSort(query)) return undefined;
+  const direction = sort[0].descending ? 'DESC' : 'ASC';
   const walk = chained ? sortWalk(sort, search.type) : undefined;
   const rows = sortWindow(search, sort);
   const windows: PageReader | undefined =
     walk ? () => walkedSortPage(search, walk, direction, query.filters, page) : rows && (() => growingWindowPage(search, rows, direction, query.filters, page));
   return windows && (async () => (await codeSortedPage(search, query.filters, sort, page)) ?? windows());
+}
+
+/**
+ * A sorted page of one project with a chain to common targets that neither its walk nor a filter's
+ * candidates answered (the chain, and every other filter, name more than 51,200 resources, and few
+ * of them are among the first of the order): the same walk, on to SORTED_CHAIN_CANDIDATES_MAX
+ * resources, as many as a driver's candidates. Each resource is probed once and the walk stops at
+ * the page, so it costs what the matches' depth in the order costs, whatever the statistics; the
+ * general statement started from the chain's references without them. A walk eight times longer
+ * (409,600, as an unsorted page's windows go) probed for 17 s when nothing matched, before the
+ * general statement all the same.
+ */
+function longChainWalk(query: SearchQuery, search: DrivenSearch, page: PageShape): PageReader | undefined {
+  const { control: { sort }, filters, paging } = query;
+  if (!walkableSort(query)) return undefined;
+  const long = { ...page, windowFloor: SORTED_CHAIN_CANDIDATES_MAX };
+  if (byLastUpdatedAlone(sort)) return () => updatedWalkPage(search, sort[0].descending, filters, long, paging.position);
+  const walk = sortWalk(sort, search.type);
+  return walk && (() => walkedSortPage(search, walk, sort[0].descending ? 'DESC' : 'ASC', filters, long));
 }
 
 /**
@@ -215,13 +247,13 @@ async function chainRead(
 /**
  * A page of a chain to common targets (more candidates than readChain reads at once, `common`
  * its first): unsorted, from growing windows of its candidates (chainWindowPage); sorted, from up
- * to 51,200 of them or of a rarer filter's resources (chainSortedPage); not a cursor's, whose
- * keyset order the general statement keeps.
+ * to 51,200 of them or of a rarer filter's resources (chainSortedPage), a cursor's page in its
+ * keyset order after its position.
  */
 function commonChainPage(query: SearchQuery, { search, common }: { search: ChainSearch; common: ChainCandidates }, page: PageShape): Promise<PageRows | undefined> {
   const { control, paging, filters } = query;
-  if (paging.cursorMode) return Promise.resolve(undefined);
-  return control.sort.length > 0 ? chainSortedPage(search, filters, control.sort, page) : chainWindowPage(search, filters, page, common);
+  if (control.sort.length === 0) return chainWindowPage(search, filters, page, common);
+  return chainSortedPage(search, filters, control.sort, page, paging.cursorMode ? paging.position : undefined);
 }
 
 /** Whether a `_has` may drive the page: there is one, and no string prefix (which always drives itself). */

@@ -1,0 +1,130 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../../src/db/database.js';
+import type { Identity } from '../../src/identity/identity.js';
+import type { Paging } from '../../src/search/result.js';
+import { writeObservations, writeSubjects } from '../helpers/plan-database.js';
+import { openSearchDatabase, recordedSearch } from '../helpers/recorded-search.js';
+
+const PROJECT = 'cursor-chain-pages';
+// More references to the chain's patients (`smith1`: smith1, smith10.., smith1999, 1,111 of 2,000)
+// than a chain's first read takes (6,400), so that the chain is common.
+const OBSERVATIONS = 20000;
+const PATIENTS = 2000;
+const CHAIN = 'subject:Patient.name=smith1';
+/**
+ * Observations a rarer filter names: every 250th from o7, half of them a `smith1` patient's (40):
+ * about 13 among each 6,400 Observations a page of 20 walks.
+ */
+const RARE = 'value-quantity=99.9';
+
+const member: Identity = { projectId: PROJECT, superAdmin: false };
+
+/** What a search answered and sent. */
+interface Answer {
+  ids: string[];
+  sent: string[];
+  paging: Paging;
+}
+
+/**
+ * Pages by cursor (`_sort=_lastUpdated`) of a chain to common targets: each page walks the
+ * project's resources in (lastUpdated, id) order from its cursor's position and probes the chain
+ * on each, or, when its matches are too rare for the walk, reads a rarer filter's resources after
+ * the position; never the general statement, which without statistics started from the chain's
+ * references. Observations share their lastUpdated three by three, so that the cursor's id breaks
+ * ties. On the database the tests run on (PGlite, or PostgreSQL never analyzed).
+ */
+describe('cursor pages of a chain to common targets', () => {
+  let db: Database;
+  let close: (() => Promise<void>) | undefined;
+  /** Every match of CHAIN, and of CHAIN with RARE, in (lastUpdated, id) order. */
+  let chained: string[];
+  let rare: string[];
+
+  beforeAll(async () => {
+    ({ db, close } = await openSearchDatabase('flint_cursor_chain_pages'));
+    await writeObservations(db, PROJECT, OBSERVATIONS);
+    await writeSubjects(db, PROJECT, OBSERVATIONS, PATIENTS, '');
+    await db.query(`UPDATE resource SET "lastUpdated" = timestamptz '2025-01-01' + (substr(id, 2)::int / 3) * interval '1 second' WHERE "resourceType" = 'Observation'`);
+    await db.query(
+      `INSERT INTO quantity_index ("projectId", "resourceType", "resourceId", seq, code, value, system, unit)
+       SELECT $1, 'Observation', 'o' || g, 1, 'value-quantity', 99.9, 'http://unitsofmeasure.org', 'kg' FROM generate_series(7, $2::int, 250) g`,
+      [PROJECT, OBSERVATIONS],
+    );
+    const matches = async (rareOnly: boolean) =>
+      (
+        await db.query<{ id: string }>(
+          `SELECT r.id FROM resource r JOIN reference_index f ON f."resourceType" = 'Observation' AND f."resourceId" = r.id AND f.code = 'subject'
+           JOIN string_index s ON s."resourceType" = 'Patient' AND s."resourceId" = f."targetId" AND s.value LIKE 'smith1%'
+           WHERE r."resourceType" = 'Observation' AND (NOT $1 OR EXISTS (SELECT 1 FROM quantity_index q WHERE q."resourceId" = r.id))
+           ORDER BY r."lastUpdated", r.id`,
+          [rareOnly],
+        )
+      ).map(({ id }) => id);
+    chained = await matches(false);
+    rare = await matches(true);
+  }, 180_000);
+
+  afterAll(async () => {
+    await close?.();
+  });
+
+  /** The search's page (after `cursor`, when given): its matches' ids, the statements it sent and its links. */
+  async function page(query: string, cursor?: string): Promise<Answer> {
+    const { result, sent } = await recordedSearch(db, member, 'Observation', `${query}&_project=${PROJECT}${cursor ? `&_cursor=${cursor}` : ''}`);
+    return { ids: result.matches.map(({ id }) => id), sent, paging: result.paging };
+  }
+
+  /** The cursor of a page's link. */
+  const cursorOf = (link: Paging['next']): string | undefined => (link && 'cursor' in link ? link.cursor : undefined);
+
+  /** The general statement over the project's resources (pages/general.ts pageRows). */
+  const general = (sql: string) => /^SELECT [^(]* FROM resource r WHERE /.test(sql);
+
+  it('pages of a chain followed through their next links list every match once, in (lastUpdated, id) order, none from the general statement', async () => {
+    const ids: string[] = [];
+    const sent: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const answer = await page(`${CHAIN}&_sort=_lastUpdated&_count=200`, cursor);
+      ids.push(...answer.ids);
+      sent.push(...answer.sent);
+      cursor = cursorOf(answer.paging.next);
+    } while (cursor);
+    expect(ids).toEqual(chained);
+    expect(sent.filter(general)).toEqual([]);
+  });
+
+  it("a cursor's page of a chain holds the matches right after the cursor's row", async () => {
+    const first = await page(`${CHAIN}&_sort=_lastUpdated&_count=20`);
+    const second = await page(`${CHAIN}&_sort=_lastUpdated&_count=20`, cursorOf(first.paging.next));
+    expect([...first.ids, ...second.ids]).toEqual(chained.slice(0, 40));
+    expect(second.sent.filter(general)).toEqual([]);
+  });
+
+  it("a previous link of a chain's cursor page gives the page before it", async () => {
+    const first = await page(`${CHAIN}&_sort=_lastUpdated&_count=20`);
+    const second = await page(`${CHAIN}&_sort=_lastUpdated&_count=20`, cursorOf(first.paging.next));
+    const third = await page(`${CHAIN}&_sort=_lastUpdated&_count=20`, cursorOf(second.paging.next));
+    const back = await page(`${CHAIN}&_sort=_lastUpdated&_count=20`, cursorOf(third.paging.previous));
+    expect(back.ids).toEqual(chained.slice(20, 40));
+    expect(back.sent.filter(general)).toEqual([]);
+  });
+
+  it('cursor pages of a chain with a rarer filter, too rare for the walk, are read from that filter after the cursor', async () => {
+    const first = await page(`${CHAIN}&${RARE}&_sort=_lastUpdated&_count=20`);
+    const second = await page(`${CHAIN}&${RARE}&_sort=_lastUpdated&_count=20`, cursorOf(first.paging.next));
+    expect(rare).toHaveLength(40);
+    expect([...first.ids, ...second.ids]).toEqual(rare);
+    expect(cursorOf(second.paging.next)).toBeUndefined();
+    expect([...first.sent, ...second.sent].filter(general)).toEqual([]);
+  });
+
+  it("a previous link of a chain's cursor page read from a rarer filter gives the page before it", async () => {
+    const first = await page(`${CHAIN}&${RARE}&_sort=_lastUpdated&_count=20`);
+    const second = await page(`${CHAIN}&${RARE}&_sort=_lastUpdated&_count=20`, cursorOf(first.paging.next));
+    const back = await page(`${CHAIN}&${RARE}&_sort=_lastUpdated&_count=20`, cursorOf(second.paging.previous));
+    expect(back.ids).toEqual(rare.slice(0, 20));
+    expect(back.sent.filter(general)).toEqual([]);
+  });
+});
