@@ -138,9 +138,7 @@ describe.skipIf(serverUrl)('a search waiting for the embedded database past STAT
         headers: await client.authHeaders(),
         signal: AbortSignal.timeout(10_000),
       });
-      expect(search.status).toBe(503);
-      expect(search.headers.get('retry-after')).toBe('1');
-      expect(await search.json()).toMatchObject({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'timeout' }] });
+      await expectTimedOut(search);
     } finally {
       await holder.release();
     }
@@ -173,9 +171,7 @@ describe.skipIf(serverUrl)('a write waiting for the embedded database past WRITE
         body: JSON.stringify({ ...created.body, gender: 'other' }),
         signal: AbortSignal.timeout(10_000),
       });
-      expect(updated.status).toBe(503);
-      expect(updated.headers.get('retry-after')).toBe('1');
-      expect(await updated.json()).toMatchObject({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'timeout' }] });
+      await expectTimedOut(updated);
     } finally {
       await holder.release();
     }
@@ -184,3 +180,10 @@ describe.skipIf(serverUrl)('a write waiting for the embedded database past WRITE
     expect(after.body.meta.versionId).toBe(created.body.meta.versionId);
   });
 });
+
+/** The answer to a request whose statement waited past its bound: 503 `timeout`, to be retried in a second. */
+async function expectTimedOut(answer: Response): Promise<void> {
+  expect(answer.status).toBe(503);
+  expect(answer.headers.get('retry-after')).toBe('1');
+  expect(await answer.json()).toMatchObject({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'timeout' }] });
+}
