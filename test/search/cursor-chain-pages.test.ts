@@ -18,6 +18,7 @@ const CHAIN = 'subject:Patient.name=smith1';
 const RARE = 'value-quantity=99.9';
 
 const member: Identity = { projectId: PROJECT, superAdmin: false };
+const superAdmin: Identity = { projectId: 'cursor-chain-admins', superAdmin: true };
 
 /** What a search answered and sent. */
 interface Answer {
@@ -70,8 +71,9 @@ describe('cursor pages of a chain to common targets', () => {
   });
 
   /** The search's page (after `cursor`, when given): its matches' ids, the statements it sent and its links. */
-  async function page(query: string, cursor?: string): Promise<Answer> {
-    const { result, sent } = await recordedSearch(db, member, 'Observation', `${query}&_project=${PROJECT}${cursor ? `&_cursor=${cursor}` : ''}`);
+  async function page(query: string, cursor?: string, who = member): Promise<Answer> {
+    const project = who === member ? `&_project=${PROJECT}` : '';
+    const { result, sent } = await recordedSearch(db, who, 'Observation', `${query}${project}${cursor ? `&_cursor=${cursor}` : ''}`);
     return { ids: result.matches.map(({ id }) => id), sent, paging: result.paging };
   }
 
@@ -92,6 +94,20 @@ describe('cursor pages of a chain to common targets', () => {
       cursor = cursorOf(answer.paging.next);
     } while (cursor);
     expect(ids).toEqual(chained);
+    expect(sent.filter(general)).toEqual([]);
+  });
+
+  it("a super admin's cursor pages of a chain with a rarer filter, across every project, are read from that filter: every match once, in order", async () => {
+    const ids: string[] = [];
+    const sent: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const answer = await page(`${CHAIN}&${RARE}&_sort=_lastUpdated&_count=20`, cursor, superAdmin);
+      ids.push(...answer.ids);
+      sent.push(...answer.sent);
+      cursor = cursorOf(answer.paging.next);
+    } while (cursor);
+    expect(ids).toEqual(rare);
     expect(sent.filter(general)).toEqual([]);
   });
 
