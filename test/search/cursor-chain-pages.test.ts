@@ -83,30 +83,28 @@ describe('cursor pages of a chain to common targets', () => {
   /** The general statement over the project's resources (pages/general.ts pageRows). */
   const general = (sql: string) => /^SELECT [^(]* FROM resource r WHERE /.test(sql);
 
-  it('pages of a chain followed through their next links list every match once, in (lastUpdated, id) order, none from the general statement', async () => {
+  /** Every page of the search from its first, through each page's next link: their ids and statements. */
+  async function walk(query: string, who = member): Promise<{ ids: string[]; sent: string[] }> {
     const ids: string[] = [];
     const sent: string[] = [];
     let cursor: string | undefined;
     do {
-      const answer = await page(`${CHAIN}&_sort=_lastUpdated&_count=200`, cursor);
+      const answer = await page(query, cursor, who);
       ids.push(...answer.ids);
       sent.push(...answer.sent);
       cursor = cursorOf(answer.paging.next);
     } while (cursor);
+    return { ids, sent };
+  }
+
+  it('pages of a chain followed through their next links list every match once, in (lastUpdated, id) order, none from the general statement', async () => {
+    const { ids, sent } = await walk(`${CHAIN}&_sort=_lastUpdated&_count=200`);
     expect(ids).toEqual(chained);
     expect(sent.filter(general)).toEqual([]);
   });
 
   it("a super admin's cursor pages of a chain with a rarer filter, across every project, are read from that filter: every match once, in order", async () => {
-    const ids: string[] = [];
-    const sent: string[] = [];
-    let cursor: string | undefined;
-    do {
-      const answer = await page(`${CHAIN}&${RARE}&_sort=_lastUpdated&_count=20`, cursor, superAdmin);
-      ids.push(...answer.ids);
-      sent.push(...answer.sent);
-      cursor = cursorOf(answer.paging.next);
-    } while (cursor);
+    const { ids, sent } = await walk(`${CHAIN}&${RARE}&_sort=_lastUpdated&_count=20`, superAdmin);
     expect(ids).toEqual(rare);
     expect(sent.filter(general)).toEqual([]);
   });
