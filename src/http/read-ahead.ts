@@ -13,11 +13,16 @@ import type { EncodedAnswer } from './node-answers.js';
  * the second is read ahead too (a first page alone starts nothing: most apps show it and stop).
  * HAPI FHIR reads result sets ahead in the same spirit (its search pre-fetch thresholds).
  *
+ * A returning walker's first page, answered live, is kept as it was sent: a caller that walks a
+ * search again and again (a sync every few seconds, a list refreshed) gets it without a read. HAPI
+ * FHIR reuses the result sets of identical searches for a minute; here only while nothing changed.
+ *
  * A page kept is answered only while no write it depends on has been heard of since its
  * statements were sent (SearchCache.unchangedSince): then it is what the request would read now,
  * within the few milliseconds other servers' write notices take, as kept exact counts are. It is
- * answered once, to a request with the same token, path, query and content headers, within
- * KEPT_MS; a request that comes while it is being read waits for it rather than reading it again.
+ * answered to a request with the same token, path, query and content headers, within KEPT_MS of
+ * its read: a page read ahead once, a first page as often as it is asked for. A request that comes
+ * while its page is being read waits for it rather than reading it again.
  */
 
 /** How long a page read ahead waits for its request: walking clients ask within milliseconds. */
@@ -44,7 +49,12 @@ export interface AnswerAhead {
   kept(identity: Identity): Promise<PageAhead | undefined> | undefined;
   /** After the answer, whose `walk` is given: reads its next page ahead for the same caller. */
   after(walk: WalkPage, identity: Identity, requestId: string): void;
+  /** Set when the answer, read live, is to be kept for its caller's next request (a returning walker's first page). */
+  readonly keep?: (answered: AnsweredPage) => void;
 }
+
+/** A page as it was answered: what is kept of it beside when it was read. */
+export type AnsweredPage = Omit<PageAhead, 'at'>;
 
 /** A page read ahead, encoded as its request asks for it. */
 export interface PageAhead {
@@ -66,6 +76,8 @@ interface Kept {
   readonly page: Promise<PageAhead | undefined>;
   readonly expires: number;
   bytes: number;
+  /** Answered as often as it is asked for (a first page), not once (a page read ahead). */
+  readonly again: boolean;
 }
 
 export class ReadAhead {
@@ -103,22 +115,39 @@ export class ReadAhead {
   private async current(key: string, identity: Identity): Promise<PageAhead | undefined> {
     const kept = this.pages.get(key);
     if (!kept) return undefined;
-    this.forget(key, kept);
+    if (!kept.again) this.forget(key, kept);
     const page = await kept.page;
-    if (!page || page.identity !== identity || Date.now() > kept.expires) return undefined;
-    return this.searchCache.unchangedSince(page.walk.dependency, page.at) ? page : undefined;
+    const current = page !== undefined && page.identity === identity && Date.now() <= kept.expires && this.searchCache.unchangedSince(page.walk.dependency, page.at);
+    if (!current && kept.again) this.forget(key, kept);
+    return current ? page : undefined;
   }
 
   /** Reads the page of `key` ahead with `read` (given SearchCache.now() first), unless it is kept or being read. */
   readAhead(key: string, read: (at: number) => Promise<PageAhead | undefined>): void {
     if (this.pages.has(key)) return;
+    this.hold(key, read(this.searchCache.now()).catch(() => undefined), false);
+  }
+
+  /**
+   * Starts keeping the answer of `key` that is about to be read live: the function returned keeps
+   * it once answered, as read now (before its statements are sent), for requests that ask again.
+   */
+  keepAnswer(key: string): (answered: AnsweredPage) => void {
     const at = this.searchCache.now();
-    const kept: Kept = { page: read(at).catch(() => undefined), expires: Date.now() + KEPT_MS, bytes: 0 };
+    return (answered) => {
+      const kept = this.pages.get(key);
+      if (kept) this.forget(key, kept);
+      this.hold(key, Promise.resolve({ ...answered, at }), true);
+    };
+  }
+
+  private hold(key: string, page: Promise<PageAhead | undefined>, again: boolean): void {
+    const kept: Kept = { page, expires: Date.now() + KEPT_MS, bytes: 0, again };
     this.pages.set(key, kept);
-    void kept.page.then((page) => {
+    void kept.page.then((read) => {
       if (this.pages.get(key) !== kept) return;
-      if (!page) return this.forget(key, kept);
-      kept.bytes = page.encoded.body.byteLength;
+      if (!read) return this.forget(key, kept);
+      kept.bytes = read.encoded.body.byteLength;
       this.bytes += kept.bytes;
       this.evict();
     });

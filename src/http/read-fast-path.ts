@@ -13,7 +13,7 @@ import type { Admission } from './admission.js';
 import { laneOf } from './admission-middleware.js';
 import { knownCaller, recentIdentity } from '../auth/authenticate.js';
 import { FHIR_BASE_PATH, fhirText, type Authenticator } from './fhir-adapter.js';
-import { encodeForClient, writeAnswer } from './node-answers.js';
+import { encodeForClient, writeAnswer, type EncodedAnswer } from './node-answers.js';
 import { logRequest, requestIdOf } from './request-log.js';
 import { FHIR_CONTENT_TYPE, STREAMED_FROM } from './responses.js';
 import type { RequestMetrics } from './metrics/server-metrics.js';
@@ -112,8 +112,10 @@ export async function answerDirectly(
         const answer = await fhirRouter.dispatch(fhirRequest, { config: services.config, database: services.db, ctx });
         status = answer.status;
         walk = answer.walk;
-        const sending = send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services);
-        if (sending) await sending;
+        const keep = status === 200 && walk ? ahead?.keep : undefined;
+        const sending = send(response, answer, requestId, headerValue(headers, 'accept-encoding') ?? undefined, services, keep !== undefined);
+        const encoded = sending && (await sending);
+        if (keep && encoded) keep({ status, encoded: withoutRequestId(encoded), walk: walk!, identity });
       }
       if (walk) walked = { walk, identity };
     } finally {
@@ -151,8 +153,18 @@ export class DirectGet implements FhirRequest {
   }
 }
 
-/** Writes the answer; a promise only when it has to wait (compression). */
-function send(response: ServerResponse, answer: FhirResponse, requestId: string, acceptEncoding: string | undefined, services: Services): Promise<void> | undefined {
+/**
+ * Writes the answer; a promise only when it has to wait (compression), of the answer as encoded
+ * and sent. `encoded`: the answer is to be kept, so it is always encoded (never sent as a string).
+ */
+function send(
+  response: ServerResponse,
+  answer: FhirResponse,
+  requestId: string,
+  acceptEncoding: string | undefined,
+  services: Services,
+  encoded = false,
+): Promise<EncodedAnswer> | undefined {
   const { body } = answer;
   if (body === undefined) {
     response.writeHead(answer.status, { ...answer.headers, 'X-Request-Id': requestId }).end();
@@ -163,13 +175,20 @@ function send(response: ServerResponse, answer: FhirResponse, requestId: string,
   const headers: Record<string, string> = text === undefined ? {} : { 'Content-Type': FHIR_CONTENT_TYPE };
   Object.assign(headers, answer.headers);
   headers['X-Request-Id'] = requestId;
-  if (text !== undefined && acceptEncoding === undefined && text.length <= MAX_TEXT_WRITE) {
+  if (!encoded && text !== undefined && acceptEncoding === undefined && text.length <= MAX_TEXT_WRITE) {
     // Sent as the string it is: Node writes it with the headers in one piece, no copy made first.
     writeAnswer(response, answer.status, headers, text, services.config.sendTimeoutMs, services.log);
     return undefined;
   }
   const bytes = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : Buffer.from(text!, 'utf8');
-  return encodeForClient(bytes, headers, acceptEncoding).then((encoded) =>
-    writeAnswer(response, answer.status, encoded.headers, encoded.body, services.config.sendTimeoutMs, services.log),
-  );
+  return encodeForClient(bytes, headers, acceptEncoding).then((sent) => {
+    writeAnswer(response, answer.status, sent.headers, sent.body, services.config.sendTimeoutMs, services.log);
+    return sent;
+  });
+}
+
+/** An answer's headers without its request's id, which each answer of it gets anew. */
+function withoutRequestId({ headers, body }: EncodedAnswer): EncodedAnswer {
+  const { 'X-Request-Id': _sent, ...rest } = headers;
+  return { headers: rest, body };
 }

@@ -21,7 +21,8 @@ export interface WalkAheadParts {
  * Read-ahead for a type search (`type` and `query`; `headers`: Node's), or undefined when its answer
  * must be read anew (read-ahead.ts keyOf) or it is a page reached by `_offset`. A page reached by
  * cursor is answered from what was read ahead for it, and has the page after it read ahead; a first
- * page has its second read ahead only when its caller walked that search by cursor before. Both
+ * page has its second read ahead only when its caller walked that search by cursor before, and is
+ * then kept for that caller's next request (on the fast path, which has its encoded answer). Both
  * HTTP paths of a search use it (search-fast-path.ts, fhir-adapter.ts).
  */
 export function walkAhead(parts: WalkAheadParts, type: string, query: URLSearchParams, headers: IncomingHttpHeaders): AnswerAhead | undefined {
@@ -30,15 +31,18 @@ export function walkAhead(parts: WalkAheadParts, type: string, query: URLSearchP
   if (!byCursor && query.has('_offset')) return undefined;
   const key = readAhead.keyOf(`${type}?${query.toString()}`, headers);
   if (key === undefined) return undefined;
+  // A first page's key is its walker's key (its search without a cursor).
+  const returning = !byCursor && readAhead.walks(key);
   return {
-    kept: (identity) => (byCursor ? readAhead.take(key, identity) : undefined),
+    kept: (identity) => (byCursor || returning ? readAhead.take(key, identity) : undefined),
+    keep: returning ? readAhead.keepAnswer(key) : undefined,
     after: (walk, identity, requestId) => {
+      // keyOf gave `key`, so it gives these too (same headers). A cursor page is its link.
+      if (byCursor) readAhead.walked(readAhead.keyOf(`${type}?${withoutCursor(query).toString()}`, headers)!);
       const next = walk.next === undefined ? undefined : typeAndQueryOf(walk.next, parts.services.config.fhirBaseUrl);
       if (!next?.query.has('_cursor')) return;
-      // keyOf gave `key`, so it gives these too (same headers).
-      const walkerKey = readAhead.keyOf(`${next.type}?${withoutCursor(next.query).toString()}`, headers)!;
-      if (byCursor) readAhead.walked(walkerKey);
-      else if (!readAhead.walks(walkerKey)) return;
+      const walked = byCursor || returning || readAhead.walks(readAhead.keyOf(`${next.type}?${withoutCursor(next.query).toString()}`, headers)!);
+      if (!walked) return;
       const nextKey = readAhead.keyOf(`${next.type}?${next.query.toString()}`, headers)!;
       readAhead.readAhead(nextKey, (at) => readPage(parts, searchRequest(next.type, next.query, headers), identity, requestId, at));
     },

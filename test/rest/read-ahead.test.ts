@@ -109,6 +109,46 @@ describe('pages of a walk by cursor read ahead', () => {
     expect((await readAheadHits()) - before).toBe(0);
   });
 
+  it('answers a returning walker its first page again from the one it was sent', async () => {
+    const client = api.newProject();
+    const ids = await createPatients(client, 'Return', 25);
+    const headers = { ...(await client.authHeaders()), 'Accept-Encoding': 'gzip' };
+    await walk(headers);
+    // As above: a kept page is voided when a server on the same database says every project changed.
+    let answeredKept = 0;
+    for (let attempt = 0; attempt < 5 && answeredKept === 0; attempt++) {
+      const sent = await getPage(`${api.fhir}/Patient?_count=20`, headers);
+      const before = await readAheadHits();
+      const again = await getPage(`${api.fhir}/Patient?_count=20`, headers);
+      answeredKept = (await readAheadHits()) - before;
+      expect(again.ids).toEqual(ids.slice(0, 20));
+      expect(again.answer.body).toEqual(sent.answer.body);
+      expect(again.answer.headers['x-request-id']).not.toBe(sent.answer.headers['x-request-id']);
+    }
+    expect(answeredKept).toBe(1);
+  });
+
+  it('does not keep the first page of a caller that has not walked the search', async () => {
+    const client = api.newProject();
+    await createPatients(client, 'Glance', 25);
+    const headers = { ...(await client.authHeaders()), 'Accept-Encoding': 'gzip' };
+    await getPage(`${api.fhir}/Patient?_count=20`, headers);
+    const before = await readAheadHits();
+    await getPage(`${api.fhir}/Patient?_count=20`, headers);
+    expect((await readAheadHits()) - before).toBe(0);
+  });
+
+  it('does not answer a kept first page after a resource of it was deleted', async () => {
+    const client = api.newProject();
+    const ids = await createPatients(client, 'Forgotten', 25);
+    const headers = await client.authHeaders();
+    await walk(headers);
+    expect((await getPage(`${api.fhir}/Patient?_count=20`, headers)).ids).toEqual(ids.slice(0, 20));
+    expect((await client.delete(`/Patient/${ids[3]}`)).status).toBe(200);
+    const first = await getPage(`${api.fhir}/Patient?_count=20`, headers);
+    expect(first.ids).toEqual([...ids.slice(0, 3), ...ids.slice(4, 21)]);
+  });
+
   it('reads ahead for a browser (Origin) on the full path, its pages with their CORS headers', async () => {
     const client = api.newProject();
     const ids = await createPatients(client, 'Browser', 70);
