@@ -112,11 +112,16 @@ export class WorkerSqlAdapter implements SqlDriverAdapter {
     return this.sendWithdrawable({ op, query }, this.handoff.take(), this.waitBoundMs);
   }
 
-  /** Sends `request`, withdrawn while it waits for the connection when `signal` aborts or `waitBoundMs` (0: none) passes. */
+  /**
+   * Sends `request`, withdrawn while it waits for the connection when `signal` aborts or
+   * `waitBoundMs` (0: none) passes; refused at once under a bound when WAIT_SLOTS statements wait.
+   */
   private sendWithdrawable(request: WithdrawableCall, signal: AbortSignal | undefined, waitBoundMs: number): Promise<unknown> {
     if (this.stopped || (!signal && !waitBoundMs)) return this.call(request);
     const slot = this.slots.take();
-    if (slot === undefined) return this.call(request);
+    // Every slot holds a statement still waiting for the connection: one more would wait behind
+    // them all, so under a bound it is answered as timed out at once (overload.md), never queued.
+    if (slot === undefined) return waitBoundMs ? Promise.reject(timedOut()) : this.call(request);
     const id = this.nextId++;
     const deadline = waitBoundMs ? Date.now() + waitBoundMs : undefined;
     return new Promise((resolve, reject) => {

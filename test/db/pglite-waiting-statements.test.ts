@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { Database, type TransactionalSql } from '../../src/db/database.js';
+import { WAIT_SLOTS } from '../../src/db/worker-protocol.js';
 import { patientBody, startTestServer, testEnv, type TestServer } from '../helpers/server.js';
 
 const serverUrl = process.env.DATABASE_URL;
@@ -95,6 +96,25 @@ describe.skipIf(serverUrl)('statements waiting for the embedded database (PGlite
 
   it('drops a write transaction that waited past WRITE_STATEMENT_TIMEOUT_MS to start, answers 503 timeout, and never runs it', async () => {
     await expectDroppedPastBound((take) => bounded.transaction((tx) => tx.query(take)));
+  });
+
+  it('answers a bounded statement 503 timeout at once when WAIT_SLOTS statements already wait, and never runs it', async () => {
+    const patient = await Database.open(loadConfig(testEnv({ STATEMENT_TIMEOUT_MS: '60000' })));
+    try {
+      const sequence = await newSequence(patient);
+      const holder = await holdConnection(patient);
+      const queued = Array.from({ length: WAIT_SLOTS }, () => patient.query('SELECT 1 AS one'));
+      try {
+        const outcome = await outcomeOf(patient.query(sequence.take));
+        expect(outcome).toMatchObject({ status: 503, headers: { 'Retry-After': '60' }, outcome: { issue: [{ code: 'timeout' }] } });
+      } finally {
+        await holder.release();
+      }
+      expect((await Promise.all(queued)).every((rows) => rows.length === 1)).toBe(true);
+      expect(await sequence.taken()).toBe(false);
+    } finally {
+      await patient.close();
+    }
   });
 
   it('runs a waiting transaction to its end once it has the connection, however long it waited', async () => {
