@@ -59,8 +59,8 @@ async function followedRowsIfFew(source: RecordSource, patientId: string, types:
   for (const window of COUNT_WINDOWS) {
     const args = new SqlArgs();
     const record = `SELECT count(*) AS n FROM (SELECT 1 FROM reference_index c WHERE ${compartmentRows(source, patientId, args)} LIMIT ${args.add(window + 1)}) x`;
-    const rows = followedRows(source, types, after, args, []);
     const most = `(SELECT n * ${FOLLOWED_ROWS_PER_RECORD_ROW} + 1 FROM record)`;
+    const rows = followedRows(source, types, after, args, [], most);
     const followed = `SELECT count(*) FROM (SELECT 1 ${rows} LIMIT ${most}) y`;
     const sql = `WITH record AS (${record}) SELECT n::int AS "record", (${followed})::int AS followed FROM record`;
     const [counts] = await source.db.query<{ record: number; followed: number }>(sql, args.values);
@@ -77,8 +77,10 @@ async function followedRowsIfFew(source: RecordSource, patientId: string, types:
  * the id in its own type's range and leaves out the types before it: as a row comparison
  * `(targetType, targetId) > (..)` in every type's range, the scan of each later type started at
  * the cursor and read on through the rest of the cursor's type (5 s a page for 20,000 rows).
+ * `most`: rows counted, read in index order so that the scan stops there (a bitmap scan, which
+ * the planner chose without it, reads a million rows to Practitioners before it returns one).
  */
-function followedRows(source: RecordSource, types: readonly string[], after: After | undefined, args: SqlArgs, more: readonly string[]): string {
+function followedRows(source: RecordSource, types: readonly string[], after: After | undefined, args: SqlArgs, more: readonly string[], most?: string): string {
   const conditions = [`ref."projectId" = ${args.add(source.projectId)}`, 'ref."targetType" = y.type', ...more];
   let fromCursor = '';
   if (after) {
@@ -86,7 +88,8 @@ function followedRows(source: RecordSource, types: readonly string[], after: Aft
     conditions.push(`ref."targetId" > CASE WHEN y.type = ${type} THEN ${args.add(after.id)} ELSE '' END`);
     fromCursor = ` WHERE u.type >= ${type}`;
   }
-  const each = `SELECT ref."targetType", ref."targetId" FROM reference_index ref WHERE ${conditions.join(' AND ')} OFFSET 0`;
+  const bound = most === undefined ? 'OFFSET 0' : `ORDER BY ref."targetId" LIMIT ${most}`;
+  const each = `SELECT ref."targetType", ref."targetId" FROM reference_index ref WHERE ${conditions.join(' AND ')} ${bound}`;
   return `FROM (SELECT u.type FROM unnest(${args.add([...types].sort(), 'text[]')}) u(type)${fromCursor}) y CROSS JOIN LATERAL (${each}) ref`;
 }
 

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database, QueryOptions, SqlExecutor } from '../../src/db/database.js';
+import type { Database } from '../../src/db/database.js';
 import type { EverythingPosition } from '../../src/clinical/everything-cursor.js';
 import type { RecordFilters } from '../../src/clinical/record-conditions.js';
 import type { RecordSource } from '../../src/clinical/record-pages.js';
 import { readWalkPage } from '../../src/clinical/record-walk.js';
-import { openSearchDatabase } from '../helpers/recorded-search.js';
+import { openSearchDatabase, recordingExecutor } from '../helpers/recorded-search.js';
 
 /** A patient's record in RECORD Observations, the size at which reading the whole record for each referenced page shows. */
 const RECORD = 300;
@@ -43,15 +43,8 @@ describe('Patient/$everything: the referenced part', () => {
   /** Every page of `patientId`'s record in `projectId` (pages of `count`), as a member reads it. */
   async function walk(projectId: string, patientId: string, count: number, filters: RecordFilters = {}): Promise<Walk> {
     const sent: string[] = [];
-    const recording: SqlExecutor = {
-      query: <R>(sql: string, args: readonly unknown[] = [], options?: QueryOptions) => {
-        sent.push(sql);
-        return db.query<R>(sql, args, options);
-      },
-      execute: (sql: string, args: readonly unknown[] = [], options?: QueryOptions) => db.execute(sql, args, options),
-    };
     const source: RecordSource = {
-      db: recording,
+      db: recordingExecutor(db, sent),
       identity: { projectId, superAdmin: false },
       projectId,
       filters,
