@@ -4,13 +4,18 @@
  * patient's record in pages of 100 (compartment pages, then referenced-resources pages) by a
  * member and by a member whose AccessPolicy has criteria, in this process, one connection, no
  * HTTP. The seed writes no `_compartment` rows; bench/everything-compartments.sql adds them (and
- * gives pat-1 about 20,000 Observations).
+ * gives pat-1 about 20,000 Observations); bench/everything-followed.sql adds Practitioners for the
+ * referenced part to list. Each walk prints its rows, a digest of their keys in order (the same
+ * answer on two trees gives the same digest) and each statement's time; PARTS=referenced skips
+ * the compartment pages.
  *
- *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_big [PATIENT=pat-1] [PAGES=5] [EXPLAIN=1] npx tsx bench/everything-plans.ts
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/flint_search_big [PATIENT=pat-1] [PAGES=5] [PARTS=referenced] [EXPLAIN=1] npx tsx bench/everything-plans.ts
  */
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { SqlExecutor } from '../src/db/database.js';
-import { readMatches, readReferenced, type After, type RecordSource } from '../src/clinical/record-pages.js';
+import { readMatches, type After, type RecordSource } from '../src/clinical/record-pages.js';
+import { readReferenced } from '../src/clinical/record-referenced.js';
 import type { Identity } from '../src/identity/identity.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;
@@ -20,6 +25,7 @@ const PATIENT = process.env.PATIENT ?? 'pat-1';
 const PAGES = Number(process.env.PAGES ?? 5);
 const PAGE = 100;
 const explain = process.env.EXPLAIN === '1';
+const parts = (process.env.PARTS ?? 'compartment,referenced').split(',');
 const who: [string, Identity][] = [
   ['member', { projectId: PROJECT, superAdmin: false }],
   [
@@ -57,17 +63,20 @@ for (const [label, identity] of who) {
     compileContext: (args) => ({ args, scope: { projectIds: [PROJECT] }, fhirBase: 'http://x/fhir/R4', depth: 0 }),
   };
   for (const [part, read] of [['compartment', readMatches], ['referenced', readReferenced]] as const) {
+    if (!parts.includes(part)) continue;
     times.length = 0;
     let after: After | undefined;
     let rows = 0;
+    const keys = createHash('sha256');
     for (let page = 0; page < PAGES; page++) {
       const got = await read(source, PATIENT, after, PAGE);
       rows += got.length;
+      for (const row of got) keys.update(`${row.resourceType}/${row.id}\n`);
       if (got.length < PAGE) break;
       const last = got[got.length - 1];
       after = { resourceType: last.resourceType, id: last.id };
     }
-    console.log(`${label}, ${part}: ${rows} rows; pages ${times.join(', ')}`);
+    console.log(`${label}, ${part}: ${rows} rows (${keys.digest('hex').slice(0, 12)}); statements ${times.join(', ')}`);
   }
 }
 await client.end();

@@ -17,7 +17,8 @@ import { appendFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import pg from 'pg';
 import { SqlArgs } from '../src/db/sql-args.js';
-import { nextPatient, readMatches, readPatientItself, readReferenced, type RecordSource } from '../src/clinical/record-pages.js';
+import { nextPatient, readMatches, readPatientItself, type RecordSource } from '../src/clinical/record-pages.js';
+import { readReferenced } from '../src/clinical/record-referenced.js';
 import { clientCredentialsToken, fhirCall, launchFlint, newProjectClient, stopFlint } from './flint-process.js';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL;

@@ -17,8 +17,9 @@ import {
 /**
  * The statements that read a patient's record page by page. The compartment is read from the
  * `_compartment` reference rows by the partial index of migration 0021 (one range scan after
- * the cursor, every type at once); the referenced resources are the distinct targets of the
- * compartment's reference rows, read in (type, id) order. Both are keyset pages.
+ * the cursor, every type at once); the referenced resources (record-referenced.ts) are the
+ * distinct targets of the compartment's reference rows, read in (type, id) order. Both are keyset
+ * pages.
  */
 
 /** What every statement of one request shares. */
@@ -39,12 +40,12 @@ export interface After {
 }
 
 /** `c`: a `_compartment` row of the patient (the partial index's condition, as literals). */
-function compartmentRows(source: RecordSource, patientId: string, args: SqlArgs): string {
+export function compartmentRows(source: RecordSource, patientId: string, args: SqlArgs): string {
   return `c."projectId" = ${args.add(source.projectId)} AND c.code = '_compartment' AND c."targetType" = 'Patient' AND c."targetId" = ${args.add(patientId)}`;
 }
 
 /** The conditions on a compartment resource `r` (joined to `c`, whose type column is `typeColumn`): types, dates, policy. */
-function compartmentConditions(source: RecordSource, ctx: CompileContext, withTypeFilters: boolean, typeColumn = 'c."resourceType"'): string[] {
+export function compartmentConditions(source: RecordSource, ctx: CompileContext, withTypeFilters: boolean, typeColumn = 'c."resourceType"'): string[] {
   const filters: RecordFilters = withTypeFilters ? source.filters : { start: source.filters.start, end: source.filters.end };
   const types = partTypes(source.identity, 'match', filters);
   const conditions = ['NOT r.deleted'];
@@ -83,39 +84,6 @@ export async function readMatches(source: RecordSource, patientId: string, after
     JOIN resource r ON r."resourceType" = c."resourceType" AND r.id = c."resourceId"
     WHERE ${conditions.join(' AND ')}
     ORDER BY c."resourceType", c."resourceId" LIMIT ${args.add(limit)}`;
-  return queryRows(source.db, sql, args.values);
-}
-
-/**
- * Up to `limit` resources after `after`, in (type, id) order, that a resource of the patient's
- * compartment references (by any reference search parameter) and whose type is in no patient
- * compartment. The referencing resource must itself be in the record as the caller sees it
- * (dates and policy; `_type` and `_since` narrow what is returned, not what is followed).
- */
-export async function readReferenced(source: RecordSource, patientId: string, after: After | undefined, limit: number): Promise<SearchRow[]> {
-  const types = partTypes(source.identity, 'include', source.filters) ?? [];
-  if (types.length === 0) return [];
-  const args = new SqlArgs();
-  const ctx = source.compileContext(args);
-  const followedConditions = [compartmentRows(source, patientId, args), ...compartmentConditions(source, ctx, false)];
-  followedConditions.push(`ref.code <> '_compartment'`, 'ref."targetId" IS NOT NULL', typeListCondition('ref."targetType"', types, ctx));
-  if (after) followedConditions.push(`(ref."targetType", ref."targetId") > (${args.add(after.resourceType)}, ${args.add(after.id)})`);
-  // MATERIALIZED: the record's targets are read once per page, whatever the statistics say. Planned
-  // as a semi-join, a project whose statistics show few resources of the followed types got the
-  // record's whole join run again for each such resource (minutes once some were written).
-  // The inner `r` (the referencing resource) hides the outer one inside the subquery.
-  const followed = `SELECT DISTINCT ref."targetType", ref."targetId" FROM reference_index c
-      JOIN resource r ON r."resourceType" = c."resourceType" AND r.id = c."resourceId"
-      JOIN reference_index ref ON ref."resourceType" = c."resourceType" AND ref."resourceId" = c."resourceId"
-      WHERE ${followedConditions.join(' AND ')}`;
-  const conditions = [`r."projectId" = ${args.add(source.projectId)}`, 'NOT r.deleted'];
-  if (source.hiddenBinaries?.size && types.includes('Binary')) {
-    conditions.push(`NOT (r."resourceType" = 'Binary' AND r.id = ANY(ARRAY(SELECT json_array_elements_text(${args.add(JSON.stringify([...source.hiddenBinaries]))}::json))))`);
-  }
-  conditions.push(...sinceCondition(source.filters, ctx), ...criteriaConditions(source.identity, types, ctx, 'probe'));
-  const sql = `WITH followed AS MATERIALIZED (${followed})
-    SELECT ${COLUMNS} FROM followed f JOIN resource r ON r."resourceType" = f."targetType" AND r.id = f."targetId"
-    WHERE ${conditions.join(' AND ')} ORDER BY r."resourceType", r.id LIMIT ${args.add(limit)}`;
   return queryRows(source.db, sql, args.values);
 }
 

@@ -1,6 +1,7 @@
 import type { SearchRow } from '../search/service.js';
 import type { EverythingPosition, RecordPart } from './everything-cursor.js';
-import { nextPatient, readMatches, readPatientItself, readReferenced, type After, type RecordSource } from './record-pages.js';
+import { nextPatient, readMatches, readPatientItself, type After, type RecordSource } from './record-pages.js';
+import { readReferenced } from './record-referenced.js';
 
 /**
  * One page of a walk through patients' records: each record is the patient itself, the rest of

@@ -24,14 +24,19 @@ export async function openSearchDatabase(prefix: string): Promise<{ db: Database
 /** A search of `type` with `query` (as `identity`) through the search service on `db`: its answer and the statements it sent. */
 export async function recordedSearch(db: Database, identity: Identity, type: string, query: string): Promise<{ result: SearchResult; sent: string[] }> {
   const sent: string[] = [];
-  const database: SqlExecutor = {
+  const database = recordingExecutor(db, sent);
+  const config = { ...loadConfig(testEnv()), fhirBaseUrl: 'http://flint.test/fhir/R4' };
+  const result = await search(searchServicesFor({ database, identity, config }), type, [...new URLSearchParams(query).entries()]);
+  return { result, sent };
+}
+
+/** An executor on `db` that adds the text of each statement it queries to `sent`. */
+export function recordingExecutor(db: Database, sent: string[]): SqlExecutor {
+  return {
     query: <R>(sql: string, args: readonly unknown[] = [], options?: QueryOptions) => {
       sent.push(sql);
       return db.query<R>(sql, args, options);
     },
     execute: (sql: string, args: readonly unknown[] = [], options?: QueryOptions) => db.execute(sql, args, options),
   };
-  const config = { ...loadConfig(testEnv()), fhirBaseUrl: 'http://flint.test/fhir/R4' };
-  const result = await search(searchServicesFor({ database, identity, config }), type, [...new URLSearchParams(query).entries()]);
-  return { result, sent };
 }
