@@ -206,7 +206,8 @@ function unsortedStrategy({ filters, planOnce }: SearchQuery, search: DrivenSear
  * filter's (`driven`, a chain's: chainDriven; else a key's in one project, keyDrivenConditions:
  * its index rows are the candidates, whatever the order; an unsorted string prefix never gets
  * here, its strategy always answers); a super admin's search of every project reads each
- * project's rows through its project-first indexes.
+ * project's rows through its project-first indexes. A `_has`'s candidates of one project sorted by
+ * parameters (not `_lastUpdated`) are read by their own page (candidatesSortedPage) instead.
  */
 function generalPage(
   query: SearchQuery,
@@ -215,7 +216,6 @@ function generalPage(
   everyOne: boolean,
   driven: HasDriven | undefined,
 ): Promise<PageRows> {
-  // A `_has`'s candidates sorted on their own index rows: only the page's resources are read.
   const sortedPage = sortsByIndexRows(query.control.sort) && !query.paging.cursorMode ? driven?.sortedPage : undefined;
   if (sortedPage) return sortedPage(query.control.sort, page);
   const keyed = driven ?? (oneProject && query.planOnce ? keyDrivenConditions(oneProject, query.filters) : undefined);
