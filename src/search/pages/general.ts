@@ -74,19 +74,19 @@ export function cursorKeys(position: CursorPosition, multiType: boolean): OrderK
  * `_sort`'s order, ties broken by id. Without _sort (SPEC 4.8 rule 3) the order is unspecified: no
  * keys, so the planner may stop at the first `count` matches of whatever index it drives from.
  */
-export function sortKeys(sort: readonly SortKey[], multiType: boolean, args: SqlArgs): OrderKey[] {
+export function sortKeys(sort: readonly SortKey[], multiType: boolean, args: SqlArgs, row = 'r'): OrderKey[] {
   if (sort.length === 0) return [];
   const keys: OrderKey[] = [];
   for (const key of sort) {
     // Columns are never null; spelling NULLS LAST on them would keep a backward index scan
     // from serving a descending sort.
     const nulls = key.code === '_id' || key.code === '_lastUpdated' ? '' : ' NULLS LAST';
-    keys.push({ expression: sortExpression(key, args), direction: `${key.descending ? 'DESC' : 'ASC'}${nulls}` });
+    keys.push({ expression: sortExpression(key, args, row), direction: `${key.descending ? 'DESC' : 'ASC'}${nulls}` });
   }
   // Ties are broken by id (in the direction of a lone _lastUpdated key, so one index serves both).
   const idDirection = sort.length === 1 && sort[0].code === '_lastUpdated' && sort[0].descending ? 'DESC' : 'ASC';
-  keys.push({ expression: 'r.id', direction: idDirection });
-  if (multiType) keys.push({ expression: 'r."resourceType"', direction: idDirection });
+  keys.push({ expression: `${row}.id`, direction: idDirection });
+  if (multiType) keys.push({ expression: `${row}."resourceType"`, direction: idDirection });
   return keys;
 }
 

@@ -9,6 +9,9 @@ import { freshContext } from './driven.js';
 import { everyProject } from './every-project.js';
 import { GROWING_WINDOW_MAX } from './growing-windows.js';
 import { drivenWhere } from './key-driven.js';
+import { candidatesSortedPage } from './candidates-sorted.js';
+import type { SortKey } from '../plan/control.js';
+import type { PageRows, PageShape } from './rows.js';
 
 /** The most referencing rows (`_has:Observation:subject:code=..`: the code's rows) a first page is read from. */
 export const HAS_SOURCE_ROWS_FEW = GROWING_WINDOW_MAX;
@@ -37,7 +40,7 @@ export const WINDOWS_BEFORE_HAS_DRIVEN = 800;
  * common, and is probed per resource of the page (query/conditions/chain-has.ts compileHas).
  * Every project is read one project at a time (references never cross projects).
  */
-export async function hasDrivenConditions(search: ChainSearch, filters: readonly Filter[], most: number): Promise<{ args: SqlArgs; where: string } | undefined> {
+export async function hasDrivenConditions(search: ChainSearch, filters: readonly Filter[], most: number): Promise<HasDriven | undefined> {
   for (const [at, filter] of filters.entries()) {
     if (filter.resolved.kind !== 'has') continue;
     const candidates = await hasCandidates(search, filter, most);
@@ -46,9 +49,19 @@ export async function hasDrivenConditions(search: ChainSearch, filters: readonly
     const source =
       `SELECT v."projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v.id` +
       ` FROM unnest(${ctx.args.add(candidates.projects, 'text[]')}, ${ctx.args.add(candidates.ids, 'text[]')}) v("projectId", id)`;
-    return drivenWhere(search, filters.filter((_, i) => i !== at), ctx, source);
+    const others = filters.filter((_, i) => i !== at);
+    const { projectId } = search;
+    const sortedPage = projectId === undefined ? undefined : (sort: readonly SortKey[], page: PageShape) => candidatesSortedPage({ ...search, projectId }, candidates, others, sort, page);
+    return { ...drivenWhere(search, others, ctx, source), sortedPage };
   }
   return undefined;
+}
+
+/** The conditions of a page a `_has`'s candidates drive, and in one project the reader of a page of them sorted by index rows (candidatesSortedPage). */
+export interface HasDriven {
+  args: SqlArgs;
+  where: string;
+  sortedPage?: (sort: readonly SortKey[], page: PageShape) => Promise<PageRows>;
 }
 
 /**
@@ -71,24 +84,28 @@ async function hasCandidates(search: ChainSearch, filter: Filter, most: number):
   const project = search.projectId === undefined ? 'p.id' : ctx.args.add(search.projectId);
   const limit = ctx.args.add(most + 1);
   const scope = `${rows.alias}."projectId" = ${project} AND ${rows.alias}."resourceType" = ${ctx.args.add(type)}`;
-  const each = `SELECT d."projectId", d."resourceType", d.id FROM (${indexRowsSource(rows, scope)}) d LIMIT ${limit}`;
-  const sources = search.projectId === undefined ? `SELECT c.* FROM unnest(${everyProject('resource')}) p(id) CROSS JOIN LATERAL (${each}) c LIMIT ${limit}` : each;
+  const each = `SELECT d.id FROM (${indexRowsSource(rows, scope)}) d LIMIT ${limit}`;
+  const sources = search.projectId === undefined ? `SELECT c.id FROM unnest(${everyProject('resource')}) p(id) CROSS JOIN LATERAL (${each}) c LIMIT ${limit}` : each;
   // The sources' reference rows in one read of the primary key (resourceType, resourceId, seq) for
   // all their ids at once: a bitmap that visits each page of the table once, in its order, where a
   // lookup per source visited a page per source (the rows of resources written together share
   // pages). A resource id is unique within its type, so its rows are of its project. Compiled when
-  // its statement is sent: a statement takes every argument added before it.
+  // its statement is sent: a statement takes every argument added before it. The sources are their
+  // ids alone, and the targets of one project too, compared byte by byte: narrow rows, so that the
+  // sources (50,000) are kept and their targets made distinct in memory, where rows with their
+  // project and type went to disk.
   const targetsOf = (from: string, within: string) => {
     const criteria = criteriaOn(type, 'k', ctx);
-    const readable = criteria ? ` WHERE (SELECT ${criteria} FROM resource k WHERE k."resourceType" = g."resourceType" AND k.id = g.id LIMIT 1) IS TRUE` : '';
+    const readable = criteria ? ` WHERE (SELECT ${criteria} FROM resource k WHERE k."resourceType" = ${ctx.args.add(type)} AND k.id = g.id LIMIT 1) IS TRUE` : '';
+    const columns = search.projectId === undefined ? `h."projectId", h."targetId" COLLATE "C" AS id` : `h."targetId" COLLATE "C" AS id`;
     return (
-      `SELECT DISTINCT h."projectId", h."targetId" AS id FROM reference_index h` +
+      `SELECT DISTINCT ${columns} FROM reference_index h` +
       ` WHERE ${within} AND h."resourceType" = ${ctx.args.add(type)} AND h."resourceId" = ANY(ARRAY(SELECT g.id FROM ${from} g${readable}))` +
       ` AND (h.code = ${ctx.args.add(code)} AND h."targetType" = ${ctx.args.add(search.type)}) IS TRUE`
     );
   };
   const db = search.services.db;
-  let found: { projectId: string | null; id: string | null }[];
+  let found: { projectId?: string | null; id: string | null }[];
   if (most < HAS_SOURCE_ROWS_MANY) {
     // Counted first: most codes have more rows than a first page is read from, and counting them
     // costs less than keeping them for the mapping.
@@ -98,14 +115,14 @@ async function hasCandidates(search: ChainSearch, filter: Filter, most: number):
   } else {
     // Asked for once fewer did not do: the sources are read once, counted up to the bound, then
     // mapped when within it (one row without a target when too many, or none, reference).
-    const [first, ...rest] = await db.query<{ n: number; projectId: string | null; id: string | null }>(
-      `WITH s AS MATERIALIZED (${sources}) SELECT c.n, m."projectId", m.id FROM (SELECT count(*)::int AS n FROM s) c` +
+    const [first, ...rest] = await db.query<{ n: number; projectId?: string | null; id: string | null }>(
+      `WITH s AS MATERIALIZED (${sources}) SELECT c.n, m.* FROM (SELECT count(*)::int AS n FROM s) c` +
         ` LEFT JOIN LATERAL (${targetsOf('s', `c.n <= ${ctx.args.add(most)}`)}) m ON true`,
       ctx.args.values,
     );
     if (first.n > most) return undefined;
     found = [first, ...rest];
   }
-  const unique = new Map(found.flatMap(({ projectId, id }) => (projectId !== null && id !== null ? [[id, projectId] as const] : [])));
+  const unique = new Map(found.flatMap(({ projectId = search.projectId, id }) => (projectId != null && id !== null ? [[id, projectId] as const] : [])));
   return { projects: [...unique.values()], ids: [...unique.keys()] };
 }

@@ -8,7 +8,8 @@ import { deepPage, growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
 import { chainAt, readChain, SORTED_CHAIN_CANDIDATES_MAX, type ChainCandidates, type ChainRead, type ChainSearch } from '../pages/chain-driven.js';
 import { chainSortedPage, chainWindowPage } from '../pages/chain-windows.js';
-import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, WINDOWS_BEFORE_HAS_DRIVEN, hasDrivenConditions } from '../pages/has-driven.js';
+import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, WINDOWS_BEFORE_HAS_DRIVEN, hasDrivenConditions, type HasDriven } from '../pages/has-driven.js';
+import { sortsByIndexRows } from '../pages/candidates-sorted.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { numericDriver } from '../pages/numeric.js';
 import { orderedMatchesPage } from '../pages/ordered-matches.js';
@@ -205,15 +206,18 @@ function unsortedStrategy({ filters, planOnce }: SearchQuery, search: DrivenSear
  * filter's (`driven`, a chain's: chainDriven; else a key's in one project, keyDrivenConditions:
  * its index rows are the candidates, whatever the order; an unsorted string prefix never gets
  * here, its strategy always answers); a super admin's search of every project reads each
- * project's rows through its project-first indexes.
+ * project's rows through its project-first indexes. A `_has`'s candidates of one project sorted by
+ * parameters (not `_lastUpdated`) are read by their own page (candidatesSortedPage) instead.
  */
 function generalPage(
   query: SearchQuery,
   page: PageShape,
   oneProject: DrivenSearch | undefined,
   everyOne: boolean,
-  driven: { args: SqlArgs; where: string } | undefined,
+  driven: HasDriven | undefined,
 ): Promise<PageRows> {
+  const sortedPage = sortsByIndexRows(query.control.sort) && !query.paging.cursorMode ? driven?.sortedPage : undefined;
+  if (sortedPage) return sortedPage(query.control.sort, page);
   const keyed = driven ?? (oneProject && query.planOnce ? keyDrivenConditions(oneProject, query.filters) : undefined);
   return pageRows(query.services.db, {
     ...page,

@@ -141,9 +141,9 @@ function compileIndexed(
   // resource's own rows, read once through the primary key (as branches, each code's read them again).
   const table = ctx.perRow && (!ctx.onRows || ctx.rowsUnread) ? kind.table : rowsOfCodes(kind.table, codes, ctx);
   const x = `x${ctx.depth}`;
-  const rowsOf: RowsOf = (condition, indexed) => {
+  const rowsOf: RowsOf = (condition, indexed, point) => {
     ctx.onRows?.({ table, indexTable: kind.table, codeArg, condition, indexed, alias: x, depth: ctx.depth });
-    return rowsExist(table, codeArg, alias, x, condition, ctx.perRow);
+    return rowsExist(table, codeArg, alias, x, condition, ctx.perRow, point === true && codes.length === 1 && table === kind.table);
   };
   if (modifier === 'missing') return missingCondition(name, value, () => rowsOf(undefined));
   const values = splitOr(value);

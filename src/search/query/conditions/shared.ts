@@ -47,11 +47,15 @@ export function missingCondition(name: string, value: string, rows: () => string
  * the primary key's order: on empty tables (a new server's first plans, kept per connection) a
  * full scan of the value index cost the same as the probe, and was taken. Reference rows keep their index:
  * a reference names its target, which the index seeks exactly, and one resource can hold
- * thousands of them (Group.member, List.entry), which the primary key would read all of.
+ * thousands of them (Group.member, List.entry), which the primary key would read all of. So do
+ * `point` conditions (RowsOf), which fix every column of the value index before resourceId: the
+ * seek finds the one row or nothing, and a resource without a match costs no table page, where
+ * the primary key's rows of it are on one (read for their visibility on tables never vacuumed:
+ * `_has:Observation:subject:code=system|code` probed ten Observations per Patient, a table page each).
  */
-export function rowsExist(table: string, codeArg: string, alias: string, x: string, condition: string | undefined, perRow?: boolean): string {
+export function rowsExist(table: string, codeArg: string, alias: string, x: string, condition: string | undefined, perRow?: boolean, point?: boolean): string {
   const test = condition ? ` AND (${condition})` : '';
-  if (perRow && table !== 'reference_index') {
+  if (perRow && table !== 'reference_index' && !point) {
     return (
       `EXISTS (SELECT 1 FROM ${table} ${x} WHERE ${x}."resourceType" = ${alias}."resourceType" AND ${x}."resourceId" = ${alias}.id` +
       ` AND (${x}."projectId" = ${alias}."projectId" AND ${x}.code = ${codeArg}${test}) IS TRUE ORDER BY ${x}.seq OFFSET 0)`

@@ -25,7 +25,14 @@ export function tokenParameter(name: string, modifier: string | undefined, value
   if (modifier === 'not-in') {
     return `NOT ${rows(orJoin(values.map((v) => tokenCondition(name, 'in', v, tokenColumns(x), ctx))))}`;
   }
-  return rows(orJoin(values.map((v) => tokenCondition(name, modifier, v, tokenColumns(x), ctx))));
+  const point = modifier === undefined && values.length === 1 && fixesSystem(values[0]);
+  return rows(orJoin(values.map((v) => tokenCondition(name, modifier, v, tokenColumns(x), ctx))), undefined, point);
+}
+
+/** Whether a token value names its code and its system (`system|code`) or its lack of one (`|code`): every column of the value index before resourceId. */
+function fixesSystem(raw: string): boolean {
+  const parts = splitPipe(raw);
+  return parts.length === 2 && parts[1] !== '';
 }
 
 export function tokenCondition(name: string, modifier: string | undefined, raw: string, cols: TokenColumns, ctx: CompileContext): string {

@@ -97,8 +97,13 @@ export interface ValueSetMember {
 /** compileParameter's signature, for the kinds that compile parameters of other resources (chains, `_has`). */
 export type CompileParameter = (name: string, value: string, types: readonly string[], alias: string, ctx: CompileContext) => string;
 
-/** Wraps a condition on an index row in the EXISTS over the parameter's rows of the resource. */
-export type RowsOf = (condition: string | undefined, indexed?: IndexedHint) => string;
+/**
+ * Wraps a condition on an index row in the EXISTS over the parameter's rows of the resource.
+ * `point`: the condition fixes every column of the table's value index before resourceId (a token
+ * `system|code` or `|code`), so that index finds the resource's matching row, if any, in one seek
+ * (rowsExist).
+ */
+export type RowsOf = (condition: string | undefined, indexed?: IndexedHint, point?: boolean) => string;
 
 /** A parameter name resolved against the searched types: which kind compiles it, with its definition where it has one. */
 export type ResolvedParameter =
