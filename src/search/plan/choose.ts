@@ -3,6 +3,7 @@ import { dateRangePage, dateRangePair } from '../pages/date-range.js';
 import type { DrivenSearch } from '../pages/driven.js';
 import { everyProject } from '../pages/every-project.js';
 import { everyProjectSortedPage } from '../pages/every-project-windows.js';
+import { everyProjectUpdatedWalk } from '../pages/every-project-walk.js';
 import { pageRows } from '../pages/general.js';
 import { deepPage, growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
@@ -51,7 +52,7 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   if (read) return read;
   const common = chain && 'common' in chain ? await commonChainPage(query, chain, page) : undefined;
   if (common) return common;
-  const long = chain && 'common' in chain && oneProject ? longChainWalk(query, oneProject, page) : undefined;
+  const long = chain && 'common' in chain ? longChainWalk(query, oneProject, everyOne, page) : undefined;
   const walked = long && (await long());
   if (walked) return walked;
   const after =
@@ -120,9 +121,18 @@ export function hasDrivenCount(query: SearchQuery): Promise<{ args: SqlArgs; whe
 function everyProjectStrategy(query: SearchQuery, project: string | undefined, page: PageShape): PageReader | undefined {
   const { control, filters, typeList } = query;
   const everyOne = query.scope.projectIds === undefined && project === undefined && !filters.some(({ name }) => name === '_project');
-  if (!everyOne || typeList?.length !== 1 || !windowedSort(query) || !hasSortWindow(control.sort)) return undefined;
+  if (!everyOne || typeList?.length !== 1) return undefined;
+  // A chain by `_lastUpdated`, a cursor's page too: each project walked from its position, as one project's is.
+  if (chainAt(filters) >= 0 && byLastUpdatedAlone(control.sort) && walkableSort(query)) return everyProjectWalk(query, typeList[0], page);
+  if (!windowedSort(query) || !hasSortWindow(control.sort)) return undefined;
   return () =>
     everyProjectSortedPage({ services: query.services, type: typeList[0], scope: query.scope, ctx: query.ctx, filters, sort: control.sort, where: query.where, args: query.ctx.args }, page);
+}
+
+/** A super admin's page of every project by `_lastUpdated` alone, each project's walk from the cursor's position merged (everyProjectUpdatedWalk). */
+function everyProjectWalk(query: SearchQuery, type: string, page: PageShape): PageReader {
+  const { services, scope, ctx, control, filters, paging } = query;
+  return () => everyProjectUpdatedWalk({ services, type, scope, ctx }, control.sort[0].descending, filters, page, paging.position);
 }
 
 /**
@@ -168,12 +178,14 @@ function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShap
  * the page, so it costs what the matches' depth in the order costs, whatever the statistics; the
  * general statement started from the chain's references without them. A walk eight times longer
  * (409,600, as an unsorted page's windows go) probed for 17 s when nothing matched, before the
- * general statement all the same.
+ * general statement all the same. A super admin's page of every project (no `search`) by
+ * `_lastUpdated` alone: each project's walk as far (everyProjectUpdatedWalk).
  */
-function longChainWalk(query: SearchQuery, search: DrivenSearch, page: PageShape): PageReader | undefined {
-  const { control: { sort }, filters, paging } = query;
+function longChainWalk(query: SearchQuery, search: DrivenSearch | undefined, everyOne: boolean, page: PageShape): PageReader | undefined {
+  const { control: { sort }, filters, paging, typeList } = query;
   if (!walkableSort(query)) return undefined;
   const long = { ...page, windowFloor: SORTED_CHAIN_CANDIDATES_MAX };
+  if (!search) return everyOne && typeList?.length === 1 && byLastUpdatedAlone(sort) ? everyProjectWalk(query, typeList[0], long) : undefined;
   if (byLastUpdatedAlone(sort)) return () => updatedWalkPage(search, sort[0].descending, filters, long, paging.position);
   const walk = sortWalk(sort, search.type);
   return walk && (() => walkedSortPage(search, walk, sort[0].descending ? 'DESC' : 'ASC', filters, long));
