@@ -76,13 +76,14 @@ async function mergedWalks(search: AnyProjectSearch, walks: Walks, filters: read
   const sql =
     `WITH walks AS MATERIALIZED (SELECT p.id AS project, w.id, w."lastUpdated" FROM unnest(${ctx.args.add(walks.projects, 'text[]')}) p(id) LEFT JOIN LATERAL (${walk}) w ON true),` +
     ` ends AS MATERIALIZED (SELECT e."lastUpdated", e.id FROM (SELECT w.project FROM walks w GROUP BY w.project HAVING count(w.id) < ${first}) s CROSS JOIN LATERAL (${past}) e)` +
-    ` SELECT ARRAY(SELECT w.id FROM walks w WHERE w.id IS NOT NULL` +
-    ` AND NOT EXISTS (SELECT 1 FROM ends e WHERE NOT ((w."lastUpdated", w.id) ${before} (e."lastUpdated", e.id)))` +
-    ` ORDER BY w."lastUpdated" ${direction}, w.id ${direction} LIMIT ${first}) AS ids, EXISTS (SELECT 1 FROM ends) AS bounded`;
+    ` SELECT m.id, m.n, NULL::boolean AS bounded FROM (SELECT w.id, row_number() OVER (ORDER BY w."lastUpdated" ${direction}, w.id ${direction}) AS n FROM walks w WHERE w.id IS NOT NULL` +
+    ` AND NOT EXISTS (SELECT 1 FROM ends e WHERE NOT ((w."lastUpdated", w.id) ${before} (e."lastUpdated", e.id)))) m WHERE m.n <= ${first}` +
+    ` UNION ALL SELECT NULL, NULL, EXISTS (SELECT 1 FROM ends)`;
   // Planned once, as a project's walk is (updatedWalkPage): planned for its values without
   // statistics, each project's resources were read by a bitmap or sequential scan and sorted.
-  const [read] = await search.services.db.query<{ ids: string[]; bounded: boolean }>(sql, ctx.args.values, { planOnce: true });
-  return read;
+  const read = await search.services.db.query<{ id: string | null; n: string | number | null; bounded: boolean | null }>(sql, ctx.args.values, { planOnce: true });
+  const ids = read.filter(({ id }) => id !== null).sort((a, b) => Number(a.n) - Number(b.n));
+  return { ids: ids.map(({ id }) => id!), bounded: read.some(({ bounded }) => bounded === true) };
 }
 
 /** The FROM clause of one project's resources of the type (`r`; `project`: its id as an SQL expression), after (or before) a cursor's position. */
