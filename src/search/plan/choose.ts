@@ -55,6 +55,10 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   const long = chain && 'common' in chain ? longChainWalk(query, oneProject, everyOne, page) : undefined;
   const walked = long && (await long());
   if (walked) return walked;
+  for (const walk of chain ? [] : unreadChainWalks(query, oneProject, everyOne, page)) {
+    const rows = await walk();
+    if (rows) return rows;
+  }
   const after =
     strategy && before < HAS_SOURCE_ROWS_MANY && !probesFillPage(query) && early === undefined
       ? await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY)
@@ -129,10 +133,10 @@ function everyProjectStrategy(query: SearchQuery, project: string | undefined, p
     everyProjectSortedPage({ services: query.services, type: typeList[0], scope: query.scope, ctx: query.ctx, filters, sort: control.sort, where: query.where, args: query.ctx.args }, page);
 }
 
-/** A super admin's page of every project by `_lastUpdated` alone, each project's walk from the cursor's position merged (everyProjectUpdatedWalk). */
+/** A super admin's page of every project by `_lastUpdated` alone (or unsorted, in that order), each project's walk from the cursor's position merged (everyProjectUpdatedWalk). */
 function everyProjectWalk(query: SearchQuery, type: string, page: PageShape): PageReader {
   const { services, scope, ctx, control, filters, paging } = query;
-  return () => everyProjectUpdatedWalk({ services, type, scope, ctx }, control.sort[0].descending, filters, page, paging.position);
+  return () => everyProjectUpdatedWalk({ services, type, scope, ctx }, control.sort[0]?.descending === true, filters, page, paging.position);
 }
 
 /**
@@ -189,6 +193,24 @@ function longChainWalk(query: SearchQuery, search: DrivenSearch | undefined, eve
   if (byLastUpdatedAlone(sort)) return () => updatedWalkPage(search, sort[0].descending, filters, long, paging.position);
   const walk = sortWalk(sort, search.type);
   return walk && (() => walkedSortPage(search, walk, sort[0].descending ? 'DESC' : 'ASC', filters, long));
+}
+
+/**
+ * The walks of an unsorted page with a chain that readChain could not read first, as its target's
+ * condition is not plain index rows (`subject:Patient._lastUpdated=ge..`, `gender:not=male`,
+ * `identifier:missing=true`) or it has two steps: the resources in (lastUpdated, id) order (the
+ * project's index; a super admin's, every project's merged), the chain probed on each, to the
+ * last window, then on to SORTED_CHAIN_CANDIDATES_MAX, as a sorted page of a common chain walks
+ * (longChainWalk). Without statistics the general statement started from every reference of the
+ * chain's code in the project and probed its target for each (a page of 20 ran past 30 s among
+ * 1,000,000 Observations). None with a key (planOnce) or a string prefix, whose rows drive.
+ */
+function unreadChainWalks(query: SearchQuery, search: DrivenSearch | undefined, everyOne: boolean, page: PageShape): PageReader[] {
+  const { control, filters, planOnce, typeList } = query;
+  if (control.sort.length > 0 || planOnce || chainAt(filters) < 0 || filters.some(prefixRangeOf)) return [];
+  const shapes = [page, { ...page, windowFloor: SORTED_CHAIN_CANDIDATES_MAX }];
+  if (search) return shapes.map((shape) => () => updatedWalkPage(search, false, filters, shape));
+  return everyOne && typeList?.length === 1 ? shapes.map((shape) => everyProjectWalk(query, typeList[0], shape)) : [];
 }
 
 /**
