@@ -113,6 +113,13 @@ const shapes: [string, string, string, Who?][] = [
   ['every: chained gender', 'Observation', 'subject:Patient.gender=female', 'every'],
   ['every: chained name common, sort -date', 'Observation', 'subject:Patient.name=smi&_sort=-date&_count=20', 'every'],
   ['every: chained gender rare, sort -date', 'Observation', 'subject:Patient.gender=female&value-quantity=99.9&_sort=-date&_count=20', 'every'],
+  // A super admin's pages by `_lastUpdated` of a chain to common targets without a rarer filter: each project walked from the cursor.
+  ['every: cursor: chained gender', 'Observation', 'subject:Patient.gender=female&_sort=_lastUpdated&_count=100', 'every'],
+  ['every: cursor: chained gender, next', 'Observation', 'subject:Patient.gender=female&_sort=_lastUpdated&_count=100#next', 'every'],
+  ['every: cursor: chained name common', 'Observation', 'subject:Patient.name=smi&_sort=_lastUpdated', 'every'],
+  ['every: cursor: chained name common, next', 'Observation', 'subject:Patient.name=smi&_sort=_lastUpdated#next', 'every'],
+  ['every: chained gender, sort -lastUpdated', 'Observation', 'subject:Patient.gender=female&_sort=-_lastUpdated&_count=20', 'every'],
+  ['every: chained gender, sort -lastUpdated, count 100', 'Observation', 'subject:Patient.gender=female&_sort=-_lastUpdated&_count=100', 'every'],
   ['every: has', 'Patient', '_has:Observation:subject:code=http://loinc.org|8867-4&name=smith42', 'every'],
   // Reverse chains on the seed data: every Patient's Observations share one code, 8867-4 being that of 5,000
   // Patients (every Johnson's, Adams's and Perez's: johnson42 names ~20 who have it, smith42 none).

@@ -3,6 +3,7 @@ import { dateRangePage, dateRangePair } from '../pages/date-range.js';
 import type { DrivenSearch } from '../pages/driven.js';
 import { everyProject } from '../pages/every-project.js';
 import { everyProjectSortedPage } from '../pages/every-project-windows.js';
+import { everyProjectUpdatedWalk } from '../pages/every-project-walk.js';
 import { pageRows } from '../pages/general.js';
 import { deepPage, growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
@@ -52,9 +53,13 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   if (read) return read;
   const common = chain && 'common' in chain ? await commonChainPage(query, chain, page) : undefined;
   if (common) return common;
-  const long = chain && 'common' in chain && oneProject ? longChainWalk(query, oneProject, page) : undefined;
+  const long = chain && 'common' in chain ? longChainWalk(query, oneProject, everyOne, page) : undefined;
   const walked = long && (await long());
   if (walked) return walked;
+  for (const walk of chain ? [] : unreadChainWalks(query, oneProject, everyOne, page)) {
+    const rows = await walk();
+    if (rows) return rows;
+  }
   const after =
     strategy && before < HAS_SOURCE_ROWS_MANY && !probesFillPage(query) && early === undefined
       ? await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY)
@@ -121,9 +126,18 @@ export function hasDrivenCount(query: SearchQuery): Promise<{ args: SqlArgs; whe
 function everyProjectStrategy(query: SearchQuery, project: string | undefined, page: PageShape): PageReader | undefined {
   const { control, filters, typeList } = query;
   const everyOne = query.scope.projectIds === undefined && project === undefined && !filters.some(({ name }) => name === '_project');
-  if (!everyOne || typeList?.length !== 1 || !windowedSort(query) || !hasSortWindow(control.sort)) return undefined;
+  if (!everyOne || typeList?.length !== 1) return undefined;
+  // A chain by `_lastUpdated`, a cursor's page too: each project walked from its position, as one project's is.
+  if (chainAt(filters) >= 0 && byLastUpdatedAlone(control.sort) && walkableSort(query)) return everyProjectWalk(query, typeList[0], page);
+  if (!windowedSort(query) || !hasSortWindow(control.sort)) return undefined;
   return () =>
     everyProjectSortedPage({ services: query.services, type: typeList[0], scope: query.scope, ctx: query.ctx, filters, sort: control.sort, where: query.where, args: query.ctx.args }, page);
+}
+
+/** A super admin's page of every project by `_lastUpdated` alone (or unsorted, in that order), each project's walk from the cursor's position merged (everyProjectUpdatedWalk). */
+function everyProjectWalk(query: SearchQuery, type: string, page: PageShape): PageReader {
+  const { services, scope, ctx, control, filters, paging } = query;
+  return () => everyProjectUpdatedWalk({ services, type, scope, ctx }, control.sort[0]?.descending === true, filters, page, paging.position);
 }
 
 /**
@@ -169,15 +183,35 @@ function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShap
  * the page, so it costs what the matches' depth in the order costs, whatever the statistics; the
  * general statement started from the chain's references without them. A walk eight times longer
  * (409,600, as an unsorted page's windows go) probed for 17 s when nothing matched, before the
- * general statement all the same.
+ * general statement all the same. A super admin's page of every project (no `search`) by
+ * `_lastUpdated` alone: each project's walk as far (everyProjectUpdatedWalk).
  */
-function longChainWalk(query: SearchQuery, search: DrivenSearch, page: PageShape): PageReader | undefined {
-  const { control: { sort }, filters, paging } = query;
+function longChainWalk(query: SearchQuery, search: DrivenSearch | undefined, everyOne: boolean, page: PageShape): PageReader | undefined {
+  const { control: { sort }, filters, paging, typeList } = query;
   if (!walkableSort(query)) return undefined;
   const long = { ...page, windowFloor: SORTED_CHAIN_CANDIDATES_MAX };
+  if (!search) return everyOne && typeList?.length === 1 && byLastUpdatedAlone(sort) ? everyProjectWalk(query, typeList[0], long) : undefined;
   if (byLastUpdatedAlone(sort)) return () => updatedWalkPage(search, sort[0].descending, filters, long, paging.position);
   const walk = sortWalk(sort, search.type);
   return walk && (() => walkedSortPage(search, walk, sort[0].descending ? 'DESC' : 'ASC', filters, long));
+}
+
+/**
+ * The walks of an unsorted page with a chain that readChain could not read first, as its target's
+ * condition is not plain index rows (`subject:Patient._lastUpdated=ge..`, `gender:not=male`,
+ * `identifier:missing=true`) or it has two steps: the resources in (lastUpdated, id) order (the
+ * project's index; a super admin's, every project's merged), the chain probed on each, to the
+ * last window, then on to SORTED_CHAIN_CANDIDATES_MAX, as a sorted page of a common chain walks
+ * (longChainWalk). Without statistics the general statement started from every reference of the
+ * chain's code in the project and probed its target for each (a page of 20 ran past 30 s among
+ * 1,000,000 Observations). None with a key (planOnce) or a string prefix, whose rows drive.
+ */
+function unreadChainWalks(query: SearchQuery, search: DrivenSearch | undefined, everyOne: boolean, page: PageShape): PageReader[] {
+  const { control, filters, planOnce, typeList } = query;
+  if (control.sort.length > 0 || planOnce || chainAt(filters) < 0 || filters.some(prefixRangeOf)) return [];
+  const shapes = [page, { ...page, windowFloor: SORTED_CHAIN_CANDIDATES_MAX }];
+  if (search) return shapes.map((shape) => () => updatedWalkPage(search, false, filters, shape));
+  return everyOne && typeList?.length === 1 ? shapes.map((shape) => everyProjectWalk(query, typeList[0], shape)) : [];
 }
 
 /**
