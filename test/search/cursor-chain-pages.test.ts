@@ -17,6 +17,13 @@ const CHAIN = 'subject:Patient.name=smith1';
  */
 const RARE = 'value-quantity=99.9';
 
+/**
+ * A chain whose target's condition is not plain index rows (a chained `_lastUpdated`, a resource
+ * column), which no chain's first read can drive. Patients are updated a second apart from
+ * 2025-01-01: its targets are those from the 1,000th on.
+ */
+const UNREAD_CHAIN = 'subject:Patient._lastUpdated=ge2025-01-01T00:16:40Z';
+
 const member: Identity = { projectId: PROJECT, superAdmin: false };
 const superAdmin: Identity = { projectId: 'cursor-chain-admins', superAdmin: true };
 
@@ -41,6 +48,8 @@ describe('cursor pages of a chain to common targets', () => {
   /** Every match of CHAIN, and of CHAIN with RARE, in (lastUpdated, id) order. */
   let chained: string[];
   let rare: string[];
+  /** Every match of UNREAD_CHAIN in (lastUpdated, id) order. */
+  let unread: string[];
 
   beforeAll(async () => {
     ({ db, close } = await openSearchDatabase('flint_cursor_chain_pages'));
@@ -64,6 +73,12 @@ describe('cursor pages of a chain to common targets', () => {
       ).map(({ id }) => id);
     chained = await matches(false);
     rare = await matches(true);
+    const targetsUpdated = await db.query<{ id: string }>(
+      `SELECT r.id FROM resource r JOIN reference_index f ON f."resourceType" = 'Observation' AND f."resourceId" = r.id AND f.code = 'subject'
+       JOIN resource t ON t."resourceType" = 'Patient' AND t.id = f."targetId" AND t."lastUpdated" >= timestamptz '2025-01-01T00:16:40Z'
+       WHERE r."resourceType" = 'Observation' ORDER BY r."lastUpdated", r.id`,
+    );
+    unread = targetsUpdated.map(({ id }) => id);
   }, 180_000);
 
   afterAll(async () => {
@@ -140,5 +155,16 @@ describe('cursor pages of a chain to common targets', () => {
     const back = await page(`${CHAIN}&${RARE}&_sort=_lastUpdated&_count=20`, cursorOf(second.paging.previous));
     expect(back.ids).toEqual(rare.slice(0, 20));
     expect(back.sent.filter(general)).toEqual([]);
+  });
+
+  // Unsorted pages of UNREAD_CHAIN: the project's resources are walked in (lastUpdated, id) order
+  // and the chain probed on each, never the general statement, which without statistics started
+  // from every subject reference of the project.
+  it('unsorted pages of a chain no first read drives hold the first matches in (lastUpdated, id) order, none from the general statement', async () => {
+    const first = await recordedSearch(db, member, 'Observation', `${UNREAD_CHAIN}&_count=20&_project=${PROJECT}`);
+    const second = await recordedSearch(db, member, 'Observation', `${UNREAD_CHAIN}&_count=20&_offset=20&_project=${PROJECT}`);
+    expect(unread.length).toBeGreaterThan(6400);
+    expect([...first.result.matches, ...second.result.matches].map(({ id }) => id)).toEqual(unread.slice(0, 40));
+    expect([...first.sent, ...second.sent].filter(general)).toEqual([]);
   });
 });
