@@ -10,6 +10,7 @@ import { policyAllowsType, readsEveryType } from '../identity/policy.js';
 import { findParameter } from './query/conditions/lookup.js';
 import { scopeSql, type Scope } from '../storage/project-scope.js';
 import { SqlArgs } from '../db/sql-args.js';
+import { everyProject } from './pages/every-project.js';
 import type { SearchRow } from './result.js';
 
 /** `_include` and `_revinclude` (with `:iterate`): the resources the matches reference, or that reference them. */
@@ -72,42 +73,58 @@ async function includes({ services, scope, params, leniency }: SearchQuery, matc
   return included;
 }
 
-async function includeRows(db: SqlExecutor, scope: Scope, spec: IncludeSpec, sources: SearchRow[]): Promise<SearchRow[]> {
+function includeRows(db: SqlExecutor, scope: Scope, spec: IncludeSpec, sources: SearchRow[]): Promise<SearchRow[]> {
+  return spec.reverse ? referencingRows(db, scope, spec, sources) : referencedRows(db, scope, spec, sources);
+}
+
+/**
+ * The resources that `sources` of the spec's type reference by its code: each source's reference
+ * rows by primary key, and each target by primary key. The probes are fenced (OFFSET 0, LIMIT 1)
+ * so that a plan made without statistics cannot read every reference row of the code and test the
+ * sources afterwards.
+ */
+async function referencedRows(db: SqlExecutor, scope: Scope, spec: IncludeSpec, sources: SearchRow[]): Promise<SearchRow[]> {
+  const ids = sources.filter((row) => row.resourceType === spec.sourceType).map((row) => row.id);
+  if (ids.length === 0) return [];
   const args = new SqlArgs();
-  if (!spec.reverse) {
-    const ids = sources.filter((row) => row.resourceType === spec.sourceType).map((row) => row.id);
-    if (ids.length === 0) return [];
-    const conditions = [
-      `i."resourceType" = ${args.add(spec.sourceType)}`,
-      `i."resourceId" = ANY(ARRAY(SELECT json_array_elements_text(${args.add(JSON.stringify(ids))}::json)))`,
-      `i.code = ${args.add(spec.code)}`,
-      'NOT r.deleted',
-    ];
-    if (spec.targetType) conditions.push(`i."targetType" = ${args.add(spec.targetType)}`);
-    const scoped = scopeSql('r', 'projectId', scope, args);
-    if (scoped) conditions.push(scoped);
-    return queryRows(
-      db,
-      `SELECT ${COLUMNS} FROM reference_index i JOIN resource r ON r."resourceType" = i."targetType" AND r.id = i."targetId"
-       WHERE ${conditions.join(' AND ')}`,
-      args.values,
-    );
-  }
-  const targets = spec.targetType ? sources.filter((row) => row.resourceType === spec.targetType) : sources;
-  if (targets.length === 0) return [];
-  const byType = new Map<string, string[]>();
-  for (const row of targets) byType.set(row.resourceType, [...(byType.get(row.resourceType) ?? []), row.id]);
-  const alternatives = [...byType].map(
-    ([type, ids]) =>
-      `(i."targetType" = ${args.add(type)} AND i."targetId" = ANY(ARRAY(SELECT json_array_elements_text(${args.add(JSON.stringify(ids))}::json))))`,
-  );
-  const conditions = [`i."resourceType" = ${args.add(spec.sourceType)}`, `i.code = ${args.add(spec.code)}`, `(${alternatives.join(' OR ')})`, 'NOT r.deleted'];
-  const scopedIndex = scopeSql('i', 'projectId', scope, args);
-  if (scopedIndex) conditions.push(scopedIndex);
+  const source = args.add(JSON.stringify(ids));
+  const targetType = spec.targetType ? ` AND i."targetType" = ${args.add(spec.targetType)}` : '';
+  const references =
+    `SELECT i."targetType", i."targetId" FROM reference_index i WHERE i."resourceType" = ${args.add(spec.sourceType)}` +
+    ` AND i."resourceId" = s.id AND i.code = ${args.add(spec.code)}${targetType} OFFSET 0`;
+  const scoped = scopeSql('r', 'projectId', scope, args);
   return queryRows(
     db,
-    `SELECT ${COLUMNS} FROM reference_index i JOIN resource r ON r."resourceType" = i."resourceType" AND r.id = i."resourceId"
-     WHERE ${conditions.join(' AND ')} LIMIT ${MAX_INCLUDED + 1}`,
+    `SELECT ${COLUMNS} FROM json_array_elements_text(${source}::json) AS s(id) CROSS JOIN LATERAL (${references}) i` +
+      ` CROSS JOIN LATERAL (SELECT * FROM resource r WHERE r."resourceType" = i."targetType" AND r.id = i."targetId" LIMIT 1) r` +
+      ` WHERE NOT r.deleted${scoped ? ` AND ${scoped}` : ''}`,
+    args.values,
+  );
+}
+
+/**
+ * The resources of the spec's type that reference `targets` by its code: one probe of the
+ * (project, type, code, target) index per target and project in reach, each referencing resource
+ * then by primary key. Fenced as referencedRows: without statistics PostgreSQL took the target
+ * list for a filter on every reference row of the code in the project (a million for
+ * `_revinclude=Observation:subject`).
+ */
+async function referencingRows(db: SqlExecutor, scope: Scope, spec: IncludeSpec, sources: SearchRow[]): Promise<SearchRow[]> {
+  const targets = spec.targetType ? sources.filter((row) => row.resourceType === spec.targetType) : sources;
+  if (targets.length === 0 || scope.projectIds?.length === 0) return [];
+  const args = new SqlArgs();
+  const keys = args.add(JSON.stringify(targets.map((row) => ({ type: row.resourceType, id: row.id }))));
+  const projects = scope.projectIds === undefined ? everyProject('reference_index') : `ARRAY(SELECT json_array_elements_text(${args.add(JSON.stringify(scope.projectIds))}::json))`;
+  const sourceType = args.add(spec.sourceType);
+  const references =
+    `SELECT i."resourceId" FROM reference_index i WHERE i."projectId" = p.id AND i."resourceType" = ${sourceType}` +
+    ` AND i.code = ${args.add(spec.code)} AND i."targetId" = t.id AND i."targetType" = t.type OFFSET 0`;
+  return queryRows(
+    db,
+    `SELECT ${COLUMNS} FROM unnest(${projects}) p(id) CROSS JOIN json_to_recordset(${keys}::json) AS t(type text, id text)` +
+      ` CROSS JOIN LATERAL (${references}) i` +
+      ` CROSS JOIN LATERAL (SELECT * FROM resource r WHERE r."resourceType" = ${sourceType} AND r.id = i."resourceId" LIMIT 1) r` +
+      ` WHERE NOT r.deleted LIMIT ${MAX_INCLUDED + 1}`,
     args.values,
   );
 }

@@ -25,10 +25,11 @@ export interface ExplainedStatement {
   jit: boolean;
 }
 
-/** The statements of a search, explained, and what it answered: its matches' ids and its total. */
+/** The statements of a search, explained, and what it answered: its matches' ids, its included resources' (`Type/id`) and its total. */
 export interface ExplainedSearch {
   statements: ExplainedStatement[];
   ids: string[];
+  included: string[];
   total: number | undefined;
 }
 
@@ -70,7 +71,12 @@ export async function openPlanDatabase(prefix: string): Promise<PlanDatabase> {
     const statements = await capture(async (database) => {
       result = await search(searchServicesFor({ database, identity, config }), resourceType, [...new URLSearchParams(query).entries()]);
     });
-    return { statements, ids: result!.matches.map(({ id }) => id), total: result!.total?.value };
+    return {
+      statements,
+      ids: result!.matches.map(({ id }) => id),
+      included: result!.includes.map(({ resourceType, id }) => `${resourceType}/${id}`),
+      total: result!.total?.value,
+    };
   };
   const plansOf = async (identity: Identity, resourceType: string, query: string) => (await explain(identity, resourceType, query)).statements;
   const close = async () => {

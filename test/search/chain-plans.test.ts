@@ -51,7 +51,39 @@ describe.skipIf(!serverUrl)('plans of chained searches, on data never analyzed',
     expect(searchPlans(answer.statements)).not.toMatch(EVERY_SUBJECT_ROW);
     expect(answer.ids.sort()).toEqual(subjectsOf('', OBSERVATIONS, 42).sort());
   });
+
+  it("a _revinclude reads the references to the page's resources by their ids, not every reference of the code", async () => {
+    const answer = await db.explain(member, 'Patient', `_id=pat42&_project=${PROJECT}&_revinclude=Observation:subject`);
+    expect(answer.ids).toEqual(['pat42']);
+    expect(searchPlans(answer.statements)).not.toMatch(TARGETS_FILTERED);
+    expect(answer.included.sort()).toEqual(referencesTo('', OBSERVATIONS, 42).sort());
+  });
+
+  it("a super admin's _revinclude reads the references to the page's resources in every project", async () => {
+    const answer = await db.explain(superAdmin, 'Patient', '_id=pat42,x-pat42&_revinclude=Observation:subject');
+    expect(answer.ids.sort()).toEqual(['pat42', 'x-pat42']);
+    expect(searchPlans(answer.statements)).not.toMatch(TARGETS_FILTERED);
+    expect(answer.included.sort()).toEqual([...referencesTo('', OBSERVATIONS, 42), ...referencesTo('x-', OBSERVATIONS / 10, 42)].sort());
+  });
+
+  it("an _include reads each match's references by its id", async () => {
+    const answer = await db.explain(member, 'Observation', `_id=o41,o2041,o42&_project=${PROJECT}&_include=Observation:subject`);
+    expect(answer.ids.sort()).toEqual(['o2041', 'o41', 'o42']);
+    expect(searchPlans(answer.statements)).not.toMatch(SOURCES_FILTERED);
+    expect(answer.included.sort()).toEqual(['Patient/pat42', 'Patient/pat43']);
+  });
 });
+
+/** A scan of reference_index that tests the targets (or sources) by filter: it reads every reference row of the code (in the project). */
+const TARGETS_FILTERED = /on reference_index \w+\n(\s+(Index|Recheck) Cond: [^\n]*\n)?\s+Filter: [^\n]*"targetId"/;
+const SOURCES_FILTERED = /on reference_index \w+\n(\s+(Index|Recheck) Cond: [^\n]*\n)?\s+Filter: [^\n]*"resourceId"/;
+
+/** `Observation/<id>` of each Observation whose subject is exactly `<prefix>pat<n>`. */
+function referencesTo(prefix: string, count: number, n: number): string[] {
+  const ids: string[] = [];
+  for (let g = 1; g <= count; g++) if ((g % PATIENTS) + 1 === n) ids.push(`Observation/${prefix}o${g}`);
+  return ids;
+}
 
 /** The Observations whose subject is a patient named `smith<n>...` (prefix search: smith42, smith420-429). */
 function subjectsOf(prefix: string, count: number, n: number): string[] {
