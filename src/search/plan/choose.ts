@@ -11,6 +11,7 @@ import { chainAt, readChain, SORTED_CHAIN_CANDIDATES_MAX, type ChainCandidates, 
 import { chainSortedPage, chainWindowPage } from '../pages/chain-windows.js';
 import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, WINDOWS_BEFORE_HAS_DRIVEN, hasDrivenConditions, type HasDriven } from '../pages/has-driven.js';
 import { sortsByIndexRows } from '../pages/candidates-sorted.js';
+import { DATE_BOUND_FEW, DATE_BOUND_MANY, dateBoundDriven } from '../pages/date-bound-driven.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { numericDriver } from '../pages/numeric.js';
 import { orderedMatchesPage } from '../pages/ordered-matches.js';
@@ -44,6 +45,9 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   const chain = await chainRead(query, oneProject, everyOne);
   const chained = (chain && 'driven' in chain ? chain.driven : undefined) ?? (await hasDriven(query, oneProject, everyOne, before));
   if (chained) return generalPage(query, page, oneProject, everyOne, chained);
+  // A rare one-sided date bound: its few resources are sorted, not sought along the sort's windows.
+  const bounded = oneProject && windowedSort(query) ? await dateBoundDriven(oneProject, query.filters, DATE_BOUND_FEW) : undefined;
+  if (bounded) return generalPage(query, page, oneProject, everyOne, bounded);
   const early = await hasDrivenAfterFirstWindows(query, oneProject, page, before);
   if (early?.read) return early.read;
   if (early?.driven) return generalPage(query, page, oneProject, everyOne, early.driven);
@@ -64,7 +68,8 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
     strategy && before < HAS_SOURCE_ROWS_MANY && !probesFillPage(query) && early === undefined
       ? await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY)
       : undefined;
-  return generalPage(query, page, oneProject, everyOne, after);
+  const boundAfter = !after && strategy && oneProject && windowedSort(query) ? await dateBoundDriven(oneProject, query.filters, DATE_BOUND_MANY) : undefined;
+  return generalPage(query, page, oneProject, everyOne, after ?? boundAfter);
 }
 
 /**
