@@ -3,6 +3,7 @@ import { COLUMNS, queryRows } from '../search/pages/rows.js';
 import { criteriaConditions } from '../search/plan/base-conditions.js';
 import type { CompileContext } from '../search/query/conditions/types.js';
 import type { SearchRow } from '../search/service.js';
+import type { ReferencedPlan } from './everything-cursor.js';
 import { partTypes, sinceCondition, typeListCondition } from './record-conditions.js';
 import { compartmentConditions, compartmentRows, type After, type RecordSource } from './record-pages.js';
 
@@ -22,12 +23,36 @@ import { compartmentConditions, compartmentRows, type After, type RecordSource }
  *    distinct targets in order, each kept when one of its referencing resources is in the record
  *    (a probe of the compartment's partial index by that resource's key), until the page is full.
  */
-export async function readReferenced(source: RecordSource, patientId: string, after: After | undefined, limit: number): Promise<SearchRow[]> {
+export async function readReferenced(
+  source: RecordSource,
+  patientId: string,
+  after: After | undefined,
+  limit: number,
+  chosen?: ReferencedPlan,
+): Promise<ReferencedPage> {
   const types = partTypes(source.identity, 'include', source.filters) ?? [];
-  if (types.length === 0) return [];
+  if (types.length === 0) return { rows: [] };
+  const plan = chosen ?? (await chosenPlan(source, patientId, types, after));
+  if (plan === undefined) return { rows: [] };
+  const read = plan === 'record' ? readFromRecord : readFromFollowed;
+  return { rows: await read(source, patientId, types, after, limit), plan };
+}
+
+/**
+ * A page of the referenced part, and the side it was read from, which the walk's cursor carries
+ * (`chosen` of its later pages): a followed side that suited one page suits the next, whose
+ * followed rows after the cursor are fewer against the same record.
+ */
+export interface ReferencedPage {
+  rows: SearchRow[];
+  plan?: ReferencedPlan;
+}
+
+/** The side the part is read from, by counts of index rows (followedRowsIfFew); undefined when nothing is followed. */
+async function chosenPlan(source: RecordSource, patientId: string, types: readonly string[], after: After | undefined): Promise<ReferencedPlan | undefined> {
   const followed = await followedRowsIfFew(source, patientId, types, after);
-  if (followed === 0) return [];
-  return followed === undefined ? readFromRecord(source, patientId, types, after, limit) : readFromFollowed(source, patientId, types, after, limit);
+  if (followed === 0) return undefined;
+  return followed === undefined ? 'record' : 'followed';
 }
 
 /**
