@@ -155,6 +155,16 @@ describe('Patient/$everything: the referenced part', () => {
     expect(included(answer)).toEqual(Array.from({ length: 60 }, (_, i) => `Practitioner/pr${i + 1}`).sort());
   });
 
+  it("counts only the followed rows: a project's account rows (`_compartment` to an Organization) do not send the record to its own rows", async () => {
+    const project = 'ev-ref-accounts';
+    // Every Observation of both records is in the account org-acct; p1's also name 50 Practitioners.
+    await writeRecord(db, project, 'p1', RECORD, (i) => [['Practitioner', `pr${i % 50}`], ['Organization', 'org-acct', '_compartment']]);
+    await writeRecord(db, project, 'p2', 400, () => [['Organization', 'org-acct', '_compartment']]);
+    const answer = await walk(project, 'p1', 100);
+    expect(included(answer)).toEqual(Array.from({ length: 50 }, (_, i) => `Practitioner/pr${i}`).sort());
+    expect(answer.sent.filter((sql) => READS_RECORD_REFERENCES.test(sql))).toEqual([]);
+  });
+
   it('reads a small record from its own rows when the project holds many references to follow', async () => {
     const project = 'ev-ref-small';
     await writeRecord(db, project, 'p1', 5, (i) => [['Practitioner', `pr${i}`]]);
@@ -168,11 +178,17 @@ describe('Patient/$everything: the referenced part', () => {
 /**
  * Patient `patientId` of `projectId` and its `observations` Observations (`<patientId>-o<i>`), as
  * the store writes their rows (resource, `subject` and `_compartment` reference rows), each naming
- * the targets `targets(i)` gives by `performer` rows; the targets are written as resources too
+ * the targets `targets(i)` gives by `performer` rows (or the code given: `_compartment` for an account); the targets are written as resources too
  * (once: a target already written is kept). Every id is written after `<projectId>.`, as ids are
  * unique by type across projects.
  */
-async function writeRecord(db: Database, projectId: string, patient: string, observations: number, targets: (i: number) => readonly (readonly [string, string])[]): Promise<void> {
+async function writeRecord(
+  db: Database,
+  projectId: string,
+  patient: string,
+  observations: number,
+  targets: (i: number) => readonly (readonly [type: string, id: string, code?: string])[],
+): Promise<void> {
   const patientId = `${projectId}.${patient}`;
   const ids = Array.from({ length: observations }, (_, i) => `${patientId}-o${i + 1}`);
   const rows: Reference[] = [['Patient', patientId, '_compartment', 'Patient', patientId]];
@@ -181,7 +197,7 @@ async function writeRecord(db: Database, projectId: string, patient: string, obs
     rows.push(['Observation', id, 'subject', 'Patient', patientId], ['Observation', id, '_compartment', 'Patient', patientId]);
     for (const target of targets(i + 1)) {
       const [type, targetId] = [target[0], `${projectId}.${target[1]}`];
-      rows.push(['Observation', id, 'performer', type, targetId]);
+      rows.push(['Observation', id, target[2] ?? 'performer', type, targetId]);
       named.set(`${type}/${targetId}`, [type, targetId]);
     }
   });
