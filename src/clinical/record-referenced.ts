@@ -14,8 +14,9 @@ import { compartmentConditions, compartmentRows, type After, type RecordSource }
  * in the record as the caller sees it (dates and policy; `_type` and `_since` narrow what is
  * returned, not what is followed).
  *
- * Two statements give the same rows; which one reads a page is chosen from counts of index rows,
- * not from statistics (followedRowsIfFew):
+ * Two statements give the same rows; which one reads the part is chosen from counts of index rows,
+ * not from statistics (followedRowsIfFew), for its first page; its later pages are read from the
+ * same side (`chosen`, carried by the walk's cursor):
  *  - the record's: every compartment resource and its reference rows, the distinct targets then
  *    read by primary key. Its cost is the record's size on every page (1.2-2 s for 19,775
  *    Observations never analyzed, even when the project holds no resource of a followed type);
