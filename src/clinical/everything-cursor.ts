@@ -13,11 +13,21 @@ export interface EverythingPosition {
   part: RecordPart;
   resourceType: string;
   id: string;
+  /**
+   * In the `include` part, the side its pages are read from, as counted for its first page
+   * (record-referenced.ts): later pages read from it without counting again. Both sides give the
+   * same rows, so a side that no longer suits the data costs time, never an entry.
+   */
+  plan?: ReferencedPlan;
 }
 
 export type RecordPart = 'patient' | 'match' | 'include';
 
+/** Where the referenced part is read from: the record's rows, or the project's followed reference rows. */
+export type ReferencedPlan = 'record' | 'followed';
+
 const PARTS: ReadonlySet<string> = new Set<RecordPart>(['patient', 'match', 'include']);
+const PLANS: ReadonlySet<string> = new Set<ReferencedPlan>(['record', 'followed']);
 
 const VERSION = 1;
 
@@ -32,6 +42,7 @@ function tag(key: string, payload: string): string {
 
 export function encodePosition(key: string, signature: string, position: EverythingPosition): string {
   const fields = [VERSION, signature, position.patientId, position.part, position.resourceType, position.id];
+  if (position.plan) fields.push(position.plan);
   const payload = Buffer.from(JSON.stringify(fields)).toString('base64url');
   return `${payload}.${tag(key, payload)}`;
 }
@@ -50,11 +61,14 @@ export function decodePosition(key: string, signature: string, cursor: string): 
   } catch {
     throw invalid('malformed');
   }
-  if (!Array.isArray(fields) || fields.length !== 6 || fields[0] !== VERSION || !fields.slice(1).every((f) => typeof f === 'string')) {
+  // Cursors made before the plan was carried have six fields: their walks go on, counting each page.
+  if (!Array.isArray(fields) || (fields.length !== 6 && fields.length !== 7) || fields[0] !== VERSION || !fields.slice(1).every((f) => typeof f === 'string')) {
     throw invalid('malformed');
   }
-  const [, madeFor, patientId, part, resourceType, id] = fields as [number, string, string, string, string, string];
-  if (!PARTS.has(part)) throw invalid('malformed');
+  const [, madeFor, patientId, part, resourceType, id, plan] = fields as [number, string, string, string, string, string, string?];
+  if (!PARTS.has(part) || (plan !== undefined && (part !== 'include' || !PLANS.has(plan)))) throw invalid('malformed');
   if (madeFor !== signature) throw invalid('it belongs to a different request (patient or parameters changed)');
-  return { patientId, part: part as RecordPart, resourceType, id };
+  const position: EverythingPosition = { patientId, part: part as RecordPart, resourceType, id };
+  if (plan !== undefined) position.plan = plan as ReferencedPlan;
+  return position;
 }

@@ -3,6 +3,7 @@ import { COLUMNS, queryRows } from '../search/pages/rows.js';
 import { criteriaConditions } from '../search/plan/base-conditions.js';
 import type { CompileContext } from '../search/query/conditions/types.js';
 import type { SearchRow } from '../search/service.js';
+import type { ReferencedPlan } from './everything-cursor.js';
 import { partTypes, sinceCondition, typeListCondition } from './record-conditions.js';
 import { compartmentConditions, compartmentRows, type After, type RecordSource } from './record-pages.js';
 
@@ -13,8 +14,9 @@ import { compartmentConditions, compartmentRows, type After, type RecordSource }
  * in the record as the caller sees it (dates and policy; `_type` and `_since` narrow what is
  * returned, not what is followed).
  *
- * Two statements give the same rows; which one reads a page is chosen from counts of index rows,
- * not from statistics (followedRowsIfFew):
+ * Two statements give the same rows; which one reads the part is chosen from counts of index rows,
+ * not from statistics (followedRowsIfFew), for its first page; its later pages are read from the
+ * same side (`chosen`, carried by the walk's cursor):
  *  - the record's: every compartment resource and its reference rows, the distinct targets then
  *    read by primary key. Its cost is the record's size on every page (1.2-2 s for 19,775
  *    Observations never analyzed, even when the project holds no resource of a followed type);
@@ -22,12 +24,36 @@ import { compartmentConditions, compartmentRows, type After, type RecordSource }
  *    distinct targets in order, each kept when one of its referencing resources is in the record
  *    (a probe of the compartment's partial index by that resource's key), until the page is full.
  */
-export async function readReferenced(source: RecordSource, patientId: string, after: After | undefined, limit: number): Promise<SearchRow[]> {
+export async function readReferenced(
+  source: RecordSource,
+  patientId: string,
+  after: After | undefined,
+  limit: number,
+  chosen?: ReferencedPlan,
+): Promise<ReferencedPage> {
   const types = partTypes(source.identity, 'include', source.filters) ?? [];
-  if (types.length === 0) return [];
+  if (types.length === 0) return { rows: [] };
+  const plan = chosen ?? (await chosenPlan(source, patientId, types, after));
+  if (plan === undefined) return { rows: [] };
+  const read = plan === 'record' ? readFromRecord : readFromFollowed;
+  return { rows: await read(source, patientId, types, after, limit), plan };
+}
+
+/**
+ * A page of the referenced part, and the side it was read from, which the walk's cursor carries
+ * (`chosen` of its later pages): a followed side that suited one page suits the next, whose
+ * followed rows after the cursor are fewer against the same record.
+ */
+export interface ReferencedPage {
+  rows: SearchRow[];
+  plan?: ReferencedPlan;
+}
+
+/** The side the part is read from, by counts of index rows (followedRowsIfFew); undefined when nothing is followed. */
+async function chosenPlan(source: RecordSource, patientId: string, types: readonly string[], after: After | undefined): Promise<ReferencedPlan | undefined> {
   const followed = await followedRowsIfFew(source, patientId, types, after);
-  if (followed === 0) return [];
-  return followed === undefined ? readFromRecord(source, patientId, types, after, limit) : readFromFollowed(source, patientId, types, after, limit);
+  if (followed === 0) return undefined;
+  return followed === undefined ? 'record' : 'followed';
 }
 
 /**
@@ -49,23 +75,38 @@ const COUNT_WINDOWS = [800, 6_400, 51_200];
 const FOLLOWED_ROWS_PER_RECORD_ROW = 2;
 
 /**
+ * Reference rows to followed types that the followed side reads, but does not follow, per
+ * compartment row of the record: `_compartment` rows to accounts (an Organization). The type's
+ * range of (projectId, targetType, targetId) holds them (it has no code), so the walk reads each
+ * and its table page to leave it out; written with their resources, they mostly share those
+ * pages (bench/RESULTS.md): far less than a followed row costs, so a project that gives every
+ * resource an account does not send every record to the record's side.
+ */
+const READ_ROWS_PER_RECORD_ROW = 8;
+
+/**
  * The project's reference rows to followed types after the cursor when there are at most
- * FOLLOWED_ROWS_PER_RECORD_ROW times as many as the record has compartment rows, else undefined.
- * Counted on index rows alone ((projectId, targetType, targetId) one type at a time, and the
- * compartment's partial index), so no statistics are needed. The followed rows counted include
- * `_compartment` rows to accounts (an Organization): they estimate the walk's cost.
+ * FOLLOWED_ROWS_PER_RECORD_ROW times as many as the record has compartment rows, and the rows
+ * the walk reads for them (those not followed too) at most READ_ROWS_PER_RECORD_ROW times as
+ * many; else undefined. Counted on index rows alone ((projectId, targetType, targetId) one type
+ * at a time, and the compartment's partial index), so no statistics are needed. The rows are
+ * numbered as read: the count stops at whichever bound comes first (the row past the read bound
+ * is kept by the filter, so that it is seen).
  */
 async function followedRowsIfFew(source: RecordSource, patientId: string, types: readonly string[], after: After | undefined): Promise<number | undefined> {
   for (const window of COUNT_WINDOWS) {
     const args = new SqlArgs();
     const record = `SELECT count(*) AS n FROM (SELECT 1 FROM reference_index c WHERE ${compartmentRows(source, patientId, args)} LIMIT ${args.add(window + 1)}) x`;
     const most = `(SELECT n * ${FOLLOWED_ROWS_PER_RECORD_ROW} + 1 FROM record)`;
-    const rows = followedRows(source, types, after, args, [], most);
-    const followed = `SELECT count(*) FROM (SELECT 1 ${rows} LIMIT ${most}) y`;
-    const sql = `WITH record AS (${record}) SELECT n::int AS "record", (${followed})::int AS followed FROM record`;
-    const [counts] = await source.db.query<{ record: number; followed: number }>(sql, args.values);
-    if (counts.followed <= counts.record * FOLLOWED_ROWS_PER_RECORD_ROW) return counts.followed;
-    if (counts.record <= window) return undefined;
+    const read = `(SELECT n * ${READ_ROWS_PER_RECORD_ROW} FROM record)`;
+    const rows = followedRows(source, types, after, args, ['ref."targetId" IS NOT NULL'], `${read} + 1`);
+    const numbered = `SELECT ref.code <> '_compartment' AS followed, row_number() OVER () AS k ${rows} LIMIT ${read} + 1`;
+    const kept = `SELECT followed, k FROM (${numbered}) a WHERE followed OR k > ${read} LIMIT ${most}`;
+    const tally = `SELECT count(*) FILTER (WHERE followed)::int AS followed, coalesce(bool_or(k > ${read}), false) AS cut FROM (${kept}) b`;
+    const sql = `WITH record AS (${record}) SELECT n::int AS "record", f.followed, f.cut FROM record CROSS JOIN LATERAL (${tally}) f`;
+    const [counted] = await source.db.query<{ record: number; followed: number; cut: boolean }>(sql, args.values);
+    if (!counted.cut && counted.followed <= counted.record * FOLLOWED_ROWS_PER_RECORD_ROW) return counted.followed;
+    if (counted.record <= window) return undefined;
   }
   return undefined;
 }
@@ -89,7 +130,7 @@ function followedRows(source: RecordSource, types: readonly string[], after: Aft
     fromCursor = ` WHERE u.type >= ${type}`;
   }
   const bound = most === undefined ? 'OFFSET 0' : `ORDER BY ref."targetId" LIMIT ${most}`;
-  const each = `SELECT ref."targetType", ref."targetId" FROM reference_index ref WHERE ${conditions.join(' AND ')} ${bound}`;
+  const each = `SELECT ref."targetType", ref."targetId", ref.code FROM reference_index ref WHERE ${conditions.join(' AND ')} ${bound}`;
   return `FROM (SELECT u.type FROM unnest(${args.add([...types].sort(), 'text[]')}) u(type)${fromCursor}) y CROSS JOIN LATERAL (${each}) ref`;
 }
 

@@ -1,5 +1,5 @@
 import type { SearchRow } from '../search/service.js';
-import type { EverythingPosition, RecordPart } from './everything-cursor.js';
+import type { EverythingPosition, RecordPart, ReferencedPlan } from './everything-cursor.js';
 import { nextPatient, readMatches, readPatientItself, type After, type RecordSource } from './record-pages.js';
 import { readReferenced } from './record-referenced.js';
 
@@ -16,6 +16,8 @@ export interface WalkEntry {
   row: SearchRow;
   part: RecordPart;
   patientId: string;
+  /** Of an `include` entry, the side its part was read from (the next page's cursor carries it). */
+  plan?: ReferencedPlan;
 }
 
 export interface WalkPage {
@@ -40,24 +42,23 @@ export async function readWalkPage(
     const wanted = count + 1 - entries.length;
     const after = position.resourceType === '' ? undefined : { resourceType: position.resourceType, id: position.id };
     const part = position.part;
-    const rows = await readPart(source, position, after, wanted);
-    for (const row of rows) entries.push({ row, part, patientId: position.patientId });
+    const { rows, plan } = await readPart(source, position, after, wanted);
+    for (const row of rows) entries.push({ row, part, patientId: position.patientId, plan });
     if (rows.length === wanted) break;
     position = await followingPart(source, scope, position);
   }
   if (entries.length <= count) return { entries };
   const last = entries[count - 1];
-  return {
-    entries: entries.slice(0, count),
-    next: { patientId: last.patientId, part: last.part, resourceType: last.row.resourceType, id: last.row.id },
-  };
+  const next: EverythingPosition = { patientId: last.patientId, part: last.part, resourceType: last.row.resourceType, id: last.row.id };
+  if (last.plan) next.plan = last.plan;
+  return { entries: entries.slice(0, count), next };
 }
 
-function readPart(source: RecordSource, position: EverythingPosition, after: After | undefined, wanted: number): Promise<SearchRow[]> {
-  if (position.part === 'include') return readReferenced(source, position.patientId, after, wanted);
-  if (position.part === 'match') return readMatches(source, position.patientId, after, wanted);
+async function readPart(source: RecordSource, position: EverythingPosition, after: After | undefined, wanted: number): Promise<{ rows: SearchRow[]; plan?: ReferencedPlan }> {
+  if (position.part === 'include') return readReferenced(source, position.patientId, after, wanted, position.plan);
+  if (position.part === 'match') return { rows: await readMatches(source, position.patientId, after, wanted) };
   // The patient part holds one resource: once passed, it is empty.
-  return after ? Promise.resolve([]) : readPatientItself(source, position.patientId);
+  return { rows: after ? [] : await readPatientItself(source, position.patientId) };
 }
 
 async function firstPosition(source: RecordSource, scope: WalkScope): Promise<EverythingPosition | undefined> {

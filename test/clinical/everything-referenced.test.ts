@@ -15,10 +15,14 @@ const READS_RECORD_REFERENCES = /JOIN reference_index ref ON ref\."resourceType"
 /** A reference row: the referencing resource, its code and its target. */
 type Reference = [type: string, id: string, code: string, targetType: string, targetId: string];
 
-/** One walk of a record: its entries (`part type/id`), page by page, and every statement it sent. */
+/** The statement that counts the record's rows and the followed rows to choose the side a page is read from. */
+const COUNTS = /^WITH record AS \(SELECT count\(\*\) AS n FROM/;
+
+/** One walk of a record: its entries (`part type/id`), page by page, every statement it sent, and the pages (by number) that counted. */
 interface Walk {
   pages: string[][];
   sent: string[];
+  counted: number[];
 }
 
 /**
@@ -40,8 +44,14 @@ describe('Patient/$everything: the referenced part', () => {
     await close?.();
   });
 
-  /** Every page of `patientId`'s record in `projectId` (pages of `count`), as a member reads it. */
-  async function walk(projectId: string, patientId: string, count: number, filters: RecordFilters = {}): Promise<Walk> {
+  /** Every page of `patientId`'s record in `projectId` (pages of `count`), as a member reads it; `between` runs after each page. */
+  async function walk(
+    projectId: string,
+    patientId: string,
+    count: number,
+    filters: RecordFilters = {},
+    between?: (pages: number) => Promise<void>,
+  ): Promise<Walk> {
     const sent: string[] = [];
     const source: RecordSource = {
       db: recordingExecutor(db, sent),
@@ -51,13 +61,17 @@ describe('Patient/$everything: the referenced part', () => {
       compileContext: (args) => ({ args, scope: { projectIds: [projectId] }, fhirBase: 'http://flint.test/fhir/R4', depth: 0 }),
     };
     const pages: string[][] = [];
+    const counted: number[] = [];
     let from: EverythingPosition | undefined;
     do {
+      const before = sent.length;
       const page = await readWalkPage(source, { kind: 'patient', patientId: `${projectId}.${patientId}` }, from, count);
+      if (sent.slice(before).some((sql) => COUNTS.test(sql))) counted.push(pages.length);
       pages.push(page.entries.map(({ row, part }) => `${part} ${row.resourceType}/${row.id.slice(projectId.length + 1)}`));
       from = page.next;
+      await between?.(pages.length);
     } while (from && pages.length < 100);
-    return { pages, sent };
+    return { pages, sent, counted };
   }
 
   /** The walk's referenced entries (`Type/id`), in order. */
@@ -109,6 +123,48 @@ describe('Patient/$everything: the referenced part', () => {
     expect(organizations.pages.slice(0, -1).every((page) => page.length === 3)).toBe(true);
   });
 
+  it('counts once per walk: later pages of the referenced part are read from the side its first page was', async () => {
+    const project = 'ev-ref-carried';
+    await writeRecord(db, project, 'p1', RECORD, (i) => (i <= 120 ? [['Practitioner', `pr${i}`]] : []));
+    const answer = await walk(project, 'p1', 40);
+    expect(included(answer)).toEqual(Array.from({ length: 120 }, (_, i) => `Practitioner/pr${i + 1}`).sort());
+    // The referenced part begins on page 8 (entries 281-320) and runs over four pages.
+    expect(answer.pages.map((page) => page.some((entry) => entry.startsWith('include '))).indexOf(true)).toBe(7);
+    expect(answer.counted).toEqual([7]);
+    expect(answer.sent.filter((sql) => READS_RECORD_REFERENCES.test(sql))).toEqual([]);
+  });
+
+  it('reads later pages of a small record from its own rows without counting again', async () => {
+    const project = 'ev-ref-small-carried';
+    await writeRecord(db, project, 'p1', 12, (i) => [['Practitioner', `pr${i}`]]);
+    await writeRecord(db, project, 'p2', 400, (i) => [['Practitioner', `pr${i % 50}`]]);
+    const answer = await walk(project, 'p1', 5);
+    expect(included(answer)).toEqual(Array.from({ length: 12 }, (_, i) => `Practitioner/pr${i + 1}`).sort());
+    // Entries 14-25 are referenced: pages 3 to 5.
+    expect(answer.counted).toEqual([2]);
+    expect(answer.sent.filter((sql) => READS_RECORD_REFERENCES.test(sql))).toHaveLength(3);
+  });
+
+  it('lists each referenced resource once when references are written between the pages of a walk', async () => {
+    const project = 'ev-ref-changed';
+    await writeRecord(db, project, 'p1', RECORD, (i) => (i <= 60 ? [['Practitioner', `pr${i}`]] : []));
+    // After the first referenced page (read from the few followed rows), another record adds 2,000 references to follow.
+    const answer = await walk(project, 'p1', 40, {}, async (pages) => {
+      if (pages === 8) await writeRecord(db, project, 'p2', 1000, (i) => [['Practitioner', `pr${i % 90}`], ['Practitioner', `pr${(i + 45) % 90}x`]]);
+    });
+    expect(included(answer)).toEqual(Array.from({ length: 60 }, (_, i) => `Practitioner/pr${i + 1}`).sort());
+  });
+
+  it("counts only the followed rows: a project's account rows (`_compartment` to an Organization) do not send the record to its own rows", async () => {
+    const project = 'ev-ref-accounts';
+    // Every Observation of both records is in the account org-acct; p1's also name 50 Practitioners.
+    await writeRecord(db, project, 'p1', RECORD, (i) => [['Practitioner', `pr${i % 50}`], ['Organization', 'org-acct', '_compartment']]);
+    await writeRecord(db, project, 'p2', 400, () => [['Organization', 'org-acct', '_compartment']]);
+    const answer = await walk(project, 'p1', 100);
+    expect(included(answer)).toEqual(Array.from({ length: 50 }, (_, i) => `Practitioner/pr${i}`).sort());
+    expect(answer.sent.filter((sql) => READS_RECORD_REFERENCES.test(sql))).toEqual([]);
+  });
+
   it('reads a small record from its own rows when the project holds many references to follow', async () => {
     const project = 'ev-ref-small';
     await writeRecord(db, project, 'p1', 5, (i) => [['Practitioner', `pr${i}`]]);
@@ -122,11 +178,17 @@ describe('Patient/$everything: the referenced part', () => {
 /**
  * Patient `patientId` of `projectId` and its `observations` Observations (`<patientId>-o<i>`), as
  * the store writes their rows (resource, `subject` and `_compartment` reference rows), each naming
- * the targets `targets(i)` gives by `performer` rows; the targets are written as resources too
+ * the targets `targets(i)` gives by `performer` rows (or the code given: `_compartment` for an account); the targets are written as resources too
  * (once: a target already written is kept). Every id is written after `<projectId>.`, as ids are
  * unique by type across projects.
  */
-async function writeRecord(db: Database, projectId: string, patient: string, observations: number, targets: (i: number) => readonly (readonly [string, string])[]): Promise<void> {
+async function writeRecord(
+  db: Database,
+  projectId: string,
+  patient: string,
+  observations: number,
+  targets: (i: number) => readonly (readonly [type: string, id: string, code?: string])[],
+): Promise<void> {
   const patientId = `${projectId}.${patient}`;
   const ids = Array.from({ length: observations }, (_, i) => `${patientId}-o${i + 1}`);
   const rows: Reference[] = [['Patient', patientId, '_compartment', 'Patient', patientId]];
@@ -135,7 +197,7 @@ async function writeRecord(db: Database, projectId: string, patient: string, obs
     rows.push(['Observation', id, 'subject', 'Patient', patientId], ['Observation', id, '_compartment', 'Patient', patientId]);
     for (const target of targets(i + 1)) {
       const [type, targetId] = [target[0], `${projectId}.${target[1]}`];
-      rows.push(['Observation', id, 'performer', type, targetId]);
+      rows.push(['Observation', id, target[2] ?? 'performer', type, targetId]);
       named.set(`${type}/${targetId}`, [type, targetId]);
     }
   });

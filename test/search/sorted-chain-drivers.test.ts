@@ -83,6 +83,14 @@ describe('sorted pages of a chain to common targets driven by a rarer filter', (
     expect(sent.filter(general)).toEqual([]);
   });
 
+  it('a page sorted by -date sorts the quantity rows on their date rows before reading any Observation', async () => {
+    const { sent, ids } = await searched(member, `subject:Patient.name=smith&value-quantity=99.9&_project=${PROJECT}&_sort=-date&_count=5`);
+    expect(ids).toEqual(['o50007', 'o48007', 'o46007', 'o44007', 'o42007']);
+    // candidatesSortedPage: the candidates' sort values first, then the page's resources by primary key.
+    const sortedCandidates = ({ sql }: Sent) => /^SELECT .* FROM \(SELECT d\.id, .* ORDER BY k0 DESC NULLS LAST, k1 ASC\) p CROSS JOIN LATERAL \(SELECT \* FROM resource r /.test(sql);
+    expect(sent.filter(sortedCandidates)).toHaveLength(1);
+  });
+
   it('a page sorted by date past an offset keeps the order', async () => {
     const { sent, ids } = await searched(member, `subject:Patient.name=smith&value-quantity=99.9&_project=${PROJECT}&_sort=date&_offset=2&_count=3`);
     expect(ids).toEqual(['o4007', 'o6007', 'o8007']);

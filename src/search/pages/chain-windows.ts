@@ -7,6 +7,7 @@ import { orderBy, type OrderKey } from './every-project.js';
 import { cursorKeys, positionCondition, sortKeys } from './general.js';
 import { candidateConditions, freshContext, type AnyProjectSearch } from './driven.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
+import { candidatesSortedPage, sortsByIndexRows } from './candidates-sorted.js';
 import { sortedChainDriver } from './sorted-chain-driver.js';
 
 /** The first window of a common chain's candidates (those readChain read), and how many times each next one is larger. */
@@ -43,7 +44,10 @@ export async function chainWindowPage(search: ChainSearch, filters: readonly Fil
  * A sorted page of a chain whose targets are common: the resources of its filter with the fewest,
  * up to SORTED_CHAIN_CANDIDATES_MAX (sortedChainDriver: the chain's, or another filter's), are
  * tested as chainWindowPage's are and sorted, each sort value probed by its own rows; a cursor's
- * page (`position`) keeps those after (or before) its position, in its keyset order. Undefined
+ * page (`position`) keeps those after (or before) its position, in its keyset order. In one
+ * project, a page sorted by parameters (not `_lastUpdated`) sorts the candidates on their own
+ * index rows and reads only the page's resources (candidatesSortedPage); otherwise each
+ * candidate's resource row is read before the sort. Undefined
  * when every filter has more: the general statement answers. Handed to the general statement as
  * an array of 16,660 ids (`name=smi`), the same page ran past 15 s without statistics (a generic
  * plan); read here it took about a second.
@@ -57,16 +61,13 @@ export async function chainSortedPage(
 ): Promise<PageRows | undefined> {
   const driver = await sortedChainDriver(search, filters);
   if (!driver) return undefined;
+  const others = filters.filter((filter) => filter !== driver.filter);
+  const { projectId } = search;
+  if (!position && projectId !== undefined && sortsByIndexRows(sort)) return candidatesSortedPage({ ...search, projectId }, driver.found, others, sort, page);
   const order: CandidateOrder = position
     ? { keys: () => cursorKeys(position, false), after: (args) => positionCondition(position, false, args), backwards: position.direction === 'p' }
     : { keys: (args) => sortKeys(sort, false, args) };
-  return pageOfCandidates(
-    search,
-    filters.filter((filter) => filter !== driver.filter),
-    driver.found,
-    page,
-    order,
-  );
+  return pageOfCandidates(search, others, driver.found, page, order);
 }
 
 /** The order of a page of candidates, and for a cursor's page the condition of its rows and whether they come backwards (a previous page). */
