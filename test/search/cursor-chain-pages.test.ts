@@ -245,6 +245,12 @@ describe('cursor pages of a chain to common targets', () => {
     expect(sent.filter(undriven)).toEqual([]);
   });
 
+  it('cursor pages of a chain to rare `:not` targets, followed through their next links, list every match once, in order, from the targets', async () => {
+    const { ids, sent } = await walk(`${NOT_MALE}&_sort=_lastUpdated&_count=20`);
+    expect(ids).toEqual(notMale);
+    expect(sent.filter(undriven)).toEqual([]);
+  });
+
   it('an exact total of a chain to rare `:not` targets counts their referencing resources from the targets', async () => {
     const { result, sent } = await recordedSearch(db, member, 'Observation', `${NOT_MALE}&_count=20&_total=accurate&_project=${PROJECT}`);
     expect(result.total).toEqual({ value: notMale.length, exact: true });
