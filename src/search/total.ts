@@ -1,6 +1,6 @@
 import { issue, OperationOutcomeError, outcome } from '../fhir/outcome.js';
 import { exactCountQuery } from './exact-count.js';
-import { hasDrivenCount } from './plan/choose.js';
+import { drivenCount } from './plan/choose.js';
 import type { TotalMode } from './plan/control.js';
 import { readsPage, type SearchQuery } from './plan/query.js';
 import type { SearchResult, SearchTotal } from './result.js';
@@ -85,13 +85,14 @@ async function plannerEstimate({ services, where, ctx }: SearchQuery): Promise<n
 
 /**
  * The statement of an exact count: from the index tables when the search allows, else through
- * `resource`, of the candidates of a `_has` when its referencing rows are few enough (hasDriven:
- * probing every resource of the type took longer than 30 s without statistics).
+ * `resource`, of the candidates of a `_has` when its referencing rows are few enough, or of a
+ * chain's few targets' references (drivenCount: probing every resource of the type took longer
+ * than 30 s without statistics).
  */
 async function countStatement(query: SearchQuery): Promise<{ sql: string; args: unknown[] }> {
   const exact = await exactCountQuery(query);
   if (exact) return exact;
-  const driven = await hasDrivenCount(query);
+  const driven = await drivenCount(query);
   if (driven) return { sql: `SELECT count(*)::int AS n FROM resource r WHERE ${driven.where}`, args: driven.args.values };
   return { sql: `SELECT count(*)::int AS n FROM resource r WHERE ${query.where}`, args: query.ctx.args.values };
 }

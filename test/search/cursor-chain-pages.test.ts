@@ -24,6 +24,17 @@ const RARE = 'value-quantity=99.9';
  */
 const UNREAD_CHAIN = 'subject:Patient._lastUpdated=ge2025-01-01T00:16:40Z';
 
+/**
+ * Chains whose target's condition is a `:missing` or `:not` (no first read drives them): every
+ * Patient is male but FEMALE's, and GENDERLESS have no gender, so that these chains' matches are
+ * rare (GENDERLESS and FEMALE's ten Observations each), and NO_TARGET's absent (every Patient has a family).
+ */
+const FEMALE = [5, 999, 1500];
+const GENDERLESS = [17, 1234];
+const NOT_MALE = 'subject:Patient.gender:not=male';
+const MISSING = 'subject:Patient.gender:missing=true';
+const NO_TARGET = 'subject:Patient.family:missing=true';
+
 const member: Identity = { projectId: PROJECT, superAdmin: false };
 const superAdmin: Identity = { projectId: 'cursor-chain-admins', superAdmin: true };
 
@@ -50,6 +61,9 @@ describe('cursor pages of a chain to common targets', () => {
   let rare: string[];
   /** Every match of UNREAD_CHAIN in (lastUpdated, id) order. */
   let unread: string[];
+  /** Every match of NOT_MALE, and of MISSING, in (lastUpdated, id) order. */
+  let notMale: string[];
+  let missing: string[];
 
   beforeAll(async () => {
     ({ db, close } = await openSearchDatabase('flint_cursor_chain_pages'));
@@ -79,6 +93,22 @@ describe('cursor pages of a chain to common targets', () => {
        WHERE r."resourceType" = 'Observation' ORDER BY r."lastUpdated", r.id`,
     );
     unread = targetsUpdated.map(({ id }) => id);
+    await db.query(
+      `INSERT INTO token_index ("projectId", "resourceType", "resourceId", seq, code, system, value, text)
+       SELECT $1, 'Patient', 'pat' || g, 1, 'gender', NULL, CASE WHEN g = ANY($3::int[]) THEN 'female' ELSE 'male' END, NULL
+       FROM generate_series(1, $2::int) g WHERE g <> ALL($4::int[])`,
+      [PROJECT, PATIENTS, FEMALE, GENDERLESS],
+    );
+    const referencing = async (patients: number[]) =>
+      (
+        await db.query<{ id: string }>(
+          `SELECT r.id FROM resource r JOIN reference_index f ON f."resourceType" = 'Observation' AND f."resourceId" = r.id AND f.code = 'subject'
+           WHERE r."resourceType" = 'Observation' AND f."targetId" = ANY($1::text[]) ORDER BY r."lastUpdated", r.id`,
+          [patients.map((g) => `pat${g}`)],
+        )
+      ).map(({ id }) => id);
+    notMale = await referencing([...FEMALE, ...GENDERLESS]);
+    missing = await referencing(GENDERLESS);
   }, 180_000);
 
   afterAll(async () => {
@@ -166,5 +196,66 @@ describe('cursor pages of a chain to common targets', () => {
     expect(unread.length).toBeGreaterThan(6400);
     expect([...first.result.matches, ...second.result.matches].map(({ id }) => id)).toEqual(unread.slice(0, 40));
     expect([...first.sent, ...second.sent].filter(general)).toEqual([]);
+  });
+
+  // Chains to rare or absent `:not` and `:missing` targets: after the first walk, their targets
+  // are found from the Patients and the page read from the references to them: no second, longer
+  // walk and no general statement over the Observations (both probed the chain on every one).
+  /** A page's walks of the (lastUpdated, id) index that probe the chain (updatedWalkPage). */
+  const walks = (sql: string) => sql.includes('CROSS JOIN LATERAL (SELECT r."projectId", r."resourceType", r.id) d');
+  /** The general statement with the search's own conditions, not a driven page's candidates. */
+  const undriven = (sql: string) => general(sql) && !sql.includes('= ANY(ARRAY(SELECT d.id FROM (');
+
+  it('an unsorted page of a chain to rare `:not` targets holds their referencing resources, read from the targets after one walk', async () => {
+    const answer = await page(`${NOT_MALE}&_count=20`);
+    expect(answer.ids).toEqual(notMale.slice(0, 20));
+    expect(answer.sent.filter(walks)).toHaveLength(1);
+    expect(answer.sent.filter(undriven)).toEqual([]);
+  });
+
+  it('the next pages of a chain to rare `:missing` targets, by offset, end at its last match', async () => {
+    const first = await page(`${MISSING}&_count=15`);
+    const next = first.paging.next;
+    const offset = next && 'offset' in next ? next.offset : undefined;
+    const second = await page(`${MISSING}&_count=15&_offset=${offset}`);
+    expect([...first.ids, ...second.ids]).toEqual(missing);
+    expect(second.paging.next).toBeUndefined();
+    expect([...first.sent, ...second.sent].filter(walks)).toHaveLength(2);
+  });
+
+  it('a page of a chain no target meets is empty after one walk', async () => {
+    const answer = await page(`${NO_TARGET}&_count=20`);
+    expect(answer.ids).toEqual([]);
+    expect(answer.sent.filter(walks)).toHaveLength(1);
+    expect(answer.sent.filter(undriven)).toEqual([]);
+  });
+
+  it('pages by `-_lastUpdated` of a chain to rare `:not` targets, followed through their next links, are read from the targets, never the general statement', async () => {
+    const ids: string[] = [];
+    const sent: string[] = [];
+    let next: Paging['next'] = { offset: 0 };
+    while (next) {
+      const link = 'cursor' in next ? `&_cursor=${next.cursor}` : `&_offset=${next.offset}`;
+      const answer = await page(`${NOT_MALE}&_sort=-_lastUpdated&_count=20${link}`);
+      ids.push(...answer.ids);
+      sent.push(...answer.sent);
+      next = answer.paging.next;
+    }
+    expect(ids).toEqual([...notMale].reverse());
+    expect(sent.filter(undriven)).toEqual([]);
+  });
+
+  it('cursor pages of a chain to rare `:not` targets, followed through their next links, list every match once, in order, from the targets', async () => {
+    const { ids, sent } = await walk(`${NOT_MALE}&_sort=_lastUpdated&_count=20`);
+    expect(ids).toEqual(notMale);
+    expect(sent.filter(undriven)).toEqual([]);
+  });
+
+  it('an exact total of a chain to rare `:not` targets counts their referencing resources from the targets', async () => {
+    const { result, sent } = await recordedSearch(db, member, 'Observation', `${NOT_MALE}&_count=20&_total=accurate&_project=${PROJECT}`);
+    expect(result.total).toEqual({ value: notMale.length, exact: true });
+    expect(sent.filter((sql) => sql.startsWith('SELECT count(*)'))).toEqual([expect.stringContaining('= ANY(ARRAY(SELECT d.id FROM (')]);
+    // The targets are read once, for the page and the count.
+    expect(sent.filter((sql) => sql.includes('row_number() OVER'))).toHaveLength(1);
   });
 });

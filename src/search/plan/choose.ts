@@ -9,6 +9,7 @@ import { deepPage, growingWindowPage } from '../pages/growing-windows.js';
 import { keyDrivenConditions } from '../pages/key-driven.js';
 import { chainAt, readChain, SORTED_CHAIN_CANDIDATES_MAX, type ChainCandidates, type ChainRead, type ChainSearch } from '../pages/chain-driven.js';
 import { chainSortedPage, chainWindowPage } from '../pages/chain-windows.js';
+import { chainTargetCandidates, chainTargetsDriven } from '../pages/chain-targets.js';
 import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, WINDOWS_BEFORE_HAS_DRIVEN, hasDrivenConditions, type HasDriven } from '../pages/has-driven.js';
 import { sortsByIndexRows } from '../pages/candidates-sorted.js';
 import { DATE_BOUND_FEW, DATE_BOUND_MANY, dateBoundDriven } from '../pages/date-bound-driven.js';
@@ -60,7 +61,13 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   const long = chain && 'common' in chain ? longChainWalk(query, oneProject, everyOne, page) : undefined;
   const walked = long && (await long());
   if (walked) return walked;
-  for (const walk of chain ? [] : unreadChainWalks(query, oneProject, everyOne, page)) {
+  // A chain readChain could not read: its first walk, then its few targets' references, then the long walk.
+  const [firstWalk, ...longerWalks] = chain ? [] : unreadChainWalks(query, oneProject, everyOne, page);
+  const first = firstWalk && (await firstWalk());
+  if (first) return first;
+  const targeted = chain ? undefined : await chainTargets(query, oneProject);
+  if (targeted) return generalPage(inWalkOrder(query), page, oneProject, everyOne, targeted);
+  for (const walk of longerWalks) {
     const rows = await walk();
     if (rows) return rows;
   }
@@ -118,11 +125,38 @@ function searchedProjects(query: SearchQuery): { project: string | undefined; on
   return { project, oneProject, everyOne: query.scope.projectIds === undefined && project === undefined };
 }
 
-/** The conditions of an exact count driven by a `_has`'s candidates (hasDriven), if its referencing rows are few enough. */
-export function hasDrivenCount(query: SearchQuery): Promise<{ args: SqlArgs; where: string } | undefined> {
+/**
+ * The conditions of an exact count driven by candidates: a `_has`'s (hasDriven), if its
+ * referencing rows are few enough, else an unread chain's few targets' references (chainTargets).
+ */
+export async function drivenCount(query: SearchQuery): Promise<{ args: SqlArgs; where: string } | undefined> {
   const { oneProject, everyOne } = searchedProjects(query);
-  return hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY);
+  return (await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY)) ?? (await chainTargets(query, oneProject));
 }
+
+/**
+ * An unsorted search read in the order its walks read it, (lastUpdated, id), so that a page read
+ * from candidates follows a page a walk read: the general statement has no order of its own there.
+ */
+function inWalkOrder(query: SearchQuery): SearchQuery {
+  return query.control.sort.length > 0 ? query : { ...query, control: { ...query.control, sort: [{ code: '_lastUpdated', descending: false }] } };
+}
+
+/**
+ * The conditions of a search of one project whose chain readChain could not read, driven by the
+ * references to its matching targets when those are few (chainTargetsDriven); none with a key
+ * (planOnce), whose rows drive.
+ */
+async function chainTargets(query: SearchQuery, search: DrivenSearch | undefined): Promise<HasDriven | undefined> {
+  if (!search || query.planOnce || chainAt(query.filters) < 0) return undefined;
+  let candidates = chainTargetsRead.get(query);
+  if (!candidates) chainTargetsRead.set(query, (candidates = chainTargetCandidates(search, query.filters)));
+  const ids = await candidates;
+  return ids && chainTargetsDriven(search, query.filters, ids);
+}
+
+/** Each search's chainTargetCandidates, read once for its page and its exact count. */
+const chainTargetsRead = new WeakMap<SearchQuery, Promise<string[] | undefined>>();
 
 /**
  * A super admin's search of one type in every project sorted by one parameter: each project's
