@@ -197,6 +197,32 @@ describe.skipIf(!serverUrl)('plans of searches with many matches, on data never 
     expect(answer.ids).toEqual(['o50', 'o49', 'o48', 'o47', 'o46']);
   });
 
+  it("a search by a list of subjects sorted by date reads each subject's reference rows by its own seek, not every subject row of the project", async () => {
+    const answer = await db.explain(member, 'Observation', `subject=Patient/${PATIENT},Patient/p2&_sort=-date&_count=5`);
+    const plan = searchPlans(answer.statements);
+    expect(plan).toMatch(/on reference_index x0\s+Index Cond: \([^\n]*"targetId" = /);
+    expect(plan).not.toMatch(/Filter: [^\n]*"targetId" = [^\n]* OR /);
+    expect(answer.ids).toEqual(['o50', 'o49', 'o48', 'o47', 'o46']);
+  });
+
+  it("a search by a list of rare names reads each name's string rows, then the Patients by primary key", async () => {
+    const answer = await db.explain(member, 'Patient', 'name=smith1234,smith777&_count=30');
+    const plan = searchPlans(answer.statements);
+    expect(plan).toMatch(/Index Scan using resource_pkey on resource r\b/);
+    expect(plan).not.toMatch(/lastUpdated_id_idx" on resource r\b|Seq Scan on resource r\b/);
+    const named = (n: number) => [`pat${n}`, ...Array.from({ length: 10 }, (_, i) => `pat${n}${i}`)];
+    expect(answer.ids.sort()).toEqual([...named(1234), ...named(777)].sort());
+  });
+
+  it("a search by :not of a common code walks the project's Observations in order, not every row of the code", async () => {
+    const answer = await db.explain(member, 'Observation', 'code:not=http://loinc.org|8867-4&_count=10');
+    const plan = searchPlans(answer.statements);
+    expect(plan).toMatch(/lastUpdated_id_idx" on resource r(_\d+)?\b/);
+    expect(plan).not.toContain(TOKEN_VALUE_INDEX);
+    expect(answer.ids).toHaveLength(10);
+    expect(answer.ids.filter((id) => Number(id.slice(1)) % 20 === 0)).toEqual([]);
+  });
+
   it('a date range page probes its other filters per resource of the range', async () => {
     const answer = await db.explain(member, 'Observation', 'date=ge2023-03-01&date=le2023-03-31&status=final&_count=5');
     const plan = searchPlans(answer.statements);

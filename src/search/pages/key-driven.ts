@@ -1,10 +1,10 @@
-import { filterCondition, type Filter } from '../plan/filters.js';
-import type { CompileContext, IndexRowsCondition } from '../query/conditions/types.js';
+import type { Filter } from '../plan/filters.js';
+import type { CompileContext } from '../query/conditions/types.js';
 import { selectsByKey } from '../query/conditions/keys.js';
-import { indexRowsSource } from '../query/conditions/shared.js';
 import { splitOr, unescape } from '../query/values.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { candidateConditions, freshContext, type AnyProjectSearch, type DrivenSearch } from './driven.js';
+import { eachValueRows, isValueList, ownRows, VALUE_LIST_ROWS } from './value-list.js';
 
 /**
  * The conditions of a search in one project with a key filter (selectsByKey: a reference to given
@@ -33,13 +33,11 @@ import { candidateConditions, freshContext, type AnyProjectSearch, type DrivenSe
 export function keyDrivenConditions(search: DrivenSearch, filters: readonly Filter[]): { args: SqlArgs; where: string } | undefined {
   const at = filters.findIndex(({ name, value, resolved }) => !name.startsWith('_') && selectsByKey(name, value, resolved));
   if (at < 0) return idDrivenConditions(search, filters);
-  const others = filters.filter((_, i) => i !== at);
   const ctx = freshContext(search);
-  let key: IndexRowsCondition | undefined;
-  const condition = filterCondition(filters[at], [search.type], 'r', { ...ctx, onRows: (found) => (key = found) });
-  if (!key || key.depth !== 0 || !condition.startsWith('EXISTS (')) return undefined;
-  const scope = `${key.alias}."projectId" = ${ctx.args.add(search.projectId)} AND ${key.alias}."resourceType" = ${ctx.args.add(search.type)}`;
-  return drivenWhere(search, others, ctx, indexRowsSource(key, scope));
+  // A list of keys (`subject=Patient/1,Patient/2`): each key's rows read alone (eachValueRows).
+  const several = splitOr(filters[at].value).length > 1;
+  const source = several ? eachValueRows(search, filters[at], ctx) : ownRows(search, filters[at], ctx);
+  return source === undefined ? undefined : drivenWhere(search, filters.filter((_, i) => i !== at), ctx, source);
 }
 
 /**
@@ -57,6 +55,28 @@ function idDrivenConditions(search: DrivenSearch, filters: readonly Filter[]): {
     `SELECT ${ctx.args.add(search.projectId)}::text AS "projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v AS id ` +
     `FROM unnest(ARRAY[${ids.map((id) => ctx.args.add(id)).join(', ')}]::text[]) v`;
   return drivenWhere(search, filters.filter((_, i) => i !== at), ctx, source);
+}
+
+/**
+ * The conditions of a page of one project driven by a value list among its filters (the first
+ * isValueList one) with fewer than VALUE_LIST_ROWS index rows, as a key's: its rows are the
+ * candidates, the other filters probed on them, the resources read by primary key and, sorted,
+ * each sort value probed by its own rows (drivenWhere). The rows are counted first, up to the
+ * bound, an exact count that needs no statistics. Never analyzed, `Patient?name=smith42,johnson42`
+ * was planned for its values as a scan of the project's Patients probing the names on each.
+ */
+export async function valueListConditions(search: DrivenSearch, filters: readonly Filter[]): Promise<{ args: SqlArgs; where: string } | undefined> {
+  const at = filters.findIndex(isValueList);
+  if (at < 0) return undefined;
+  const counted = freshContext(search);
+  const rows = eachValueRows(search, filters[at], counted);
+  if (rows === undefined) return undefined;
+  const limit = counted.args.add(VALUE_LIST_ROWS);
+  const sql = `SELECT count(*)::int AS n FROM (SELECT 1 FROM (${rows}) d LIMIT ${limit}) c`;
+  const [{ n }] = await search.services.db.query<{ n: number }>(sql, counted.args.values, { planOnce: true });
+  if (n >= VALUE_LIST_ROWS) return undefined;
+  const ctx = freshContext(search);
+  return drivenWhere(search, filters.filter((_, i) => i !== at), ctx, eachValueRows(search, filters[at], ctx)!);
 }
 
 /** The conditions reading the candidate rows of `source` first, then the resources by primary key. */

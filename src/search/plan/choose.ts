@@ -6,7 +6,8 @@ import { everyProjectSortedPage } from '../pages/every-project-windows.js';
 import { everyProjectUpdatedWalk } from '../pages/every-project-walk.js';
 import { pageRows } from '../pages/general.js';
 import { deepPage, growingWindowPage } from '../pages/growing-windows.js';
-import { keyDrivenConditions } from '../pages/key-driven.js';
+import { keyDrivenConditions, valueListConditions } from '../pages/key-driven.js';
+import { isValueList } from '../pages/value-list.js';
 import { chainAt, readChain, SORTED_CHAIN_CANDIDATES_MAX, type ChainCandidates, type ChainRead, type ChainSearch } from '../pages/chain-driven.js';
 import { chainSortedPage, chainWindowPage } from '../pages/chain-windows.js';
 import { chainTargetCandidates, chainTargetsDriven } from '../pages/chain-targets.js';
@@ -39,6 +40,8 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   const kept = services.searchCache?.keepsPages && query.dependency ? { cache: services.searchCache, dependency: query.dependency } : undefined;
   const page: PageShape = { count: control.count, offset: control.offset, columns: withoutContent ? KEY_COLUMNS : COLUMNS, kept };
   const { project, oneProject, everyOne } = searchedProjects(query);
+  const listed = await valueListDriven(query, oneProject);
+  if (listed) return generalPage(query, page, oneProject, everyOne, listed);
   const strategy = oneProject ? chooseStrategy(query, oneProject, page) : everyProjectStrategy(query, project, page);
   // A chain to few targets, or a `_has` of few referencing rows: its candidates drive the page
   // whatever its order, as a key's rows do; a `_has` of more, once a strategy's windows fell short.
@@ -105,6 +108,17 @@ async function hasDrivenAfterFirstWindows(
 }
 
 /**
+ * The conditions of a page of one project driven by a value list of few index rows
+ * (valueListConditions), whatever its order; none with a key (planOnce: the key drives), a one-value
+ * string prefix (its own index drives), a chain or a `_has` (their candidates drive).
+ */
+function valueListDriven({ filters, planOnce }: SearchQuery, oneProject: DrivenSearch | undefined): Promise<{ args: SqlArgs; where: string } | undefined> {
+  const others = filters.some((filter) => prefixRangeOf(filter) || filter.resolved.kind === 'chain' || filter.resolved.kind === 'has');
+  if (!oneProject || planOnce || others) return Promise.resolve(undefined);
+  return valueListConditions(oneProject, filters);
+}
+
+/**
  * Whether chooseStrategy's page is read from growing windows alone, so that a smaller last window
  * bounds it: sorted without a chain (a chain walks its sort rows), or unsorted with a token code
  * driving and no prefix, date range or key.
@@ -168,6 +182,9 @@ function everyProjectStrategy(query: SearchQuery, project: string | undefined, p
   if (!everyOne || typeList?.length !== 1) return undefined;
   // A chain by `_lastUpdated`, a cursor's page too: each project walked from its position, as one project's is.
   if (chainAt(filters) >= 0 && byLastUpdatedAlone(control.sort) && walkableSort(query)) return everyProjectWalk(query, typeList[0], page);
+  if (control.sort.length === 0 && !query.planOnce && walkedUnsorted(filters, false)) {
+    return firstReadOf(walkShapes(page).map((shape) => everyProjectWalk(query, typeList[0], shape)));
+  }
   if (!windowedSort(query) || !hasSortWindow(control.sort)) return undefined;
   return () =>
     everyProjectSortedPage({ services: query.services, type: typeList[0], scope: query.scope, ctx: query.ctx, filters, sort: control.sort, where: query.where, args: query.ctx.args }, page);
@@ -248,7 +265,7 @@ function longChainWalk(query: SearchQuery, search: DrivenSearch | undefined, eve
 function unreadChainWalks(query: SearchQuery, search: DrivenSearch | undefined, everyOne: boolean, page: PageShape): PageReader[] {
   const { control, filters, planOnce, typeList } = query;
   if (control.sort.length > 0 || planOnce || chainAt(filters) < 0 || filters.some(prefixRangeOf)) return [];
-  const shapes = [page, { ...page, windowFloor: SORTED_CHAIN_CANDIDATES_MAX }];
+  const shapes = walkShapes(page);
   if (search) return shapes.map((shape) => () => updatedWalkPage(search, false, filters, shape));
   return everyOne && typeList?.length === 1 ? shapes.map((shape) => everyProjectWalk(query, typeList[0], shape)) : [];
 }
@@ -271,7 +288,38 @@ function unsortedStrategy({ filters, planOnce }: SearchQuery, search: DrivenSear
     };
   }
   const numeric = numericDriver(search, filters);
-  return numeric && (async () => ((await numeric.unranged()) ? orderedMatchesPage(search, numeric, page) : undefined));
+  if (numeric) return async () => ((await numeric.unranged()) ? orderedMatchesPage(search, numeric, page) : undefined);
+  return walkedUnsorted(filters) ? firstReadOf(walkShapes(page).map((shape) => () => updatedWalkPage(search, false, filters, shape))) : undefined;
+}
+
+/**
+ * Whether an unsorted page with no driver of its own walks the resources in (lastUpdated, id)
+ * order, testing its filters on each: a `:not` (`code:not=..`, which most resources meet) or a
+ * value list too common to drive (valueListDriven), no chain or `_has`. Planned for its values
+ * without statistics, the general statement read every row of the excluded code to anti-join
+ * them (50,000 for a page of 20). A super admin's page of every project walks for a `:not` alone
+ * (`lists` false): a list of few rows is no value list page there (valueListDriven is one
+ * project's), and walking every project for its few matches cost more than the general statement.
+ */
+function walkedUnsorted(filters: readonly Filter[], lists = true): boolean {
+  if (filters.some(({ resolved }) => resolved.kind === 'chain' || resolved.kind === 'has')) return false;
+  return filters.some(({ resolved }) => resolved.kind === 'indexed' && resolved.modifier === 'not') || (lists && filters.some(isValueList));
+}
+
+/** The shapes of an unsorted walk: to the page's last window, then on to SORTED_CHAIN_CANDIDATES_MAX resources. */
+function walkShapes(page: PageShape): PageShape[] {
+  return [page, { ...page, windowFloor: SORTED_CHAIN_CANDIDATES_MAX }];
+}
+
+/** The first of `readers` that answers, tried in turn. */
+function firstReadOf(readers: readonly PageReader[]): PageReader {
+  return async () => {
+    for (const read of readers) {
+      const rows = await read();
+      if (rows) return rows;
+    }
+    return undefined;
+  };
 }
 
 /**
