@@ -59,6 +59,13 @@ describe.skipIf(!serverUrl)('plans of exact counts, on data never analyzed', () 
     expect(answer.total).toBe(0);
   });
 
+  it('an exact count of a lone :missing=true subtracts the resources with the code from the resources, probing none', async () => {
+    const answer = await db.explain(member, 'Observation', 'subject:missing=true&_total=accurate&_count=5');
+    expect(countPlan(answer.statements)).not.toMatch(/Anti Join|SubPlan/);
+    // No Observation has a subject.
+    expect(answer.total).toBe(OBSERVATIONS);
+  });
+
   it('a date :missing=false sorted by -_lastUpdated walks the resources in that order, never hashing every row of the date', async () => {
     const answer = await db.explain(member, 'Observation', 'date:missing=false&_sort=-_lastUpdated&_count=3');
     expect(searchPlans(answer.statements)).not.toMatch(/HashAggregate|Hash Join/);

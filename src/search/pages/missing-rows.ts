@@ -1,3 +1,4 @@
+import type { SqlArgs } from '../../db/sql-args.js';
 import type { Filter } from '../plan/filters.js';
 import { indexTableOf } from '../query/conditions.js';
 import { codesArg } from '../query/conditions/shared.js';
@@ -6,7 +7,7 @@ import { freshContext, type DrivenSearch } from './driven.js';
 import type { PageRows } from './rows.js';
 
 /** A `:missing=true` filter on an indexed parameter, with the table and codes of its rows. */
-interface MissingFilter {
+export interface MissingFilter {
   table: string;
   codes: readonly string[];
   oneRow: boolean;
@@ -38,10 +39,20 @@ export async function noneMissingPage(search: DrivenSearch, missing: MissingFilt
   const ctx = freshContext(search);
   const project = ctx.args.add(search.projectId);
   const type = ctx.args.add(search.type);
-  const rowsOf = `FROM ${missing.table} w WHERE w."projectId" = ${project} AND w."resourceType" = ${type} AND w.code = ${codesArg(missing.codes, ctx.args)}`;
-  const having = missing.oneRow ? `SELECT count(*) ${rowsOf}` : `SELECT count(DISTINCT w."resourceId") ${rowsOf}`;
+  const having = resourcesWithRows(missing, `w."projectId" = ${project} AND w."resourceType" = ${type}`, ctx.args);
   const resources = `SELECT count(*) FROM resource r WHERE r."projectId" = ${project} AND r."resourceType" = ${type}`;
   const sql = `SELECT (${having}) >= (${resources}) AS none`;
   const [{ none }] = await search.services.db.query<{ none: boolean }>(sql, ctx.args.values);
   return none ? { rows: [], more: false } : undefined;
+}
+
+/**
+ * The count of the resources with a row of the missing filter's parameter among the rows `w` that
+ * meet `where` (a project and type): its rows as they are when it stores one row per resource at
+ * most, else its distinct resources. A deletion drops a resource's index rows, so each is a
+ * resource that is not deleted.
+ */
+export function resourcesWithRows(missing: MissingFilter, where: string, args: SqlArgs): string {
+  const rows = `FROM ${missing.table} w WHERE ${where} AND w.code = ${codesArg(missing.codes, args)}`;
+  return missing.oneRow ? `SELECT count(*) ${rows}` : `SELECT count(DISTINCT w."resourceId") ${rows}`;
 }
