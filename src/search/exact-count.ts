@@ -11,6 +11,7 @@ import { scopeSql, type Scope } from '../storage/project-scope.js';
 import { SqlArgs } from '../db/sql-args.js';
 import { storesOneRowAtMost } from '../indexing/single-row.js';
 import { codeRowsInProject, isTokenCodeFilter } from './pages/token-code.js';
+import { missingTrueFilter, resourcesWithRows, type MissingFilter } from './pages/missing-rows.js';
 
 /** Above this many projects, a super admin's count names them in one condition instead of counting each apart. */
 const MAX_PROJECTS_COUNTED_APART = 20;
@@ -149,13 +150,15 @@ function indexCountQuery(
     const scoped = scopeSql(alias, 'projectId', scope, args) ?? `${alias}."projectId" = ANY(${everyProject(table)})`;
     return `${alias}."resourceType" = ${typeArg} AND ${scoped}`;
   };
-  if (filters.length === 0) {
-    // The primary key (resourceType, id) serves every project at once.
-    const scoped = scopeSql('r', 'projectId', scope, args);
-    const rows = `FROM resource r WHERE r."resourceType" = ${typeArg}${scoped ? ` AND ${scoped}` : ''}`;
-    return `SELECT ((SELECT count(*) ${rows}) - (SELECT count(*) ${rows} AND r.deleted))::int AS n`;
-  }
+  if (filters.length === 0) return resourcesCount(typeArg, scope, args);
   const ctx: CompileContext = { args, scope, fhirBase: services.config.fhirBaseUrl, depth: 0, valueSets, parameters: services.parameters };
+  const missing = loneMissing(filters, type);
+  if (missing) {
+    // The resources less those with a row of the code: no resource probed for its rows.
+    const named = (alias: string): string => missing.projects.map((filter) => ` AND ${filterCondition(filter, [type], alias, ctx)}`).join('');
+    const having = resourcesWithRows(missing.rows, `${inScope('w', missing.rows.table)}${named('w')}`, args);
+    return resourcesCount(typeArg, scope, args, named('r'), having);
+  }
   const compiled = filters.map((filter, i) => {
     let rows: IndexRowsCondition | undefined;
     const ofCriteria = i >= own.length;
@@ -191,6 +194,24 @@ function indexCountQuery(
   // with statistics it hashed a million matches, spilling to disk, where the sort took half as long.
   const counted = driver.oneRow ? 'count(*)' : 'count(DISTINCT r.id)';
   return `SELECT ${counted}::int AS n FROM (${matching}) r${where(compiled.filter((c) => c !== driver))}`;
+}
+
+/**
+ * The count of the resources of the type (`typeArg`) in `scope` that are not deleted, that meet
+ * `named` (conditions on `r`) and, given `less` (a count statement), less that count. The primary
+ * key (resourceType, id) serves every project at once.
+ */
+function resourcesCount(typeArg: string, scope: Scope, args: SqlArgs, named = '', less?: string): string {
+  const scoped = scopeSql('r', 'projectId', scope, args);
+  const rows = `FROM resource r WHERE r."resourceType" = ${typeArg}${scoped ? ` AND ${scoped}` : ''}${named}`;
+  return `SELECT ((SELECT count(*) ${rows}) - (SELECT count(*) ${rows} AND r.deleted)${less ? ` - (${less})` : ''})::int AS n`;
+}
+
+/** A search of one `:missing=true` filter (missingTrueFilter) and `_project` alone, with the `_project` filters. */
+function loneMissing(filters: readonly Filter[], type: string): { rows: MissingFilter; projects: Filter[] } | undefined {
+  const projects = filters.filter(({ resolved }) => resolved.kind === 'project');
+  const rows = projects.length === filters.length - 1 ? missingTrueFilter(filters, type) : undefined;
+  return rows && { rows, projects };
 }
 
 /**

@@ -125,6 +125,19 @@ describe('token parameters', () => {
     expect(await found(p, '/Patient?gender:missing=true')).toEqual([without]);
     expect(await found(p, '/Patient?gender:missing=false')).toEqual([withGender]);
   });
+
+  it(':missing=true counts exactly, leaving out deleted resources, those with the code and other projects', async () => {
+    const p = api.newProject();
+    const other = api.newProject();
+    await create(p, patient({ gender: 'other' }));
+    await create(p, patient({ birthDate: '2000-01-01' }));
+    await create(p, patient());
+    expect((await p.delete(`/Patient/${await create(p, patient())}`)).status).toBe(200);
+    await create(other, patient());
+    const res = await p.get('/Patient?gender:missing=true&_total=accurate&_count=1');
+    expect(res.body.total).toBe(2);
+    expect((await p.get('/Patient?gender:missing=true&_total=accurate&_count=1&_project=elsewhere')).body.total).toBe(0);
+  });
 });
 
 describe('date parameters', () => {

@@ -51,6 +51,36 @@ describe.skipIf(!serverUrl)('plans of exact counts, on data never analyzed', () 
     expect(answer.total).toBe(OBSERVATIONS - OBSERVATIONS / 20);
   });
 
+  it('a token :missing=true probes each resource\'s own rows, never an anti-join over every row of the code', async () => {
+    const answer = await db.explain(member, 'Observation', 'status:missing=true&_total=accurate&_count=5');
+    expect(searchPlans(answer.statements)).not.toMatch(/Anti Join/);
+    // Every Observation has a status.
+    expect(answer.ids).toEqual([]);
+    expect(answer.total).toBe(0);
+  });
+
+  it('an exact count of a lone :missing=true subtracts the resources with the code from the resources, probing none', async () => {
+    const answer = await db.explain(member, 'Observation', 'subject:missing=true&_total=accurate&_count=5');
+    expect(countPlan(answer.statements)).not.toMatch(/Anti Join|SubPlan/);
+    // No Observation has a subject.
+    expect(answer.total).toBe(OBSERVATIONS);
+  });
+
+  it('a date :missing=false sorted by -_lastUpdated walks the resources in that order, never hashing every row of the date', async () => {
+    const answer = await db.explain(member, 'Observation', 'date:missing=false&_sort=-_lastUpdated&_count=3');
+    expect(searchPlans(answer.statements)).not.toMatch(/HashAggregate|Hash Join/);
+    expect(answer.ids).toEqual([`o${OBSERVATIONS}`, `o${OBSERVATIONS - 1}`, `o${OBSERVATIONS - 2}`]);
+  });
+
+  it('a common code sorted by -_lastUpdated with an exact total reads the page in that order and counts as the unsorted total does', async () => {
+    const answer = await db.explain(member, 'Observation', 'status=final&_sort=-_lastUpdated&_total=accurate&_count=3');
+    const page = answer.statements.filter(({ sql }) => sql.includes(' LIMIT '));
+    expect(searchPlans(page)).not.toMatch(/HashAggregate|Sort Key/);
+    expect(answer.ids).toEqual([`o${OBSERVATIONS}`, `o${OBSERVATIONS - 1}`, `o${OBSERVATIONS - 2}`]);
+    expect(countPlan(answer.statements)).toBe(countPlan((await db.explain(member, 'Observation', 'status=final&_total=accurate&_count=3')).statements));
+    expect(answer.total).toBe(OBSERVATIONS);
+  });
+
   it("a super admin's count in a named project reads no other project's rows", async () => {
     const answer = await db.explain(superAdmin, 'Observation', `code=http://loinc.org|2339-0&_total=accurate&_count=5&_project=${PROJECT}`);
     const counts = countStatements(answer.statements);

@@ -15,6 +15,7 @@ import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, WINDOWS_BEFORE_HAS_DRIVEN, h
 import { sortsByIndexRows } from '../pages/candidates-sorted.js';
 import { DATE_BOUND_FEW, DATE_BOUND_MANY, dateBoundDriven } from '../pages/date-bound-driven.js';
 import type { SqlArgs } from '../../db/sql-args.js';
+import { missingTrueFilter, noneMissingPage } from '../pages/missing-rows.js';
 import { numericDriver } from '../pages/numeric.js';
 import { orderedMatchesPage } from '../pages/ordered-matches.js';
 import { COLUMNS, KEY_COLUMNS, type PageRows, type PageShape } from '../pages/rows.js';
@@ -70,7 +71,7 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
   if (first) return first;
   const targeted = chain ? undefined : await chainTargets(query, oneProject);
   if (targeted) return generalPage(inWalkOrder(query), page, oneProject, everyOne, targeted);
-  for (const walk of longerWalks) {
+  for (const walk of chain ? [] : [...longerWalks, ...missingWalks(query, oneProject, page)]) {
     const rows = await walk();
     if (rows) return rows;
   }
@@ -216,9 +217,11 @@ function walkableSort({ control: { sort }, planOnce, filters }: SearchQuery): bo
 function chooseStrategy(query: SearchQuery, search: DrivenSearch, page: PageShape): PageReader | undefined {
   const { sort } = query.control;
   if (sort.length === 0) return unsortedStrategy(query, search, page);
-  // A chain is probed on each resource it reaches: walked, a page probes no more of them than it needs.
+  // A chain is probed on each resource it reaches: walked, a page probes no more of them than it
+  // needs. So are other filters by `_lastUpdated` alone: without statistics, the general statement
+  // read every match of a common code (`status=final`, 1,000,000) to sort them for a page.
   const chained = chainAt(query.filters) >= 0;
-  if (chained && byLastUpdatedAlone(sort) && walkableSort(query)) {
+  if (query.filters.length > 0 && byLastUpdatedAlone(sort) && walkableSort(query)) {
     // A cursor's page too: the walk starts at its position, in the keyset order the cursor walks.
     return () => updatedWalkPage(search, sort[0].descending, query.filters, page, query.paging.position);
   }
@@ -268,6 +271,21 @@ function unreadChainWalks(query: SearchQuery, search: DrivenSearch | undefined, 
   const shapes = walkShapes(page);
   if (search) return shapes.map((shape) => () => updatedWalkPage(search, false, filters, shape));
   return everyOne && typeList?.length === 1 ? shapes.map((shape) => everyProjectWalk(query, typeList[0], shape)) : [];
+}
+
+/**
+ * The reads of a page of one project with a `:missing=true` filter that no strategy answered, before
+ * the general statement probes every resource of the type for its rows: unsorted, the resources in
+ * (lastUpdated, id) order to the last window, each probed in turn (a page of common misses stops
+ * early); then, sorted or not, the empty page when every resource has a row (noneMissingPage).
+ * None with a key (planOnce) or a string prefix, whose rows drive.
+ */
+function missingWalks(query: SearchQuery, search: DrivenSearch | undefined, page: PageShape): PageReader[] {
+  const { control, filters, planOnce } = query;
+  const missing = search && !planOnce && !filters.some(prefixRangeOf) ? missingTrueFilter(filters, search.type) : undefined;
+  if (!search || !missing) return [];
+  const none: PageReader = () => noneMissingPage(search, missing);
+  return control.sort.length > 0 || query.paging.cursorMode ? [none] : [() => updatedWalkPage(search, false, filters, page), none];
 }
 
 /**

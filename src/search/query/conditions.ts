@@ -9,7 +9,7 @@ import { compileFilter, ENDS_WITH_MODIFIER, type FilterCompiler } from './condit
 import { checkTargetTypes, findParameter, isSearchable, parameterCodes } from './conditions/lookup.js';
 import { numberParameter, quantityParameter } from './conditions/number-quantity.js';
 import { compileReferenceIdentifier, referenceParameter } from './conditions/reference.js';
-import { codesArg, missingCondition, notSupported, rowsExist, rowsOfCodes, unsupportedModifier } from './conditions/shared.js';
+import { codesArg, missingCondition, notSupported, ownRowsExist, rowsExist, rowsOfCodes, unsupportedModifier } from './conditions/shared.js';
 import { compileId, compileLastUpdated, compileProject } from './conditions/special.js';
 import { stringParameter } from './conditions/string.js';
 import { tokenParameter } from './conditions/token.js';
@@ -38,6 +38,11 @@ const KINDS: Partial<Record<SearchParameter['type'], { table: string; condition:
   reference: { table: 'reference_index', condition: referenceParameter },
   uri: { table: 'uri_index', condition: uriParameter },
 };
+
+/** The index table of a parameter kind's rows, if the indexer stores rows for it. */
+export function indexTableOf(kind: SearchParameter['type']): string | undefined {
+  return KINDS[kind]?.table;
+}
 
 /**
  * Search features of FHIR that this server does not offer, refused with a 400 `not-supported`
@@ -145,7 +150,7 @@ function compileIndexed(
     ctx.onRows?.({ table, indexTable: kind.table, codeArg, condition, indexed, alias: x, depth: ctx.depth });
     return rowsExist(table, codeArg, alias, x, condition, ctx.perRow, point === true && codes.length === 1 && table === kind.table);
   };
-  if (modifier === 'missing') return missingCondition(name, value, () => rowsOf(undefined));
+  if (modifier === 'missing') return missingCondition(name, value, () => rowsOf(undefined), () => ownRowsExist(kind.table, codeArg, alias, x));
   const values = splitOr(value);
   if (values.some((v) => v === '') && param.type !== 'token') {
     throw errors.invalid(`Empty value in search parameter ${name}`, name);

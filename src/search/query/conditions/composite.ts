@@ -9,7 +9,7 @@ import { splitComponents, splitOr, unescape } from '../values.js';
 import { dateCondition } from './date.js';
 import { numberCondition, quantityCondition } from './number-quantity.js';
 import { referenceCondition } from './reference.js';
-import { codesArg, missingCondition, notSupported, orJoin, rowsExist, rowsOfCodes, unsupportedModifier } from './shared.js';
+import { codesArg, missingCondition, notSupported, orJoin, ownRowsExist, rowsExist, rowsOfCodes, unsupportedModifier } from './shared.js';
 import { tokenCondition } from './token.js';
 import { uriCondition } from './uri.js';
 
@@ -40,7 +40,7 @@ export function compileComposite(
   const x = `x${ctx.depth}`;
   const codes = [...new Set(types.flatMap((type) => compositeCodes(type, code)))];
   const rows = (condition: string | undefined) => rowsExist(rowsOfCodes('composite_index', codes, ctx), codesArg(codes, ctx.args), alias, x, condition, ctx.perRow);
-  if (modifier === 'missing') return missingCondition(name, value, () => rows(undefined));
+  if (modifier === 'missing') return missingCondition(name, value, () => rows(undefined), () => ownRowsExist('composite_index', codesArg(codes, ctx.args), alias, x));
   if (modifier !== undefined) throw unsupportedModifier(name, modifier, 'composite');
   const usage = plans[0].components.map((component) => component.code).join('$');
   const alternatives = splitOr(value).map((alternative) => {

@@ -29,10 +29,33 @@ export function orJoin(conditions: string[]): string {
   return conditions.length === 1 ? conditions[0] : `(${conditions.join(') OR (')})`;
 }
 
-/** `:missing=true|false` as a test of the parameter's rows (`rows`: whether some row exists). */
-export function missingCondition(name: string, value: string, rows: () => string): string {
+/**
+ * `:missing=true|false` as a test of the parameter's rows: `false`, whether some row exists
+ * (`rows`, which a count or a page may read as its driver); `true`, that none of the resource's
+ * own rows has the code (`own`, ownRowsExist). As `NOT EXISTS` over the value index, PostgreSQL
+ * without statistics made it an anti-join that read every row of the code once per resource (a
+ * nested loop over a materialized 100,000 rows for each Patient): probed per resource, its cost is
+ * the resources read, one primary-key probe each, whatever the statistics.
+ */
+export function missingCondition(name: string, value: string, rows: () => string, own: () => string): string {
   if (value !== 'true' && value !== 'false') throw errors.invalid(`${name} must be true or false, not "${value}"`, name);
-  return value === 'true' ? `NOT ${rows()}` : rows();
+  return value === 'true' ? `NOT ${own()}` : rows();
+}
+
+/**
+ * EXISTS over the rows `x` of `table` with the code in `codeArg` (and `condition`) that belong to
+ * the resource `alias`, read through the table's primary key (resourceType, resourceId, seq): the
+ * resource's own rows, whatever its number of rows of other codes. The other conditions are one
+ * `IS TRUE` expression and the rows ordered by seq, OFFSET 0 keeping the probe a subplan, so
+ * that no plan seeks the value index (which orders the code's rows by value before resource) or
+ * joins every row of the code instead.
+ */
+export function ownRowsExist(table: string, codeArg: string, alias: string, x: string, condition?: string): string {
+  const test = condition ? ` AND (${condition})` : '';
+  return (
+    `EXISTS (SELECT 1 FROM ${table} ${x} WHERE ${x}."resourceType" = ${alias}."resourceType" AND ${x}."resourceId" = ${alias}.id` +
+    ` AND (${x}."projectId" = ${alias}."projectId" AND ${x}.code = ${codeArg}${test}) IS TRUE ORDER BY ${x}.seq OFFSET 0)`
+  );
 }
 
 /**
@@ -54,13 +77,8 @@ export function missingCondition(name: string, value: string, rows: () => string
  * `_has:Observation:subject:code=system|code` probed ten Observations per Patient, a table page each).
  */
 export function rowsExist(table: string, codeArg: string, alias: string, x: string, condition: string | undefined, perRow?: boolean, point?: boolean): string {
+  if (perRow && table !== 'reference_index' && !point) return ownRowsExist(table, codeArg, alias, x, condition);
   const test = condition ? ` AND (${condition})` : '';
-  if (perRow && table !== 'reference_index' && !point) {
-    return (
-      `EXISTS (SELECT 1 FROM ${table} ${x} WHERE ${x}."resourceType" = ${alias}."resourceType" AND ${x}."resourceId" = ${alias}.id` +
-      ` AND (${x}."projectId" = ${alias}."projectId" AND ${x}.code = ${codeArg}${test}) IS TRUE ORDER BY ${x}.seq OFFSET 0)`
-    );
-  }
   return (
     `EXISTS (SELECT 1 FROM ${table} ${x} WHERE ${x}."projectId" = ${alias}."projectId" AND ${x}."resourceType" = ${alias}."resourceType"` +
     ` AND ${x}."resourceId" = ${alias}.id AND ${x}.code = ${codeArg}${test}${perRow ? ' OFFSET 0' : ''})`
