@@ -118,7 +118,7 @@ export interface ObservationShape {
   rows?: readonly ('status' | 'code' | 'date')[];
   /** Observations that share each lastUpdated second, in number order (1 by default). */
   perSecond?: number;
-  /** The second after 2025-01-01 of Observation 0 (so of none): 0 by default. */
+  /** Seconds added to every lastUpdated (0 by default; negative moves the Observations earlier). */
   firstSecond?: number;
 }
 
