@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll } from 'vitest';
+import { afterAll, inject } from 'vitest';
 import { useTestServer, type TestServer } from './server.js';
 
 /**
@@ -23,13 +23,26 @@ export async function adminStatement(sql: string): Promise<void> {
   }
 }
 
-/** Creates a database named `<prefix>_<random>` beside DATABASE_URL's. */
+/**
+ * Creates a database named `<prefix>_<random>` beside DATABASE_URL's: a copy of the run's migrated
+ * template (test/helpers/global-setup.ts) when there is one, else empty.
+ */
 export async function createOwnDatabase(prefix: string): Promise<OwnDatabase> {
   const name = `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-  await adminStatement(`CREATE DATABASE ${name}`);
+  const template = migratedTemplate();
+  await adminStatement(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   const url = new URL(process.env.DATABASE_URL!);
   url.pathname = `/${name}`;
   return { url: url.toString(), drop: () => adminStatement(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+/** The migrated template of this run, if any (none outside vitest). */
+function migratedTemplate(): string | undefined {
+  try {
+    return inject('postgresTemplate');
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -116,37 +116,58 @@ export function searchPlans(statements: readonly ExplainedStatement[]): string {
 }
 
 /**
- * `count` Observations of `projectId` (ids `<prefix>o<n>`), each with its status (final), code
+ * What writeObservations writes besides the resources. Each index row costs its table's indexes
+ * (a date row six, one of them GiST): a file writes only the rows its searches read.
+ */
+export interface ObservationShape {
+  /** The index rows written: `status` and `code` token rows, `date` rows. All three by default. */
+  rows?: readonly ('status' | 'code' | 'date')[];
+  /** Observations that share each lastUpdated second, in number order (1 by default). */
+  perSecond?: number;
+  /** Seconds added to every lastUpdated (0 by default; negative moves the Observations earlier). */
+  firstSecond?: number;
+}
+
+/**
+ * `count` Observations of `projectId` (ids `<prefix>o<n>`), updated `firstSecond + n / perSecond`
+ * seconds after 2025-01-01, and of `shape.rows` (every one by default): their status (final), code
  * (8867-4 for every twentieth, else 2339-0) and an hourly date from 2023, as the store writes them.
  */
-export async function writeObservations(client: SqlClient, projectId: string, count: number, prefix = ''): Promise<void> {
+export async function writeObservations(client: SqlClient, projectId: string, count: number, prefix = '', shape: ObservationShape = {}): Promise<void> {
+  const { rows = ['status', 'code', 'date'], perSecond = 1, firstSecond = 0 } = shape;
   await client.query(
     `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
-     SELECT 'Observation', $3 || 'o' || g, $1, gen_random_uuid(), timestamptz '2025-01-01' + g * interval '1 second', false,
+     SELECT 'Observation', $3 || 'o' || g, $1, gen_random_uuid(), timestamptz '2025-01-01' + ($5::int + g / $4::int) * interval '1 second', false,
             json_build_object('resourceType', 'Observation', 'id', $3 || 'o' || g, 'status', 'final')
      FROM generate_series(1, $2::int) g`,
-    [projectId, count, prefix],
+    [projectId, count, prefix, perSecond, firstSecond],
   );
-  await client.query(
-    `INSERT INTO token_index ("projectId", "resourceType", "resourceId", seq, code, system, value, text)
-     SELECT $1, 'Observation', $3 || 'o' || g, s.seq, s.code, s.system, s.value, NULL FROM generate_series(1, $2::int) g,
-       LATERAL (VALUES (1, 'status', NULL, 'final'), (2, 'code', 'http://loinc.org', CASE WHEN g % 20 = 0 THEN '8867-4' ELSE '2339-0' END))
-         AS s(seq, code, system, value)`,
-    [projectId, count, prefix],
-  );
-  await client.query(
-    `INSERT INTO date_index ("projectId", "resourceType", "resourceId", seq, code, start, "end")
-     SELECT $1, 'Observation', $3 || 'o' || g, 1, 'date', d, d + interval '999 milliseconds'
-     FROM generate_series(1, $2::int) g, LATERAL (SELECT timestamptz '2023-01-01' + g * interval '1 hour' AS d) t`,
-    [projectId, count, prefix],
-  );
+  const tokens = rows.filter((row) => row !== 'date');
+  if (tokens.length > 0) {
+    await client.query(
+      `INSERT INTO token_index ("projectId", "resourceType", "resourceId", seq, code, system, value, text)
+       SELECT $1, 'Observation', $3 || 'o' || g, s.seq, s.code, s.system, s.value, NULL FROM generate_series(1, $2::int) g,
+         LATERAL (VALUES (1, 'status', NULL, 'final'), (2, 'code', 'http://loinc.org', CASE WHEN g % 20 = 0 THEN '8867-4' ELSE '2339-0' END))
+           AS s(seq, code, system, value)
+       WHERE s.code = ANY($4::text[])`,
+      [projectId, count, prefix, tokens],
+    );
+  }
+  if (rows.includes('date')) {
+    await client.query(
+      `INSERT INTO date_index ("projectId", "resourceType", "resourceId", seq, code, start, "end")
+       SELECT $1, 'Observation', $3 || 'o' || g, 1, 'date', d, d + interval '999 milliseconds'
+       FROM generate_series(1, $2::int) g, LATERAL (SELECT timestamptz '2023-01-01' + g * interval '1 hour' AS d) t`,
+      [projectId, count, prefix],
+    );
+  }
 }
 
 /**
  * `patients` Patients (`<prefix>pat<n>`, family `smith<n>`) and the subject of each of
- * `observations` Observations (writeObservations): `<prefix>pat<g % patients + 1>`.
+ * the Observations (writeObservations) numbered `firstObservation` to `observations`: `<prefix>pat<g % patients + 1>`.
  */
-export async function writeSubjects(client: SqlClient, projectId: string, observations: number, patients: number, prefix: string): Promise<void> {
+export async function writeSubjects(client: SqlClient, projectId: string, observations: number, patients: number, prefix: string, firstObservation = 1): Promise<void> {
   await client.query(
     `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
      SELECT 'Patient', $2 || 'pat' || g, $1, gen_random_uuid(), timestamptz '2025-01-01' + g * interval '1 second', false,
@@ -161,8 +182,8 @@ export async function writeSubjects(client: SqlClient, projectId: string, observ
   );
   await client.query(
     `INSERT INTO reference_index ("projectId", "resourceType", "resourceId", seq, code, "targetType", "targetId", url)
-     SELECT $1, 'Observation', $2 || 'o' || g, 1, 'subject', 'Patient', $2 || 'pat' || (g % $4::int + 1), NULL FROM generate_series(1, $3::int) g`,
-    [projectId, prefix, observations, patients],
+     SELECT $1, 'Observation', $2 || 'o' || g, 1, 'subject', 'Patient', $2 || 'pat' || (g % $4::int + 1), NULL FROM generate_series($5::int, $3::int) g`,
+    [projectId, prefix, observations, patients, firstObservation],
   );
 }
 

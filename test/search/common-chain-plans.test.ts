@@ -22,8 +22,9 @@ describe.skipIf(!serverUrl)('plans of chained searches to common targets, on dat
 
   beforeAll(async () => {
     db = await openPlanDatabase('flint_common_chain_plans');
-    await writeObservations(db.custom, PROJECT, OBSERVATIONS);
-    await writeObservations(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, 'x-');
+    // The pages read the chain's rows and the date rows: no token rows.
+    await writeObservations(db.custom, PROJECT, OBSERVATIONS, '', { rows: ['date'] });
+    await writeObservations(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, 'x-', { rows: ['date'] });
     await writeSubjects(db.custom, PROJECT, OBSERVATIONS, PATIENTS, '');
     await writeSubjects(db.custom, OTHER_PROJECT, OBSERVATIONS / 10, PATIENTS, 'x-');
     named = subjectsOf('', OBSERVATIONS, 1);

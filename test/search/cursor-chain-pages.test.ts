@@ -67,9 +67,9 @@ describe('cursor pages of a chain to common targets', () => {
 
   beforeAll(async () => {
     ({ db, close } = await openSearchDatabase('flint_cursor_chain_pages'));
-    await writeObservations(db, PROJECT, OBSERVATIONS);
+    // The pages read the resources' lastUpdated order, the chain's rows and the quantity rows: no token or date rows.
+    await writeObservations(db, PROJECT, OBSERVATIONS, '', { rows: [], perSecond: 3 });
     await writeSubjects(db, PROJECT, OBSERVATIONS, PATIENTS, '');
-    await db.query(`UPDATE resource SET "lastUpdated" = timestamptz '2025-01-01' + (substr(id, 2)::int / 3) * interval '1 second' WHERE "resourceType" = 'Observation'`);
     await db.query(
       `INSERT INTO quantity_index ("projectId", "resourceType", "resourceId", seq, code, value, system, unit)
        SELECT $1, 'Observation', 'o' || g, 1, 'value-quantity', 99.9, 'http://unitsofmeasure.org', 'kg' FROM generate_series(7, $2::int, 250) g`,

@@ -39,18 +39,11 @@ describe("a super admin's sorted pages of a common chain across every project", 
 
   beforeAll(async () => {
     ({ db, close } = await openSearchDatabase('flint_every_chain_walks'));
-    for (const { project, observations, patients, prefix } of [FIRST, SECOND]) {
-      await writeObservations(db, project, observations, prefix);
-      await writeSubjects(db, project, observations, patients, prefix);
-    }
-    await db.query(
-      `UPDATE resource SET "lastUpdated" = timestamptz '2025-01-01' + (substr(id, 2)::int / 3) * interval '1 second' WHERE "resourceType" = 'Observation' AND "projectId" = $1`,
-      [FIRST.project],
-    );
-    await db.query(
-      `UPDATE resource SET "lastUpdated" = timestamptz '2025-01-01' + (substr(id, 3)::int - $2::int) * interval '1 second' WHERE "resourceType" = 'Observation' AND "projectId" = $1`,
-      [SECOND.project, SECOND.jones],
-    );
+    // The pages read the resources' lastUpdated order and the chain's rows: no token or date rows.
+    await writeObservations(db, FIRST.project, FIRST.observations, FIRST.prefix, { rows: [], perSecond: 3 });
+    await writeSubjects(db, FIRST.project, FIRST.observations, FIRST.patients, FIRST.prefix);
+    await writeObservations(db, SECOND.project, SECOND.observations, SECOND.prefix, { rows: [], firstSecond: -SECOND.jones });
+    await writeSubjects(db, SECOND.project, SECOND.observations, SECOND.patients, SECOND.prefix, SECOND.jones + 1);
     await db.query(
       `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)
        VALUES ('Patient', 'bjones', $1, gen_random_uuid(), timestamptz '2025-01-01', false, '{"resourceType":"Patient","id":"bjones"}')`,
@@ -60,7 +53,8 @@ describe("a super admin's sorted pages of a common chain across every project", 
       SECOND.project,
     ]);
     await db.query(
-      `UPDATE reference_index SET "targetId" = 'bjones' WHERE "projectId" = $1 AND "resourceType" = 'Observation' AND substr("resourceId", 3)::int <= $2::int`,
+      `INSERT INTO reference_index ("projectId", "resourceType", "resourceId", seq, code, "targetType", "targetId", url)
+       SELECT $1, 'Observation', 'bo' || g, 1, 'subject', 'Patient', 'bjones', NULL FROM generate_series(1, $2::int) g`,
       [SECOND.project, SECOND.jones],
     );
     const rows = await db.query<{ id: string }>(

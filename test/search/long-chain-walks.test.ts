@@ -26,7 +26,8 @@ describe('sorted pages of a common chain whose matches lie deep in the order', (
 
   beforeAll(async () => {
     ({ db, close } = await openSearchDatabase('flint_long_chain_walks'));
-    await writeObservations(db, PROJECT, OBSERVATIONS);
+    // The pages read the date rows and the resources' lastUpdated order: no token rows.
+    await writeObservations(db, PROJECT, OBSERVATIONS, '', { rows: ['date'] });
     await writeSubjects(db, PROJECT, SMITHS, PATIENTS, '');
     await db.query(
       `INSERT INTO resource ("resourceType", id, "projectId", "versionId", "lastUpdated", deleted, content)

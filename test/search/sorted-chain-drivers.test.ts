@@ -39,8 +39,9 @@ describe('sorted pages of a chain to common targets driven by a rarer filter', (
     own = process.env.DATABASE_URL ? await createOwnDatabase('flint_sorted_chain_drivers') : undefined;
     db = await Database.open(loadConfig(testEnv(own ? { DATABASE_URL: own.url } : {})));
     await migrate(db);
-    await writeObservations(db, PROJECT, OBSERVATIONS);
-    await writeObservations(db, OTHER_PROJECT, OBSERVATIONS / 10, 'x-');
+    // The pages read the date rows, the quantity rows and the resources' lastUpdated order: no token rows.
+    await writeObservations(db, PROJECT, OBSERVATIONS, '', { rows: ['date'] });
+    await writeObservations(db, OTHER_PROJECT, OBSERVATIONS / 10, 'x-', { rows: ['date'] });
     await writeSubjects(db, PROJECT, OBSERVATIONS, PATIENTS, '');
     await writeSubjects(db, OTHER_PROJECT, OBSERVATIONS / 10, PATIENTS, 'x-');
     for (const [projectId, prefix, count] of [[PROJECT, '', OBSERVATIONS], [OTHER_PROJECT, 'x-', OBSERVATIONS / 10]] as const) {
