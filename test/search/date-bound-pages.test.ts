@@ -23,9 +23,10 @@ function datedBefore(day: string): string[] {
  * Sorted pages with a one-sided date bound that few resources meet, on the database the tests run
  * on (PGlite, or PostgreSQL never analyzed): the bound's resources are read first and sorted, not
  * sought along the sort's windows; with more than a first window's worth, once the windows fell
- * short, before the general statement. A period open at its start meets every upper bound.
+ * short, before the general statement. A period open at its start meets every upper bound. A
+ * sorted page whose walk fell short is driven by its token code's resources when they are few.
  */
-describe('sorted pages driven by a rare one-sided date bound', () => {
+describe('sorted pages driven by a rare one-sided date bound or a token code', () => {
   let db: Database;
   let close: (() => Promise<void>) | undefined;
 
@@ -70,6 +71,15 @@ describe('sorted pages driven by a rare one-sided date bound', () => {
     const { ids, sent } = await searched('date=lt2023-02-12&_sort=-date&_count=5&_offset=3');
     expect(ids).toEqual([OPEN_START, ...datedBefore('2023-02-12')].slice(3, 8));
     expect(sent.filter(boundRead)).toHaveLength(2);
+    expect(sent.filter(general)).toEqual([]);
+  });
+
+  it("a page sorted by -_lastUpdated whose walk falls short is driven by its token code's resources, not the general statement", async () => {
+    // Every twentieth Observation has code 8867-4, and only o1-o23 are dated 2023-01-01: the walk
+    // from the newest meets the code at once and the date nowhere near.
+    const { ids, sent } = await searched('code=http://loinc.org|8867-4&date=2023-01-01&_sort=-_lastUpdated&_count=5');
+    expect(ids).toEqual(['o20']);
+    expect(sent.filter((sql) => sql.startsWith('SELECT count(*)::int AS n FROM (SELECT w."resourceId" FROM token_index w'))).toHaveLength(1);
     expect(sent.filter(general)).toEqual([]);
   });
 

@@ -9,6 +9,7 @@ import { chainTargetCandidates, chainTargetsDriven } from '../pages/chain-target
 import { HAS_SOURCE_ROWS_FEW, HAS_SOURCE_ROWS_MANY, WINDOWS_BEFORE_HAS_DRIVEN, hasDrivenConditions, type HasDriven } from '../pages/has-driven.js';
 import { sortsByIndexRows } from '../pages/candidates-sorted.js';
 import { DATE_BOUND_FEW, DATE_BOUND_MANY, dateBoundDriven } from '../pages/date-bound-driven.js';
+import { tokenCodeDriven } from '../pages/code-driven.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { COLUMNS, KEY_COLUMNS, type PageRows, type PageShape } from '../pages/rows.js';
 import { prefixRangeOf } from '../pages/string-prefix.js';
@@ -66,7 +67,8 @@ export async function readPage(query: SearchQuery, withoutContent: boolean): Pro
       ? await hasDriven(query, oneProject, everyOne, HAS_SOURCE_ROWS_MANY)
       : undefined;
   const boundAfter = !after && strategy && oneProject && windowedSort(query) ? await dateBoundDriven(oneProject, query.filters, DATE_BOUND_MANY) : undefined;
-  return generalPage(query, page, oneProject, everyOne, after ?? boundAfter);
+  const sortedAfter = after ?? boundAfter ?? (strategy && oneProject && sortedByOneKey(query) ? await tokenCodeDriven(oneProject, query.filters, HAS_SOURCE_ROWS_MANY) : undefined);
+  return generalPage(query, page, oneProject, everyOne, sortedAfter);
 }
 
 /**
@@ -257,4 +259,9 @@ function inLastUpdatedOrderAlone({ control: { sort }, filters, services }: Searc
     filters.every(({ name }) => name === '_project') &&
     !policyCriteria(services.identity, search.type)
   );
+}
+
+/** Whether a page is sorted by one key, not planned once (no key drives it): its walk or windows may fall short of a page that a token code's few resources hold. */
+function sortedByOneKey({ control: { sort }, planOnce }: SearchQuery): boolean {
+  return sort.length === 1 && !planOnce;
 }
