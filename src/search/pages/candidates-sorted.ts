@@ -1,3 +1,4 @@
+import type { SqlArgs } from '../../db/sql-args.js';
 import type { Filter } from '../plan/filters.js';
 import type { SortKey } from '../plan/control.js';
 import { candidateConditions, freshContext, joinByPrimaryKey, type DrivenSearch } from './driven.js';
@@ -9,6 +10,11 @@ import { runPage, type PageRows, type PageShape } from './rows.js';
 export interface Candidates {
   projects: string[];
   ids: string[];
+}
+
+/** The candidates as rows of (projectId, resourceType, id), each with its project: a driven statement's source. */
+export function candidatesSource(type: string, { projects, ids }: Candidates, args: SqlArgs): string {
+  return `SELECT v."projectId", ${args.add(type)}::text AS "resourceType", v.id FROM unnest(${args.add(projects, 'text[]')}, ${args.add(ids, 'text[]')}) v("projectId", id)`;
 }
 
 /** Whether candidatesSortedPage can read a page in `sort`'s order: every key is a parameter's index rows (not `_lastUpdated`, a column of the resource). */
@@ -27,9 +33,7 @@ export function sortsByIndexRows(sort: readonly SortKey[]): boolean {
  */
 export function candidatesSortedPage(search: DrivenSearch, { projects, ids }: Candidates, others: readonly Filter[], sort: readonly SortKey[], page: PageShape): Promise<PageRows> {
   const ctx = freshContext(search);
-  const source =
-    `SELECT v."projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v.id` +
-    ` FROM unnest(${ctx.args.add(projects, 'text[]')}, ${ctx.args.add(ids, 'text[]')}) v("projectId", id)`;
+  const source = candidatesSource(search.type, { projects, ids }, ctx.args);
   const { candidates, onResource } = candidateConditions(search, others, ctx);
   const keys = sortKeys(sort, false, ctx.args, 'd');
   const tested = candidates.length > 0 ? ` WHERE (${candidates.join(' AND ')}) IS TRUE` : '';

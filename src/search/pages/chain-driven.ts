@@ -3,6 +3,7 @@ import type { IndexRowsCondition } from '../query/conditions/types.js';
 import { indexRowsSource } from '../query/conditions/shared.js';
 import type { SqlArgs } from '../../db/sql-args.js';
 import { freshContext, type AnyProjectSearch } from './driven.js';
+import { candidatesSource } from './candidates-sorted.js';
 import { everyProject } from './every-project.js';
 import { GROWING_WINDOW_MAX } from './growing-windows.js';
 import { drivenWhere } from './key-driven.js';
@@ -48,9 +49,7 @@ export async function readChain(search: ChainSearch, filters: readonly Filter[])
   if (!candidates) return undefined;
   if (!candidates.complete) return { common: candidates };
   const ctx = freshContext(search);
-  const source =
-    `SELECT v."projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v.id` +
-    ` FROM unnest(${ctx.args.add(candidates.projects, 'text[]')}, ${ctx.args.add(candidates.ids, 'text[]')}) v("projectId", id)`;
+  const source = candidatesSource(search.type, candidates, ctx.args);
   return { driven: drivenWhere(search, filters.filter((_, i) => i !== at), ctx, source) };
 }
 

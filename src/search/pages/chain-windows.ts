@@ -7,7 +7,7 @@ import { orderBy, type OrderKey } from './every-project.js';
 import { cursorKeys, positionCondition, sortKeys } from './general.js';
 import { candidateConditions, freshContext, type AnyProjectSearch } from './driven.js';
 import { runPage, type PageRows, type PageShape } from './rows.js';
-import { candidatesSortedPage, sortsByIndexRows } from './candidates-sorted.js';
+import { candidatesSortedPage, candidatesSource, sortsByIndexRows } from './candidates-sorted.js';
 import { sortedChainDriver } from './sorted-chain-driver.js';
 
 /** The first window of a common chain's candidates (those readChain read), and how many times each next one is larger. */
@@ -111,9 +111,7 @@ async function pageOfCandidates(
   const ctx = freshContext(search);
   const { candidates, onResource } = candidateConditions(search, others, ctx);
   if (order?.after) onResource.push(order.after(ctx.args));
-  const source =
-    `SELECT v."projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v.id` +
-    ` FROM unnest(${ctx.args.add(projects, 'text[]')}, ${ctx.args.add(ids, 'text[]')}) v("projectId", id)`;
+  const source = candidatesSource(search.type, { projects, ids }, ctx.args);
   // `IS TRUE` keeps the tests per candidate (a subplan each), as drivenWhere does. No ORDER BY:
   // the candidates come in their array's order through the nested loop, which stops at the page;
   // ordering by their position sorted (and tested) every candidate of the window first.

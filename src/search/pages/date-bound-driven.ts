@@ -3,7 +3,7 @@ import type { SortKey } from '../plan/control.js';
 import { dateBoundKind, dateCondition } from '../query/conditions/date.js';
 import { rowsOfCodeIn } from '../query/conditions/shared.js';
 import { parseDateValue } from '../query/values.js';
-import { candidatesSortedPage, type Candidates } from './candidates-sorted.js';
+import { candidatesSortedPage, candidatesSource, type Candidates } from './candidates-sorted.js';
 import { freshContext, type DrivenSearch } from './driven.js';
 import { HAS_SOURCE_ROWS_MANY, WINDOWS_BEFORE_HAS_DRIVEN, type HasDriven } from './has-driven.js';
 import { drivenWhere } from './key-driven.js';
@@ -33,9 +33,7 @@ export async function dateBoundDriven(search: DrivenSearch, filters: readonly Fi
   if (!ids) return undefined;
   const candidates: Candidates = { projects: ids.map(() => search.projectId), ids };
   const ctx = freshContext(search);
-  const source =
-    `SELECT v."projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v.id` +
-    ` FROM unnest(${ctx.args.add(candidates.projects, 'text[]')}, ${ctx.args.add(candidates.ids, 'text[]')}) v("projectId", id)`;
+  const source = candidatesSource(search.type, candidates, ctx.args);
   const sortedPage = (sort: readonly SortKey[], page: PageShape) => candidatesSortedPage(search, candidates, filters, sort, page);
   return { ...drivenWhere(search, filters, ctx, source), sortedPage };
 }

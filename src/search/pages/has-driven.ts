@@ -9,7 +9,7 @@ import { freshContext } from './driven.js';
 import { everyProject } from './every-project.js';
 import { GROWING_WINDOW_MAX } from './growing-windows.js';
 import { drivenWhere } from './key-driven.js';
-import { candidatesSortedPage } from './candidates-sorted.js';
+import { candidatesSortedPage, candidatesSource } from './candidates-sorted.js';
 import type { SortKey } from '../plan/control.js';
 import type { PageRows, PageShape } from './rows.js';
 
@@ -46,9 +46,7 @@ export async function hasDrivenConditions(search: ChainSearch, filters: readonly
     const candidates = await hasCandidates(search, filter, most);
     if (!candidates) continue;
     const ctx = freshContext(search);
-    const source =
-      `SELECT v."projectId", ${ctx.args.add(search.type)}::text AS "resourceType", v.id` +
-      ` FROM unnest(${ctx.args.add(candidates.projects, 'text[]')}, ${ctx.args.add(candidates.ids, 'text[]')}) v("projectId", id)`;
+    const source = candidatesSource(search.type, candidates, ctx.args);
     const others = filters.filter((_, i) => i !== at);
     const { projectId } = search;
     const sortedPage = projectId === undefined ? undefined : (sort: readonly SortKey[], page: PageShape) => candidatesSortedPage({ ...search, projectId }, candidates, others, sort, page);
