@@ -26,7 +26,7 @@ export const CHAIN_TARGETS_MAX = 102_400;
  *   does not apply: common targets' referencing resources come early in a walk.
  * - Their reference rows of the chain's code from the searched type, by the (project, target)
  *   index, at most CHAIN_CANDIDATES_MAX.
- * Without it, a chain no resource meets walked 51,200 resources probing it (2.5 s) and then ran
+ * Without it, a chain no resource meets walked 51,200 resources probing it and then ran
  * the general statement, which without statistics started from every reference of the code.
  */
 export async function chainTargetCandidates(search: DrivenSearch, filters: readonly Filter[]): Promise<string[] | undefined> {

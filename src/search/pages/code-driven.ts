@@ -11,7 +11,7 @@ import { codeRowsInProject, rarestTokenCode } from './token-code.js';
  * the resources read by primary key, then sorted. For a page whose walk or windows fell short
  * (`code=..&date=2023-03-01&_sort=-_lastUpdated`: the first resources of the order meet the code
  * but not the rest), before the general statement, which without statistics read the code's
- * resources by another order and ran past 20 s among 1,000,000 Observations.
+ * resources in another order, probing every one of them.
  */
 export async function tokenCodeDriven(search: DrivenSearch, filters: readonly Filter[], most: number): Promise<HasDriven | undefined> {
   const counted = new Map<Filter, number>();

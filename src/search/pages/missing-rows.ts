@@ -31,8 +31,8 @@ export function missingTrueFilter(filters: readonly Filter[], type: string): Mis
  * counts, whatever the statistics: the resources of the type in the project that are not deleted
  * and the resources with a row of the parameter (resourcesWithRows, each one not deleted). When
  * they are equal, none misses it. Undefined otherwise: the resources are probed.
- * The probes cost one primary-key read per resource of the type (20 s and more for 1,000,000
- * Observations, `subject:missing=true`); the counts read each index once in order.
+ * The probes cost one primary-key read per resource of the type; the counts read each index
+ * once in order.
  */
 export async function noneMissingPage(search: DrivenSearch, missing: MissingFilter): Promise<PageRows | undefined> {
   const ctx = freshContext(search);
